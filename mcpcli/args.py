@@ -1,0 +1,327 @@
+"""The tool-argument grammar: `--arg key=value` typed by the tool's inputSchema.
+
+    key=value      a value converted by the schema type of `key`; a string field
+                   keeps the text exactly (`007` stays "007")
+    key:=JSON      a raw JSON value, whatever the schema says
+    key=@file      the file's contents (then typed); `key=@-` reads stdin
+    key:=@file     JSON read from a file
+    a.b=1          dotted keys build nested objects (`a\\.b` for a literal dot)
+    key=\\@x        a leading backslash escapes a literal `@`
+    tags=a tags=b  repeating an array field appends items; `tags=[..]` gives JSON
+
+`--args` supplies the whole object (JSON text, `@file.json`, or `-` for stdin);
+`--arg` items are applied on top of it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mcpcli.errors import ArgumentError
+
+__all__ = ["build_arguments", "coerce", "parse_item", "read_json_source", "schema_types"]
+
+JSON = dict[str, Any]
+_STDIN_USED: list[bool] = []
+
+
+def _read_text(source: str, *, what: str, stdin: Callable[[], str] | None = None) -> str:
+    """`-` reads stdin (at most once per process), anything else is a file path."""
+    if source == "-":
+        if _STDIN_USED:
+            raise ArgumentError(f"{what}: standard input was already read by another argument")
+        _STDIN_USED.append(True)
+        return stdin() if stdin is not None else sys.stdin.read()
+    try:
+        with open(source, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ArgumentError(f"{what}: no such file: {source}") from None
+    except IsADirectoryError:
+        raise ArgumentError(f"{what}: {source} is a directory") from None
+    except UnicodeDecodeError:
+        raise ArgumentError(f"{what}: {source} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ArgumentError(f"{what}: cannot read {source}: {exc.strerror}") from None
+
+
+def _loads(text: str, *, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ArgumentError(f"{what}: invalid JSON: {exc}") from None
+
+
+def read_json_source(
+    value: str, *, what: str = "--args", stdin: Callable[[], str] | None = None
+) -> JSON:
+    """Parse `--args`: JSON text, `@file.json`, or `-` for stdin; must be an object."""
+    if value == "-" or value == "@-":
+        text = _read_text("-", what=what, stdin=stdin)
+    elif value.startswith("@"):
+        text = _read_text(value[1:], what=what)
+    else:
+        text = value
+    obj = _loads(text, what=what)
+    if not isinstance(obj, dict):
+        raise ArgumentError(f"{what}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _split_key(key: str) -> list[str]:
+    """Split a dotted key; `\\.` is a literal dot."""
+    parts: list[str] = []
+    current = ""
+    i = 0
+    while i < len(key):
+        ch = key[i]
+        if ch == "\\" and i + 1 < len(key) and key[i + 1] == ".":
+            current += "."
+            i += 2
+            continue
+        if ch == ".":
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+        i += 1
+    parts.append(current)
+    if any(p == "" for p in parts):
+        raise ArgumentError(f"--arg {key!r}: empty name segment in key")
+    return parts
+
+
+def parse_item(item: str) -> tuple[list[str], str, bool]:
+    """Split `key=value` / `key:=json` into (path, value, is_raw_json)."""
+    eq = item.find("=")
+    if eq <= 0:
+        raise ArgumentError(
+            f"--arg {item!r}: expected key=value or key:=json",
+            hint="for example --arg city=Paris or --arg count:=3",
+        )
+    raw = item[eq - 1] == ":"
+    key = item[: eq - 1] if raw else item[:eq]
+    if not key:
+        raise ArgumentError(f"--arg {item!r}: missing key before '='")
+    return _split_key(key), item[eq + 1 :], raw
+
+
+def _subschema(schema: Any, path: list[str]) -> Any:
+    """Follow `properties` (and local `$ref`s, composition branches) down a key path."""
+    current = schema
+    root = schema
+    for part in path:
+        current = _resolve(root, current)
+        if not isinstance(current, dict):
+            return None
+        props = current.get("properties")
+        if isinstance(props, dict) and part in props:
+            current = props[part]
+            continue
+        found = None
+        for keyword in ("allOf", "anyOf", "oneOf"):
+            for branch in current.get(keyword) or []:
+                branch = _resolve(root, branch)
+                props = branch.get("properties") if isinstance(branch, dict) else None
+                if isinstance(props, dict) and part in props:
+                    found = props[part]
+                    break
+            if found is not None:
+                break
+        if found is None:
+            extra = current.get("additionalProperties")
+            return extra if isinstance(extra, dict) else None
+        current = found
+    return _resolve(root, current)
+
+
+def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
+    """Resolve a local `#/...` `$ref`; network references are never followed."""
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 16:
+        ref = node["$ref"]
+        if not ref.startswith("#"):
+            return node
+        target: Any = root
+        for token in ref[1:].split("/")[1:] if ref != "#" else []:
+            token = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and token in target:
+                target = target[token]
+            else:
+                return node
+        node = target
+        depth += 1
+    return node
+
+
+def schema_types(schema: Any, root: Any = None) -> list[str]:
+    """The JSON types a schema admits, in declaration order ([] when unconstrained)."""
+    root = schema if root is None else root
+    schema = _resolve(root, schema)
+    if not isinstance(schema, dict):
+        return []
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    if isinstance(declared, list):
+        return [t for t in declared if isinstance(t, str)]
+    if "const" in schema:
+        return [_json_type(schema["const"])]
+    if isinstance(schema.get("enum"), list):
+        out: list[str] = []
+        for value in schema["enum"]:
+            t = _json_type(value)
+            if t not in out:
+                out.append(t)
+        return out
+    types: list[str] = []
+    for keyword in ("anyOf", "oneOf"):
+        for branch in schema.get(keyword) or []:
+            for t in schema_types(branch, root):
+                if t not in types:
+                    types.append(t)
+    if "properties" in schema and not types:
+        return ["object"]
+    if "items" in schema and not types:
+        return ["array"]
+    return types
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+def _as_number(text: str, integer: bool) -> int | float | None:
+    text = text.strip()
+    try:
+        if integer:
+            return int(text, 10)
+        value = float(text)
+    except ValueError:
+        if not integer:
+            return None
+        try:
+            as_float = float(text)
+        except ValueError:
+            return None
+        return int(as_float) if as_float.is_integer() else None
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
+
+
+def coerce(text: str, schema: Any, *, key: str, root: Any = None) -> Any:
+    """Convert one `key=value` text to the value its schema asks for."""
+    root = schema if root is None else root
+    schema = _resolve(root, schema)
+    if isinstance(schema, dict) and isinstance(schema.get("enum"), list):
+        # An enum member is matched by its text: "1" picks 1 from [1, 2, "auto"].
+        for member in schema["enum"]:
+            if member == text:
+                return member
+        for member in schema["enum"]:
+            if not isinstance(member, str) and json.dumps(member) == text:
+                return member
+    types = schema_types(schema, root)
+    if not types:
+        return text  # unconstrained: the text as given, never guessed
+    if "string" in types:
+        # A string-admitting field keeps the exact text ("007" stays "007").
+        return None if text == "null" and "null" in types else text
+    for t in types:
+        if t == "null" and text == "null":
+            return None
+        if t == "boolean":
+            low = text.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+        elif t in ("integer", "number"):
+            number = _as_number(text, t == "integer")
+            if number is not None:
+                return number
+        elif t in ("array", "object"):
+            stripped = text.strip()
+            if stripped[:1] in ("[", "{"):
+                value = _loads(stripped, what=f"--arg {key}")
+                if _json_type(value) == t:
+                    return value
+            elif t == "array":
+                items = schema.get("items") if isinstance(schema, dict) else None
+                return [coerce(text, items, key=key, root=root)]
+    expected = " or ".join(types)
+    raise ArgumentError(
+        f"--arg {key}: {text!r} is not a valid {expected}",
+        hint=f"use {key}:=<json> to pass a raw JSON value",
+    )
+
+
+def _set(target: JSON, path: list[str], value: Any, *, append: bool, key: str) -> None:
+    node = target
+    for part in path[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            raise ArgumentError(f"--arg {key}: {part!r} is already set to a non-object value")
+        node = child
+    last = path[-1]
+    if append and last in node and isinstance(node[last], list) and isinstance(value, list):
+        node[last] = node[last] + value
+    else:
+        node[last] = value
+
+
+def build_arguments(
+    items: Iterable[str],
+    *,
+    schema: Any = None,
+    base: JSON | None = None,
+    stdin: Callable[[], str] | None = None,
+) -> JSON:
+    """Build the `arguments` object from `--args` (`base`) and `--arg` items."""
+    out: JSON = json.loads(json.dumps(base)) if base else {}
+    seen: set[str] = set()
+    for item in items:
+        path, text, raw = parse_item(item)
+        key = ".".join(path)
+        if raw:
+            if text.startswith("@"):
+                text = _read_text(text[1:], what=f"--arg {key}", stdin=stdin)
+            value = _loads(text, what=f"--arg {key}")
+            _set(out, path, value, append=False, key=key)
+            seen.add(key)
+            continue
+        if text.startswith("@"):
+            text = _read_text(text[1:], what=f"--arg {key}", stdin=stdin)
+            sub = _subschema(schema, path) if schema is not None else None
+            if schema_types(sub, schema) not in ([], ["string"]) and text.endswith("\n"):
+                text = text.rstrip("\r\n")
+        elif text.startswith("\\@"):
+            text = text[1:]
+        sub = _subschema(schema, path) if schema is not None else None
+        value = coerce(text, sub, key=key, root=schema)
+        is_array = "array" in schema_types(sub, schema) and isinstance(value, list)
+        _set(out, path, value, append=is_array and key in seen, key=key)
+        seen.add(key)
+    return out

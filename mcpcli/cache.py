@@ -1,0 +1,74 @@
+"""A small on-disk cache of list results, for shell completion and cache hints.
+
+Entries live under `$XDG_CACHE_HOME/mcpcli/lists/`, one JSON file per target and
+method. Completion reads it and never connects; 2026-07-28 results carry
+`ttlMs`/`cacheScope`, which decide whether a command may reuse an entry instead
+of asking the server again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["fresh", "load", "store", "tool_names"]
+
+JSON = dict[str, Any]
+
+
+def _path(target: str, method: str) -> Path:
+    from mcpcli.config import cache_dir
+
+    key = hashlib.sha256(f"{target}\x00{method}".encode()).hexdigest()[:32]
+    return cache_dir() / "lists" / f"{key}.json"
+
+
+def store(target: str, method: str, result: JSON) -> None:
+    """Remember a list result; failures to write are ignored (it is only a cache)."""
+    path = _path(target, method)
+    record = {"target": target, "method": method, "storedAt": time.time(), "result": result}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, ensure_ascii=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def load(target: str, method: str) -> JSON | None:
+    try:
+        with open(_path(target, method), encoding="utf-8") as fh:
+            record = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("target") == target else None
+
+
+def fresh(target: str, method: str) -> JSON | None:
+    """The cached result if the server's `ttlMs` says it is still fresh (public scope only)."""
+    record = load(target, method)
+    if record is None:
+        return None
+    result = record.get("result")
+    if not isinstance(result, dict):
+        return None
+    ttl = result.get("ttlMs")
+    if not isinstance(ttl, int) or ttl <= 0 or result.get("cacheScope") not in ("public", None):
+        return None
+    if time.time() - float(record.get("storedAt", 0)) > ttl / 1000:
+        return None
+    return result
+
+
+def tool_names(target: str) -> list[str]:
+    record = load(target, "tools/list")
+    result = record.get("result") if record else None
+    tools = result.get("tools") if isinstance(result, dict) else None
+    return [t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]

@@ -1,0 +1,170 @@
+"""The `mcp` command: a lazy click group and the one error boundary, `main()`.
+
+Subcommands live one per module and are imported only when invoked, so
+`mcp --help` and shell completion stay fast. `main()` is the only place that
+turns exceptions into exit codes and messages.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from mcpcli import __version__
+from mcpcli.cli._app import CONTEXT_SETTINGS, App
+from mcpcli.errors import ExitCode, McpCliError
+
+__all__ = ["cli", "main"]
+
+#: name -> (module:attribute, short help). The help is here so `--help` imports nothing.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tools": ("mcpcli.cli.tools:tools", "List, inspect and call tools."),
+    "resources": ("mcpcli.cli.resources:resources", "List, read and watch resources."),
+    "prompts": ("mcpcli.cli.prompts:prompts", "List prompts and render them."),
+    "complete": ("mcpcli.cli.complete:complete", "Ask the server to complete an argument value."),
+    "ping": ("mcpcli.cli.ping:ping", "Check that a server answers and time the round trip."),
+    "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
+    "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
+    "serve": ("mcpcli.cli.serve:serve", "Serve a tools.yaml file as an MCP server."),
+    "auth": ("mcpcli.cli.auth:auth", "Sign in to servers and manage stored tokens."),
+    "completion": ("mcpcli.cli.completion:completion", "Print the shell completion script."),
+    "script": ("mcpcli.cli.script:script", "Talk back to the client from a served script."),
+}
+HIDDEN = {"script"}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.lazy) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in self.lazy:
+            return None
+        import importlib
+
+        module_name, attr = self.lazy[cmd_name][0].split(":")
+        try:
+            command: click.Command = getattr(importlib.import_module(module_name), attr)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            return None
+        if cmd_name in HIDDEN:
+            command.hidden = True
+        self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [
+            (name, self.lazy[name][1]) if name in self.lazy else (name, self.commands[name].get_short_help_str())
+            for name in self.list_commands(ctx)
+            if name not in HIDDEN
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings=CONTEXT_SETTINGS,
+    epilog="Run `mcp COMMAND --help` for a command's options. Exit codes: see `man mcp`.",
+)
+@click.version_option(__version__, "-V", "--version", prog_name="mcpcli")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="MCP_CONFIG",
+    help="Config file with mcpServers (default: $XDG_CONFIG_HOME/mcpcli/mcp.json).",
+)
+@click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks for internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
+    """mcp: call any MCP server from the shell, and serve any script as one.
+
+    \b
+    Targets: a server name from the config, an http(s):// URL, a tools.yaml
+    file, or a server command after `--`:
+      mcp tools list -- npx -y @modelcontextprotocol/server-everything
+      mcp tools call srv weather --arg city=Paris | jq .
+      mcp serve tools.yaml
+    """
+    app = ctx.ensure_object(App)
+    if config_path:
+        from pathlib import Path
+
+        app.config_path = Path(config_path)
+    app.debug = app.debug or debug
+
+
+def split_server_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split argv at the first `--`: what follows is the server command."""
+    args = list(argv)
+    if "--" in args:
+        at = args.index("--")
+        return args[:at], args[at + 1 :]
+    return args, []
+
+
+def _prog_name() -> str:
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "mcp"
+    return name if name in ("mcp", "mcpcli") else "mcp"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; the only place exceptions become exit codes."""
+    prog = _prog_name()
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args, command = split_server_command(raw)
+    app = App(prog=prog, server_command=command, debug="--debug" in args)
+    try:
+        cli.main(args=args, prog_name=prog, obj=app, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        app.error_line("aborted")
+        return ExitCode.INTERRUPTED
+    except click.ClickException as exc:
+        if isinstance(exc, click.UsageError):
+            app.usage_error(exc)
+            return ExitCode.USAGE
+        app.report(McpCliError(exc.format_message()))
+        return ExitCode.TOOL_ERROR
+    except McpCliError as exc:
+        app.report(exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        app.error_line("interrupted")
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our stdout went away (`mcp ... | head`): not our error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.OK
+    except Exception as exc:  # an internal bug: one line, traceback only with --debug
+        if app.debug:
+            import traceback
+
+            traceback.print_exc()
+        app.report(
+            McpCliError(
+                f"internal error: {type(exc).__name__}: {exc}",
+                hint="please report this at https://github.com/mcpcli/mcpcli/issues (run with --debug for a traceback)",
+            )
+        )
+        return ExitCode.TOOL_ERROR
+    return app.exit_code

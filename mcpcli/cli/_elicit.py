@@ -1,0 +1,262 @@
+"""Answering elicitation requests: prompt a person on a TTY, or answer by policy.
+
+Every prompt goes to stderr (stdout is data). A person can accept (fill the
+form), decline, or cancel. Without a TTY we decline unless `--elicit-json` or
+`--elicit-defaults` says how to answer. URL-mode requests show the target host
+and ask for consent before anything is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import click
+
+from mcpcli.output import sanitize
+
+if TYPE_CHECKING:
+    from mcpcli.cli._app import App
+
+__all__ = ["decline_with_notice", "defaults_answer", "fixed_answer", "form_defaults", "prompter"]
+
+JSON = dict[str, Any]
+Elicitor = Callable[[JSON], Awaitable[JSON]]
+
+
+def _properties(params: JSON) -> dict[str, JSON]:
+    schema = params.get("requestedSchema")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return {k: v for k, v in props.items() if isinstance(v, dict)} if isinstance(props, dict) else {}
+
+
+def _required(params: JSON) -> set[str]:
+    schema = params.get("requestedSchema")
+    req = schema.get("required") if isinstance(schema, dict) else None
+    return {r for r in req if isinstance(r, str)} if isinstance(req, list) else set()
+
+
+def form_defaults(params: JSON) -> JSON:
+    """The schema's default for every field that declares one (SEP-1034)."""
+    return {name: prop["default"] for name, prop in _properties(params).items() if "default" in prop}
+
+
+def _is_url_mode(params: JSON) -> bool:
+    return params.get("mode") == "url"
+
+
+def fixed_answer(content: JSON) -> Elicitor:
+    """`--elicit-json`: accept with this content, defaults filling the gaps."""
+
+    async def answer(params: JSON) -> JSON:
+        if _is_url_mode(params):
+            return {"action": "decline"}
+        merged = form_defaults(params)
+        merged.update(content)
+        return {"action": "accept", "content": merged}
+
+    return answer
+
+
+def defaults_answer() -> Elicitor:
+    """`--elicit-defaults`: accept with the schema's defaults."""
+
+    async def answer(params: JSON) -> JSON:
+        if _is_url_mode(params):
+            return {"action": "decline"}
+        return {"action": "accept", "content": form_defaults(params)}
+
+    return answer
+
+
+def decline_with_notice(app: App) -> Elicitor:
+    """No TTY and no policy: decline, and say so on stderr."""
+
+    async def answer(params: JSON) -> JSON:
+        message = sanitize(str(params.get("message", "")), keep_newlines=False)
+        app.warn(
+            f"declined the server's request for input ({message[:120]}); "
+            "answer with --elicit-json or --elicit-defaults, or run on a terminal"
+        )
+        return {"action": "decline"}
+
+    return answer
+
+
+# -- interactive ---------------------------------------------------------------------
+
+
+class _Cancel(Exception):
+    pass
+
+
+def _choices(prop: JSON) -> list[tuple[Any, str]] | None:
+    """(value, label) pairs of a single-select field, in any of the SEP-1330 spellings."""
+    if isinstance(prop.get("oneOf"), list):
+        out = [(c.get("const"), str(c.get("title", c.get("const"))))
+               for c in prop["oneOf"] if isinstance(c, dict) and "const" in c]
+        return out or None
+    if isinstance(prop.get("enum"), list):
+        names = prop.get("enumNames")
+        labels = names if isinstance(names, list) and len(names) == len(prop["enum"]) else prop["enum"]
+        return [(v, str(label)) for v, label in zip(prop["enum"], labels, strict=False)]
+    return None
+
+
+def _multi_choices(prop: JSON) -> list[tuple[Any, str]] | None:
+    if prop.get("type") != "array" or not isinstance(prop.get("items"), dict):
+        return None
+    items = prop["items"]
+    if isinstance(items.get("anyOf"), list):
+        return [(c.get("const"), str(c.get("title", c.get("const"))))
+                for c in items["anyOf"] if isinstance(c, dict) and "const" in c] or None
+    if isinstance(items.get("enum"), list):
+        return [(v, str(v)) for v in items["enum"]]
+    return None
+
+
+def _ask(label: str, **kwargs: Any) -> Any:
+    return click.prompt(label, err=True, **kwargs)
+
+
+def _pick(label: str, choices: list[tuple[Any, str]], default: Any, optional: bool) -> Any:
+    for i, (_value, text) in enumerate(choices, 1):
+        click.echo(f"    {i}) {sanitize(text, keep_newlines=False)}", err=True)
+    default_index = next((str(i) for i, (v, _) in enumerate(choices, 1) if v == default), None)
+    while True:
+        raw = _ask(label, default=default_index or ("" if optional else None), show_default=bool(default_index))
+        raw = str(raw).strip()
+        if not raw and optional:
+            return None
+        if raw.isdigit() and 1 <= int(raw) <= len(choices):
+            return choices[int(raw) - 1][0]
+        for value, text in choices:
+            if raw in (str(value), text):
+                return value
+        click.echo(f"    choose 1-{len(choices)}", err=True)
+
+
+def _pick_many(label: str, choices: list[tuple[Any, str]], default: Any, prop: JSON) -> list[Any]:
+    for i, (_value, text) in enumerate(choices, 1):
+        click.echo(f"    {i}) {sanitize(text, keep_newlines=False)}", err=True)
+    default_text = ",".join(
+        str(i) for i, (v, _) in enumerate(choices, 1) if isinstance(default, list) and v in default
+    )
+    while True:
+        raw = str(_ask(f"{label} (numbers, comma-separated)", default=default_text,
+                       show_default=bool(default_text))).strip()
+        picked: list[Any] = []
+        ok = True
+        for part in filter(None, (p.strip() for p in raw.split(","))):
+            if part.isdigit() and 1 <= int(part) <= len(choices):
+                picked.append(choices[int(part) - 1][0])
+            else:
+                ok = False
+        low, high = prop.get("minItems"), prop.get("maxItems")
+        if ok and (not isinstance(low, int) or len(picked) >= low) and (
+            not isinstance(high, int) or len(picked) <= high
+        ):
+            return picked
+        click.echo("    pick from the numbers shown" + (f" ({low}-{high} items)" if low or high else ""), err=True)
+
+
+def _field(name: str, prop: JSON, required: bool) -> Any:
+    title = sanitize(str(prop.get("title") or name), keep_newlines=False)
+    if prop.get("description"):
+        click.echo(f"  {sanitize(str(prop['description']), keep_newlines=False)}", err=True)
+    label = f"  {title}" + ("" if required else " (optional)")
+    default = prop.get("default")
+    choices = _choices(prop)
+    if choices is not None:
+        return _pick(label, choices, default, not required)
+    many = _multi_choices(prop)
+    if many is not None:
+        return _pick_many(label, many, default, prop)
+    kind = prop.get("type")
+    if kind == "boolean":
+        return click.confirm(label, default=bool(default) if default is not None else False, err=True)
+    if kind in ("integer", "number"):
+        py = int if kind == "integer" else float
+        while True:
+            raw = _ask(label, default=default if default is not None else ("" if not required else None),
+                       show_default=default is not None)
+            if raw == "" and not required:
+                return None
+            try:
+                value = py(raw)
+            except (TypeError, ValueError):
+                click.echo(f"    enter a{'n integer' if kind == 'integer' else ' number'}", err=True)
+                continue
+            low, high = prop.get("minimum"), prop.get("maximum")
+            if (low is not None and value < low) or (high is not None and value > high):
+                click.echo(f"    must be between {low} and {high}", err=True)
+                continue
+            return value
+    while True:
+        raw = _ask(label, default=default if default is not None else ("" if not required else None),
+                   show_default=default is not None)
+        if raw == "" and not required:
+            return None
+        low, high = prop.get("minLength"), prop.get("maxLength")
+        if (isinstance(low, int) and len(raw) < low) or (isinstance(high, int) and len(raw) > high):
+            click.echo(f"    length must be between {low or 0} and {high or 'any'}", err=True)
+            continue
+        if prop.get("format") == "email" and "@" not in raw:
+            click.echo("    enter an email address", err=True)
+            continue
+        return raw
+
+
+def _interactive_form(params: JSON) -> JSON:
+    message = sanitize(str(params.get("message", "The server asks for input.")))
+    click.echo(f"\n{message}", err=True)
+    choice = click.prompt(
+        "Respond? [a]ccept, [d]ecline, [c]ancel", default="a", err=True,
+        type=click.Choice(["a", "d", "c", "accept", "decline", "cancel"]), show_choices=False,
+    )
+    if choice.startswith("d"):
+        return {"action": "decline"}
+    if choice.startswith("c"):
+        return {"action": "cancel"}
+    required = _required(params)
+    content: JSON = {}
+    for name, prop in _properties(params).items():
+        value = _field(name, prop, name in required)
+        if value is not None:
+            content[name] = value
+    return {"action": "accept", "content": content}
+
+
+def _interactive_url(params: JSON) -> JSON:
+    url = str(params.get("url", ""))
+    parts = urlsplit(url)
+    message = sanitize(str(params.get("message", "")))
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        click.echo(f"\nThe server asked to open an unusable URL; declined. {message}", err=True)
+        return {"action": "decline"}
+    click.echo(f"\n{message}\nThe server asks you to open a page on {parts.hostname}:", err=True)
+    click.echo(f"  {sanitize(url, keep_newlines=False)}", err=True)
+    if not click.confirm("Open it?", default=False, err=True):
+        return {"action": "decline"}
+    import webbrowser
+
+    if not url.startswith("-") and not any(c.isspace() for c in url):
+        webbrowser.open(url)
+    return {"action": "accept"}
+
+
+def prompter(app: App) -> Elicitor:
+    """Ask the person at the terminal; the prompt runs in a worker thread."""
+
+    async def answer(params: JSON) -> JSON:
+        import anyio
+
+        fn = _interactive_url if _is_url_mode(params) else _interactive_form
+        try:
+            result: JSON = await anyio.to_thread.run_sync(fn, params, abandon_on_cancel=True)
+        except (click.Abort, EOFError):
+            return {"action": "cancel"}
+        return result
+
+    return answer

@@ -1,0 +1,82 @@
+"""What the CLI shows on stderr while talking to a server: logs, traces, progress."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.output import sanitize
+
+if TYPE_CHECKING:
+    from mcpcli.cli._app import App
+    from mcpcli.cli._progress import ProgressBar
+    from mcpcli.jsonrpc import Batch, Message
+
+__all__ = ["notification_printer", "progress_printer", "redact", "trace_printer"]
+
+JSON = dict[str, Any]
+
+_SECRET_KEY = re.compile(
+    r"(pass(word|wd)?|secret|token|api[_-]?key|authorization|cookie|credential|private[_-]?key)",
+    re.IGNORECASE,
+)
+REDACTED = "«redacted»"
+
+
+def redact(value: Any) -> Any:
+    """A copy with the values of secret-looking keys replaced."""
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and v not in (None, "")
+                and not isinstance(v, (dict, list)) else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def trace_printer(app: App) -> Callable[[str, Message | Batch], None]:
+    """`--trace`: every JSON-RPC message on stderr, one line each, secrets redacted."""
+
+    def trace(direction: str, message: Message | Batch) -> None:
+        from mcpcli.jsonrpc import Batch
+
+        obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
+        arrow = "→" if direction == "send" else "←"
+        text = json.dumps(redact(obj), ensure_ascii=False, separators=(",", ":"))
+        app.stderr.write(f"{arrow} {sanitize(text, keep_newlines=False)}\n")
+        app.stderr.flush()
+
+    return trace
+
+
+def _log_line(params: JSON) -> str:
+    level = str(params.get("level", "info"))
+    logger = params.get("logger")
+    data = params.get("data")
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    prefix = f"[{level}]" + (f" {logger}:" if isinstance(logger, str) and logger else "")
+    return sanitize(f"{prefix} {text}", keep_newlines=False)
+
+
+def notification_printer(app: App) -> Callable[[str, JSON], None]:
+    """Server log messages go to stderr; other unsolicited notifications are dropped."""
+
+    def on_notification(method: str, params: JSON) -> None:
+        if method == "notifications/message":
+            app.stderr.write(_log_line(params) + "\n")
+            app.stderr.flush()
+
+    return on_notification
+
+
+def progress_printer(app: App) -> ProgressBar | None:
+    """A progress callback drawing a bar on stderr when it is a TTY; None otherwise."""
+    if not app.stderr_tty:
+        return None
+    from mcpcli.cli._progress import ProgressBar
+
+    return ProgressBar(app)

@@ -1,0 +1,63 @@
+"""A progress bar on stderr, fed by `notifications/progress` (TTY only)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.output import sanitize
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from mcpcli.cli._app import App
+
+__all__ = ["ProgressBar"]
+
+
+class ProgressBar:
+    """Call it with progress params; `close()` removes the bar."""
+
+    def __init__(self, app: App, description: str = "working") -> None:
+        self._app = app
+        self._description = description
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, params: dict[str, Any]) -> None:
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            console = Console(file=self._app.stderr, no_color=not self._app.color)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self._description, total=None)
+        assert self._task is not None
+        total = params.get("total")
+        message = params.get("message")
+        self._progress.update(
+            self._task,
+            completed=float(params.get("progress") or 0),
+            total=float(total) if isinstance(total, (int, float)) else None,
+            description=sanitize(str(message), keep_newlines=False)[:60]
+            if isinstance(message, str)
+            else self._description,
+        )
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

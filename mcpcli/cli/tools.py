@@ -1,0 +1,150 @@
+"""`mcp tools list|show|call`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mcpcli.cli._app import (
+    CONTEXT_SETTINGS,
+    App,
+    Connection,
+    TargetCommand,
+    connection_options,
+    output_options,
+    pass_app,
+    target_argument,
+)
+from mcpcli.errors import ToolError, UsageError
+from mcpcli.output import Output
+
+__all__ = ["tools"]
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def tools() -> None:
+    """List, inspect and call tools."""
+
+
+@tools.command("list", cls=TargetCommand)
+@target_argument
+@connection_options
+@output_options
+@pass_app
+def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
+    """List the server's tools (every page)."""
+    from mcpcli import render
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            result = await client.list_tools()
+            out.emit(result, items="tools", human=render.tools_table)
+
+    app.run(go)
+
+
+def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._complete import tool_names
+
+    return tool_names(ctx, incomplete)
+
+
+@tools.command("show", cls=TargetCommand)
+@target_argument
+@click.argument("tool", shell_complete=_tool_name_completion)
+@connection_options
+@output_options
+@pass_app
+def show(app: App, target: str | None, tool: str, conn: Connection, out: Output) -> None:
+    """Show a tool's signature, description and input schema."""
+    from mcpcli import render
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            definition = await client.get_tool(tool)
+            if definition is None:
+                raise _unknown_tool(tool, await client.list_tools())
+            out.emit(definition, human=render.tool_detail)
+
+    app.run(go)
+
+
+def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
+    import difflib
+
+    names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
+    return UsageError(f"unknown tool {name!r}", hint=hint)
+
+
+@tools.command("call", cls=TargetCommand)
+@target_argument
+@click.argument("tool", shell_complete=_tool_name_completion)
+@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
+              help="An argument: key=value (typed by the schema), key:=json, key=@file, key=@- (stdin).")
+@click.option("--args", "args_json", metavar="JSON|@FILE|-",
+              help="The whole arguments object: JSON text, @file.json, or - for stdin.")
+@click.option("--no-validate", is_flag=True,
+              help="Send the arguments without checking them against the tool's schema.")
+@click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Save images, audio and blobs in the result to DIR.")
+@connection_options
+@output_options
+@pass_app
+def call(
+    app: App,
+    target: str | None,
+    tool: str,
+    items: tuple[str, ...],
+    args_json: str | None,
+    no_validate: bool,
+    save_dir: str | None,
+    conn: Connection,
+    out: Output,
+) -> None:
+    """Call a tool and print its result.
+
+    \b
+    Arguments are typed by the tool's input schema: a string field keeps
+    its text (007 stays "007"); numbers, booleans and enums convert.
+      mcp tools call srv weather --arg city=Paris --arg days=3
+      mcp tools call srv create --arg tags:='["a","b"]' --arg body=@note.md
+      echo '{"city":"Oslo"}' | mcp tools call srv weather --args -
+    Exits 1 when the tool reports an error (isError).
+    """
+    from mcpcli import render
+    from mcpcli.args import build_arguments, read_json_source
+    from mcpcli.cli._notify import progress_printer
+
+    stdin_reader = app.stdin.read
+    base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
+
+    async def go() -> dict[str, Any]:
+        async with app.client(target, conn) as client:
+            schema = None
+            if not no_validate:
+                definition = await client.get_tool(tool)
+                if definition is None:
+                    raise _unknown_tool(tool, await client.list_tools())
+                schema = definition.get("inputSchema")
+            arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
+            if schema is not None and isinstance(schema, dict):
+                from mcpcli.validation import check
+
+                check(schema, arguments)
+            bar = progress_printer(app)
+            try:
+                result = await client.call_tool(tool, arguments, on_progress=bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+            out.emit(result, human=lambda console, r: render.call_result(console, r, save_dir))
+            if save_dir and not out.human:
+                render.save_blobs(result, save_dir, app)
+            return result
+
+    result = app.run(go)
+    if result.get("isError"):
+        raise ToolError(f"tool {tool!r} reported an error")

@@ -1,0 +1,325 @@
+"""Server configuration: the `mcpServers` JSON format that editors use.
+
+Our own file lives at `$XDG_CONFIG_HOME/mcpcli/mcp.json` (`--config FILE` or
+`MCP_CONFIG` override it). Entries are either stdio servers
+(`command`, `args`, `env`, `cwd`) or remote ones (`url`, `headers`, `type`).
+`${VAR}` (and `${VAR:-default}`, `${env:VAR}`) are interpolated from the
+environment when an entry is used, so an unused entry never fails on a missing
+variable. Servers configured in other clients (Claude, Cursor, VS Code, ...) are
+found read-only by `mcpcli.discovery` when a name is not in our file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpcli.errors import ConfigError
+
+__all__ = [
+    "Config",
+    "ServerEntry",
+    "cache_dir",
+    "config_dir",
+    "default_config_path",
+    "interpolate",
+    "normalize_entry",
+    "state_dir",
+]
+
+JSON = dict[str, Any]
+APP = "mcpcli"
+
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / fallback
+
+
+def config_dir() -> Path:
+    """`$XDG_CONFIG_HOME/mcpcli` on every OS if set, else the platform's config dir."""
+    if os.environ.get("XDG_CONFIG_HOME") or os.name == "posix":
+        return _xdg("XDG_CONFIG_HOME", ".config") / APP
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP, appauthor=False))
+
+
+def state_dir() -> Path:
+    if os.environ.get("XDG_STATE_HOME") or os.name == "posix":
+        return _xdg("XDG_STATE_HOME", ".local/state") / APP
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir(APP, appauthor=False))
+
+
+def cache_dir() -> Path:
+    if os.environ.get("XDG_CACHE_HOME") or os.name == "posix":
+        return _xdg("XDG_CACHE_HOME", ".cache") / APP
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir(APP, appauthor=False))
+
+
+def default_config_path() -> Path:
+    env = os.environ.get("MCP_CONFIG")
+    return Path(env) if env else config_dir() / "mcp.json"
+
+
+def interpolate(value: str, *, where: str, env: Mapping[str, str] | None = None) -> str:
+    """Replace `${VAR}`, `${VAR:-default}` and `${env:VAR}` from the environment."""
+    source = os.environ if env is None else env
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in source:
+            return source[name]
+        if default is not None:
+            return default
+        raise ConfigError(
+            f"{where}: environment variable {name} is not set",
+            hint=f"export {name}=... or write ${{{name}:-default}}",
+        )
+
+    if "${input:" in value:
+        raise ConfigError(f"{where}: VS Code ${{input:...}} variables are not supported here")
+    return _VAR.sub(replace, value)
+
+
+@dataclass
+class ServerEntry:
+    """One configured server, normalised across the editors' dialects."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    #: "stdio", "http" (Streamable HTTP, falling back to SSE), "sse", or "yaml"
+    #: (a tools.yaml file served in-process).
+    transport: str = "stdio"
+    #: The tools.yaml file of a "yaml" entry.
+    path: str | None = None
+    #: Where the entry came from: our config path, or "claude-desktop" etc.
+    source: str = ""
+    #: The entry as written, for fields other features read (auth client ids...).
+    raw: JSON = field(default_factory=dict)
+
+    def resolved(self) -> ServerEntry:
+        """A copy with `${VAR}` interpolated; raises `ConfigError` on a missing variable."""
+        where = f"server {self.name!r}"
+        return ServerEntry(
+            name=self.name,
+            command=interpolate(self.command, where=where) if self.command else None,
+            args=[interpolate(a, where=where) for a in self.args],
+            env={k: interpolate(v, where=f"{where} env.{k}") for k, v in self.env.items()},
+            cwd=interpolate(self.cwd, where=where) if self.cwd else None,
+            url=interpolate(self.url, where=where) if self.url else None,
+            headers={k: interpolate(v, where=f"{where} header {k}") for k, v in self.headers.items()},
+            transport=self.transport,
+            path=self.path,
+            source=self.source,
+            raw=self.raw,
+        )
+
+    def to_json(self) -> JSON:
+        """The entry in `mcpServers` form (what `servers add` writes)."""
+        out: JSON = {}
+        if self.command is not None:
+            out["command"] = self.command
+            if self.args:
+                out["args"] = list(self.args)
+            if self.env:
+                out["env"] = dict(self.env)
+            if self.cwd:
+                out["cwd"] = self.cwd
+        if self.url is not None:
+            out["url"] = self.url
+            if self.transport == "sse":
+                out["type"] = "sse"
+            if self.headers:
+                out["headers"] = dict(self.headers)
+        for key, value in self.raw.items():
+            out.setdefault(key, value)
+        return out
+
+
+_TRANSPORT_ALIASES = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamablehttp": "http",
+    "streamable_http": "http",
+    "sse": "sse",
+}
+
+
+def _strings(value: Any, *, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{what} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, *, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{what} must be an object of strings")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, (int, float, bool)) and not isinstance(item, bool):
+            item = str(item)
+        if not isinstance(item, str):
+            raise ConfigError(f"{what}.{key} must be a string")
+        out[str(key)] = item
+    return out
+
+
+def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
+    """One `mcpServers`/`servers` entry in any editor's dialect, validated."""
+    what = f"{source}: server {name!r}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{what} must be an object")
+    kind = entry.get("type", entry.get("transport"))
+    url = entry.get("url", entry.get("httpUrl", entry.get("serverUrl")))
+    command = entry.get("command")
+    known = {
+        "type", "transport", "url", "httpUrl", "serverUrl", "command", "args", "env", "cwd",
+        "headers",
+    }
+    raw = {k: v for k, v in entry.items() if k not in known}
+    if command is not None and url is not None:
+        raise ConfigError(f"{what} has both a command and a url")
+    if command is not None:
+        if not isinstance(command, str) or not command:
+            raise ConfigError(f"{what}: command must be a non-empty string")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ConfigError(f"{what}: cwd must be a string")
+        return ServerEntry(
+            name=name,
+            command=command,
+            args=_strings(entry.get("args"), what=f"{what}: args"),
+            env=_string_map(entry.get("env"), what=f"{what}: env"),
+            cwd=cwd,
+            transport="stdio",
+            source=source,
+            raw=raw,
+        )
+    if url is not None:
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{what}: url must be a non-empty string")
+        transport = "http"
+        if kind is not None:
+            transport = _TRANSPORT_ALIASES.get(str(kind).lower(), "")
+            if not transport or transport == "stdio":
+                raise ConfigError(f"{what}: unknown transport type {kind!r} for a url")
+        elif "httpUrl" not in entry and url.rstrip("/").endswith("/sse"):
+            transport = "sse"
+        return ServerEntry(
+            name=name,
+            url=url,
+            headers=_string_map(entry.get("headers"), what=f"{what}: headers"),
+            transport=transport,
+            source=source,
+            raw=raw,
+        )
+    raise ConfigError(f"{what} needs either a command or a url")
+
+
+def _servers_of(doc: Any, *, source: str) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: the top level must be a JSON object")
+    servers = doc.get("mcpServers", doc.get("servers", {}))
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{source}: mcpServers must be an object")
+    return servers
+
+
+class Config:
+    """Our config file: read it, look servers up, and change it atomically."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_config_path()
+        self._doc: JSON | None = None
+
+    def _load(self) -> JSON:
+        if self._doc is None:
+            try:
+                text = self.path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                self._doc = {}
+                return self._doc
+            except OSError as exc:
+                raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from None
+            try:
+                doc = json.loads(text) if text.strip() else {}
+            except ValueError as exc:
+                raise ConfigError(f"{self.path}: invalid JSON: {exc}") from None
+            _servers_of(doc, source=str(self.path))
+            self._doc = doc
+        return self._doc
+
+    def names(self) -> list[str]:
+        return list(_servers_of(self._load(), source=str(self.path)))
+
+    def entries(self) -> list[ServerEntry]:
+        servers = _servers_of(self._load(), source=str(self.path))
+        return [normalize_entry(n, e, source=str(self.path)) for n, e in servers.items()]
+
+    def get(self, name: str) -> ServerEntry | None:
+        servers = _servers_of(self._load(), source=str(self.path))
+        if name not in servers:
+            return None
+        return normalize_entry(name, servers[name], source=str(self.path))
+
+    def set(self, entry: ServerEntry) -> None:
+        doc = self._load()
+        key = "mcpServers" if "mcpServers" in doc or "servers" not in doc else "servers"
+        doc.setdefault(key, {})[entry.name] = entry.to_json()
+        self._save(doc)
+
+    def remove(self, name: str) -> bool:
+        doc = self._load()
+        key = "mcpServers" if "mcpServers" in doc else "servers"
+        servers = doc.get(key) or {}
+        if name not in servers:
+            return False
+        del servers[name]
+        self._save(doc)
+        return True
+
+    def _save(self, doc: JSON) -> None:
+        """Write atomically (temp file, fsync, rename) so a crash never loses the file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".mcp.", suffix=".json", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=2, ensure_ascii=False)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            if self.path.exists():
+                os.chmod(tmp, self.path.stat().st_mode & 0o777)
+            else:
+                os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        self._doc = doc

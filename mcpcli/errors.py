@@ -1,0 +1,231 @@
+"""The typed errors the library raises, and the exit code each one maps to.
+
+Only `mcpcli.cli.main()` turns these into exit codes and messages; library code
+raises and never exits. The tree, with exit codes:
+
+    McpCliError                      generic failure                        1
+    ├── ToolError                    the tool's result has isError: true    1
+    ├── UsageError                   bad flags or input                     2
+    │   ├── ArgumentError            --arg/--args cannot be parsed          2
+    │   ├── ValidationError          arguments violate the inputSchema      2
+    │   └── ConfigError              config file or tools.yaml is invalid   2
+    ├── AuthError                    authentication or authorization        3
+    ├── TransportError               connection, transport, server process  4
+    │   ├── ConnectionClosed         the peer went away                     4
+    │   ├── ServerExited             the stdio server process exited        4
+    │   ├── MessageTooLarge          a frame exceeded the size cap          4
+    │   └── ProtocolError            the peer broke the protocol            4
+    ├── RPCError                     JSON-RPC error response from the peer  5
+    │   └── UnsupportedVersionError  -32022 with the peer's supported list  5
+    ├── RequestTimeout               a request timed out                  124
+    └── Interrupted                  Ctrl-C                               130
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from typing import Any
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
+
+__all__ = [
+    "ArgumentError",
+    "AuthError",
+    "ConfigError",
+    "ConnectionClosed",
+    "ExitCode",
+    "Interrupted",
+    "McpCliError",
+    "MessageTooLarge",
+    "ProtocolError",
+    "RPCError",
+    "RequestTimeout",
+    "ServerExited",
+    "ToolError",
+    "TransportError",
+    "UnsupportedVersionError",
+    "UsageError",
+    "ValidationError",
+    "unwrap",
+]
+
+
+class ExitCode(enum.IntEnum):
+    """Documented exit statuses of the `mcp` command (README, man page)."""
+
+    OK = 0
+    TOOL_ERROR = 1
+    USAGE = 2
+    AUTH = 3
+    TRANSPORT = 4
+    RPC_ERROR = 5
+    TIMEOUT = 124
+    INTERRUPTED = 130
+
+
+class McpCliError(Exception):
+    """Base of every error the library raises on purpose.
+
+    `hint` is an optional next step shown to the user after the message.
+    """
+
+    exit_code: ExitCode = ExitCode.TOOL_ERROR
+    kind: str = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as the JSON object printed on stderr under `--json`."""
+        out: dict[str, Any] = {
+            "error": {"type": self.kind, "message": self.message, "exitCode": int(self.exit_code)}
+        }
+        if self.hint:
+            out["error"]["hint"] = self.hint
+        return out
+
+
+class ToolError(McpCliError):
+    """The tool ran and reported failure; its result was already printed."""
+
+    kind = "tool-error"
+
+
+class UsageError(McpCliError):
+    exit_code = ExitCode.USAGE
+    kind = "usage"
+
+
+class ArgumentError(UsageError):
+    kind = "argument"
+
+
+class ValidationError(UsageError):
+    """Arguments do not match a JSON Schema; `errors` lists (path, message) pairs."""
+
+    kind = "validation"
+
+    def __init__(
+        self, message: str, *, errors: list[tuple[str, str]] | None = None, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.errors = errors or []
+
+
+class ConfigError(UsageError):
+    kind = "config"
+
+
+class AuthError(McpCliError):
+    exit_code = ExitCode.AUTH
+    kind = "auth"
+
+
+class TransportError(McpCliError):
+    exit_code = ExitCode.TRANSPORT
+    kind = "transport"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        #: HTTP status code when the failure came from an HTTP response.
+        self.status = status
+
+
+class ConnectionClosed(TransportError):
+    kind = "connection-closed"
+
+
+class ServerExited(ConnectionClosed):
+    kind = "server-exited"
+
+    def __init__(
+        self, message: str, *, returncode: int | None = None, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.returncode = returncode
+
+
+class MessageTooLarge(TransportError):
+    kind = "message-too-large"
+
+
+class ProtocolError(TransportError):
+    kind = "protocol"
+
+
+class RPCError(McpCliError):
+    """A JSON-RPC error object received from the peer."""
+
+    exit_code = ExitCode.RPC_ERROR
+    kind = "rpc"
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.rpc_message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        rpc: dict[str, Any] = {"code": self.code, "message": self.rpc_message}
+        if self.data is not None:
+            rpc["data"] = self.data
+        out["error"]["rpc"] = rpc
+        return out
+
+
+class UnsupportedVersionError(RPCError):
+    """-32022: the peer does not speak the requested protocol version."""
+
+    kind = "unsupported-version"
+
+    @property
+    def supported(self) -> list[str]:
+        data = self.data if isinstance(self.data, dict) else {}
+        versions = data.get("supported")
+        return [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
+
+
+class RequestTimeout(McpCliError):
+    exit_code = ExitCode.TIMEOUT
+    kind = "timeout"
+
+
+class Interrupted(McpCliError):
+    exit_code = ExitCode.INTERRUPTED
+    kind = "interrupted"
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The one error that matters inside (nested) exception groups from task groups.
+
+    Our own typed errors win over anything else, and anything else wins over
+    cancellation, so a failure in one task is reported instead of the
+    cancellation it caused in its siblings.
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BaseExceptionGroup):
+            stack.extend(reversed(item.exceptions))
+        else:
+            leaves.append(item)
+    for leaf in leaves:
+        if isinstance(leaf, McpCliError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, (KeyboardInterrupt, SystemExit)):
+            return leaf
+    for leaf in leaves:
+        if type(leaf).__name__ != "CancelledError":
+            return leaf
+    return leaves[0] if leaves else exc

@@ -1,0 +1,202 @@
+"""JSON-RPC 2.0 messages: types, parsing and encoding. No I/O lives here.
+
+Messages are small slotted dataclasses so that the engine and the transports can
+pattern-match on them; `parse()` validates the envelope (not MCP semantics) and
+`encode()` produces the compact single-line form every transport frames.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "Batch",
+    "ErrorObject",
+    "ErrorResponse",
+    "Message",
+    "Notification",
+    "ParseError",
+    "Request",
+    "RequestId",
+    "Response",
+    "encode",
+    "parse",
+    "parse_obj",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+RequestId = int | str
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    params: dict[str, Any] | None = None
+    id: RequestId = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
+        if self.params is not None:
+            out["params"] = self.params
+        return out
+
+
+@dataclass(slots=True)
+class Notification:
+    method: str
+    params: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
+        if self.params is not None:
+            out["params"] = self.params
+        return out
+
+
+@dataclass(slots=True)
+class Response:
+    id: RequestId
+    result: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
+
+
+@dataclass(slots=True)
+class ErrorObject:
+    code: int
+    message: str
+    data: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+@dataclass(slots=True)
+class ErrorResponse:
+    id: RequestId | None
+    error: ErrorObject
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": self.id, "error": self.error.to_dict()}
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+
+@dataclass(slots=True)
+class Batch:
+    """A JSON-RPC batch (an array body). Only 2025-03-26 peers may send these."""
+
+    messages: list[Message]
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [m.to_dict() for m in self.messages]
+
+
+class ParseError(ValueError):
+    """The bytes are not a JSON-RPC message.
+
+    `code` is the JSON-RPC error to answer with (-32700 for bad JSON, -32600 for
+    a valid JSON value that is not a message); `id` is the request id when one
+    could be recovered, so the error response can still name it.
+    """
+
+    def __init__(self, message: str, code: int = PARSE_ERROR, id: RequestId | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.id = id
+
+
+def _valid_id(value: Any) -> bool:
+    # bool is an int subclass; JSON true/false are not valid ids.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse_obj(obj: Any) -> Message:
+    """Validate one decoded JSON value as a JSON-RPC message."""
+    if not isinstance(obj, dict):
+        raise ParseError("message is not a JSON object", INVALID_REQUEST)
+    raw_id = obj.get("id")
+    if obj.get("jsonrpc") != "2.0":
+        raise ParseError(
+            'missing "jsonrpc": "2.0"', INVALID_REQUEST, raw_id if _valid_id(raw_id) else None
+        )
+    method = obj.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            raise ParseError("method is not a string", INVALID_REQUEST)
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            # MCP params are always objects; positional (array) params are not used.
+            raise ParseError(
+                "params is not an object", INVALID_REQUEST, raw_id if _valid_id(raw_id) else None
+            )
+        if "id" not in obj:
+            return Notification(method, params)
+        if not _valid_id(raw_id):
+            raise ParseError("request id must be a string or an integer", INVALID_REQUEST)
+        assert raw_id is not None
+        return Request(method, params, raw_id)
+    if "result" in obj:
+        if not _valid_id(raw_id):
+            raise ParseError("response id must be a string or an integer", INVALID_REQUEST)
+        assert raw_id is not None
+        result = obj["result"]
+        if not isinstance(result, dict):
+            raise ParseError("result is not an object", INVALID_REQUEST, raw_id)
+        return Response(raw_id, result)
+    if "error" in obj:
+        err = obj["error"]
+        if not isinstance(err, dict) or not isinstance(err.get("code"), int):
+            raise ParseError("malformed error object", INVALID_REQUEST)
+        msg = err.get("message")
+        return ErrorResponse(
+            raw_id if _valid_id(raw_id) else None,
+            ErrorObject(err["code"], msg if isinstance(msg, str) else "", err.get("data")),
+        )
+    raise ParseError("neither a request, a notification nor a response", INVALID_REQUEST)
+
+
+def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
+    """Parse one frame. Raises `ParseError`; arrays only when `allow_batch`."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ParseError(f"invalid JSON: {exc}") from None
+    if isinstance(obj, list):
+        if not allow_batch:
+            raise ParseError("JSON-RPC batches are not supported", INVALID_REQUEST)
+        if not obj:
+            raise ParseError("empty batch", INVALID_REQUEST)
+        return Batch([parse_obj(item) for item in obj])
+    return parse_obj(obj)
+
+
+_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def encode(message: Message | Batch) -> bytes:
+    """Compact UTF-8 JSON with no embedded newline (JSON escapes them)."""
+    obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
+    return _encoder.encode(obj).encode("utf-8")
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text, the same encoder the wire uses."""
+    return _encoder.encode(obj)

@@ -1,0 +1,155 @@
+"""One place decides how results reach stdout: JSON, JSON lines, jq, or human.
+
+stdout carries data only. `--json` (or any non-TTY stdout) prints the MCP result
+object as the server sent it, so jq recipes written against the spec work;
+`--jsonl` prints one value per line; `--jq` filters in-process. On a TTY, results
+are rendered for people with rich (imported only then). Server-controlled text is
+sanitised before it reaches a terminal: no escape sequences get through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from mcpcli.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mcpcli.cli._app import App
+
+__all__ = ["Output", "sanitize"]
+
+JSON = dict[str, Any]
+HumanRenderer = Callable[["Console", Any], None]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def sanitize(text: str, *, keep_newlines: bool = True) -> str:
+    """Make server-controlled text safe for a terminal: escape control characters.
+
+    ANSI/OSC sequences, carriage returns and the like could otherwise rewrite the
+    screen or the clipboard (a known tool-poisoning trick).
+    """
+    if not keep_newlines:
+        text = text.replace("\n", " ").replace("\t", " ")
+
+    def esc(m: re.Match[str]) -> str:
+        return f"\\x{ord(m.group(0)):02x}"
+
+    return _CONTROL.sub(esc, text)
+
+
+@dataclass
+class Output:
+    mode: str  # "human" | "json" | "jsonl"
+    stdout: IO[str]
+    jq_filter: str | None = None
+    raw: bool = False
+    pretty: bool = False
+    _console: Console | None = None
+    _jq_program: Any = None
+
+    @classmethod
+    def for_app(
+        cls,
+        app: App,
+        *,
+        as_json: bool = False,
+        jsonl: bool = False,
+        jq_filter: str | None = None,
+        raw: bool = False,
+    ) -> Output:
+        if as_json and jsonl:
+            raise UsageError("--json and --jsonl cannot be used together")
+        if raw and not jq_filter:
+            raise UsageError("--raw only applies with --jq")
+        tty = app.stdout_tty
+        if jsonl:
+            mode = "jsonl"
+        elif as_json or jq_filter or not tty:
+            mode = "json"
+        else:
+            mode = "human"
+        out = cls(mode=mode, stdout=app.stdout, jq_filter=jq_filter, raw=raw, pretty=tty)
+        if jq_filter:
+            out._compile_jq()
+        return out
+
+    @property
+    def human(self) -> bool:
+        return self.mode == "human"
+
+    # -- JSON ------------------------------------------------------------------------
+
+    def _compile_jq(self) -> None:
+        import jq
+
+        assert self.jq_filter is not None
+        try:
+            self._jq_program = jq.compile(self.jq_filter)
+        except ValueError as exc:
+            raise UsageError(f"--jq: {str(exc).splitlines()[0]}") from None
+
+    def _write_json(self, value: Any, *, compact: bool) -> None:
+        if compact or not self.pretty:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        else:
+            text = json.dumps(value, ensure_ascii=False, indent=2)
+        self.stdout.write(text + "\n")
+
+    def _filtered(self, value: Any) -> Iterable[Any]:
+        if self._jq_program is None:
+            return [value]
+        try:
+            return list(self._jq_program.input_value(value).all())
+        except ValueError as exc:
+            raise UsageError(f"--jq: {str(exc).splitlines()[0]}") from None
+
+    def _emit_value(self, value: Any, *, compact: bool = False) -> None:
+        for item in self._filtered(value):
+            if self.raw and isinstance(item, str):
+                self.stdout.write(item + "\n")
+            else:
+                self._write_json(item, compact=compact or self.mode == "jsonl")
+
+    # -- public ----------------------------------------------------------------------
+
+    def emit(self, result: Any, *, items: str | None = None, human: HumanRenderer | None = None) -> None:
+        """Print one result. `items` names the list that --jsonl spreads one per line."""
+        if self.mode == "human":
+            if human is not None:
+                human(self.console(), result)
+            else:
+                self.console().print_json(data=result)
+        elif self.mode == "jsonl" and items is not None and isinstance(result, dict):
+            for item in result.get(items) or []:
+                self._emit_value(item, compact=True)
+        else:
+            self._emit_value(result)
+        self.stdout.flush()
+
+    def event(self, event: Any, *, human: HumanRenderer | None = None) -> None:
+        """Print one event of a stream (subscribe): one compact line in machine modes."""
+        if self.mode == "human" and human is not None:
+            human(self.console(), event)
+        elif self.mode == "human":
+            self.console().print_json(data=event)
+        else:
+            self._emit_value(event, compact=True)
+        self.stdout.flush()
+
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(
+                file=self.stdout, highlight=False, soft_wrap=False, emoji=False,
+                markup=False,
+            )
+        return self._console

@@ -1,0 +1,110 @@
+"""MCP protocol facts shared by the client and the server: revisions, eras, `_meta` keys.
+
+Two eras exist. *Legacy* revisions (2024-11-05 .. 2025-11-25) open with an
+`initialize` handshake and keep session state; the *modern* revision 2026-07-28 is
+stateless and carries version, identity and capabilities in every request's `_meta`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = [
+    "ALL_VERSIONS",
+    "CLIENT_CAPABILITIES_KEY",
+    "CLIENT_INFO_KEY",
+    "LATEST_LEGACY",
+    "LATEST_MODERN",
+    "LEGACY_VERSIONS",
+    "LOG_LEVELS",
+    "LOG_LEVEL_KEY",
+    "MODERN_VERSIONS",
+    "PROTOCOL_VERSION_KEY",
+    "SERVER_INFO_KEY",
+    "SUBSCRIPTION_ID_KEY",
+    "Era",
+    "era_of",
+    "is_modern_error",
+]
+
+Era = Literal["legacy", "modern"]
+
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+ALL_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + LEGACY_VERSIONS
+LATEST_MODERN = MODERN_VERSIONS[0]
+LATEST_LEGACY = LEGACY_VERSIONS[0]
+
+# Reserved `_meta` keys of 2026-07-28.
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+# 2026-07-28 error codes (-32020..-32099 are reserved for the spec).
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+# 2025-11-25 only.
+RESOURCE_NOT_FOUND = -32002
+URL_ELICITATION_REQUIRED = -32042
+
+MODERN_ERROR_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+# Results that carry cache hints in 2026-07-28.
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+# Only these methods may answer with an InputRequiredResult (MRTR).
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+def era_of(version: str) -> Era:
+    """The era a protocol revision belongs to; unknown future dates count as modern."""
+    if version in LEGACY_VERSIONS or version < LATEST_MODERN:
+        return "legacy"
+    return "modern"
+
+
+def is_modern_error(code: int, data: Any) -> bool:
+    """True when an error can only have come from a 2026-07-28 (or later) server.
+
+    The era probe must not key its fallback on one code, so anything that is not
+    recognisably modern counts as legacy.
+    """
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        return True
+    if code in MODERN_ERROR_CODES:
+        return True
+    return False
+
+
+def pick_version(offered: list[str], *, prefer: tuple[str, ...] = ALL_VERSIONS) -> str | None:
+    """The first of our versions (newest first) that the peer also offers."""
+    for version in prefer:
+        if version in offered:
+            return version
+    return None

@@ -1,0 +1,447 @@
+"""The JSON-RPC engine: one symmetric peer over a transport's stream pair.
+
+Both the client and the server run on `Session`. It owns request ids and their
+correlation, concurrent outgoing requests, timeouts that progress notifications
+reset (up to a hard maximum), cancellation in both directions, and dispatch of
+incoming requests and notifications to the handlers it was given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from mcpcli import jsonrpc
+from mcpcli.errors import (
+    ConnectionClosed,
+    McpCliError,
+    RequestTimeout,
+    RPCError,
+    UnsupportedVersionError,
+)
+from mcpcli.jsonrpc import (
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.transports import Envelope, Streams
+
+__all__ = ["RequestContext", "Session", "rpc_error_from"]
+
+log = logging.getLogger("mcpcli.session")
+
+RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
+NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
+ProgressHandler = Callable[[dict[str, Any]], None]
+Tracer = Callable[[str, Message | Batch], None]
+ErrorReporter = Callable[[Exception], None]
+
+#: How many incoming requests may run at once before new ones are refused.
+MAX_CONCURRENT_INCOMING = 64
+
+
+def rpc_error_from(error: ErrorObject) -> RPCError:
+    """The typed exception for an error object received from the peer."""
+    if error.code == UNSUPPORTED_PROTOCOL_VERSION:
+        return UnsupportedVersionError(error.code, error.message, error.data)
+    return RPCError(error.code, error.message, error.data)
+
+
+@dataclass(slots=True)
+class _Pending:
+    method: str
+    timeout: float | None
+    hard_deadline: float
+    deadline: float
+    on_progress: ProgressHandler | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: dict[str, Any] | None = None
+    error: McpCliError | None = None
+    last_progress: float | None = None
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        # Progress must increase; a repeated or lower value does not extend the deadline.
+        value = params.get("progress")
+        if isinstance(value, (int, float)):
+            if self.last_progress is not None and value <= self.last_progress:
+                return
+            self.last_progress = float(value)
+        if self.timeout is not None:
+            self.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
+        if self.on_progress is not None:
+            self.on_progress(params)
+
+
+class RequestContext:
+    """What a handler of an incoming request can do while it runs."""
+
+    __slots__ = ("_session", "context", "request")
+
+    def __init__(self, session: Session, request: Request, context: Any) -> None:
+        self._session = session
+        self.request = request
+        #: The transport's facts about the request (HTTP headers, principal).
+        self.context = context
+
+    @property
+    def id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        params = self.request.params or {}
+        meta = params.get("_meta")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self.meta.get("progressToken")
+        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification tied to this request (it travels on its HTTP stream)."""
+        await self._session.notify(method, params, related_request_id=self.request.id)
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress, if the requester asked for it with a progress token."""
+        token = self.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.notify("notifications/progress", params)
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Ask the peer something while handling this request (legacy-era sampling etc.)."""
+        return await self._session.request(
+            method, params, timeout=timeout, related_request_id=self.request.id
+        )
+
+
+class Session:
+    """A JSON-RPC 2.0 peer. Use as an async context manager around a stream pair."""
+
+    def __init__(
+        self,
+        streams: Streams,
+        *,
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        on_error: ErrorReporter | None = None,
+        trace: Tracer | None = None,
+        allow_batch: bool = False,
+        default_timeout: float | None = None,
+        max_timeout: float | None = None,
+    ) -> None:
+        self._read, self._write = streams
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._on_error = on_error
+        self._trace = trace
+        self.allow_batch = allow_batch
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._incoming: dict[RequestId, anyio.CancelScope] = {}
+        self._closed: ConnectionClosed | None = None
+        self._tg: TaskGroup | None = None
+        self._tg_cm: Any = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        self._tg_cm = anyio.create_task_group()
+        self._tg = await self._tg_cm.__aenter__()
+        self._tg.start_soon(self._receive_loop)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        try:
+            return bool(await self._tg_cm.__aexit__(exc_type, exc, tb))
+        finally:
+            await self._write.aclose()
+
+    @property
+    def closed(self) -> ConnectionClosed | None:
+        """Why the connection ended, once it has."""
+        return self._closed
+
+    # -- outgoing --------------------------------------------------------------
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    async def send(self, envelope: Envelope) -> None:
+        if self._closed is not None:
+            raise self._closed
+        if self._trace is not None:
+            self._trace("send", envelope.message)
+        try:
+            await self._write.send(envelope)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise self._closed or ConnectionClosed("connection closed") from None
+
+    async def notify(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request_id: RequestId | None = None,
+    ) -> None:
+        await self.send(Envelope(Notification(method, params), related_request_id))
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
+        on_progress: ProgressHandler | None = None,
+        progress_token: bool = True,
+        cancel_on_timeout: bool = True,
+        headers: Mapping[str, str] | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result; raise `RPCError` on an error response.
+
+        `timeout` (seconds; True means the session default, None means none) is
+        reset by each progress notification but never beyond `max_timeout`. On
+        timeout or cancellation the peer gets `notifications/cancelled`.
+        """
+        tmo = self.default_timeout if timeout is True else timeout
+        hard = self.max_timeout if max_timeout is True else max_timeout
+        request_id = self.next_id()
+        if progress_token:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params["_meta"] = meta
+        now = anyio.current_time()
+        hard_deadline = now + hard if isinstance(hard, (int, float)) else math.inf
+        deadline = min(now + tmo, hard_deadline) if isinstance(tmo, (int, float)) else hard_deadline
+        pending = _Pending(
+            method,
+            float(tmo) if isinstance(tmo, (int, float)) else None,
+            hard_deadline,
+            deadline,
+            on_progress,
+        )
+        self._pending[request_id] = pending
+        try:
+            await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
+            while not pending.done.is_set():
+                remaining = pending.deadline - anyio.current_time()
+                if remaining <= 0:
+                    if cancel_on_timeout and method != "initialize":
+                        await self._cancel_remote(request_id, "timed out")
+                    waited = anyio.current_time() - now
+                    raise RequestTimeout(f"{method} timed out after {waited:.1f}s")
+                with anyio.move_on_after(remaining):
+                    await pending.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if method != "initialize" and not pending.done.is_set():
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    await self._cancel_remote(request_id, "cancelled by the user")
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return pending.result
+
+    async def _cancel_remote(self, request_id: RequestId, reason: str) -> None:
+        try:
+            await self.notify(
+                "notifications/cancelled", {"requestId": request_id, "reason": reason}
+            )
+        except ConnectionClosed:
+            pass
+
+    # -- incoming --------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        closed: ConnectionClosed | None = None
+        try:
+            async for item in self._read:
+                if isinstance(item, ConnectionClosed):
+                    closed = item
+                    continue
+                if isinstance(item, Exception):
+                    self._report(item)
+                    continue
+                await self._dispatch(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        self._closed = closed or ConnectionClosed("the server closed the connection")
+        for pending in list(self._pending.values()):
+            if not pending.done.is_set():
+                pending.error = self._closed
+                pending.done.set()
+
+    def _report(self, exc: Exception) -> None:
+        if self._on_error is not None:
+            self._on_error(exc)
+        else:
+            log.warning("%s", exc)
+
+    async def _dispatch(self, envelope: Envelope) -> None:
+        message = envelope.message
+        if self._trace is not None:
+            self._trace("recv", message)
+        if isinstance(message, Batch):
+            assert self._tg is not None
+            self._tg.start_soon(self._handle_batch, envelope, message)
+        elif isinstance(message, Request):
+            self._start_request(envelope, message)
+        elif isinstance(message, Notification):
+            await self._handle_notification(envelope, message)
+        else:
+            self._resolve(message)
+
+    def _resolve(self, message: Response | ErrorResponse) -> None:
+        pending = self._pending.get(message.id) if message.id is not None else None
+        if pending is None or pending.done.is_set():
+            if isinstance(message, ErrorResponse) and message.id is None:
+                # An error the peer could not tie to a request (e.g. it could not parse ours).
+                self._report(rpc_error_from(message.error))
+            else:
+                log.debug("ignoring a response for unknown request id %r", message.id)
+            return
+        if isinstance(message, Response):
+            pending.result = message.result
+        else:
+            pending.error = rpc_error_from(message.error)
+        pending.done.set()
+
+    async def _handle_notification(self, envelope: Envelope, note: Notification) -> None:
+        params = note.params or {}
+        if note.method == "notifications/progress":
+            pending = self._pending.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if pending is not None:
+                pending.progressed(params)
+                return
+        elif note.method == "notifications/cancelled":
+            scope = self._incoming.get(params.get("requestId"))  # type: ignore[arg-type]
+            if scope is not None:
+                scope.cancel()
+            return
+        if self._on_notification is not None:
+            try:
+                await self._on_notification(note, envelope)
+            except Exception as exc:  # a handler bug must not kill the connection
+                log.exception("notification handler failed for %s", note.method)
+                self._report(exc)
+
+    def _start_request(self, envelope: Envelope, request: Request) -> None:
+        assert self._tg is not None
+        if request.id in self._incoming:
+            self._tg.start_soon(
+                self._send_error, request.id, jsonrpc.INVALID_REQUEST, "duplicate request id"
+            )
+            return
+        if len(self._incoming) >= MAX_CONCURRENT_INCOMING:
+            self._tg.start_soon(
+                self._send_error, request.id, jsonrpc.INTERNAL_ERROR, "too many concurrent requests"
+            )
+            return
+        scope = anyio.CancelScope()
+        self._incoming[request.id] = scope
+        self._tg.start_soon(self._run_request, envelope, request, scope)
+
+    async def _send_error(self, request_id: RequestId | None, code: int, message: str) -> None:
+        try:
+            await self.send(
+                Envelope(ErrorResponse(request_id, ErrorObject(code, message)), request_id)
+            )
+        except ConnectionClosed:
+            pass
+
+    async def _answer(self, envelope: Envelope, request: Request) -> Message | None:
+        """Run the handler for one request; None when it was cancelled."""
+        response: Message
+        try:
+            if self._on_request is None:
+                raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            result = await self._on_request(request, RequestContext(self, request, envelope.context))
+            response = Response(request.id, result)
+        except RPCError as exc:
+            response = ErrorResponse(request.id, ErrorObject(exc.code, exc.rpc_message, exc.data))
+        except McpCliError as exc:
+            response = ErrorResponse(
+                request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message)
+            )
+        except Exception:
+            log.exception("handler for %s failed", request.method)
+            response = ErrorResponse(
+                request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "Internal error")
+            )
+        return response
+
+    async def _run_request(
+        self, envelope: Envelope, request: Request, scope: anyio.CancelScope
+    ) -> None:
+        response: Message | None = None
+        try:
+            with scope:
+                response = await self._answer(envelope, request)
+        finally:
+            self._incoming.pop(request.id, None)
+        if response is None or scope.cancel_called:
+            return  # a cancelled request gets no response
+        try:
+            await self.send(Envelope(response, request.id))
+        except ConnectionClosed:
+            pass
+
+    async def _handle_batch(self, envelope: Envelope, batch: Batch) -> None:
+        responses: list[Message] = []
+
+        async def one(request: Request) -> None:
+            response = await self._answer(envelope, request)
+            if response is not None:
+                responses.append(response)
+
+        async with anyio.create_task_group() as tg:
+            for message in batch.messages:
+                if isinstance(message, Request):
+                    tg.start_soon(one, message)
+                elif isinstance(message, Notification):
+                    await self._handle_notification(envelope, message)
+                else:
+                    self._resolve(message)
+        if responses:
+            try:
+                await self.send(Envelope(Batch(responses), None, context=envelope.context))
+            except ConnectionClosed:
+                pass

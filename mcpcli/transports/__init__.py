@@ -1,0 +1,57 @@
+"""The transport seam: an async context manager yielding a pair of message streams.
+
+A transport opens a connection and yields `(read, write)`:
+
+* `read` yields `Envelope`s for messages that arrived, and `Exception`s for
+  problems the session should report but survive (a garbage line on stdout). A
+  fatal failure (the server process died) ends the stream after its exception.
+* `write` accepts `Envelope`s to deliver.
+
+Transports know framing and connection management only; the JSON-RPC engine
+(`mcpcli.session`) knows ids, correlation, timeouts and cancellation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli.jsonrpc import Batch, Message, RequestId
+
+__all__ = ["Envelope", "ReadStream", "Streams", "Transport", "WriteStream"]
+
+
+@dataclass(slots=True)
+class Envelope:
+    """A message plus the routing facts a transport or session needs.
+
+    `related_request_id` ties an outgoing server message (progress, a log line,
+    the response) to the incoming request it belongs to, so an HTTP transport
+    can put it on that request's stream. `headers` are extra HTTP headers for an
+    outgoing client request (`Mcp-Param-*`). `context` is what the transport
+    knows about an incoming message (the HTTP request, the authenticated
+    principal), passed through to handlers.
+    """
+
+    message: Message | Batch
+    related_request_id: RequestId | None = None
+    headers: Mapping[str, str] | None = None
+    context: Any = None
+
+
+ReadStream = MemoryObjectReceiveStream[Envelope | Exception]
+WriteStream = MemoryObjectSendStream[Envelope]
+Streams = tuple[ReadStream, WriteStream]
+
+
+class Transport(Protocol):
+    """Anything that can open a connection to an MCP peer."""
+
+    #: A short label for messages and `mcp info`: "stdio", "streamable-http", ...
+    name: str
+
+    def connect(self) -> AbstractAsyncContextManager[Streams]: ...

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""A scriptable MCP stdio server for fault tests (stdlib only, starts fast).
+
+Behaviour flags (any combination):
+  --modern              answer server/discover (2026-07-28) instead of -32601
+  --silent-probe        never answer unknown methods (a legacy server that stays silent)
+  --garbage             write non-JSON-RPC lines between real messages
+  --exit-before-init N  write to stderr and exit with code N before answering anything
+  --crash-on-call N     exit with code N when tools/call arrives
+  --never-answer        never answer tools/call
+  --progress-forever    answer tools/call never, but send progress every 50 ms
+  --huge N              answer tools/call with a single line of N bytes
+  --stubborn            ignore stdin EOF and SIGTERM, and fork a grandchild that sleeps
+  --record FILE         append every received message to FILE (one JSON per line)
+  --log-stderr          write a line to stderr for every request
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("--modern", action="store_true")
+p.add_argument("--silent-probe", action="store_true")
+p.add_argument("--garbage", action="store_true")
+p.add_argument("--exit-before-init", type=int)
+p.add_argument("--crash-on-call", type=int)
+p.add_argument("--never-answer", action="store_true")
+p.add_argument("--progress-forever", action="store_true")
+p.add_argument("--huge", type=int)
+p.add_argument("--stubborn", action="store_true")
+p.add_argument("--record")
+p.add_argument("--log-stderr", action="store_true")
+opts = p.parse_args()
+
+lock = threading.Lock()
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the message back.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+        },
+    },
+    {"name": "slow", "description": "Never finishes.", "inputSchema": {"type": "object"}},
+]
+
+
+def send(obj: dict) -> None:
+    with lock:
+        if opts.garbage:
+            sys.stdout.write("this is not json\n")
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
+def record(msg: dict) -> None:
+    if opts.record:
+        with open(opts.record, "a") as fh:
+            fh.write(json.dumps(msg) + "\n")
+
+
+if opts.exit_before_init is not None:
+    for i in range(3):
+        print(f"fatal: boot failure {i}", file=sys.stderr, flush=True)
+    sys.exit(opts.exit_before_init)
+
+if opts.stubborn:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    subprocess.Popen(["sleep", "1000"])
+
+
+def progress_forever(token: object) -> None:
+    n = 0
+    while True:
+        n += 1
+        send({"jsonrpc": "2.0", "method": "notifications/progress",
+              "params": {"progressToken": token, "progress": n}})
+        time.sleep(0.05)
+
+
+def handle(msg: dict) -> None:
+    method = msg.get("method")
+    mid = msg.get("id")
+    params = msg.get("params") or {}
+    if opts.log_stderr:
+        print(f"got {method}", file=sys.stderr, flush=True)
+    if mid is None:
+        return
+    if method == "server/discover":
+        if opts.modern:
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}},
+                "ttlMs": 0, "cacheScope": "public"}})
+        elif not opts.silent_probe:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+        return
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "fake", "version": "1"}}})
+        return
+    if method == "ping":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        return
+    if method == "tools/list":
+        result = {"tools": TOOLS}
+        if opts.modern:
+            result.update(resultType="complete", ttlMs=0, cacheScope="public")
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
+        return
+    if method == "tools/call":
+        if opts.crash_on_call is not None:
+            print("crashing now", file=sys.stderr, flush=True)
+            os._exit(opts.crash_on_call)
+        if opts.never_answer:
+            return
+        if opts.progress_forever:
+            token = (params.get("_meta") or {}).get("progressToken")
+            threading.Thread(target=progress_forever, args=(token,), daemon=True).start()
+            return
+        if opts.huge:
+            sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' % json.dumps(mid))
+            sys.stdout.write("x" * opts.huge)
+            sys.stdout.write('"}]}}\n')
+            sys.stdout.flush()
+            return
+        args = params.get("arguments") or {}
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": str(args.get("message", ""))}]}})
+        return
+    if opts.silent_probe:
+        return
+    send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        msg = json.loads(line)
+        record(msg)
+        handle(msg)
+    if opts.stubborn:
+        while True:
+            time.sleep(1)
+
+
+main()

@@ -1,0 +1,112 @@
+"""Test helpers: run the real `mcp` command, locate the real peers, free ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+
+@dataclass
+class Result:
+    """What a run of `mcp` produced."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def __repr__(self) -> str:  # shown by pytest on failure
+        return f"Result(code={self.code}, stdout={self.stdout[-2000:]!r}, stderr={self.stderr[-2000:]!r})"
+
+
+def mcp(
+    *args: str,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: str | Path | None = None,
+) -> Result:
+    """Run `python -m mcpcli ARGS` as a real process (no TTY), and wait for it."""
+    full_env = dict(os.environ)
+    full_env.pop("PYTHONSTARTUP", None)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpcli", *args],
+        input=input if input is not None else "",
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        cwd=cwd,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass
+class Peers:
+    """Where the real peers are installed (by scripts/install-peers)."""
+
+    server_everything: str | None
+    sdk_python: str | None
+    node: str | None
+
+    def everything_stdio(self) -> list[str]:
+        """The argv that runs server-everything over stdio."""
+        if not self.server_everything or not self.node:
+            _missing("server-everything (run scripts/install-peers)")
+        return [self.node, self.server_everything, "stdio"]  # type: ignore[list-item]
+
+    def everything(self, mode: str) -> list[str]:
+        if not self.server_everything or not self.node:
+            _missing("server-everything (run scripts/install-peers)")
+        return [self.node, self.server_everything, mode]  # type: ignore[list-item]
+
+    def sdk(self) -> str:
+        if not self.sdk_python:
+            _missing("the official Python SDK (run scripts/install-peers)")
+        return self.sdk_python  # type: ignore[return-value]
+
+
+def _missing(what: str) -> None:
+    if os.environ.get("MCPCLI_REQUIRE_PEERS"):
+        pytest.fail(f"required peer is not installed: {what}")
+    pytest.skip(f"peer not installed: {what}")
+
+
+def peers_from_env() -> Peers:
+    se = os.environ.get("MCPCLI_TEST_SERVER_EVERYTHING")
+    if not se:
+        default = REPO / ".cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        se = str(default) if default.exists() else None
+    sdk = os.environ.get("MCPCLI_TEST_SDK_PYTHON")
+    if not sdk:
+        default = REPO / ".cache/sdk-venv/bin/python"
+        sdk = str(default) if default.exists() else None
+    return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fake_server(*args: str) -> list[str]:
+    """argv running the scriptable fake stdio server with a scenario."""
+    return [sys.executable, str(FAKES / "fake_stdio_server.py"), *args]

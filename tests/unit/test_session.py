@@ -1,0 +1,136 @@
+"""The JSON-RPC engine over an in-memory pair: correlation, timeouts, cancellation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpcli.errors import ConnectionClosed, RequestTimeout, RPCError
+from mcpcli.jsonrpc import Notification, Request
+from mcpcli.session import RequestContext, Session
+from mcpcli.transports import Envelope
+from mcpcli.transports.memory import memory_pair
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_concurrent_requests_resolve_out_of_order_to_their_callers() -> None:
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        n = req.params["n"]  # type: ignore[index]
+        await anyio.sleep(0.001 * (50 - n))  # later requests answer first
+        return {"n": n}
+
+    results: dict[int, Any] = {}
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+            async def one(n: int) -> None:
+                results[n] = await client.request("work", {"n": n}, progress_token=False)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(50):
+                    tg.start_soon(one, n)
+    assert results == {n: {"n": n} for n in range(50)}
+
+
+async def test_error_responses_raise_typed_errors() -> None:
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        raise RPCError(-32602, "bad", {"field": "x"})
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+            with pytest.raises(RPCError) as info:
+                await client.request("x")
+    assert (info.value.code, info.value.rpc_message, info.value.data) == (-32602, "bad", {"field": "x"})
+
+
+async def test_unknown_methods_get_method_not_found() -> None:
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, Session(b):
+            with pytest.raises(RPCError) as info:
+                await client.request("nope")
+    assert info.value.code == -32601
+
+
+async def test_timeout_sends_cancellation_and_the_handler_is_cancelled() -> None:
+    cancelled = anyio.Event()
+
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cancelled.set()
+        return {}
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+            with pytest.raises(RequestTimeout, match="slow timed out"):
+                await client.request("slow", timeout=0.05)
+            await cancelled.wait()
+
+
+async def test_progress_restarts_the_timeout_but_not_past_the_hard_limit() -> None:
+    seen: list[float] = []
+
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        for i in range(1, 6):
+            await anyio.sleep(0.03)
+            await ctx.progress(i, 5)
+        return {"done": True}
+
+    async def forever(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        i = 0
+        while True:
+            i += 1
+            await anyio.sleep(0.01)
+            await ctx.progress(i)
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+            result = await client.request(
+                "work", timeout=0.05, on_progress=lambda p: seen.append(p["progress"])
+            )
+        assert result == {"done": True} and seen == [1, 2, 3, 4, 5]
+        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=forever):
+            with pytest.raises(RequestTimeout):
+                await client.request("work", timeout=0.05, max_timeout=0.3)
+
+
+async def test_closed_connection_fails_pending_requests() -> None:
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        await anyio.sleep_forever()
+        return {}
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client:
+            async with Session(b, on_request=handler) as server:
+                async def close_soon() -> None:
+                    await anyio.sleep(0.05)
+                    await b[1].aclose()
+                    await b[0].aclose()
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(close_soon)
+                    with pytest.raises(ConnectionClosed):
+                        await client.request("hang", timeout=None)
+                del server
+
+
+async def test_notifications_and_stray_responses_are_handled_without_crashing() -> None:
+    got: list[str] = []
+
+    async def on_note(note: Notification, env: Envelope) -> None:
+        got.append(note.method)
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a, on_notification=on_note) as client:
+            from mcpcli.jsonrpc import Response
+
+            await b[1].send(Envelope(Response(999, {})))  # nobody asked
+            await b[1].send(Envelope(Notification("notifications/message", {"level": "info"})))
+            with anyio.fail_after(1):
+                while not got:
+                    await anyio.sleep(0.001)
+            assert got == ["notifications/message"]
+            assert client.closed is None
