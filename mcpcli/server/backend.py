@@ -1,0 +1,130 @@
+"""The seam between the server runtime and what it serves.
+
+The runtime (`mcpcli.server`) speaks the protocol: eras, transports, sessions,
+pagination, subscriptions, logging levels, multi-round-trip input. A `Backend`
+supplies the content: tools, resources, prompts, completions. `mcp serve`
+implements a Backend from a tools.yaml file; tests implement small ones in Python.
+
+Backends never see JSON-RPC. What they may do while handling a request goes
+through the `CallContext` they are given: report progress, log, and ask the
+client for input (elicitation, sampling, roots), which the runtime turns into
+server-to-client requests (legacy era) or an `InputRequiredResult` round trip
+(2026-07-28) without the backend knowing which.
+
+Errors: raise `mcpcli.errors.RPCError` for protocol errors (unknown tool:
+-32602, resource not found: the runtime maps `ResourceNotFound` to the right
+code per era). Tool failures are results with `isError: true`, not exceptions.
+Cancellation arrives as anyio cancellation of the backend coroutine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcpcli.errors import RPCError
+from mcpcli.jsonrpc import INVALID_PARAMS
+from mcpcli.protocol import Era
+
+__all__ = [
+    "Backend",
+    "CallContext",
+    "ChangeListener",
+    "InputDeclined",
+    "ResourceNotFound",
+]
+
+JSON = dict[str, Any]
+
+#: Called by a backend when something it serves changed:
+#: kind is "tools", "resources", "prompts" (list changed) or "resource" (with the URI).
+ChangeListener = Callable[[str, "str | None"], None]
+
+
+class ResourceNotFound(RPCError):
+    """No resource at this URI. The runtime answers -32002 (2025-11-25) or -32602 (2026)."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(INVALID_PARAMS, f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+class InputDeclined(Exception):
+    """The client cannot answer an `ask` (it did not declare the capability)."""
+
+
+class CallContext(Protocol):
+    """What a backend can do while it handles one request."""
+
+    #: "legacy" or "modern", and the exact protocol revision of this request.
+    era: Era
+    protocol_version: str
+    #: The client's declared capabilities and identity (per session or per request).
+    client_capabilities: JSON
+    client_info: JSON
+    #: Transport facts: "stdio", "http"; for HTTP the authenticated principal if any.
+    transport: str
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress, if the client asked for it (a no-op otherwise)."""
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message if the client's requested level lets it through."""
+
+    async def ask(self, requests: dict[str, JSON]) -> dict[str, JSON]:
+        """Ask the client for input and wait for every answer.
+
+        `requests` maps keys the backend chooses to `{"method": ..., "params": ...}`
+        with method `elicitation/create`, `sampling/createMessage` or `roots/list`.
+        Returns the client's results under the same keys. Raises `InputDeclined`
+        when the client did not declare the needed capability. In the 2026 era the
+        runtime may suspend the backend here until the client retries the request
+        with its `inputResponses`; the backend does not notice.
+        """
+        ...
+
+
+class Backend(Protocol):
+    """The content of a server. Every list is complete; the runtime paginates."""
+
+    def server_info(self) -> JSON:
+        """`{name, version, title?}` of the served thing."""
+        ...
+
+    def instructions(self) -> str | None: ...
+
+    def capabilities(self) -> JSON:
+        """Which primitives exist: keys among tools, resources, prompts, completions,
+        with `{"subscribe": true}` under resources when `on_change("resource", uri)`
+        will be called. The runtime adds logging and listChanged itself."""
+        ...
+
+    def set_change_listener(self, listener: ChangeListener | None) -> None:
+        """The runtime registers one listener for change notifications."""
+        ...
+
+    async def list_tools(self) -> list[JSON]: ...
+
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        """A CallToolResult. Unknown tool: raise RPCError(-32602)."""
+        ...
+
+    async def list_resources(self) -> list[JSON]: ...
+
+    async def list_resource_templates(self) -> list[JSON]: ...
+
+    async def read_resource(self, uri: str, ctx: CallContext) -> JSON:
+        """A ReadResourceResult (`{"contents": [...]}`); raise ResourceNotFound."""
+        ...
+
+    async def list_prompts(self) -> list[JSON]: ...
+
+    async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> JSON:
+        """A GetPromptResult. Unknown prompt: raise RPCError(-32602)."""
+        ...
+
+    async def complete(self, ref: JSON, argument: JSON, context: JSON) -> JSON:
+        """A CompleteResult `{"completion": {"values": [...], "total"?, "hasMore"?}}`."""
+        ...
