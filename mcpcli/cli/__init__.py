@@ -132,6 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, command = split_server_command(raw)
     app = App(prog=prog, server_command=command, debug="--debug" in args)
     try:
+        return _main(app, args)
+    finally:
+        spawn = sys.modules.get("mcpcli.transports._spawn")
+        if spawn is not None:
+            spawn.discard_prespawned()
+
+
+def _main(app: App, args: list[str]) -> int:
+    prog = app.prog
+    try:
         cli.main(args=args, prog_name=prog, obj=app, standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code

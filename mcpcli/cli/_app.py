@@ -224,6 +224,50 @@ class TargetCommand(click.Command):
             args = [NO_TARGET, *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        _prespawn(ctx)
+        return super().invoke(ctx)
+
+
+def _prespawn(ctx: click.Context) -> None:
+    """Start a stdio server now, so it boots while the rest of mcpcli imports.
+
+    Best effort and exactly equivalent to what the transport would spawn (same
+    argv, environment and cwd), or nothing: the transport adopts it by that key,
+    and reports any problem itself.
+    """
+    app = ctx.find_object(App)
+    params = ctx.params
+    if app is None:
+        return
+    try:
+        if app.server_command:
+            command, args = app.server_command[0], app.server_command[1:]
+            env: dict[str, str] = {}
+            cwd: str | None = None
+        else:
+            target = params.get("target")
+            if not isinstance(target, str) or target == NO_TARGET or "://" in target:
+                return
+            entry = app.config().get(target)
+            if entry is None or entry.transport != "stdio" or entry.command is None:
+                return
+            entry = entry.resolved()
+            assert entry.command is not None
+            command, args, env, cwd = entry.command, entry.args, dict(entry.env), entry.cwd
+        for item in params.get("env") or ():
+            key, sep, value = item.partition("=")
+            passed = value if sep else os.environ.get(key)
+            if not key or passed is None:
+                return
+            env[key] = passed
+        cwd = params.get("cwd") or cwd
+        from mcpcli.transports._spawn import child_environment, prespawn
+
+        prespawn(command, args, child_environment(env), cwd)
+    except McpCliError:
+        return  # e.g. a config error: the command reports it when it connects
+
 
 def _complete_target(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem

@@ -122,6 +122,17 @@ def call(
     base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
 
     async def go() -> dict[str, Any]:
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            if not no_validate:
+                from mcpcli.validation import preload
+
+                # Import the validator while the server boots, not after it answers.
+                tg.start_soon(anyio.to_thread.run_sync, preload)
+            return await call_it()
+
+    async def call_it() -> dict[str, Any]:
         async with app.client(target, conn) as client:
             schema = None
             if not no_validate:

@@ -1,29 +1,39 @@
-"""stdio transport: spawn the server and speak newline-delimited JSON-RPC on its pipes.
+"""stdio transport: newline-delimited JSON-RPC on a server process's pipes.
 
 The server runs in its own process group (so a terminal Ctrl-C reaches us, not it,
-and we can cancel politely) with a scrubbed environment. Its stderr is relayed to
-ours. Shutdown closes stdin, waits briefly, then signals the whole group: TERM,
-then KILL, so neither the server nor its children outlive us.
+and we can cancel politely) with a scrubbed environment; it may have been started
+early by `_spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
+Shutdown closes stdin, waits briefly, then signals the whole group: TERM, then
+KILL, so neither the server nor its children outlive us.
+
+The pipes are driven directly (non-blocking fds, `anyio.wait_readable`), which is
+what lets a process started before the event loop existed be adopted.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import IO
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, TransportError
 from mcpcli.transports import Envelope, Streams
+from mcpcli.transports._spawn import (
+    DEFAULT_INHERITED_ENV,
+    SpawnError,
+    adopt,
+    child_environment,
+    spawn,
+)
 
 __all__ = [
     "DEFAULT_INHERITED_ENV",
@@ -33,20 +43,16 @@ __all__ = [
     "kill_all",
 ]
 
-#: Variables a server inherits from our environment; everything else must be asked for.
-DEFAULT_INHERITED_ENV = (
-    ("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE",
-     "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE", "PROGRAMFILES")
-    if sys.platform == "win32"
-    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE",
-          "TMPDIR", "TZ")
-)
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-#: How long a server gets to exit on its own after stdin closes, then after SIGTERM.
-EOF_GRACE = 0.25
+#: After stdin closes, a server gets this long to exit on its own before SIGTERM.
+#: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
+EOF_GRACE = 0.05
+#: After SIGTERM, how long before SIGKILL.
 TERM_GRACE = 1.0
+#: How long queued messages (a cancellation) may take to reach a stuck pipe.
+FLUSH_GRACE = 0.25
 STDERR_TAIL_LINES = 20
-
+READ_CHUNK = 256 * 1024
 
 #: Transports with a running server, so a second Ctrl-C can kill them all at once.
 _LIVE: set[StdioTransport] = set()
@@ -58,22 +64,54 @@ def kill_all() -> None:
         transport.kill()
 
 
-def child_environment(
-    extra: Mapping[str, str] | None = None, *, inherit: Sequence[str] = DEFAULT_INHERITED_ENV
-) -> dict[str, str]:
-    """The environment for a server: an allow-list of ours plus what was configured.
+class _Pipe:
+    """Non-blocking reads and writes on one pipe end."""
 
-    Values that look like exported bash functions (`() {`) are dropped: they are
-    how Shellshock-style payloads travel.
-    """
-    env = {
-        key: value
-        for key in inherit
-        if (value := os.environ.get(key)) is not None and not value.startswith("()")
-    }
-    if extra:
-        env.update(extra)
-    return env
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.fd = stream.fileno()
+        os.set_blocking(self.fd, False)
+
+    async def read(self) -> bytes:
+        """The next chunk; b"" at end of file."""
+        while True:
+            try:
+                return os.read(self.fd, READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+                continue
+            view = view[written:]
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.stream.close()
+
+
+async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
+    """Wait for the process to exit (a pidfd on Linux; a worker thread elsewhere)."""
+    if process.returncode is not None:
+        return process.returncode
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None:
+        try:
+            pidfd = pidfd_open(process.pid)
+        except OSError:
+            pidfd = -1
+        if pidfd >= 0:
+            try:
+                await anyio.wait_readable(pidfd)
+            finally:
+                os.close(pidfd)
+            return process.wait()
+    return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
 
 
 class StdioTransport:
@@ -101,112 +139,98 @@ class StdioTransport:
         self._server_log = server_log
         self._quiet = quiet
         self.max_message_bytes = max_message_bytes
-        self.process: Process | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._writer_scope: anyio.CancelScope | None = None
         self._writer_done: anyio.Event | None = None
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
 
     def describe(self) -> str:
         return " ".join([self.command, *self.args])
 
-    def _resolve(self) -> str:
-        if self.cwd is not None and not os.path.isdir(self.cwd):
-            raise TransportError(f"working directory {self.cwd!r} does not exist")
-        if os.sep in self.command or (os.altsep and os.altsep in self.command):
-            path = self.command
-            if self.cwd and not os.path.isabs(path):
-                path = os.path.join(self.cwd, path)
-            if not os.path.exists(path):
-                raise TransportError(f"cannot start server: {self.command}: no such file")
-            if not os.access(path, os.X_OK):
-                raise TransportError(f"cannot start server: {self.command}: permission denied")
-            return self.command
-        found = shutil.which(self.command, path=self.env.get("PATH", os.defpath))
-        if found is None:
-            raise TransportError(
-                f"cannot start server: {self.command}: command not found",
-                hint="check the command name and that it is on PATH",
-            )
-        return found
+    def _start(self) -> subprocess.Popen[bytes]:
+        process = adopt(self.command, self.args, self.env, self.cwd)
+        if process is not None:
+            return process
+        try:
+            return spawn(self.command, self.args, self.env, self.cwd)
+        except SpawnError as exc:
+            raise TransportError(str(exc), hint=exc.hint) from None
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Streams]:
-        executable = self._resolve()
-        try:
-            process = await anyio.open_process(
-                [executable, *self.args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.cwd,
-                env=self.env,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise TransportError(
-                f"cannot start server: {self.command}: {exc.strerror or exc}"
-            ) from None
+        process = self._start()
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
         self.process = process
         self._writer_done = anyio.Event()
         _LIVE.add(self)
+        stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
         read_send, read_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
         write_send, write_recv = anyio.create_memory_object_stream[Envelope](64)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read_stdout, process, read_send)
-                tg.start_soon(self._write_stdin, process, write_recv)
-                if process.stderr is not None:
-                    tg.start_soon(self._relay_stderr, process.stderr)
+                tg.start_soon(self._read_stdout, stdout, read_send)
+                tg.start_soon(self._write_stdin, stdin, write_recv)
+                tg.start_soon(self._relay_stderr, stderr)
                 try:
                     yield read_recv, write_send
                 finally:
                     with anyio.CancelScope(shield=True):
                         await write_send.aclose()
-                        await self.shutdown()
+                        await self.shutdown(stdin)
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await read_recv.aclose()
-                await process.aclose()
+                for pipe in (stdin, stdout, stderr):
+                    pipe.close()
+                if process.returncode is None:  # pragma: no cover - shutdown reaps it
+                    self._signal_group(signal.SIGKILL)
+                    await _wait_exit(process)
             _LIVE.discard(self)
 
     # -- pumps -------------------------------------------------------------------
 
     async def _read_stdout(
-        self, process: Process, out: anyio.abc.ObjectSendStream[Envelope | Exception]
+        self, pipe: _Pipe, out: ObjectSendStream[Envelope | Exception]
     ) -> None:
-        assert process.stdout is not None
         buffer = bytearray()
         cap = self.max_message_bytes
+        process = self.process
+        assert process is not None
         async with out:
             try:
-                async for chunk in process.stdout:
-                    buffer += chunk
-                    while (newline := buffer.find(b"\n")) >= 0:
-                        line = bytes(buffer[:newline])
-                        del buffer[: newline + 1]
+                while chunk := await pipe.read():
+                    start = 0
+                    while (newline := chunk.find(b"\n", start)) >= 0:
+                        if buffer:
+                            buffer += chunk[start:newline]
+                            line = bytes(buffer)
+                            buffer.clear()
+                        else:
+                            line = chunk[start:newline]
                         await self._deliver(line, out)
+                        start = newline + 1
+                    buffer += chunk[start:]
                     if len(buffer) > cap:
                         await out.send(
                             MessageTooLarge(f"server sent a message larger than {cap} bytes")
                         )
-                        await self._kill()
+                        self._signal_group(signal.SIGKILL)
+                        with anyio.move_on_after(TERM_GRACE):
+                            await _wait_exit(process)
                         await out.send(self._exited(process, "after an oversized message"))
                         return
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return
-            if buffer.strip():
-                await self._deliver(bytes(buffer), out)
-            with anyio.move_on_after(EOF_GRACE):
-                await process.wait()
-            try:
+                if buffer.strip():
+                    await self._deliver(bytes(buffer), out)
+                with anyio.move_on_after(FLUSH_GRACE):
+                    await _wait_exit(process)
                 await out.send(self._exited(process, ""))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                return
 
-    async def _deliver(
-        self, line: bytes, out: anyio.abc.ObjectSendStream[Envelope | Exception]
-    ) -> None:
+    async def _deliver(self, line: bytes, out: ObjectSendStream[Envelope | Exception]) -> None:
         line = line.strip()
         if not line:
             return
@@ -219,7 +243,7 @@ class StdioTransport:
             return
         await out.send(Envelope(message))
 
-    def _exited(self, process: Process, when: str) -> ServerExited:
+    def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
         if code is None:
             what = "server closed its stdout"
@@ -235,32 +259,28 @@ class StdioTransport:
             message += "; its last stderr line: " + self.stderr_tail[-1]
         return ServerExited(message, returncode=code)
 
-    async def _write_stdin(
-        self, process: Process, inbox: anyio.abc.ObjectReceiveStream[Envelope]
-    ) -> None:
+    async def _write_stdin(self, pipe: _Pipe, inbox: ObjectReceiveStream[Envelope]) -> None:
         """Copy outgoing messages to the server's stdin.
 
         Shielded from outer cancellation, so a message queued while the user
         presses Ctrl-C (`notifications/cancelled`) still reaches the server; it
         ends when the write stream closes, and shutdown stops it if it hangs.
         """
-        assert process.stdin is not None
-        stdin = process.stdin
         with anyio.CancelScope(shield=True) as scope:
             self._writer_scope = scope
             try:
                 async for envelope in inbox:
-                    await stdin.send(jsonrpc.encode(envelope.message) + b"\n")
+                    await pipe.write(jsonrpc.encode(envelope.message) + b"\n")
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 pass  # the server went away; the stdout reader reports how
         assert self._writer_done is not None
         self._writer_done.set()
 
-    async def _relay_stderr(self, stream: ByteReceiveStream) -> None:
+    async def _relay_stderr(self, pipe: _Pipe) -> None:
         target = self._stderr if self._stderr is not None else sys.stderr.buffer
         partial = b""
         try:
-            async for chunk in stream:
+            while chunk := await pipe.read():
                 if self._server_log is not None:
                     self._server_log.write(chunk)
                     self._server_log.flush()
@@ -273,7 +293,7 @@ class StdioTransport:
                     text = raw.decode("utf-8", "replace").strip()
                     if text:
                         self.stderr_tail.append(text[:300])
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        except (OSError, ValueError):
             pass
 
     # -- shutdown ----------------------------------------------------------------
@@ -284,43 +304,32 @@ class StdioTransport:
             return False
         try:
             os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
+        except (ProcessLookupError, PermissionError):
             return False
         return True
 
-    async def _kill(self) -> None:
-        self._signal_group(signal.SIGKILL)
-        if self.process is not None:
-            with anyio.move_on_after(TERM_GRACE):
-                await self.process.wait()
-
-    async def shutdown(self) -> None:
+    async def shutdown(self, stdin: _Pipe) -> None:
         """Close stdin, give the server a moment, then TERM and KILL its whole group."""
         process = self.process
         if process is None:
             return
         # Let queued messages reach the server, but never wait on a stuck pipe for long.
         if self._writer_done is not None:
-            with anyio.move_on_after(EOF_GRACE):
+            with anyio.move_on_after(FLUSH_GRACE):
                 await self._writer_done.wait()
         if self._writer_scope is not None:
             self._writer_scope.cancel()
-        if process.stdin is not None:
-            try:
-                await process.stdin.aclose()
-            except OSError:
-                pass
-        if process.returncode is None:
-            with anyio.move_on_after(EOF_GRACE):
-                await process.wait()
-        if process.returncode is None:
-            self._signal_group(signal.SIGTERM)
-            with anyio.move_on_after(TERM_GRACE):
-                await process.wait()
-        if process.returncode is None:
-            await self._kill()
+        stdin.close()
+        for sig, grace in ((None, EOF_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
+            if process.returncode is not None:
+                break
+            if sig is not None:
+                self._signal_group(sig)
+            if grace is None:
+                await _wait_exit(process)
+            else:
+                with anyio.move_on_after(grace):
+                    await _wait_exit(process)
         # The leader is gone; children it left in the group (npx's node, a shell's
         # sleep) must not outlive us either.
         if self._signal_group(0):
