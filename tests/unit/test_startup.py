@@ -1,0 +1,67 @@
+"""Start-up stays light: help and completion must not import heavy libraries."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import mcp
+
+HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio")
+
+
+def _imported_by(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c",
+         code + "\nimport sys; sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+    ).stderr.split("MODULES ")[-1].split()
+    return {name.split(".")[0] for name in out}
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    loaded = _imported_by("import mcpcli.cli")
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_help_loads_no_heavy_library() -> None:
+    code = (
+        "import sys\nfrom mcpcli.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    )
+    loaded = _imported_by(code)
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
+
+
+def test_help_lists_every_command() -> None:
+    r = mcp("--help")
+    assert r.code == 0
+    for name in ("tools", "resources", "prompts", "complete", "ping", "info", "servers", "serve",
+                 "auth", "completion"):
+        assert f"  {name} " in r.stdout
+    commands = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.startswith("  ") and line.split()]
+    assert "script" not in commands
+
+
+def test_version() -> None:
+    r = mcp("--version")
+    assert r.code == 0 and r.stdout.startswith("mcpcli, version ")
+
+
+def test_usage_errors_exit_2_with_one_line_and_a_hint() -> None:
+    r = mcp("tools", "call")
+    assert r.code == 2
+    lines = r.stderr.strip().splitlines()
+    assert lines[0].startswith("mcp: error: ") and lines[-1].startswith("mcp: hint: ")
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    r = mcp("no-such-command")
+    assert r.code == 2 and "No such command" in r.stderr
+
+
+def test_unknown_target_exits_2_and_json_errors_are_json() -> None:
+    r = mcp("tools", "list", "nosuch", "--json")
+    assert r.code == 2
+    import json
+
+    err = json.loads(r.stderr)
+    assert err["error"]["exitCode"] == 2 and "unknown server 'nosuch'" in err["error"]["message"]
