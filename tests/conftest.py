@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import Peers, peers_from_env  # noqa: E402
+from helpers import Peers, peers_from_env
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -115,7 +115,6 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def memory_keyring() -> Iterator[None]:
     """In-process code sees an in-memory keyring; the real one is never touched."""
     import keyring
-
     from fakes.memory_keyring import MemoryKeyring
 
     previous = keyring.get_keyring()

@@ -131,7 +131,8 @@ def handle(msg: dict) -> None:
             threading.Thread(target=progress_forever, args=(token,), daemon=True).start()
             return
         if opts.huge:
-            sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"' % json.dumps(mid))
+            head = '{"jsonrpc":"2.0","id":' + json.dumps(mid)
+            sys.stdout.write(head + ',"result":{"content":[{"type":"text","text":"')
             sys.stdout.write("x" * opts.huge)
             sys.stdout.write('"}]}}\n')
             sys.stdout.flush()
