@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fresh", "load", "store", "tool_names"]
+__all__ = ["fresh", "load", "remember", "store", "tool_names"]
 
 JSON = dict[str, Any]
 
@@ -40,6 +40,17 @@ def store(target: str, method: str, result: JSON) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def remember(target: str | None, method: str, result: JSON) -> None:
+    """Store a list result for a named target (a server name, URL or file), for completion.
+
+    A server command given after `--` has no name to complete against, so it is
+    not stored.
+    """
+    if not target or target.startswith("\x00"):
+        return
+    store(target, method, result)
 
 
 def load(target: str, method: str) -> JSON | None:

@@ -27,7 +27,9 @@ __all__ = ["Output", "sanitize"]
 JSON = dict[str, Any]
 HumanRenderer = Callable[["Console", Any], None]
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: C0/C1 controls (but tab and newline), and the Unicode bidi overrides and isolates
+#: that can make text display differently from what it is ("Trojan Source").
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def sanitize(text: str, *, keep_newlines: bool = True) -> str:
@@ -40,7 +42,8 @@ def sanitize(text: str, *, keep_newlines: bool = True) -> str:
         text = text.replace("\n", " ").replace("\t", " ")
 
     def esc(m: re.Match[str]) -> str:
-        return f"\\x{ord(m.group(0)):02x}"
+        code = ord(m.group(0))
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _CONTROL.sub(esc, text)
 

@@ -24,10 +24,22 @@ if TYPE_CHECKING:
 
 __all__ = [
     "call_result",
+    "completion_values",
+    "prompt_detail",
+    "prompt_messages",
+    "prompt_signature",
+    "prompts_table",
+    "resource_contents",
+    "resources_table",
     "save_blobs",
+    "server_detail",
+    "server_info",
+    "servers_table",
+    "templates_table",
     "tool_detail",
     "tool_signature",
     "tools_table",
+    "update_event",
 ]
 
 JSON = dict[str, Any]
@@ -38,6 +50,11 @@ def _s(value: Any, *, one_line: bool = True, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text
+
+
+def _obj(value: Any) -> JSON:
+    """`value` if it is a JSON object, else an empty one (server data is untrusted)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _first_line(text: Any) -> str:
@@ -181,41 +198,66 @@ def save_blobs(result: JSON, save_dir: str, app: App | None = None) -> list[Path
     return paths
 
 
+def _annotations(block: JSON) -> str:
+    """A short suffix for content annotations: audience and priority."""
+    ann = block.get("annotations")
+    if not isinstance(ann, dict):
+        return ""
+    parts = []
+    audience = ann.get("audience")
+    if isinstance(audience, list) and audience:
+        parts.append("for " + ",".join(_s(a) for a in audience))
+    if isinstance(ann.get("priority"), (int, float)):
+        parts.append(f"priority {ann['priority']}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _binary_line(kind: str, mime: Any, data: bytes | None, save_dir: str | None, stem: str) -> str:
+    size = _size(len(data)) if data is not None else "invalid base64"
+    line = f"[{kind} {_s(mime or '?')}, {size}]"
+    if save_dir and data is not None:
+        line += f" saved to {_save(data, save_dir, stem, mime if isinstance(mime, str) else None)}"
+    elif data is not None:
+        line += " (use --save-dir DIR to save it)"
+    return line
+
+
 def _block(console: Console, block: JSON, index: int, save_dir: str | None) -> None:
+    """One content block: text as text, binary summarised (and saved), links as links."""
     kind = block.get("type")
+    note = _annotations(block)
     if kind == "text":
+        if note:
+            console.print(note.strip(), style="dim")
         console.print(_s(block.get("text", ""), one_line=False))
     elif kind in ("image", "audio"):
         data = _decoded(block.get("data"))
-        size = _size(len(data)) if data is not None else "invalid base64"
-        line = f"[{kind} {_s(block.get('mimeType', '?'))}, {size}]"
-        if save_dir and data is not None:
-            path = _save(data, save_dir, f"{kind}-{index + 1}", block.get("mimeType"))
-            line += f" saved to {path}"
-        elif data is not None:
-            line += " (use --save-dir DIR to save it)"
-        console.print(line, style="dim")
+        line = _binary_line(str(kind), block.get("mimeType"), data, save_dir, f"{kind}-{index + 1}")
+        console.print(line + note, style="dim")
     elif kind == "resource_link":
         name = block.get("title") or block.get("name") or ""
-        console.print(f"→ {_s(block.get('uri'))}" + (f"  {_s(name)}" if name else ""))
+        extra = f" [{_s(block['mimeType'])}]" if block.get("mimeType") else ""
+        console.print(f"→ {_s(block.get('uri'))}" + (f"  {_s(name)}" if name else "") + extra + note)
+        if block.get("description"):
+            console.print(f"  {_s(_first_line(block['description']), limit=200)}", style="dim")
     elif kind == "resource" and isinstance(block.get("resource"), dict):
         res = block["resource"]
-        console.print(f"[resource {_s(res.get('uri'))}]", style="dim")
+        console.print(f"[resource {_s(res.get('uri'))}]{note}", style="dim")
         if "text" in res:
             console.print(_s(res.get("text", ""), one_line=False))
         else:
-            data = _decoded(res.get("blob"))
-            size = _size(len(data)) if data is not None else "invalid base64"
-            line = f"[blob {_s(res.get('mimeType', '?'))}, {size}]"
-            if save_dir and data is not None:
-                line += f" saved to {_save(data, save_dir, 'resource', res.get('mimeType'))}"
-            console.print(line, style="dim")
+            stem = Path(str(res.get("uri", "resource"))).name or "resource"
+            console.print(_binary_line("blob", res.get("mimeType"), _decoded(res.get("blob")),
+                                       save_dir, stem), style="dim")
     else:
         console.print_json(data=block)
 
 
 def call_result(console: Console, result: JSON, save_dir: str | None = None) -> None:
+    """A tool result: every content block, then structured content if no text carried it."""
     content = [b for b in result.get("content") or [] if isinstance(b, dict)]
+    if result.get("isError"):
+        console.print("the tool reported an error:", style="bold red")
     for i, block in enumerate(content):
         _block(console, block, i, save_dir)
     structured = result.get("structuredContent")
@@ -223,3 +265,212 @@ def call_result(console: Console, result: JSON, save_dir: str | None = None) -> 
         console.print_json(data=structured)
     if not content and structured is None:
         console.print("(no content)", style="dim")
+
+
+# -- resources -----------------------------------------------------------------------
+
+
+def _table(*columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for i, name in enumerate(columns):
+        if i == 0:
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    return table
+
+
+def resources_table(console: Console, result: JSON) -> None:
+    items = [r for r in result.get("resources", []) if isinstance(r, dict)]
+    if not items:
+        console.print("(no resources)")
+        return
+    table = _table("URI", "NAME", "TYPE", "DESCRIPTION")
+    for res in items:
+        mime = _s(res.get("mimeType") or "")
+        if isinstance(res.get("size"), int):
+            mime = f"{mime} {_size(res['size'])}".strip()
+        table.add_row(_s(res.get("uri"), limit=100), _s(res.get("title") or res.get("name") or "", limit=40),
+                      mime, _s(_first_line(res.get("description")), limit=160))
+    console.print(table)
+
+
+def templates_table(console: Console, result: JSON) -> None:
+    items = [r for r in result.get("resourceTemplates", []) if isinstance(r, dict)]
+    if not items:
+        console.print("(no resource templates)")
+        return
+    table = _table("URI TEMPLATE", "NAME", "TYPE", "DESCRIPTION")
+    for res in items:
+        table.add_row(_s(res.get("uriTemplate"), limit=100),
+                      _s(res.get("title") or res.get("name") or "", limit=40),
+                      _s(res.get("mimeType") or ""), _s(_first_line(res.get("description")), limit=160))
+    console.print(table)
+
+
+def resource_contents(console: Console, result: JSON, save_dir: str | None = None) -> None:
+    """A `resources/read` result: text printed, blobs summarised (and saved)."""
+    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
+    many = len(contents) > 1
+    for i, item in enumerate(contents):
+        if many:
+            console.print(f"[{_s(item.get('uri'))}{' ' + _s(item['mimeType']) if item.get('mimeType') else ''}]",
+                          style="dim")
+        if "text" in item:
+            console.print(_s(item.get("text", ""), one_line=False))
+        else:
+            stem = Path(str(item.get("uri", "blob"))).name or f"blob-{i + 1}"
+            console.print(_binary_line("blob", item.get("mimeType"), _decoded(item.get("blob")),
+                                       save_dir, stem), style="dim")
+    if not contents:
+        console.print("(no contents)", style="dim")
+
+
+def update_event(console: Console, event: JSON) -> None:
+    """One subscription event: `HH:MM:SS updated URI` or `... tools list changed`."""
+    import time
+
+    method = str(event.get("method", ""))
+    params = _obj(event.get("params"))
+    stamp = time.strftime("%H:%M:%S")
+    if method == "notifications/resources/updated":
+        console.print(f"{stamp} updated {_s(params.get('uri'))}")
+    elif method.endswith("/list_changed"):
+        what = method.removeprefix("notifications/").removesuffix("/list_changed")
+        console.print(f"{stamp} {_s(what)} list changed")
+    else:
+        console.print(f"{stamp} {_s(method)}")
+
+
+# -- prompts -------------------------------------------------------------------------
+
+
+def prompt_signature(prompt: JSON) -> str:
+    """`name(code, style?)`: prompt arguments are strings, so no types."""
+    args = [a for a in prompt.get("arguments") or [] if isinstance(a, dict)]
+    names = [f"{a.get('name', '?')}{'' if a.get('required') else '?'}" for a in args]
+    return f"{prompt.get('name', '?')}({', '.join(names)})"
+
+
+def prompts_table(console: Console, result: JSON) -> None:
+    items = [p for p in result.get("prompts", []) if isinstance(p, dict)]
+    if not items:
+        console.print("(no prompts)")
+        return
+    table = _table("PROMPT", "DESCRIPTION")
+    for prompt in items:
+        table.add_row(_s(prompt_signature(prompt), limit=80),
+                      _s(_first_line(prompt.get("description") or prompt.get("title")), limit=200))
+    console.print(table)
+
+
+def prompt_detail(console: Console, prompt: JSON) -> None:
+    console.print(_s(prompt_signature(prompt)), style="bold")
+    if prompt.get("description"):
+        console.print(_s(prompt["description"], one_line=False))
+    for arg in prompt.get("arguments") or []:
+        if isinstance(arg, dict):
+            need = "required" if arg.get("required") else "optional"
+            desc = f": {_s(arg['description'])}" if arg.get("description") else ""
+            console.print(f"  {_s(arg.get('name'))} ({need}){desc}")
+
+
+def prompt_messages(console: Console, result: JSON, save_dir: str | None = None) -> None:
+    """A `prompts/get` result: its description, then each message with its role."""
+    if result.get("description"):
+        console.print(_s(result["description"], one_line=False), style="dim")
+    messages = [m for m in result.get("messages") or [] if isinstance(m, dict)]
+    index = 0
+    for message in messages:
+        console.print(f"── {_s(message.get('role', '?'))} ──", style="bold")
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        for block in blocks:
+            if isinstance(block, dict):
+                _block(console, block, index, save_dir)
+                index += 1
+    if not messages:
+        console.print("(no messages)", style="dim")
+
+
+# -- completion, info ----------------------------------------------------------------
+
+
+def completion_values(console: Console, result: JSON) -> None:
+    completion = _obj(result.get("completion"))
+    values = [v for v in completion.get("values") or [] if isinstance(v, str)]
+    for value in values:
+        console.print(_s(value))
+    total = completion.get("total")
+    if isinstance(total, int) and total > len(values):
+        console.print(f"({total - len(values)} more)", style="dim")
+    elif completion.get("hasMore"):
+        console.print("(more available)", style="dim")
+    if not values:
+        console.print("(no suggestions)", style="dim")
+
+
+def _capability_names(caps: Any) -> list[str]:
+    if not isinstance(caps, dict):
+        return []
+    out = []
+    for name, value in caps.items():
+        flags = [k for k, v in value.items() if v is True or v == {}] if isinstance(value, dict) else []
+        out.append(f"{name}" + (f" ({', '.join(flags)})" if flags else ""))
+    return out
+
+
+def server_info(console: Console, info: JSON) -> None:
+    """`mcp info`: identity, protocol, transport, capabilities, instructions."""
+    server = _obj(info.get("serverInfo"))
+    name = _s(server.get("name") or "?")
+    title = server.get("title")
+    console.print(f"{name} {_s(server.get('version') or '')}".strip()
+                  + (f" — {_s(title)}" if title and title != server.get("name") else ""), style="bold")
+    rows = [
+        ("protocol", f"{_s(info.get('protocolVersion'))} ({_s(info.get('era'))} era)"),
+        ("transport", _s(info.get("transport"))),
+    ]
+    if info.get("supportedVersions"):
+        rows.append(("supports", ", ".join(_s(v) for v in info["supportedVersions"])))
+    caps = _capability_names(info.get("capabilities"))
+    rows.append(("capabilities", ", ".join(caps) if caps else "(none)"))
+    if server.get("description"):
+        rows.append(("description", _s(server["description"])))
+    if server.get("websiteUrl"):
+        rows.append(("website", _s(server["websiteUrl"])))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        console.print(f"{key.ljust(width)}  {value}")
+    if info.get("instructions"):
+        console.print()
+        console.print("instructions:", style="bold")
+        console.print(_s(info["instructions"], one_line=False))
+
+
+# -- servers -------------------------------------------------------------------------
+
+
+def servers_table(console: Console, result: JSON) -> None:
+    items = [s for s in result.get("servers", []) if isinstance(s, dict)]
+    if not items:
+        console.print("(no servers configured; add one with `mcp servers add NAME -- COMMAND...`)")
+        return
+    table = _table("NAME", "TRANSPORT", "COMMAND / URL", "SOURCE")
+    for item in items:
+        target = item.get("url") or " ".join([item.get("command") or "", *(item.get("args") or [])])
+        name = _s(item.get("name"))
+        if item.get("shadowed"):
+            name += " (shadowed)"
+        table.add_row(name, _s(item.get("transport")), _s(target, limit=80), _s(item.get("source")))
+    console.print(table)
+
+
+def server_detail(console: Console, item: JSON) -> None:
+    console.print(_s(item.get("name")), style="bold")
+    console.print(f"source     {_s(item.get('source'))}")
+    console.print(f"transport  {_s(item.get('transport'))}")
+    console.print()
+    console.print_json(data=item.get("config", {}))

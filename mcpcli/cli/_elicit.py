@@ -46,7 +46,27 @@ def _is_url_mode(params: JSON) -> bool:
     return params.get("mode") == "url"
 
 
-def fixed_answer(content: JSON) -> Elicitor:
+def _policy_answer(app: App | None, params: JSON, content: JSON, flag: str) -> JSON:
+    """Accept with `content`, limited to the requested fields, if every required one is there.
+
+    Fields the server did not ask for are never sent (an `--elicit-json` object
+    may be shared by several requests). A form missing a required field is
+    declined with a warning rather than answered invalidly.
+    """
+    props = _properties(params)
+    if props:
+        content = {k: v for k, v in content.items() if k in props}
+    missing = sorted(_required(params) - set(content))
+    if missing:
+        if app is not None:
+            message = sanitize(str(params.get("message", "")), keep_newlines=False)[:120]
+            app.warn(f"declined the server's request for input ({message}): {flag} gives no "
+                     f"value for required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        return {"action": "decline"}
+    return {"action": "accept", "content": content}
+
+
+def fixed_answer(content: JSON, app: App | None = None) -> Elicitor:
     """`--elicit-json`: accept with this content, defaults filling the gaps."""
 
     async def answer(params: JSON) -> JSON:
@@ -54,18 +74,18 @@ def fixed_answer(content: JSON) -> Elicitor:
             return {"action": "decline"}
         merged = form_defaults(params)
         merged.update(content)
-        return {"action": "accept", "content": merged}
+        return _policy_answer(app, params, merged, "--elicit-json")
 
     return answer
 
 
-def defaults_answer() -> Elicitor:
+def defaults_answer(app: App | None = None) -> Elicitor:
     """`--elicit-defaults`: accept with the schema's defaults."""
 
     async def answer(params: JSON) -> JSON:
         if _is_url_mode(params):
             return {"action": "decline"}
-        return {"action": "accept", "content": form_defaults(params)}
+        return _policy_answer(app, params, form_defaults(params), "--elicit-defaults")
 
     return answer
 

@@ -40,9 +40,9 @@ def build_features(app: App, conn: Connection) -> ClientFeatures:
             raise UsageError(f"--elicit-json: invalid JSON: {exc}") from None
         if not isinstance(content, dict):
             raise UsageError("--elicit-json must be a JSON object")
-        elicit = _elicit.fixed_answer(content)
+        elicit = _elicit.fixed_answer(content, app)
     elif conn.elicit_defaults:
-        elicit = _elicit.defaults_answer()
+        elicit = _elicit.defaults_answer(app)
     elif interactive:
         elicit = _elicit.prompter(app)
     else:

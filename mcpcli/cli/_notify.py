@@ -62,11 +62,22 @@ def _log_line(params: JSON) -> str:
     return sanitize(f"{prefix} {text}", keep_newlines=False)
 
 
-def notification_printer(app: App) -> Callable[[str, JSON], None]:
-    """Server log messages go to stderr; other unsolicited notifications are dropped."""
+def _rank(level: Any) -> int:
+    from mcpcli.protocol import LOG_LEVELS
+
+    return LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS) - 1
+
+
+def notification_printer(app: App, min_level: str | None = None) -> Callable[[str, JSON], None]:
+    """Server log messages go to stderr; other unsolicited notifications are dropped.
+
+    With `min_level` (--log-level), messages below it are dropped here too: some
+    servers send every level whatever `logging/setLevel` asked for.
+    """
+    floor = _rank(min_level) if min_level is not None else 0
 
     def on_notification(method: str, params: JSON) -> None:
-        if method == "notifications/message":
+        if method == "notifications/message" and _rank(params.get("level")) >= floor:
             app.stderr.write(_log_line(params) + "\n")
             app.stderr.flush()
 

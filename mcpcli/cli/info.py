@@ -1,0 +1,67 @@
+"""`mcp info`: who the server is and what it can do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mcpcli.cli._app import (
+    CONTEXT_SETTINGS,
+    App,
+    Connection,
+    TargetCommand,
+    connection_options,
+    output_options,
+    pass_app,
+    target_argument,
+)
+from mcpcli.output import Output
+
+__all__ = ["info", "server_summary"]
+
+
+def server_summary(client: Any) -> dict[str, Any]:
+    """What `mcp info --json` prints: the negotiated facts plus the raw handshake result."""
+    transport = client.transport
+    summary: dict[str, Any] = {
+        "serverInfo": client.server_info,
+        "protocolVersion": client.protocol_version,
+        "era": client.era,
+        "transport": getattr(transport, "name", type(transport).__name__),
+        "capabilities": client.capabilities,
+    }
+    if client.instructions is not None:
+        summary["instructions"] = client.instructions
+    if client.supported_versions:
+        summary["supportedVersions"] = list(client.supported_versions)
+    describe = getattr(transport, "describe", None)
+    if callable(describe):
+        summary["endpoint"] = describe()
+    summary["handshake"] = client.handshake
+    return summary
+
+
+@click.command(cls=TargetCommand, context_settings=CONTEXT_SETTINGS)
+@target_argument
+@connection_options
+@output_options
+@pass_app
+def info(app: App, target: str | None, conn: Connection, out: Output) -> None:
+    """Show server identity, capabilities, instructions and the negotiated protocol.
+
+    \b
+    With --json, prints an object with serverInfo, protocolVersion, era
+    ("legacy" for the initialize handshake, "modern" for 2026-07-28),
+    transport, capabilities, instructions, supportedVersions (modern servers),
+    and handshake (the raw initialize or server/discover result).
+      mcp info srv
+      mcp info srv --jq .protocolVersion -r
+    """
+    from mcpcli import render
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            out.emit(server_summary(client), human=render.server_info)
+
+    app.run(go)

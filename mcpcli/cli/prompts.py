@@ -1,0 +1,171 @@
+"""`mcp prompts list|show|get`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from mcpcli.cli._app import (
+    CONTEXT_SETTINGS,
+    App,
+    Connection,
+    TargetCommand,
+    connection_options,
+    output_options,
+    pass_app,
+    target_argument,
+)
+from mcpcli.errors import UsageError
+from mcpcli.output import Output
+
+__all__ = ["arguments_schema", "prompts"]
+
+JSON = dict[str, Any]
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def prompts() -> None:
+    """List prompts and render them."""
+
+
+@prompts.command("list", cls=TargetCommand)
+@target_argument
+@connection_options
+@output_options
+@pass_app
+def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
+    """List the server's prompts (every page)."""
+    from mcpcli import render
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            result = await client.list_prompts()
+            out.emit(result, items="prompts", human=render.prompts_table)
+
+    app.run(go)
+
+
+def arguments_schema(prompt: JSON) -> JSON:
+    """A JSON Schema for a prompt's arguments: every value a string, required ones required."""
+    props: JSON = {}
+    required: list[str] = []
+    for arg in prompt.get("arguments") or []:
+        if not isinstance(arg, dict) or not isinstance(arg.get("name"), str):
+            continue
+        prop: JSON = {"type": "string"}
+        if isinstance(arg.get("description"), str):
+            prop["description"] = arg["description"]
+        props[arg["name"]] = prop
+        if arg.get("required"):
+            required.append(arg["name"])
+    schema: JSON = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _find(listing: JSON, name: str) -> JSON:
+    import difflib
+
+    items = [p for p in listing.get("prompts") or [] if isinstance(p, dict)]
+    for prompt in items:
+        if prompt.get("name") == name:
+            return prompt
+    names = [str(p.get("name")) for p in items]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp prompts list`"
+    raise UsageError(f"unknown prompt {name!r}", hint=hint)
+
+
+@prompts.command("show", cls=TargetCommand)
+@target_argument
+@click.argument("name")
+@connection_options
+@output_options
+@pass_app
+def show(app: App, target: str | None, name: str, conn: Connection, out: Output) -> None:
+    """Show a prompt's description and arguments."""
+    from mcpcli import render
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            out.emit(_find(await client.list_prompts(), name), human=render.prompt_detail)
+
+    app.run(go)
+
+
+@prompts.command("get", cls=TargetCommand)
+@target_argument
+@click.argument("name")
+@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
+              help="A prompt argument (always a string); key=@file reads a file, key=@- stdin.")
+@click.option("--args", "args_json", metavar="JSON|@FILE|-",
+              help="All arguments as a JSON object of strings: text, @file.json, or - for stdin.")
+@click.option("--no-validate", is_flag=True,
+              help="Send the arguments without checking them against the prompt's argument list.")
+@click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Save images, audio and blobs in the messages to DIR.")
+@connection_options
+@output_options
+@pass_app
+def get(
+    app: App,
+    target: str | None,
+    name: str,
+    items: tuple[str, ...],
+    args_json: str | None,
+    no_validate: bool,
+    save_dir: str | None,
+    conn: Connection,
+    out: Output,
+) -> None:
+    """Render a prompt with arguments and print its messages.
+
+    \b
+    Prompt arguments are strings: `--arg n=007` sends "007". Required
+    arguments are checked against the prompt's definition before anything is
+    sent (exit 2 naming the missing one).
+      mcp prompts get srv review --arg code=@main.py --arg style=short
+      mcp prompts get srv review --args '{"code": "x = 1"}' --json
+    """
+    from mcpcli import render
+    from mcpcli.args import build_arguments, read_json_source
+
+    stdin_reader = app.stdin.read
+    base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
+
+    async def go() -> None:
+        async with app.client(target, conn) as client:
+            schema: JSON = {"type": "object", "additionalProperties": {"type": "string"}}
+            if not no_validate:
+                schema = arguments_schema(_find(await client.list_prompts(), name))
+            arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
+            if not no_validate:
+                from mcpcli.validation import check
+
+                check(schema, arguments)
+            else:
+                arguments = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
+            result = await client.get_prompt(name, arguments)
+            out.emit(result, items="messages",
+                     human=lambda console, r: render.prompt_messages(console, r, save_dir))
+            if save_dir and not out.human:
+                render.save_blobs(_as_content(result), save_dir, app)
+
+    app.run(go)
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _as_content(result: JSON) -> JSON:
+    """The prompt's message contents as one `content` list (for saving blobs)."""
+    blocks: list[Any] = []
+    for message in result.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks.extend(content if isinstance(content, list) else [content])
+    return {"content": [b for b in blocks if isinstance(b, dict)]}

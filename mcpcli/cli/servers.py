@@ -1,0 +1,289 @@
+"""`mcp servers list|show|add|remove|import`: our config, and servers other clients configure."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, output_options, pass_app
+from mcpcli.errors import UsageError
+from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.config import ServerEntry
+
+__all__ = ["servers"]
+
+JSON = dict[str, Any]
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+def servers() -> None:
+    """Manage configured servers.
+
+    \b
+    Our config is $XDG_CONFIG_HOME/mcpcli/mcp.json (--config FILE or
+    MCP_CONFIG override it), in the mcpServers format editors use. Servers
+    configured in Claude Desktop, Claude Code, Cursor, VS Code and Windsurf
+    are found too (read-only) and can be copied with `mcp servers import`.
+    """
+
+
+def _row(entry: ServerEntry, source: str, path: str, scope: str) -> JSON:
+    row: JSON = {"name": entry.name, "transport": entry.transport, "source": source, "path": path,
+                 "scope": scope}
+    if entry.command is not None:
+        row["command"] = entry.command
+        row["args"] = list(entry.args)
+    if entry.url is not None:
+        row["url"] = entry.url
+    return row
+
+
+def _all_rows(app: App) -> tuple[list[JSON], list[JSON]]:
+    from mcpcli import discovery
+
+    config = app.config()
+    rows = [_row(e, "config", str(config.path), "user") for e in config.entries()]
+    taken = {r["name"] for r in rows}
+    found, problems = discovery.discover()
+    for item in found:
+        row = _row(item.entry, item.source, str(item.path), item.scope)
+        row["shadowed"] = item.entry.name in taken
+        taken.add(item.entry.name)
+        rows.append(row)
+    issues = [{"source": p.source, "path": str(p.path), "message": p.message} for p in problems]
+    return rows, issues
+
+
+@servers.command("list")
+@output_options
+@pass_app
+def list_(app: App, out: Output) -> None:
+    """List servers: ours first, then those other clients configure.
+
+    \b
+    SOURCE says where each comes from: `config` (ours) or claude-desktop,
+    claude-code, cursor, vscode, windsurf. A name found twice is used from
+    the first place; later ones are marked shadowed.
+      mcp servers list
+      mcp servers list --jq '.servers[] | select(.source == "cursor") | .name' -r
+    """
+    from mcpcli import render
+
+    rows, problems = _all_rows(app)
+    for problem in problems:
+        app.warn(f"{problem['path']}: {problem['message']}")
+    out.emit({"servers": rows, "problems": problems}, items="servers", human=render.servers_table)
+
+
+def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    from mcpcli.cli._complete import server_names
+
+    return [CompletionItem(n) for n in server_names() if n.startswith(incomplete)]
+
+
+def _locate(app: App, name: str) -> tuple[ServerEntry, str, str]:
+    """(entry, source id, file) for a server name: ours first, then discovered."""
+    from mcpcli import discovery
+
+    config = app.config()
+    entry = config.get(name)
+    if entry is not None:
+        return entry, "config", str(config.path)
+    found, _ = discovery.discover()
+    for item in found:
+        if item.entry.name == name:
+            return item.entry, item.source, str(item.path)
+    known = sorted(set(config.names()) | set(discovery.names()))
+    hint = "known servers: " + ", ".join(known) if known else "add one with `mcp servers add`"
+    raise UsageError(f"unknown server {name!r}", hint=hint)
+
+
+@servers.command("show")
+@click.argument("name", shell_complete=_complete_server)
+@click.option("--reveal", is_flag=True, help="Show secret-looking env and header values.")
+@output_options
+@pass_app
+def show(app: App, name: str, reveal: bool, out: Output) -> None:
+    """Show one server's configuration and where it comes from.
+
+    Values of env variables and headers whose names look secret (TOKEN, KEY,
+    SECRET, PASSWORD, Authorization...) are redacted unless --reveal.
+    """
+    from mcpcli import render
+    from mcpcli.cli._notify import redact
+
+    entry, source, path = _locate(app, name)
+    config = entry.to_json()
+    if not reveal:
+        config = redact(config)
+    item = {"name": entry.name, "source": source, "path": path, "transport": entry.transport,
+            "config": config}
+    out.emit(item, human=render.server_detail)
+
+
+def _key_values(items: tuple[str, ...], *, sep: str, what: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for item in items:
+        key, found, value = item.partition(sep)
+        if not found or not key.strip():
+            example = "KEY=VALUE" if sep == "=" else "'Name: value'"
+            raise UsageError(f"{what} {item!r}: expected {example}")
+        values[key.strip()] = value if sep == "=" else value.strip()
+    return values
+
+
+@servers.command("add")
+@click.argument("name")
+@click.argument("url", required=False)
+@click.option("--env", "-e", "env_items", multiple=True, metavar="KEY=VALUE",
+              help="Environment variable for a stdio server (repeatable; ${VAR} is expanded at use).")
+@click.option("--cwd", metavar="DIR", help="Working directory for a stdio server.")
+@click.option("--header", "-H", "header_items", multiple=True, metavar="'NAME: VALUE'",
+              help="HTTP header for a URL server (repeatable; ${VAR} is expanded at use).")
+@click.option("--transport", type=click.Choice(["http", "sse"]), default=None,
+              help="Remote transport: Streamable HTTP (default) or legacy SSE.")
+@click.option("--force", "-f", is_flag=True, help="Replace an existing server of that name.")
+@output_options
+@pass_app
+def add(
+    app: App,
+    name: str,
+    url: str | None,
+    env_items: tuple[str, ...],
+    cwd: str | None,
+    header_items: tuple[str, ...],
+    transport: str | None,
+    force: bool,
+    out: Output,
+) -> None:
+    """Add a server to our config: a command after --, or a URL.
+
+    \b
+      mcp servers add everything -- npx -y @modelcontextprotocol/server-everything
+      mcp servers add gh --env GITHUB_TOKEN='${GITHUB_TOKEN}' -- github-mcp-server stdio
+      mcp servers add remote https://example.com/mcp -H 'Authorization: Bearer ${TOKEN}'
+    Write secrets as ${VAR} references: they are read from the environment when
+    the server is used, and never stored in the file.
+    """
+    from mcpcli.config import ServerEntry
+
+    if not _NAME.match(name):
+        raise UsageError(f"invalid server name {name!r}",
+                         hint="use letters, digits, '.', '_', '-' and '@', starting with a letter or digit")
+    command = list(app.server_command)
+    if command and url is not None:
+        raise UsageError("give either a URL or a command after --, not both")
+    if not command and url is None:
+        raise UsageError("nothing to add", hint="mcp servers add NAME -- COMMAND ARGS..., or mcp servers add NAME URL")
+    env = _key_values(env_items, sep="=", what="--env")
+    headers = _key_values(header_items, sep=":", what="--header")
+    if url is not None:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"{url!r} is not an http(s) URL",
+                             hint="to add a command, put it after --: mcp servers add NAME -- COMMAND...")
+        if env or cwd:
+            raise UsageError("--env and --cwd apply to stdio servers, not URLs")
+        entry = ServerEntry(name=name, url=url, headers=headers, transport=transport or "http")
+    else:
+        if headers or transport:
+            raise UsageError("--header and --transport apply to URL servers, not commands")
+        entry = ServerEntry(name=name, command=command[0], args=command[1:], env=env, cwd=cwd)
+    config = app.config()
+    existed = config.get(name) is not None
+    if existed and not force:
+        raise UsageError(f"server {name!r} already exists in {config.path}",
+                         hint="use --force to replace it")
+    config.set(entry)
+    app.info(f"{'replaced' if existed else 'added'} {name} in {config.path}")
+    if not out.human:
+        out.emit({"name": name, "path": str(config.path), "replaced": existed, "config": entry.to_json()})
+
+
+@servers.command("remove")
+@click.argument("name", shell_complete=_complete_server)
+@output_options
+@pass_app
+def remove(app: App, name: str, out: Output) -> None:
+    """Remove a server from our config (other clients' files are never edited)."""
+    from mcpcli import discovery
+
+    config = app.config()
+    if not config.remove(name):
+        for item in discovery.discover()[0]:
+            if item.entry.name == name:
+                raise UsageError(
+                    f"{name!r} is configured in {item.label} ({item.path}), not in our config",
+                    hint="mcp never edits other clients' files; change it there",
+                )
+        raise UsageError(f"no server {name!r} in {config.path}")
+    app.info(f"removed {name} from {config.path}")
+    if not out.human:
+        out.emit({"name": name, "path": str(config.path), "removed": True})
+
+
+@servers.command("import")
+@click.argument("source", required=False, type=click.Choice(["all", "claude-code", "claude-desktop",
+                                                              "cursor", "vscode", "windsurf"]))
+@click.option("--name", "names", multiple=True, metavar="NAME", help="Import only this server (repeatable).")
+@click.option("--force", "-f", is_flag=True, help="Replace servers that already exist in our config.")
+@click.option("--dry-run", "-n", is_flag=True, help="Show what would be imported; change nothing.")
+@output_options
+@pass_app
+def import_(
+    app: App, source: str | None, names: tuple[str, ...], force: bool, dry_run: bool, out: Output
+) -> None:
+    """Copy servers configured in other clients into our config.
+
+    \b
+    SOURCE is one of claude-code, claude-desktop, cursor, vscode, windsurf, or
+    all (the default). Existing names are skipped unless --force.
+      mcp servers import claude-desktop --dry-run
+      mcp servers import --name github
+    """
+    from mcpcli import discovery
+
+    selected = None if source in (None, "all") else [source]
+    found, problems = discovery.discover(sources=selected)
+    for problem in problems:
+        app.warn(f"{problem.path}: {problem.message}")
+    config = app.config()
+    existing = set(config.names())
+    imported: list[JSON] = []
+    skipped: list[JSON] = []
+    done: set[str] = set()
+    for item in found:
+        name = item.entry.name
+        if (names and name not in names) or name in done:
+            continue
+        done.add(name)
+        origin = {"name": name, "source": item.source, "path": str(item.path)}
+        if name in existing and not force:
+            skipped.append({**origin, "reason": "already in our config (use --force to replace)"})
+            continue
+        if "${input:" in str(item.entry.to_json()):
+            app.warn(f"{name}: uses VS Code ${{input:...}} variables, which mcp cannot fill in")
+        if not dry_run:
+            config.set(item.entry)
+        imported.append({**origin, "replaced": name in existing})
+    for wanted in names:
+        if wanted not in done:
+            skipped.append({"name": wanted, "reason": "not found in the selected sources"})
+    for row in imported:
+        verb = "would import" if dry_run else "imported"
+        app.info(f"{verb} {row['name']} from {discovery.SOURCES[row['source']]} ({row['path']})")
+    for row in skipped:
+        app.info(f"skipped {row['name']}: {row['reason']}")
+    if not imported and not skipped:
+        app.info("no servers found to import")
+    if not out.human:
+        out.emit({"imported": imported, "skipped": skipped, "path": str(config.path), "dryRun": dry_run})
+    if names and any(s["reason"].startswith("not found") for s in skipped):
+        raise UsageError("some servers were not found: "
+                         + ", ".join(s["name"] for s in skipped if s["reason"].startswith("not found")))
