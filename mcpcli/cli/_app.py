@@ -365,7 +365,7 @@ class Connection:
             max_timeout=self.max_timeout,
             log_level=self.log_level,
             features=build_features(app, self),
-            on_notification=self.on_notification or notification_printer(app),
+            on_notification=self.on_notification or notification_printer(app, self.log_level),
             on_error=lambda exc: app.warn(str(exc)),
             trace=trace_printer(app) if self.trace else None,
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from mcpcli.cache import remember
 from mcpcli.cli._app import (
     CONTEXT_SETTINGS,
     App,
@@ -39,6 +40,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     async def go() -> None:
         async with app.client(target, conn) as client:
             result = await client.list_tools()
+            remember(target, "tools/list", result)
             out.emit(result, items="tools", human=render.tools_table)
 
     app.run(go)
@@ -136,9 +138,11 @@ def call(
         async with app.client(target, conn) as client:
             schema = None
             if not no_validate:
+                listing = await client.list_tools()
+                remember(target, "tools/list", listing)
                 definition = await client.get_tool(tool)
                 if definition is None:
-                    raise _unknown_tool(tool, await client.list_tools())
+                    raise _unknown_tool(tool, listing)
                 schema = definition.get("inputSchema")
             arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
             if schema is not None and isinstance(schema, dict):
