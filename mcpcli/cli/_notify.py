@@ -25,14 +25,24 @@ _SECRET_KEY = re.compile(
 REDACTED = "«redacted»"
 
 
+#: Keys that match the pattern but never hold secrets (protocol fields).
+_NOT_SECRET = frozenset({"progressToken", "maxTokens", "token_type", "tokenType"})
+
+
+def _secret(key: Any, value: Any) -> bool:
+    return (
+        isinstance(key, str)
+        and key not in _NOT_SECRET
+        and _SECRET_KEY.search(key) is not None
+        and isinstance(value, str)
+        and value != ""
+    )
+
+
 def redact(value: Any) -> Any:
-    """A copy with the values of secret-looking keys replaced."""
+    """A copy with the string values of secret-looking keys replaced."""
     if isinstance(value, dict):
-        return {
-            k: (REDACTED if isinstance(k, str) and _SECRET_KEY.search(k) and v not in (None, "")
-                and not isinstance(v, (dict, list)) else redact(v))
-            for k, v in value.items()
-        }
+        return {k: REDACTED if _secret(k, v) else redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value
