@@ -327,9 +327,9 @@ class Session:
         elif isinstance(message, Notification):
             await self._handle_notification(envelope, message)
         else:
-            self._resolve(message)
+            self._resolve(message, envelope)
 
-    def _resolve(self, message: Response | ErrorResponse) -> None:
+    def _resolve(self, message: Response | ErrorResponse, envelope: Envelope | None = None) -> None:
         pending = self._pending.get(message.id) if message.id is not None else None
         if pending is None or pending.done.is_set():
             if isinstance(message, ErrorResponse) and message.id is None:
@@ -340,6 +340,9 @@ class Session:
             return
         if isinstance(message, Response):
             pending.result = message.result
+        elif envelope is not None and isinstance(envelope.context, McpCliError):
+            # A transport failed this one request (an HTTP error): raise its typed error.
+            pending.error = envelope.context
         else:
             pending.error = rpc_error_from(message.error)
         pending.done.set()

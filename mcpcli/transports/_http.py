@@ -10,7 +10,8 @@ credentials never cross origins), and no CA bundle loaded for plain http://.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,16 @@ import httpx
 from mcpcli import __version__
 from mcpcli.errors import TransportError
 
-__all__ = ["HttpResponse", "USER_AGENT", "fetch", "httpx", "make_client", "transport_error"]
+__all__ = [
+    "USER_AGENT",
+    "HttpClient",
+    "HttpResponse",
+    "HttpStream",
+    "fetch",
+    "httpx",
+    "make_client",
+    "transport_error",
+]
 
 USER_AGENT = f"mcpcli/{__version__}"
 #: Largest body `fetch` reads into memory (OAuth documents, error pages).
@@ -32,9 +42,15 @@ def make_client(
     insecure: bool = False,
     timeout: float | None = 60.0,
     headers: Mapping[str, str] | None = None,
+    connect_timeout: float | None = None,
 ) -> httpx.AsyncClient:
-    """An AsyncClient with our defaults. TLS context only for https URLs (start-up speed)."""
-    verify: Any = False if insecure else True
+    """An AsyncClient with our defaults. TLS context only for https URLs (start-up speed).
+
+    `timeout` bounds every read, write and pool wait (None: no bound, for
+    long-lived streams whose deadline the JSON-RPC session keeps);
+    `connect_timeout` bounds connecting (default: `timeout`, at most 30 s).
+    """
+    verify: Any = not insecure
     if url.startswith("http://") and not insecure:
         # No certificate verification is needed for plain HTTP, and loading the CA
         # bundle costs tens of milliseconds on every one-shot call.
@@ -46,7 +62,10 @@ def make_client(
         verify=verify,
         trust_env=True,
         follow_redirects=False,
-        timeout=httpx.Timeout(timeout, connect=min(timeout or 30.0, 30.0)),
+        timeout=httpx.Timeout(
+            timeout,
+            connect=connect_timeout if connect_timeout is not None else min(timeout or 30.0, 30.0),
+        ),
         headers=base_headers,
     )
 
@@ -118,3 +137,123 @@ async def fetch(
                 )
         except httpx.HTTPError as exc:
             raise transport_error(exc, url) from None
+
+
+class HttpStream:
+    """A response whose body is read incrementally (what the MCP transports need)."""
+
+    def __init__(self, response: httpx.Response, url: str) -> None:
+        self._response = response
+        self.status = response.status_code
+        self.url = str(response.url)
+        self.headers = {k.lower(): v for k, v in response.headers.items()}
+        self.header_list = [(k.lower(), v) for k, v in response.headers.multi_items()]
+        self._display_url = url
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def content_type(self) -> str:
+        """The media type, lower-cased, without parameters ("" when absent)."""
+        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; a broken connection raises `TransportError`."""
+        try:
+            async for chunk in self._response.aiter_raw():
+                if chunk:
+                    yield chunk
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, self._display_url) from None
+
+    async def read(self, max_bytes: int) -> bytes:
+        """The whole body, or `MessageTooLarge` once it passes `max_bytes`."""
+        from mcpcli.errors import MessageTooLarge
+
+        body = bytearray()
+        async for chunk in self.chunks():
+            body += chunk
+            if len(body) > max_bytes:
+                raise MessageTooLarge(
+                    f"{self._display_url}: the response is larger than {max_bytes} bytes"
+                )
+        return bytes(body)
+
+    async def peek(self, max_bytes: int = 200) -> bytes:
+        """Up to `max_bytes` of the body (for error messages); never raises."""
+        body = bytearray()
+        try:
+            async for chunk in self._response.aiter_raw():
+                body += chunk
+                if len(body) >= max_bytes:
+                    break
+        except (httpx.HTTPError, UnicodeDecodeError):
+            pass
+        return bytes(body[:max_bytes])
+
+
+class HttpClient:
+    """One connection pool for an MCP server, with our policy (see `make_client`).
+
+    Requests never follow redirects here (the transports follow them under
+    their own rules) and reads have no timeout of their own: the JSON-RPC
+    session owns request deadlines, and streams may legitimately idle.
+    """
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        insecure: bool = False,
+        connect_timeout: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        display_url: str | None = None,
+    ) -> None:
+        self._settings: dict[str, Any] = {
+            "insecure": insecure,
+            "timeout": None,
+            "headers": headers,
+            "connect_timeout": connect_timeout,
+        }
+        # Plain http:// and https:// get separate pools: the plain one never loads
+        # the CA bundle, and so must never be used for TLS (a redirect to https).
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._display_url = display_url or url
+
+    def _client_for(self, url: str) -> httpx.AsyncClient:
+        scheme = "http" if url.startswith("http://") else "https"
+        client = self._clients.get(scheme)
+        if client is None:
+            client = make_client(url=f"{scheme}://", **self._settings)
+            self._clients[scheme] = client
+        return client
+
+    @asynccontextmanager
+    async def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        timeout: float | None = None,
+        display_url: str | None = None,
+    ) -> AsyncIterator[HttpStream]:
+        """Send one request and yield the response with its body unread."""
+        shown = display_url or self._display_url
+        extra: dict[str, Any] = {}
+        if timeout is not None:
+            extra["timeout"] = httpx.Timeout(timeout)
+        try:
+            async with self._client_for(url).stream(
+                method, url, headers=dict(headers or {}), content=content, **extra
+            ) as response:
+                yield HttpStream(response, shown)
+        except httpx.HTTPError as exc:
+            raise transport_error(exc, shown) from None
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()

@@ -1,0 +1,176 @@
+"""2026-07-28 HTTP request metadata: `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` (no I/O).
+
+Streamable HTTP mirrors parts of each request body into headers so proxies can
+route without parsing JSON. `Mcp-Name` carries `params.name` (tools/call,
+prompts/get) or `params.uri` (resources/read); tools may mark input properties
+with `x-mcp-header: "Name"` to have their values mirrored as `Mcp-Param-Name`.
+Values that are not plain visible ASCII travel as `=?base64?...?=`.
+
+A tool whose `x-mcp-header` annotations break the rules (empty, not a token,
+duplicated, on a non-primitive, or not reachable through `properties` alone) is
+invalid, and HTTP clients must drop it from `tools/list`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import string
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "encode_value",
+    "invalid_tool_reason",
+    "param_headers",
+    "standard_headers",
+]
+
+ANNOTATION = "x-mcp-header"
+_TCHAR = frozenset("!#$%&'*+-.^_`|~" + string.ascii_letters + string.digits)
+_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.DOTALL)
+_PRIMITIVES = frozenset({"string", "integer", "boolean"})
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+# Where subschemas live in a JSON Schema; annotations under any of these are not
+# reachable through `properties` alone.
+_SCHEMA_MAPS = frozenset({"patternProperties", "$defs", "definitions", "dependentSchemas"})
+_SCHEMA_VALUES = frozenset(
+    {
+        "items", "additionalItems", "additionalProperties", "unevaluatedItems",
+        "unevaluatedProperties", "contains", "propertyNames", "not", "if", "then", "else",
+    }
+)
+_SCHEMA_ARRAYS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+
+
+def encode_value(value: str) -> str:
+    """A header-safe form of `value`: as is, or `=?base64?...?=`."""
+    plain = (
+        all(0x20 <= ord(ch) <= 0x7E for ch in value)
+        and value == value.strip(" ")
+        and not _SENTINEL.match(value)
+    )
+    if plain:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def _header_text(value: Any) -> str | None:
+    """The header text for an argument value, or None when it is not mirrored."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _MAX_SAFE_INTEGER:
+        return str(int(value))
+    if isinstance(value, str):
+        return encode_value(value)
+    return None
+
+
+def standard_headers(method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
+    """`Mcp-Method`, and `Mcp-Name` for the methods that name a target."""
+    headers = {"Mcp-Method": method}
+    params = params or {}
+    name: Any = None
+    if method in ("tools/call", "prompts/get"):
+        name = params.get("name")
+    elif method == "resources/read":
+        name = params.get("uri")
+    elif method in ("tasks/get", "tasks/update", "tasks/cancel"):
+        name = params.get("taskId")
+    if isinstance(name, str):
+        headers["Mcp-Name"] = encode_value(name)
+    return headers
+
+
+def _annotations(schema: Any) -> list[tuple[list[str] | None, dict[str, Any]]]:
+    """Every subschema carrying the annotation, with its `properties` path (None: unreachable)."""
+    found: list[tuple[list[str] | None, dict[str, Any]]] = []
+
+    def visit(node: Any, path: list[str] | None, depth: int) -> None:
+        if not isinstance(node, dict) or depth > 64:
+            return
+        if ANNOTATION in node:
+            found.append((path, node))
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    visit(sub, [*path, name] if path is not None else None, depth + 1)
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                for sub in value.values():
+                    visit(sub, None, depth + 1)
+            elif key in _SCHEMA_ARRAYS and isinstance(value, list):
+                for sub in value:
+                    visit(sub, None, depth + 1)
+            elif key in _SCHEMA_VALUES:
+                visit(value, None, depth + 1)
+
+    visit(schema, [], 0)
+    return found
+
+
+def _primitive(node: Mapping[str, Any]) -> bool:
+    kind = node.get("type")
+    if isinstance(kind, str):
+        return kind in _PRIMITIVES
+    if isinstance(kind, list) and kind:
+        real = [k for k in kind if k != "null"]
+        return bool(real) and all(isinstance(k, str) and k in _PRIMITIVES for k in real) and len(
+            set(real)
+        ) == 1
+    return False
+
+
+def header_paths(schema: Any) -> tuple[dict[str, list[str]], str | None]:
+    """Header name -> property path for a tool's inputSchema, and why it is invalid (or None)."""
+    paths: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for path, node in _annotations(schema):
+        name = node.get(ANNOTATION)
+        where = ".".join(path) if path else "the schema root"
+        if not path:
+            return {}, f"x-mcp-header on {where} is not reachable through properties alone"
+        if not isinstance(name, str) or not name:
+            return {}, f"x-mcp-header of {where} is empty or not a string"
+        if any(ch not in _TCHAR for ch in name):
+            return {}, f"x-mcp-header {name!r} of {where} is not an HTTP token"
+        if not _primitive(node):
+            return {}, f"x-mcp-header {name!r} is on {where}, which is not a string, integer or boolean"
+        if name.lower() in seen:
+            return {}, f"x-mcp-header {name!r} is declared twice"
+        seen.add(name.lower())
+        paths[name] = path
+    return paths, None
+
+
+def invalid_tool_reason(tool: Mapping[str, Any]) -> str | None:
+    """Why an HTTP client must drop this tool, or None when it is fine."""
+    schema = tool.get("inputSchema")
+    if not isinstance(schema, dict):
+        return None
+    return header_paths(schema)[1]
+
+
+def param_headers(schema: Any, arguments: Mapping[str, Any] | None) -> dict[str, str]:
+    """`Mcp-Param-*` headers for a call with `arguments` (absent and null values omitted)."""
+    if not isinstance(schema, dict) or not arguments:
+        return {}
+    paths, invalid = header_paths(schema)
+    if invalid is not None:
+        return {}
+    headers: dict[str, str] = {}
+    for name, path in paths.items():
+        value: Any = arguments
+        for key in path:
+            if not isinstance(value, Mapping) or key not in value:
+                value = None
+                break
+            value = value[key]
+        text = _header_text(value)
+        if text is not None:
+            headers[f"Mcp-Param-{name}"] = text
+    return headers

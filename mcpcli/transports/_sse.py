@@ -1,0 +1,131 @@
+"""An incremental Server-Sent Events parser with size caps (no I/O).
+
+Both HTTP transports read SSE: Streamable HTTP response and GET streams, and
+the legacy HTTP+SSE stream. Bytes go in as they arrive (`feed`), complete
+events come out. The parser follows the WHATWG event-stream rules that matter
+here: lines end in CRLF, LF or CR; a blank line dispatches the event; `:`
+starts a comment (keep-alives); `data` lines are joined with `\\n`; `id` and
+`retry` persist across events; an event with no data is not dispatched (but
+its `id`/`retry` still count, which is how 2025-11-25 servers "prime" a
+stream).
+
+Caps keep a hostile or broken server from growing our memory: one line, and
+one event's accumulated data, may not exceed `max_event_bytes`
+(`MessageTooLarge` otherwise).
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+from mcpcli.errors import MessageTooLarge
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent"]
+
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    """One dispatched event: `event` defaults to "message"."""
+
+    event: str
+    data: str
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEDecoder:
+    """Feed bytes, get events. Keeps `last_event_id` and `retry` for reconnects."""
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        self.max_event_bytes = max_event_bytes
+        #: The last `id` the stream set (the Last-Event-ID for a reconnect).
+        self.last_event_id: str | None = None
+        #: The last `retry` value in milliseconds, if the server sent one.
+        self.retry: int | None = None
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._line = ""
+        self._pending_cr = False
+        self._event = ""
+        self._data: list[str] = []
+        self._data_size = 0
+        self._has_data = False
+        self._first = True
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Parse `chunk`; return the events it completed."""
+        text = self._decoder.decode(chunk)
+        if self._first and text:
+            self._first = False
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        events: list[SSEEvent] = []
+        start = 0
+        n = len(text)
+        i = 0
+        while i < n:
+            ch = text[i]
+            if ch == "\n" and self._pending_cr:
+                # The LF of a CRLF whose CR ended the previous line.
+                self._pending_cr = False
+                i += 1
+                start = i
+                continue
+            self._pending_cr = False
+            if ch == "\r" or ch == "\n":
+                self._line += text[start:i]
+                self._pending_cr = ch == "\r"
+                event = self._process_line(self._line)
+                self._line = ""
+                if event is not None:
+                    events.append(event)
+                i += 1
+                start = i
+                continue
+            i += 1
+        if start < n:
+            self._line += text[start:]
+            if len(self._line) > self.max_event_bytes:
+                raise MessageTooLarge(
+                    f"the server sent an SSE line longer than {self.max_event_bytes} bytes"
+                )
+        return events
+
+    def _process_line(self, line: str) -> SSEEvent | None:
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None  # a comment: keep-alive
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+            self._has_data = True
+            self._data_size += len(value) + 1
+            if self._data_size > self.max_event_bytes:
+                raise MessageTooLarge(
+                    f"the server sent an SSE event larger than {self.max_event_bytes} bytes"
+                )
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\x00" not in value:
+                self.last_event_id = value
+        elif name == "retry" and value.isdigit():
+            self.retry = int(value)
+        return None
+
+    def _dispatch(self) -> SSEEvent | None:
+        event_type = self._event or "message"
+        data = "\n".join(self._data)
+        has_data = self._has_data
+        self._event = ""
+        self._data = []
+        self._data_size = 0
+        self._has_data = False
+        if not has_data:
+            return None
+        return SSEEvent(event_type, data, self.last_event_id, self.retry)
