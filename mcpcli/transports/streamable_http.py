@@ -1,0 +1,779 @@
+"""Streamable HTTP: every message is a POST; answers come as JSON or as an SSE stream.
+
+One transport serves both eras; which one a message belongs to is read off the
+message itself:
+
+* modern (2026-07-28) requests carry `_meta` with the protocol version. They
+  get `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*`
+  headers the client computed (`request_headers`). There are no sessions and
+  no GET stream; cancelling a request (`notifications/cancelled` from the
+  session) closes its response stream instead of sending anything; a response
+  stream that breaks before the response is re-issued under a new id (once;
+  `subscriptions/listen` streams are re-opened a few times).
+* legacy (2025-03-26 .. 2025-11-25) traffic: `Mcp-Session-Id` from the
+  initialize response is sent on everything after it, `MCP-Protocol-Version`
+  from 2025-06-18; server requests and notifications on a response stream are
+  delivered to the session and answered by POST; a 404 on a known session
+  re-initialises once; broken SSE streams resume with GET + `Last-Event-ID`
+  after the server's `retry`; `open_standalone_stream()` opens the GET stream
+  for server-initiated messages; the session is DELETEd on exit (405 is fine).
+
+With `sse_fallback`, an `initialize` POST answered with 400, 404 or 405 (and
+no modern JSON-RPC error in the body) switches the connection to the legacy
+HTTP+SSE transport (`mcpcli.transports.sse`) without the session noticing.
+
+Failures of one request travel to the session as an error response whose
+envelope `context` is the typed error (exit 4 for transport faults, 3 for
+auth); a failure of the whole connection is a `ConnectionClosed` item.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli import jsonrpc
+from mcpcli.errors import (
+    AuthError,
+    ConnectionClosed,
+    McpCliError,
+    MessageTooLarge,
+    ProtocolError,
+    TransportError,
+)
+from mcpcli.jsonrpc import (
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
+from mcpcli.transports import Envelope, Streams
+from mcpcli.transports._headers import invalid_tool_reason, param_headers, standard_headers
+from mcpcli.transports._sse import SSEDecoder
+from mcpcli.transports.http import (
+    MAX_MESSAGE_BYTES,
+    HttpConnection,
+    modern_version,
+    snippet,
+    status_text,
+)
+
+if TYPE_CHECKING:
+    from mcpcli.transports._http import HttpStream
+    from mcpcli.transports.sse import SseChannel
+
+__all__ = ["StreamableHttpTransport"]
+
+log = logging.getLogger("mcpcli.http")
+
+ACCEPT_BOTH = "application/json, text/event-stream"
+#: Bytes of an error body we read to show or to look for a JSON-RPC error.
+ERROR_BODY_BYTES = 64 * 1024
+#: Without a `retry` from the server, wait this long before resuming a stream.
+DEFAULT_RETRY_MS = 1000
+#: Resume attempts of one legacy stream that bring nothing new before we give up.
+MAX_RESUMES = 5
+#: Re-issues of a modern listen stream that broke (each after the retry delay).
+MAX_LISTEN_REOPENS = 5
+#: Bound on the DELETE that ends a session, and on notification POSTs.
+DELETE_TIMEOUT = 2.0
+NOTIFY_TIMEOUT = 30.0
+#: Statuses of an `initialize` POST that mean "not Streamable HTTP; try HTTP+SSE".
+SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
+
+Deliver = Callable[[Envelope | Exception], Awaitable[None]]
+
+
+@dataclass
+class _Active:
+    """A request whose response stream is open."""
+
+    scope: anyio.CancelScope
+    modern: bool
+
+
+class _Broken(Exception):
+    """The response stream ended before the response: resumable (legacy) or re-issuable."""
+
+    def __init__(self, decoder: SSEDecoder | None) -> None:
+        super().__init__("stream ended early")
+        self.decoder = decoder
+
+
+class StreamableHttpTransport:
+    """Streamable HTTP (both eras), optionally falling back to legacy HTTP+SSE."""
+
+    name = "streamable-http"
+    #: A server always answers an HTTP request, so a silent era probe is not "legacy".
+    probe_silence_is_legacy = False
+
+    def __init__(
+        self,
+        connection: HttpConnection,
+        *,
+        sse_fallback: bool = True,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.conn = connection
+        self.sse_fallback = sse_fallback
+        self.max_message_bytes = max_message_bytes
+        #: Key for the client's caches (discover and list results).
+        self.cache_key = connection.url
+        self.session_id: str | None = None
+        #: The legacy protocol version the initialize handshake settled on.
+        self.protocol_version: str | None = None
+        self._init_request: Request | None = None
+        self._reinitialized = False
+        self._reinit_lock = anyio.Lock()
+        self._sse: SseChannel | None = None
+        self._active: dict[RequestId, _Active] = {}
+        self._deliver_stream: MemoryObjectSendStream[Envelope | Exception] | None = None
+        self._tg: TaskGroup | None = None
+        self._standalone: anyio.Event | None = None
+        self._reissues = 0
+
+    def describe(self) -> str:
+        return self.conn.shown
+
+    # -- hooks the client uses ---------------------------------------------------
+
+    def request_headers(self, client: Any, method: str, params: Mapping[str, Any]) -> dict[str, str]:
+        """`Mcp-Param-*` for a modern `tools/call`, from the tool's `x-mcp-header`s."""
+        if method != "tools/call" or getattr(client, "era", None) != "modern":
+            return {}
+        name = params.get("name")
+        known = getattr(client, "known_tool", None)
+        tool = known(name) if known is not None and isinstance(name, str) else None
+        if not isinstance(tool, dict):
+            return {}
+        arguments = params.get("arguments")
+        return param_headers(tool.get("inputSchema"), arguments if isinstance(arguments, dict) else None)
+
+    def filter_tools(self, tools: list[Any]) -> tuple[list[Any], list[tuple[str, str]]]:
+        """Tools with valid `x-mcp-header` annotations, and (name, reason) for the dropped."""
+        kept: list[Any] = []
+        dropped: list[tuple[str, str]] = []
+        for tool in tools:
+            reason = invalid_tool_reason(tool) if isinstance(tool, dict) else None
+            if reason is None:
+                kept.append(tool)
+            else:
+                dropped.append((str(tool.get("name")), reason))
+        return kept, dropped
+
+    async def open_standalone_stream(self) -> None:
+        """Open the GET stream for server-initiated messages (legacy era; idempotent)."""
+        if self._sse is not None or self._tg is None or self.protocol_version is None:
+            return
+        if self._standalone is None:
+            self._standalone = anyio.Event()
+            self._tg.start_soon(self._standalone_stream, self._standalone)
+        with anyio.move_on_after(self.conn.connect_timeout):
+            await self._standalone.wait()
+
+    # -- connection --------------------------------------------------------------
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Streams]:
+        read_send, read_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
+        write_send, write_recv = anyio.create_memory_object_stream[Envelope](64)
+        self._deliver_stream = read_send
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._writer, write_recv)
+                try:
+                    yield read_recv, write_send
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await write_send.aclose()
+                        await self._end_session()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                self._tg = None
+                await read_send.aclose()
+                await read_recv.aclose()
+                if self._sse is not None:
+                    await self._sse.aclose()
+                await self.conn.aclose()
+
+    async def _deliver(self, item: Envelope | Exception) -> None:
+        stream = self._deliver_stream
+        if stream is None:
+            return
+        try:
+            await stream.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    async def _fail(self, request_id: RequestId, exc: McpCliError) -> None:
+        """Make one request fail with a typed error (the session raises it)."""
+        error = ErrorResponse(request_id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
+        await self._deliver(Envelope(error, context=exc))
+
+    async def _end_session(self) -> None:
+        if self.session_id is None or self._sse is not None:
+            return
+        headers = self._legacy_headers()
+        try:
+            with anyio.move_on_after(DELETE_TIMEOUT):
+                async with self.conn.send("DELETE", headers=headers, timeout=DELETE_TIMEOUT):
+                    pass  # any status will do: 405 means the server keeps sessions itself
+        except (McpCliError, OSError) as exc:
+            log.debug("DELETE of the session failed: %s", exc)
+
+    # -- writing -----------------------------------------------------------------
+
+    async def _writer(self, inbox: MemoryObjectReceiveStream[Envelope]) -> None:
+        async for envelope in inbox:
+            message = envelope.message
+            if isinstance(message, Request):
+                self._start_request(envelope, message)
+            elif isinstance(message, Notification) and message.method == "notifications/cancelled":
+                await self._cancel(envelope, message)
+            elif isinstance(message, (Notification, Response, ErrorResponse)):
+                if self._sse is not None:
+                    await self._post_via_sse(envelope)
+                elif isinstance(message, Notification):
+                    # In order: `initialized` must land before the next request.
+                    with anyio.move_on_after(NOTIFY_TIMEOUT):
+                        await self._post_one_way(envelope)
+                else:
+                    assert self._tg is not None
+                    self._tg.start_soon(self._post_one_way, envelope)
+            else:
+                await self._deliver(ProtocolError("batches are not sent over HTTP"))
+
+    def _start_request(self, envelope: Envelope, request: Request) -> None:
+        assert self._tg is not None
+        scope = anyio.CancelScope()
+        modern = modern_version(request.params) is not None
+        self._active[request.id] = _Active(scope, modern)
+        self._tg.start_soon(self._run_request, envelope, request, scope)
+
+    async def _run_request(self, envelope: Envelope, request: Request, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                if self._sse is not None:
+                    await self._sse.post(request)
+                else:
+                    await self._exchange(request, envelope.headers)
+        except McpCliError as exc:
+            await self._fail(request.id, exc)
+        finally:
+            self._active.pop(request.id, None)
+
+    async def _cancel(self, envelope: Envelope, note: Notification) -> None:
+        params = note.params or {}
+        target = params.get("requestId")
+        active = self._active.get(target) if isinstance(target, (str, int)) else None
+        if active is not None and active.modern:
+            # 2026-07-28: closing the response stream IS the cancellation.
+            active.scope.cancel()
+            return
+        if self._sse is not None:
+            await self._post_via_sse(envelope)
+        else:
+            with anyio.move_on_after(NOTIFY_TIMEOUT):
+                await self._post_one_way(envelope)
+        if active is not None:
+            active.scope.cancel()
+
+    async def _post_via_sse(self, envelope: Envelope) -> None:
+        assert self._sse is not None
+        try:
+            await self._sse.post(envelope.message)  # type: ignore[arg-type]
+        except McpCliError as exc:
+            await self._deliver(exc)
+
+    async def _post_one_way(self, envelope: Envelope) -> None:
+        """POST a notification or a response (legacy era): expect 202."""
+        message = envelope.message
+        assert isinstance(message, (Notification, Response, ErrorResponse))
+        version = modern_version(message.params) if isinstance(message, Notification) else None
+        headers = self._post_headers()
+        if version is not None:
+            headers["MCP-Protocol-Version"] = version
+        else:
+            headers.update(self._legacy_headers())
+        body = jsonrpc.encode(message)
+        try:
+            async with self.conn.send("POST", headers=headers, body=body) as response:
+                if 200 <= response.status < 300:
+                    return
+                if response.status in (401, 403):
+                    raise AuthError(f"{self.conn.shown}: {status_text(response.status)}")
+                raw = await response.peek()
+                what = "notification" if isinstance(message, Notification) else "response"
+                raise self.conn.http_error(response, raw, context=f"to our {what}")
+        except McpCliError as exc:
+            await self._deliver(exc)
+
+    # -- headers -----------------------------------------------------------------
+
+    @staticmethod
+    def _post_headers() -> dict[str, str]:
+        return {"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}
+
+    def _legacy_headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        version = self.protocol_version
+        if version is not None and version >= "2025-06-18":
+            headers["MCP-Protocol-Version"] = version
+        return headers
+
+    def _request_headers(self, request: Request, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = self._post_headers()
+        version = modern_version(request.params)
+        if version is not None:
+            headers["MCP-Protocol-Version"] = version
+            headers.update(standard_headers(request.method, request.params))
+            if extra:
+                headers.update(extra)
+        elif request.method != "initialize":
+            headers.update(self._legacy_headers())
+            if extra:
+                headers.update(extra)
+        return headers
+
+    # -- one request -------------------------------------------------------------
+
+    async def _exchange(self, request: Request, extra: Mapping[str, str] | None) -> None:
+        """POST a request and deliver everything its answer carries, up to the response."""
+        modern = modern_version(request.params) is not None
+        if request.method == "initialize":
+            self._init_request = request
+        sent = request
+        reissues = 0
+        reopens = 0
+        session_retry = False
+        while True:
+            headers = self._request_headers(sent, extra)
+            try:
+                await self._post_request(sent, request.id, headers)
+                return
+            except _SessionExpired:
+                if session_retry or modern:
+                    raise TransportError(
+                        f"{self.conn.shown}: the server ended the session (HTTP 404) and "
+                        "starting a new one did not help",
+                        status=404,
+                    ) from None
+                session_retry = True
+                await self._reinitialize()
+            except _FallBack as fallback:
+                await self._fall_back_to_sse(request, fallback.reason)
+                return
+            except _Broken as broken:
+                if not modern:
+                    if broken.decoder is not None and broken.decoder.last_event_id is not None:
+                        await self._resume(request, broken.decoder)
+                        return
+                    raise ProtocolError(
+                        f"{self.conn.shown}: the response stream for {request.method} ended "
+                        "before the response (truncated SSE stream)",
+                        status=200,
+                    ) from None
+                # 2026-07-28: no resumption; a lost request is re-issued under a new id.
+                listen = request.method == "subscriptions/listen"
+                if listen:
+                    reopens += 1
+                    if reopens > MAX_LISTEN_REOPENS:
+                        raise ConnectionClosed(
+                            f"{self.conn.shown}: the subscription stream keeps breaking"
+                        ) from None
+                    retry = broken.decoder.retry if broken.decoder and broken.decoder.retry else None
+                    await anyio.sleep((retry or DEFAULT_RETRY_MS) / 1000)
+                else:
+                    reissues += 1
+                    if reissues > 1:
+                        raise ProtocolError(
+                            f"{self.conn.shown}: the response stream for {request.method} ended "
+                            "before the response, twice (truncated SSE stream)",
+                            status=200,
+                        ) from None
+                self._reissues += 1
+                sent = Request(request.method, request.params, f"mcpcli-reissue-{self._reissues}-{request.id}")
+
+    async def _post_request(self, sent: Request, original_id: RequestId, headers: dict[str, str]) -> None:
+        body = jsonrpc.encode(sent)
+        async with self.conn.send("POST", headers=headers, body=body) as response:
+            status = response.status
+            if status in (401, 403):
+                raise AuthError(f"{self.conn.shown}: {status_text(status)}")
+            if status == 404 and self.session_id is not None and sent.method != "initialize" \
+                    and modern_version(sent.params) is None:
+                raise _SessionExpired()
+            if not 200 <= status < 300:
+                raw = await self._read_capped(response, ERROR_BODY_BYTES, lenient=True)
+                error = _error_response(raw)
+                if (
+                    sent.method == "initialize"
+                    and self.sse_fallback
+                    and status in SSE_FALLBACK_STATUSES
+                    and (error is None or error.error.code not in MODERN_ERROR_CODES)
+                ):
+                    raise _FallBack(self.conn.http_error(response, raw).message)
+                if error is not None and status < 500:
+                    # A JSON-RPC error for this request (modern servers use 400/404 with one).
+                    await self._deliver_message(
+                        ErrorResponse(original_id, error.error), sent.id, original_id
+                    )
+                    return
+                raise self.conn.http_error(response, raw)
+            if sent.method == "initialize":
+                session = response.header("mcp-session-id")
+                if session is not None:
+                    if not session or any(not 0x21 <= ord(c) <= 0x7E for c in session):
+                        raise ProtocolError(
+                            f"{self.conn.shown}: the server sent an invalid Mcp-Session-Id",
+                            status=status,
+                        )
+                    self.session_id = session
+            kind = response.content_type
+            if kind == "text/event-stream":
+                decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
+                if not await self._read_sse(response, decoder, sent.id, original_id):
+                    raise _Broken(decoder)
+                return
+            if kind == "application/json" or kind.endswith("+json"):
+                if sent.method == "subscriptions/listen":
+                    if not await self._read_ndjson(response, sent.id, original_id):
+                        raise _Broken(None)
+                    return
+                raw = await self._read_capped(response, self.max_message_bytes)
+                if not raw.strip():
+                    raise self.conn.http_error(response, raw, context="with an empty JSON body")
+                if not await self._deliver_json(raw, sent.id, original_id, response):
+                    raise ProtocolError(
+                        f"{self.conn.shown}: the JSON answer to {sent.method} holds no response "
+                        "to it",
+                        status=status,
+                    )
+                return
+            raw = await response.peek()
+            if status == 202 or not raw:
+                raise ProtocolError(
+                    f"{self.conn.shown}: {status_text(status)} without a response to "
+                    f"{sent.method}",
+                    status=status,
+                )
+            raise ProtocolError(
+                f"{self.conn.shown}: {status_text(status)} with Content-Type "
+                f"{kind or 'none'} is not an MCP response (is this an MCP endpoint?): "
+                f"{snippet(raw)}",
+                status=status,
+            )
+
+    async def _read_capped(self, response: HttpStream, limit: int, *, lenient: bool = False) -> bytes:
+        if lenient:
+            body = bytearray()
+            try:
+                async for chunk in response.chunks():
+                    body += chunk
+                    if len(body) >= limit:
+                        break
+            except TransportError:
+                pass
+            return bytes(body[:limit])
+        return await response.read(limit)
+
+    # -- reading answers ---------------------------------------------------------
+
+    async def _deliver_message(
+        self, message: Message, sent_id: RequestId, original_id: RequestId, *, replayed: bool = False
+    ) -> bool:
+        """Deliver one message of a request's answer; True when it was that request's response."""
+        if isinstance(message, (Response, ErrorResponse)):
+            if message.id is None and isinstance(message, ErrorResponse):
+                message = ErrorResponse(original_id, message.error)
+            elif message.id == sent_id and sent_id != original_id:
+                message = (
+                    Response(original_id, message.result)
+                    if isinstance(message, Response)
+                    else ErrorResponse(original_id, message.error)
+                )
+            if message.id == original_id and isinstance(message, Response):
+                self._note_result(original_id, message.result)
+            await self._deliver(Envelope(message))
+            return message.id == original_id
+        if isinstance(message, Request):
+            active = self._active.get(original_id)
+            if active is not None and active.modern:
+                await self._deliver(
+                    ProtocolError(
+                        f"the server sent a {message.method} request on a 2026-07-28 stream "
+                        "(not allowed; ignored)"
+                    )
+                )
+                return False
+            await self._deliver(Envelope(message))
+            return False
+        if isinstance(message, Notification) and sent_id != original_id:
+            params = message.params or {}
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and meta.get(SUBSCRIPTION_ID_KEY) == sent_id:
+                if message.method == "notifications/subscriptions/acknowledged":
+                    return False  # the client already has the first acknowledgement
+                meta = {**meta, SUBSCRIPTION_ID_KEY: original_id}
+                message = Notification(message.method, {**params, "_meta": meta})
+        await self._deliver(Envelope(message))
+        return False
+
+    def _note_result(self, request_id: RequestId, result: dict[str, Any]) -> None:
+        init = self._init_request
+        if init is not None and init.id == request_id:
+            version = result.get("protocolVersion")
+            if isinstance(version, str):
+                self.protocol_version = version
+
+    async def _parse_and_deliver(self, text: str | bytes, sent_id: RequestId, original_id: RequestId) -> bool:
+        try:
+            message = jsonrpc.parse(text)
+        except jsonrpc.ParseError as exc:
+            shown = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
+            await self._deliver(
+                ProtocolError(f"{self.conn.shown}: the server sent a message that is not JSON-RPC "
+                              f"({exc}): {snippet(shown.encode())}")
+            )
+            return False
+        assert not isinstance(message, jsonrpc.Batch)
+        return await self._deliver_message(message, sent_id, original_id)
+
+    async def _deliver_json(
+        self, raw: bytes, sent_id: RequestId, original_id: RequestId, response: HttpStream
+    ) -> bool:
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            obj = None
+            lines = [line for line in raw.splitlines() if line.strip()]
+            if len(lines) > 1:
+                done = False
+                for line in lines:
+                    done = await self._parse_and_deliver(line, sent_id, original_id) or done
+                return done
+            raise ProtocolError(
+                f"{self.conn.shown}: the server answered with invalid JSON: {snippet(raw)}",
+                status=response.status,
+            ) from None
+        if isinstance(obj, list):
+            done = False
+            for item in obj:
+                done = await self._deliver_obj(item, sent_id, original_id) or done
+            return done
+        return await self._deliver_obj(obj, sent_id, original_id)
+
+    async def _deliver_obj(self, obj: Any, sent_id: RequestId, original_id: RequestId) -> bool:
+        try:
+            message = jsonrpc.parse_obj(obj)
+        except jsonrpc.ParseError as exc:
+            await self._deliver(ProtocolError(f"{self.conn.shown}: not a JSON-RPC message ({exc})"))
+            return False
+        return await self._deliver_message(message, sent_id, original_id)
+
+    async def _read_sse(
+        self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
+    ) -> bool:
+        """Deliver the messages of an SSE stream; True once the response has arrived."""
+        async for chunk in _chunks_or_break(response):
+            for event in decoder.feed(chunk):
+                if event.event != "message" or not event.data.strip():
+                    continue
+                if await self._parse_and_deliver(event.data, sent_id, original_id):
+                    return True
+        return False
+
+    async def _read_ndjson(self, response: HttpStream, sent_id: RequestId, original_id: RequestId) -> bool:
+        """A JSON body read line by line (listen streams some servers send that way)."""
+        buffer = bytearray()
+        async for chunk in _chunks_or_break(response):
+            buffer += chunk
+            while (newline := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:newline]).strip()
+                del buffer[: newline + 1]
+                if line and await self._parse_and_deliver(line, sent_id, original_id):
+                    return True
+            if len(buffer) > self.max_message_bytes:
+                raise MessageTooLarge(
+                    f"{self.conn.shown}: the server sent a message larger than "
+                    f"{self.max_message_bytes} bytes"
+                )
+        if buffer.strip():
+            return await self._parse_and_deliver(bytes(buffer), sent_id, original_id)
+        return False
+
+    # -- legacy recovery ---------------------------------------------------------
+
+    async def _resume(self, request: Request, decoder: SSEDecoder) -> None:
+        """Resume a broken legacy stream with GET + Last-Event-ID until the response arrives."""
+        fruitless = 0
+        while True:
+            await anyio.sleep((decoder.retry if decoder.retry is not None else DEFAULT_RETRY_MS) / 1000)
+            before = decoder.last_event_id
+            headers = {"Accept": "text/event-stream", **self._legacy_headers()}
+            if decoder.last_event_id is not None:
+                headers["Last-Event-ID"] = decoder.last_event_id
+            async with self.conn.send("GET", headers=headers) as response:
+                if response.status in (401, 403):
+                    raise AuthError(f"{self.conn.shown}: {status_text(response.status)}")
+                if response.status != 200 or response.content_type != "text/event-stream":
+                    raw = await response.peek()
+                    raise self.conn.http_error(
+                        response, raw, context=f"when resuming the stream of {request.method}"
+                    )
+                if await self._read_sse(response, decoder, request.id, request.id):
+                    return
+            fruitless = 0 if decoder.last_event_id != before else fruitless + 1
+            if fruitless >= MAX_RESUMES:
+                raise ProtocolError(
+                    f"{self.conn.shown}: the stream of {request.method} kept ending before the "
+                    "response",
+                    status=200,
+                )
+
+    async def _reinitialize(self) -> None:
+        """The server forgot our session (404): start a new one, once per connection."""
+        async with self._reinit_lock:
+            if self._reinitialized:
+                return
+            self._reinitialized = True
+            init = self._init_request
+            if init is None:
+                raise TransportError(f"{self.conn.shown}: the server ended the session (HTTP 404)")
+            self.session_id = None
+            replay = Request("initialize", init.params, "mcpcli-reinitialize")
+            headers = self._post_headers()
+            async with self.conn.send("POST", headers=headers, body=jsonrpc.encode(replay)) as response:
+                if not 200 <= response.status < 300:
+                    raw = await response.peek()
+                    raise self.conn.http_error(response, raw, context="when starting a new session")
+                session = response.header("mcp-session-id")
+                self.session_id = session or None
+                result = await _initialize_result(response, self.max_message_bytes)
+            if result is None:
+                raise ProtocolError(f"{self.conn.shown}: no answer to a new initialize")
+            version = result.get("protocolVersion")
+            if isinstance(version, str):
+                self.protocol_version = version
+            await self._post_one_way(Envelope(Notification("notifications/initialized")))
+            log.debug("started a new session after HTTP 404")
+
+    async def _fall_back_to_sse(self, request: Request, reason: str) -> None:
+        from mcpcli.transports.sse import SseChannel
+
+        if self._sse is None:
+            assert self._tg is not None
+            log.debug("initialize failed over Streamable HTTP (%s); trying HTTP+SSE", reason)
+            channel = SseChannel(self.conn, self._deliver, max_message_bytes=self.max_message_bytes)
+            try:
+                await channel.open(self._tg)
+            except TransportError as exc:
+                raise TransportError(
+                    f"{reason}; and as HTTP+SSE: {exc.message}",
+                    status=exc.status,
+                    hint="check the URL: it answers neither Streamable HTTP nor HTTP+SSE",
+                ) from None
+            self._sse = channel
+        await self._sse.post(request)
+
+    async def _standalone_stream(self, ready: anyio.Event) -> None:
+        """The legacy GET stream: server requests and notifications outside any request."""
+        decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
+        failures = 0
+        try:
+            while failures < MAX_RESUMES:
+                headers = {"Accept": "text/event-stream", **self._legacy_headers()}
+                if decoder.last_event_id is not None:
+                    headers["Last-Event-ID"] = decoder.last_event_id
+                try:
+                    async with self.conn.send("GET", headers=headers) as response:
+                        if response.status == 405:
+                            log.debug("the server offers no GET stream (405)")
+                            return
+                        if response.status != 200 or response.content_type != "text/event-stream":
+                            raw = await response.peek()
+                            await self._deliver(
+                                self.conn.http_error(response, raw, context="for the GET stream")
+                            )
+                            return
+                        ready.set()
+                        before = decoder.last_event_id
+                        await self._read_sse(response, decoder, "\x00standalone", "\x00standalone")
+                        failures = 0 if decoder.last_event_id != before else failures + 1
+                except TransportError as exc:
+                    failures += 1
+                    log.debug("GET stream failed: %s", exc)
+                retry = decoder.retry if decoder.retry is not None else DEFAULT_RETRY_MS
+                await anyio.sleep(retry / 1000)
+        finally:
+            ready.set()
+
+
+class _SessionExpired(Exception):
+    pass
+
+
+class _FallBack(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _error_response(raw: bytes) -> ErrorResponse | None:
+    """The JSON-RPC error in an HTTP error body, if there is one."""
+    try:
+        message = jsonrpc.parse(raw)
+    except jsonrpc.ParseError:
+        return None
+    return message if isinstance(message, ErrorResponse) else None
+
+
+async def _chunks_or_break(response: HttpStream) -> AsyncIterator[bytes]:
+    """Body chunks; a connection that breaks mid-stream just ends the iteration."""
+    try:
+        async for chunk in response.chunks():
+            yield chunk
+    except TransportError as exc:
+        log.debug("stream broke: %s", exc)
+
+
+async def _initialize_result(response: HttpStream, limit: int) -> dict[str, Any] | None:
+    """The result of a replayed initialize (JSON or SSE answer), read without delivering."""
+    found: dict[str, Any] | None = None
+
+    def take(text: str | bytes) -> None:
+        nonlocal found
+        try:
+            message = jsonrpc.parse(text)
+        except jsonrpc.ParseError:
+            return
+        if isinstance(message, Response) and message.id == "mcpcli-reinitialize":
+            found = message.result
+
+    if response.content_type == "text/event-stream":
+        decoder = SSEDecoder(max_event_bytes=limit)
+        async for chunk in _chunks_or_break(response):
+            for event in decoder.feed(chunk):
+                if event.data.strip():
+                    take(event.data)
+            if found is not None:
+                break
+    else:
+        take(await response.read(limit))
+    return found
