@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpcli import __version__
 from mcpcli.errors import (
+    McpCliError,
     ProtocolError,
     RequestTimeout,
     RPCError,
@@ -32,6 +33,7 @@ from mcpcli.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    HEADER_MISMATCH,
     LATEST_LEGACY,
     LATEST_MODERN,
     LEGACY_VERSIONS,
@@ -145,6 +147,10 @@ class Client:
         self._stack: AsyncExitStack | None = None
         self._subscriptions: list[Subscription] = []
         self._tools: dict[str, JSON] | None = None
+        #: The era came from a cached `server/discover` result (HTTP), not a live probe.
+        self.era_from_cache = False
+        #: The last `list_tools` answer came from the on-disk cache (its ttlMs allowed it).
+        self.tools_from_cache = False
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -198,6 +204,51 @@ class Client:
             else:
                 await self._initialize(forced)
             return
+        if getattr(self.transport, "legacy_only", False):
+            # HTTP+SSE (2024-11-05) predates the modern era: no probe.
+            await self._initialize(LATEST_LEGACY)
+            return
+        cached = self._cached_discover()
+        if cached is not None and self._adopt_discover(cached, LATEST_MODERN):
+            self.era_from_cache = True
+            return
+        if await self._discover(LATEST_MODERN, probe=True):
+            return
+        await self._initialize(LATEST_LEGACY)
+
+    def _cache_key(self) -> str | None:
+        """Where this server's cacheable results live (HTTP servers only: a URL)."""
+        key = getattr(self.transport, "cache_key", None)
+        return key if isinstance(key, str) and key else None
+
+    def _cached_discover(self) -> JSON | None:
+        key = self._cache_key()
+        if key is None:
+            return None
+        from mcpcli import cache
+
+        return cache.fresh(key, "server/discover")
+
+    def _store_discover(self, result: JSON) -> None:
+        key = self._cache_key()
+        ttl = result.get("ttlMs")
+        if key is None or not isinstance(ttl, int) or ttl <= 0:
+            return
+        if result.get("cacheScope", "public") != "public":
+            return
+        from mcpcli import cache
+
+        cache.store(key, "server/discover", result)
+
+    async def renegotiate(self) -> None:
+        """Find the era again with a live probe (a cached era turned out wrong)."""
+        from mcpcli import cache
+
+        key = self._cache_key()
+        if key is not None:
+            cache.store(key, "server/discover", {})  # forget it: no ttlMs, never fresh
+        self.era_from_cache = False
+        self._tools = None
         if await self._discover(LATEST_MODERN, probe=True):
             return
         await self._initialize(LATEST_LEGACY)
@@ -213,21 +264,34 @@ class Client:
         return meta
 
     async def _discover(self, version: str, *, probe: bool) -> bool:
-        """Try the modern era. False means the server is legacy (only when probing)."""
-        tried: set[str] = set()
+        """Try the modern era. False means the server is legacy (only when probing).
+
+        Over stdio a server that stays silent is legacy; over HTTP every request
+        gets an answer, so the probe waits the normal timeout and an HTTP error
+        status (400/404/405 from a legacy server, or any other) means legacy.
+        """
+        tried: dict[str, int] = {}
+        silence_is_legacy = getattr(self.transport, "probe_silence_is_legacy", True)
+        probe_timeout: float | bool | None = True
+        if probe and silence_is_legacy:
+            probe_timeout = self.options.probe_timeout
+            if self.options.timeout is not None:
+                probe_timeout = min(probe_timeout, self.options.timeout)
         while True:
-            tried.add(version)
+            tried[version] = tried.get(version, 0) + 1
             try:
                 result = await self.session.request(
                     "server/discover",
                     {"_meta": self._meta(version)},
-                    timeout=self.options.probe_timeout if probe else True,
+                    timeout=probe_timeout,
                     progress_token=False,
                     cancel_on_timeout=False,
                 )
             except UnsupportedVersionError as exc:
                 choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
-                if choice is None or choice in tried:
+                # The same version may be retried once: the server may have refused
+                # something else about the first attempt (a stale gateway, a header).
+                if choice is None or tried.get(choice, 0) >= (2 if choice == version else 1):
                     legacy = pick_version(exc.supported, prefer=LEGACY_VERSIONS)
                     if legacy is not None and probe:
                         # A dual-era server that does not speak our modern revision.
@@ -243,37 +307,56 @@ class Client:
                     raise
                 log.debug("server/discover failed (%s); falling back to initialize", exc)
                 return False
+            except TransportError as exc:
+                # An HTTP error status: a legacy server that does not know the method
+                # (400/404/405), or one that breaks on it; `initialize` will tell.
+                if not probe or exc.status is None:
+                    raise
+                log.debug("server/discover failed (%s); falling back to initialize", exc)
+                return False
             except RequestTimeout:
-                if not probe:
+                if not probe or not silence_is_legacy:
                     raise
                 log.debug("no answer to server/discover; falling back to initialize")
                 return False
-            versions = result.get("supportedVersions")
-            if not isinstance(versions, list):
-                if probe:
+            if not self._adopt_discover(result, version):
+                versions = result.get("supportedVersions")
+                offered = [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
+                if probe and (not isinstance(versions, list) or pick_version(offered, prefer=LEGACY_VERSIONS)):
                     return False
-                raise ProtocolError("server/discover result has no supportedVersions")
-            offered = [v for v in versions if isinstance(v, str)]
-            choice = version if version in offered else pick_version(offered, prefer=MODERN_VERSIONS)
-            if choice is None:
-                if probe and pick_version(offered, prefer=LEGACY_VERSIONS):
-                    return False
+                if not isinstance(versions, list):
+                    raise ProtocolError("server/discover result has no supportedVersions")
                 raise ProtocolError(
                     "the server supports none of our protocol versions "
                     f"(it offers {', '.join(offered) or 'none'})"
                 )
-            self.era = "modern"
-            self.protocol_version = choice
-            self.supported_versions = offered
-            self.handshake = result
-            caps = result.get("capabilities")
-            self.capabilities = caps if isinstance(caps, dict) else {}
-            meta = result.get("_meta")
-            info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
-            self.server_info = info if isinstance(info, dict) else {}
-            instructions = result.get("instructions")
-            self.instructions = instructions if isinstance(instructions, str) else None
+            self._store_discover(result)
             return True
+
+    def _adopt_discover(self, result: JSON, version: str) -> bool:
+        """Take a `server/discover` result as the session's; False if it has no version for us."""
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list):
+            return False
+        offered = [v for v in versions if isinstance(v, str)]
+        choice = version if version in offered else pick_version(offered, prefer=MODERN_VERSIONS)
+        if choice is None:
+            return False
+        self.era = "modern"
+        self.protocol_version = choice
+        self.supported_versions = offered
+        self.handshake = result
+        caps = result.get("capabilities")
+        self.capabilities = caps if isinstance(caps, dict) else {}
+        meta = result.get("_meta")
+        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        if not isinstance(info, dict):
+            # Some servers put it at the top level.
+            info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        return True
 
     async def _initialize(self, version: str) -> None:
         params = {
@@ -321,6 +404,24 @@ class Client:
         timeout: float | bool | None = True,
     ) -> JSON:
         """Send one MCP request in the negotiated era and return its final result."""
+        if self.era_from_cache:
+            try:
+                return await self._request(method, params, on_progress=on_progress, timeout=timeout)
+            except (RPCError, TransportError) as exc:
+                if not _looks_legacy(exc):
+                    raise
+                log.debug("%s failed (%s); the cached era may be stale: probing again", method, exc)
+                await self.renegotiate()
+        return await self._request(method, params, on_progress=on_progress, timeout=timeout)
+
+    async def _request(
+        self,
+        method: str,
+        params: JSON | None,
+        *,
+        on_progress: ProgressHandler | None,
+        timeout: float | bool | None,
+    ) -> JSON:
         params = dict(params or {})
         if self.era == "legacy":
             return await self.session.request(
@@ -346,6 +447,7 @@ class Client:
                 continue
             kind = result.get("resultType", "complete")
             if kind == "complete":
+                self.era_from_cache = False  # the era works
                 return result
             if kind != "input_required":
                 raise ProtocolError(f"{method}: unknown resultType {kind!r}")
@@ -455,10 +557,45 @@ class Client:
         out.pop("nextCursor", None)
         return out
 
-    async def list_tools(self) -> JSON:
+    async def list_tools(self, *, cache_target: str | None = None) -> JSON:
+        """Every tool. With `cache_target` (the user's TARGET), a modern server's fresh
+        cached listing is reused instead of asking again, and a live one is stored."""
+        from mcpcli import cache
+
+        self.tools_from_cache = False
+        if cache_target and self.era == "modern":
+            cached = cache.fresh(cache_target, "tools/list")
+            if cached is not None and isinstance(cached.get("tools"), list):
+                self.tools_from_cache = True
+                self._set_tools(cached)
+                return cached
         result = await self._pages("tools/list", "tools")
-        self._tools = {t["name"]: t for t in result["tools"] if isinstance(t, dict) and "name" in t}
+        filter_tools = getattr(self.transport, "filter_tools", None)
+        if filter_tools is not None and self.era == "modern":
+            kept, dropped = filter_tools(result["tools"])
+            for name, reason in dropped:
+                self._warn(ProtocolError(f"ignoring tool {name!r}: {reason}"))
+            result["tools"] = kept
+        if cache_target:
+            cache.remember(cache_target, "tools/list", result)
+        self._set_tools(result)
         return result
+
+    def _set_tools(self, listing: JSON) -> None:
+        tools = listing.get("tools")
+        self._tools = {
+            t["name"]: t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)
+        }
+
+    def known_tool(self, name: str) -> JSON | None:
+        """A tool's definition if a listing is at hand (never asks the server)."""
+        return self._tools.get(name) if self._tools is not None else None
+
+    def _warn(self, exc: Exception) -> None:
+        if self.options.on_error is not None:
+            self.options.on_error(exc)
+        else:
+            log.warning("%s", exc)
 
     async def get_tool(self, name: str) -> JSON | None:
         """The tool's definition from `tools/list`, fetched once per connection."""
@@ -473,7 +610,20 @@ class Client:
         params: JSON = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("tools/call", params, on_progress=on_progress)
+        mirrors = getattr(self.transport, "request_headers", None) is not None
+        if mirrors and self.era == "modern" and self._tools is None:
+            # Over HTTP the tool's x-mcp-header parameters travel as headers too.
+            await self.list_tools()
+        try:
+            return await self.request("tools/call", params, on_progress=on_progress)
+        except RPCError as exc:
+            if exc.code != HEADER_MISMATCH or not mirrors or self.era != "modern":
+                raise
+            # The server disagrees about the Mcp-Param headers: the tool may have
+            # changed since we listed it. List again and retry once.
+            log.debug("tools/call: header mismatch (%s); listing tools again", exc)
+            await self.list_tools()
+            return await self.request("tools/call", params, on_progress=on_progress)
 
     async def list_resources(self) -> JSON:
         return await self._pages("resources/list", "resources")
@@ -546,6 +696,10 @@ class Client:
 
     @asynccontextmanager
     async def _legacy_subscribe(self, uris: list[str]) -> AsyncIterator[None]:
+        # Streamable HTTP delivers unrelated server messages on a GET stream.
+        opener = getattr(self.transport, "open_standalone_stream", None)
+        if opener is not None:
+            await opener()
         for uri in uris:
             await self.request("resources/subscribe", {"uri": uri})
         try:
@@ -603,3 +757,12 @@ class Client:
                 raise sub.error
             yield
             tg.cancel_scope.cancel()
+
+
+def _looks_legacy(exc: McpCliError) -> bool:
+    """An error a legacy server gives a modern request (a cached era may be stale)."""
+    if isinstance(exc, TransportError):
+        return exc.status in (400, 404, 405)
+    if isinstance(exc, RPCError):
+        return exc.code in (-32000, -32600, -32601)
+    return False

@@ -138,8 +138,8 @@ def call(
         async with app.client(target, conn) as client:
             schema = None
             if not no_validate:
-                listing = await client.list_tools()
-                remember(target, "tools/list", listing)
+                # A 2026-07-28 server's listing is reused while its ttlMs says it is fresh.
+                listing = await client.list_tools(cache_target=target)
                 definition = await client.get_tool(tool)
                 if definition is None:
                     raise _unknown_tool(tool, listing)
