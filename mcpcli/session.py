@@ -131,11 +131,21 @@ class RequestContext:
         await self.notify("notifications/progress", params)
 
     async def send_request(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress_token: bool = False,
     ) -> dict[str, Any]:
         """Ask the peer something while handling this request (legacy-era sampling etc.)."""
         return await self._session.request(
-            method, params, timeout=timeout, related_request_id=self.request.id
+            method,
+            params,
+            timeout=timeout,
+            max_timeout=None,
+            progress_token=progress_token,
+            related_request_id=self.request.id,
         )
 
 
@@ -166,6 +176,7 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
         self._closed: ConnectionClosed | None = None
+        self._closed_event = anyio.Event()
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
 
@@ -194,6 +205,10 @@ class Session:
     def closed(self) -> ConnectionClosed | None:
         """Why the connection ended, once it has."""
         return self._closed
+
+    async def wait_closed(self) -> None:
+        """Wait until the read stream has ended (the peer went away)."""
+        await self._closed_event.wait()
 
     # -- outgoing --------------------------------------------------------------
 
@@ -308,6 +323,7 @@ class Session:
             if not pending.done.is_set():
                 pending.error = self._closed
                 pending.done.set()
+        self._closed_event.set()
 
     def _report(self, exc: Exception) -> None:
         if self._on_error is not None:
@@ -321,6 +337,10 @@ class Session:
             self._trace("recv", message)
         if isinstance(message, Batch):
             assert self._tg is not None
+            if not self.allow_batch:
+                # Only 2025-03-26 allows batches; otherwise the whole array is invalid.
+                await self._send_invalid_batch(envelope)
+                return
             self._tg.start_soon(self._handle_batch, envelope, message)
         elif isinstance(message, Request):
             self._start_request(envelope, message)
@@ -381,6 +401,16 @@ class Session:
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
         self._tg.start_soon(self._run_request, envelope, request, scope)
+
+    async def _send_invalid_batch(self, envelope: Envelope) -> None:
+        error = ErrorResponse(
+            None,
+            ErrorObject(jsonrpc.INVALID_REQUEST, "JSON-RPC batches are not supported in this protocol version"),
+        )
+        try:
+            await self.send(Envelope(error, None, context=envelope.context))
+        except ConnectionClosed:
+            pass
 
     async def _send_error(self, request_id: RequestId | None, code: int, message: str) -> None:
         try:

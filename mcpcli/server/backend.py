@@ -19,7 +19,7 @@ Cancellation arrives as anyio cancellation of the backend coroutine.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mcpcli.errors import RPCError
@@ -50,7 +50,19 @@ class ResourceNotFound(RPCError):
 
 
 class InputDeclined(Exception):
-    """The client cannot answer an `ask` (it did not declare the capability)."""
+    """The client cannot answer an `ask` (it did not declare the capability).
+
+    `capabilities` names the client capabilities that were missing ("elicitation",
+    "sampling", "roots"). A backend may catch this and answer differently (a tool
+    error result); if it lets it propagate, the runtime answers -32021
+    MissingRequiredClientCapability (2026-07-28) or -32600 (legacy eras).
+    """
+
+    def __init__(self, message: str = "", *, capabilities: Sequence[str] = ()) -> None:
+        self.capabilities = list(capabilities)
+        super().__init__(
+            message or "the client did not declare " + (", ".join(self.capabilities) or "the capability")
+        )
 
 
 class CallContext(Protocol):

@@ -266,7 +266,7 @@ class StdioTransport:
         presses Ctrl-C (`notifications/cancelled`) still reaches the server; it
         ends when the write stream closes, and shutdown stops it if it hangs.
         """
-        with anyio.CancelScope(shield=True) as scope:
+        with anyio.CancelScope(shield=True) as scope, inbox:
             self._writer_scope = scope
             try:
                 async for envelope in inbox:

@@ -1,0 +1,1108 @@
+"""The server runtime: protocol dispatch for every era over any stream pair.
+
+`Server(backend)` answers MCP requests with what a `Backend` supplies. It speaks
+both eras at once, per request:
+
+* a request whose `params._meta` names a protocol version is served statelessly
+  (2026-07-28): `_meta` is validated, results get `resultType`, cache hints and
+  `serverInfo`, client input goes through `InputRequiredResult` rounds and change
+  notifications through `subscriptions/listen`;
+* `initialize` starts a legacy session on that connection (2024-11-05 ..
+  2025-11-25): capabilities, `logging/setLevel`, `resources/subscribe`, server to
+  client requests, `list_changed` notifications, batches under 2025-03-26.
+
+Connections are JSON-RPC `Session`s (stdio, in-memory, a legacy HTTP session);
+the stateless HTTP path calls `handle_modern` directly. The runtime owns
+pagination (opaque signed cursors), log-level filtering, strictly increasing
+progress, cancellation (the Session cancels the handler task; parked 2026 calls
+are cancelled with their continuation) and the MRTR continuations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli.errors import ConnectionClosed, RPCError
+from mcpcli.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+)
+from mcpcli.protocol import (
+    ALL_VERSIONS,
+    CACHEABLE_METHODS,
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LATEST_LEGACY,
+    LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
+    LOG_LEVELS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_VERSIONS,
+    PROTOCOL_VERSION_KEY,
+    RESOURCE_NOT_FOUND,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Era,
+)
+from mcpcli.server._state import Signer, request_digest
+from mcpcli.server.backend import Backend, CallContext, InputDeclined, ResourceNotFound
+from mcpcli.session import Session
+from mcpcli.transports import Envelope, Streams
+
+if TYPE_CHECKING:
+    from mcpcli.transports.memory import InProcessTransport
+
+__all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
+
+log = logging.getLogger("mcpcli.server")
+
+JSON = dict[str, Any]
+Invoke = Callable[["_Call"], Awaitable[JSON]]
+
+_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
+#: Which client capability each kind of `ask` needs.
+_ASK_CAPABILITY = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+_LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+_UPDATED = "notifications/resources/updated"
+#: Bound on the accumulated answers carried inside a requestState.
+_MAX_STATE_ANSWERS = 256 * 1024
+#: How many change notifications may wait for one slow subscriber before we drop.
+_SINK_BUFFER = 64
+
+
+class ModernError(RPCError):
+    """A 2026-07-28 protocol error with the HTTP status the spec requires for it."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, status: int = 400) -> None:
+        super().__init__(code, message, data)
+        self.status = status
+
+
+class Outlet(Protocol):
+    """Where messages related to one request go (its stdio session, its HTTP stream).
+
+    `mcpcli.session.RequestContext` is one; the stateless HTTP path has its own.
+    """
+
+    async def notify(self, method: str, params: JSON | None = None) -> None: ...
+
+    async def send_request(
+        self, method: str, params: JSON | None = None, *, timeout: float | None = None
+    ) -> JSON: ...
+
+
+@dataclass(slots=True)
+class _Meta:
+    """The validated per-request `_meta` of a 2026-07-28 request."""
+
+    version: str
+    capabilities: JSON
+    client_info: JSON
+    log_level: str | None
+
+
+class _Rq:
+    """One request being handled: its params and the facts of its era."""
+
+    __slots__ = (
+        "caps",
+        "conn",
+        "era",
+        "info",
+        "log_level",
+        "method",
+        "outlet",
+        "params",
+        "principal",
+        "request",
+        "transport",
+        "version",
+    )
+
+    def __init__(
+        self,
+        request: Request,
+        params: JSON,
+        outlet: Outlet,
+        era: Era,
+        version: str,
+        caps: JSON,
+        info: JSON,
+        log_level: str | None,
+        conn: ServerConnection | None,
+        transport: str,
+        principal: str,
+    ) -> None:
+        self.request = request
+        self.method = request.method
+        self.params = params
+        self.outlet = outlet
+        self.era: Era = era
+        self.version = version
+        self.caps = caps
+        self.info = info
+        self.log_level = log_level
+        self.conn = conn
+        self.transport = transport
+        self.principal = principal
+
+
+def _valid_answer(method: str, value: Any) -> bool:
+    """Whether an input response is a plausible result of the asked method."""
+    if not isinstance(value, dict):
+        return False
+    if method == "elicitation/create":
+        return value.get("action") in ("accept", "decline", "cancel")
+    if method == "sampling/createMessage":
+        return "content" in value
+    if method == "roots/list":
+        return isinstance(value.get("roots"), list)
+    return True
+
+
+class _Call:
+    """The `CallContext` a backend gets for one tools/call, prompts/get or resources/read."""
+
+    def __init__(self, server: Server, rq: _Rq) -> None:
+        self._server = server
+        #: Answers received so far (2026 era), by the keys the backend chose.
+        self.answers: JSON = {}
+        self.cont: _Continuation | None = None
+        self.rebind(rq)
+
+    def rebind(self, rq: _Rq) -> None:
+        """Attach to a (new) request: a resumed 2026 call reports on the retry's stream."""
+        self._rq = rq
+        self.era: Era = rq.era
+        self.protocol_version: str = rq.version
+        self.client_capabilities: JSON = rq.caps
+        self.client_info: JSON = rq.info
+        self.transport: str = rq.transport
+        #: Who is calling (the HTTP principal; "" on stdio).
+        self.principal: str = rq.principal
+        meta = rq.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        valid = isinstance(token, (str, int)) and not isinstance(token, bool)
+        self._progress_token: str | int | None = token if valid else None
+        self._last_progress: float | None = None
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        token = self._progress_token
+        if token is None:
+            return
+        # Progress must strictly increase; a stale value is dropped, not sent.
+        if self._last_progress is not None and progress <= self._last_progress:
+            return
+        self._last_progress = progress
+        params: JSON = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        try:
+            await self._rq.outlet.notify("notifications/progress", params)
+        except ConnectionClosed:
+            pass
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        rank = _LEVEL_RANK.get(level)
+        if rank is None:
+            raise ValueError(f"unknown log level {level!r}")
+        rq = self._rq
+        if rq.era == "modern":
+            threshold = rq.log_level  # no logLevel in _meta: no log messages at all
+            if threshold is None:
+                return
+        else:
+            threshold = rq.conn.log_level if rq.conn is not None else None
+        if threshold is not None and rank < _LEVEL_RANK[threshold]:
+            return
+        params: JSON = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        try:
+            await rq.outlet.notify("notifications/message", params)
+        except ConnectionClosed:
+            pass
+
+    def _check(self, requests: dict[str, JSON]) -> None:
+        if not isinstance(requests, dict) or not requests:
+            raise ValueError("ask() needs a non-empty mapping of key -> {method, params}")
+        missing: list[str] = []
+        caps = self.client_capabilities
+        for key, item in requests.items():
+            method = item.get("method") if isinstance(item, dict) else None
+            capability = _ASK_CAPABILITY.get(method) if isinstance(method, str) else None
+            if capability is None:
+                raise ValueError(f"ask({key!r}): unsupported method {method!r}")
+            params = item.get("params")
+            if params is not None and not isinstance(params, dict):
+                raise ValueError(f"ask({key!r}): params must be an object")
+            declared = caps.get(capability)
+            if not isinstance(declared, dict):
+                missing.append(capability)
+            elif capability == "elicitation":
+                mode = params.get("mode", "form") if params else "form"
+                # `{}` means form only; otherwise the mode must be declared.
+                supported = set(declared) if declared else {"form"}
+                if mode not in supported:
+                    missing.append(capability)
+        if missing:
+            raise InputDeclined(capabilities=sorted(set(missing)))
+
+    async def ask(self, requests: dict[str, JSON]) -> dict[str, JSON]:
+        self._check(requests)
+        if self.era == "legacy":
+            return await self._ask_legacy(requests)
+        while True:
+            missing = {
+                key: {"method": item["method"], "params": item.get("params") or {}}
+                for key, item in requests.items()
+                if not _valid_answer(item["method"], self.answers.get(key))
+            }
+            if not missing:
+                return {key: self.answers[key] for key in requests}
+            if self.cont is None:
+                raise RuntimeError("ask() is only possible during tools/call, prompts/get or resources/read")
+            await self.cont.suspend(missing)
+
+    async def _ask_legacy(self, requests: dict[str, JSON]) -> dict[str, JSON]:
+        outlet = self._rq.outlet
+        results: dict[str, JSON] = {}
+
+        async def one(key: str, item: JSON) -> None:
+            results[key] = await outlet.send_request(item["method"], item.get("params") or {})
+
+        if len(requests) == 1:
+            [(key, item)] = requests.items()
+            await one(key, item)
+        else:
+            async with anyio.create_task_group() as tg:
+                for key, item in requests.items():
+                    tg.start_soon(one, key, item)
+        return {key: results[key] for key in requests}
+
+
+class _Continuation:
+    """A 2026 backend call that runs in the server's task group, so that it can be
+    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
+
+    def __init__(self, server: Server, call: _Call) -> None:
+        self.server = server
+        self.call = call
+        call.cont = self
+        self.scope = anyio.CancelScope()
+        self.cid: str | None = None
+        self.finished = False
+        self._round = anyio.Event()
+        self._resume = anyio.Event()
+        self._outcome: tuple[str, Any] = ("cancelled", None)
+
+    @property
+    def dead(self) -> bool:
+        return self.finished or self.scope.cancel_called
+
+    async def run(self, invoke: Invoke) -> None:
+        try:
+            with self.scope:
+                try:
+                    result = await invoke(self.call)
+                except Exception as exc:
+                    self._report("error", exc)
+                else:
+                    self._report("done", result)
+        finally:
+            self.finished = True
+            if self.cid is not None and self.server._parked.get(self.cid) is self:
+                del self.server._parked[self.cid]
+            if not self._round.is_set():
+                self._report("cancelled", None)
+
+    def _report(self, kind: str, value: Any) -> None:
+        self._outcome = (kind, value)
+        self._round.set()
+
+    async def suspend(self, missing: dict[str, JSON]) -> None:
+        """Called by the backend (inside ask): hand the request back, wait for the retry."""
+        self._resume = anyio.Event()
+        self._report("input", missing)
+        await self._resume.wait()
+
+    def resume(self) -> None:
+        self.scope.deadline = math.inf
+        self._resume.set()
+
+    async def next_round(self) -> tuple[str, Any]:
+        try:
+            await self._round.wait()
+        except BaseException:
+            # The request was cancelled (client closed the stream, notifications/cancelled).
+            self.scope.cancel()
+            raise
+        outcome = self._outcome
+        self._round = anyio.Event()
+        return outcome
+
+
+class _Sink:
+    """One subscriber to change notifications: a legacy connection or a listen stream."""
+
+    def __init__(self, methods: frozenset[str], uris: set[str]) -> None:
+        self.methods = methods
+        self.uris = uris
+        self.active = True
+        send, receive = anyio.create_memory_object_stream[tuple[str, JSON]](_SINK_BUFFER)
+        self.send: MemoryObjectSendStream[tuple[str, JSON]] = send
+        self.receive: MemoryObjectReceiveStream[tuple[str, JSON]] = receive
+
+    def offer(self, method: str, params: JSON) -> None:
+        if not self.active or method not in self.methods:
+            return
+        if method == _UPDATED and params.get("uri") not in self.uris:
+            return
+        try:
+            self.send.send_nowait((method, params))
+        except anyio.WouldBlock:
+            log.debug("dropping %s for a slow subscriber", method)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def close(self) -> None:
+        self.active = False
+        self.send.close()
+
+
+class ServerConnection:
+    """The state of one connection: a stdio process, an in-memory pair, a legacy HTTP session.
+
+    Until `initialize` it serves only stateless (2026-07-28) requests and ping.
+    """
+
+    def __init__(self, server: Server, transport: str, principal: str = "") -> None:
+        self.server = server
+        self.transport = transport
+        self.principal = principal
+        #: The negotiated legacy protocol version, once initialized.
+        self.version: str | None = None
+        self.client_capabilities: JSON = {}
+        self.client_info: JSON = {}
+        self.initialized = False
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+        self.session: Session | None = None
+        self.sink = _Sink(frozenset(), self.subscriptions)
+        self.sink.active = False
+
+    async def on_request(self, request: Request, ctx: Any) -> JSON:
+        return await self.server._dispatch(self, request, ctx)
+
+    async def on_notification(self, note: Notification, envelope: Envelope) -> None:
+        if (
+            note.method == "notifications/initialized"
+            and self.version is not None
+            and not self.initialized
+        ):
+            self.initialized = True
+            self.sink.methods = self.server._legacy_notifications()
+            self.sink.active = True
+
+    async def drain(self) -> None:
+        """Deliver change notifications to a legacy client (on HTTP: the GET stream)."""
+        async for method, params in self.sink.receive:
+            session = self.session
+            if session is None:
+                continue
+            try:
+                await session.notify(method, params)
+            except ConnectionClosed:
+                return
+
+
+class Server:
+    """An MCP server over a `Backend`, for every protocol era.
+
+    Usage::
+
+        server = Server(backend)
+        await serve_stdio(server)                    # mcp serve (stdio)
+        await serve_http(server, port=8080)          # mcp serve --http
+        async with Client(server.transport()) as c:  # in-process, tests
+            ...
+
+    `serve(streams)` runs one connection; to run several at once (HTTP), enter
+    the server first (`async with server:`), which starts the task group that
+    parks 2026 calls waiting for client input.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        page_size: int = 100,
+        list_ttl_ms: int = 60_000,
+        read_ttl_ms: int = 0,
+        cache_scope: str = "public",
+        input_ttl: float = 600.0,
+        max_parked: int = 128,
+        secret: bytes | None = None,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.backend = backend
+        self.page_size = page_size
+        self.list_ttl_ms = list_ttl_ms
+        self.read_ttl_ms = read_ttl_ms
+        self.cache_scope = cache_scope
+        #: Seconds a 2026 call may wait for the client's retry with its input.
+        self.input_ttl = input_ttl
+        self.max_parked = max_parked
+        self._signer = Signer(secret)
+        self._parked: OrderedDict[str, _Continuation] = OrderedDict()
+        self._sinks: set[_Sink] = set()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg_cm: Any = None
+        self._depth = 0
+        self._loop: Any = None
+        self._loop_thread: int | None = None
+        self._server_info: JSON = dict(backend.server_info())
+        self._tools: dict[str, JSON] | None = None
+        backend.set_change_listener(self._on_change)
+        self._legacy = {
+            "ping": self._h_ping,
+            "logging/setLevel": self._h_set_level,
+            "tools/list": self._h_tools_list,
+            "tools/call": self._h_tools_call,
+            "prompts/list": self._h_prompts_list,
+            "prompts/get": self._h_prompts_get,
+            "resources/list": self._h_resources_list,
+            "resources/templates/list": self._h_templates_list,
+            "resources/read": self._h_resources_read,
+            "resources/subscribe": self._h_subscribe,
+            "resources/unsubscribe": self._h_unsubscribe,
+            "completion/complete": self._h_complete,
+        }
+        self._modern = {
+            "server/discover": self._h_discover,
+            "tools/list": self._h_tools_list,
+            "tools/call": self._h_tools_call,
+            "prompts/list": self._h_prompts_list,
+            "prompts/get": self._h_prompts_get,
+            "resources/list": self._h_resources_list,
+            "resources/templates/list": self._h_templates_list,
+            "resources/read": self._h_resources_read,
+            "completion/complete": self._h_complete,
+            "subscriptions/listen": self._h_listen,
+        }
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Server:
+        if self._depth == 0:
+            self._tg_cm = anyio.create_task_group()
+            self._tg = await self._tg_cm.__aenter__()
+            self._loop_thread = threading.get_ident()
+            try:
+                import asyncio
+
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # pragma: no cover - trio
+                self._loop = None
+        self._depth += 1
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        self._depth -= 1
+        if self._depth > 0:
+            return None
+        self.close_subscriptions()
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        cm, self._tg_cm, self._tg = self._tg_cm, None, None
+        return bool(await cm.__aexit__(exc_type, exc, tb))
+
+    @property
+    def running(self) -> bool:
+        return self._tg is not None
+
+    def close_subscriptions(self) -> None:
+        """End every subscription gracefully (listen streams get their final result)."""
+        for sink in list(self._sinks):
+            sink.close()
+
+    def connection(self, transport: str, principal: str = "") -> ServerConnection:
+        return ServerConnection(self, transport, principal)
+
+    async def serve(
+        self,
+        streams: Streams,
+        *,
+        transport: str = "memory",
+        connection: ServerConnection | None = None,
+    ) -> None:
+        """Serve one connection until its read stream ends."""
+        if self._tg is None:
+            async with self:
+                await self._serve(streams, connection or self.connection(transport))
+        else:
+            await self._serve(streams, connection or self.connection(transport))
+
+    async def _serve(self, streams: Streams, conn: ServerConnection) -> None:
+        async with Session(
+            streams,
+            on_request=conn.on_request,
+            on_notification=conn.on_notification,
+            on_error=self._transport_warning,
+        ) as session:
+            conn.session = session
+            self._sinks.add(conn.sink)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(conn.drain)
+                    await session.wait_closed()
+                    tg.cancel_scope.cancel()
+            finally:
+                self._sinks.discard(conn.sink)
+                conn.sink.close()
+                conn.sink.receive.close()
+
+    def transport(self) -> InProcessTransport:
+        """A client transport that talks to this server in-process."""
+        from mcpcli.transports.memory import InProcessTransport
+
+        async def serve(streams: Streams) -> None:
+            await self.serve(streams, transport="memory")
+
+        return InProcessTransport(serve)
+
+    @staticmethod
+    def _transport_warning(exc: Exception) -> None:
+        log.debug("transport: %s", exc)
+
+    # -- facts -----------------------------------------------------------------------
+
+    @property
+    def server_info(self) -> JSON:
+        return self._server_info
+
+    def capabilities(self, version: str) -> JSON:
+        """The server capabilities for a protocol revision."""
+        declared = self.backend.capabilities()
+        caps: JSON = {}
+        if "tools" in declared:
+            caps["tools"] = {"listChanged": True}
+        if "prompts" in declared:
+            caps["prompts"] = {"listChanged": True}
+        if "resources" in declared:
+            resources: JSON = {"listChanged": True}
+            if self._subscribable(declared):
+                resources["subscribe"] = True
+            caps["resources"] = resources
+        if "completions" in declared and version != "2024-11-05":
+            caps["completions"] = {}
+        caps["logging"] = {}
+        return caps
+
+    @staticmethod
+    def _subscribable(declared: JSON) -> bool:
+        resources = declared.get("resources")
+        return isinstance(resources, dict) and bool(resources.get("subscribe"))
+
+    def _legacy_notifications(self) -> frozenset[str]:
+        declared = self.backend.capabilities()
+        methods = {_LIST_CHANGED[kind] for kind in ("tools", "prompts", "resources") if kind in declared}
+        if self._subscribable(declared):
+            methods.add(_UPDATED)
+        return frozenset(methods)
+
+    async def tool(self, name: str) -> JSON | None:
+        """A tool's definition (cached until the backend announces a tools change)."""
+        if self._tools is None:
+            tools = await self.backend.list_tools()
+            self._tools = {t["name"]: t for t in tools if isinstance(t, dict) and "name" in t}
+        return self._tools.get(name)
+
+    # -- change notifications ----------------------------------------------------------
+
+    def _on_change(self, kind: str, uri: str | None = None) -> None:
+        if (
+            self._loop is not None
+            and self._loop_thread is not None
+            and threading.get_ident() != self._loop_thread
+        ):
+            self._loop.call_soon_threadsafe(self._fan_out, kind, uri)
+            return
+        self._fan_out(kind, uri)
+
+    def _fan_out(self, kind: str, uri: str | None) -> None:
+        if kind == "tools":
+            self._tools = None
+        if kind == "resource":
+            if uri is None:
+                return
+            method, params = _UPDATED, {"uri": uri}
+        elif kind in _LIST_CHANGED:
+            method, params = _LIST_CHANGED[kind], {}
+        else:
+            log.debug("ignoring unknown change kind %r", kind)
+            return
+        self._server_info = dict(self.backend.server_info())
+        for sink in list(self._sinks):
+            sink.offer(method, params)
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    async def _dispatch(self, conn: ServerConnection, request: Request, ctx: Any) -> JSON:
+        params = request.params
+        if params is None:
+            params = {}
+        meta = params.get("_meta")
+        if type(meta) is dict and PROTOCOL_VERSION_KEY in meta:
+            return await self.handle_modern(
+                request, ctx, transport=conn.transport, principal=conn.principal
+            )
+        method = request.method
+        if conn.version is None:
+            if method == "initialize":
+                return self._initialize(conn, params)
+            if method == "ping":
+                return {}
+            if method in self._modern:
+                return await self.handle_modern(
+                    request, ctx, transport=conn.transport, principal=conn.principal
+                )
+            raise RPCError(
+                INVALID_PARAMS,
+                "Invalid params: missing _meta; send initialize first (2024-11-05..2025-11-25) "
+                "or the 2026-07-28 per-request _meta",
+            )
+        if method == "initialize":
+            raise RPCError(INVALID_REQUEST, "the session is already initialized")
+        handler = self._legacy.get(method)
+        if handler is None:
+            raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        rq = _Rq(
+            request, params, ctx, "legacy", conn.version, conn.client_capabilities,
+            conn.client_info, conn.log_level, conn, conn.transport, conn.principal,
+        )
+        return await handler(rq)
+
+    def _initialize(self, conn: ServerConnection, params: JSON) -> JSON:
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise RPCError(INVALID_PARAMS, "initialize: protocolVersion must be a string")
+        version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        conn.client_capabilities = caps if isinstance(caps, dict) else {}
+        conn.client_info = info if isinstance(info, dict) else {}
+        conn.version = version
+        if conn.session is not None:
+            conn.session.allow_batch = version == "2025-03-26"
+        result: JSON = {
+            "protocolVersion": version,
+            "capabilities": self.capabilities(version),
+            "serverInfo": self._server_info,
+        }
+        instructions = self.backend.instructions()
+        if instructions:
+            result["instructions"] = instructions
+        return result
+
+    def modern_meta(self, params: JSON | None) -> _Meta:
+        """Validate the required `_meta` of a 2026-07-28 request (-32602 when malformed)."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict):
+            raise ModernError(
+                INVALID_PARAMS,
+                "Invalid params: missing _meta (io.modelcontextprotocol/protocolVersion and "
+                "io.modelcontextprotocol/clientCapabilities are required)",
+            )
+        version = meta.get(PROTOCOL_VERSION_KEY)
+        if not isinstance(version, str) or not version:
+            raise ModernError(INVALID_PARAMS, f"Invalid params: _meta lacks {PROTOCOL_VERSION_KEY}")
+        caps = meta.get(CLIENT_CAPABILITIES_KEY)
+        if not isinstance(caps, dict):
+            raise ModernError(
+                INVALID_PARAMS, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}"
+            )
+        level = meta.get(LOG_LEVEL_KEY)
+        if level is not None and level not in _LEVEL_RANK:
+            raise ModernError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+        info = meta.get(CLIENT_INFO_KEY)
+        return _Meta(version, caps, info if isinstance(info, dict) else {}, level)
+
+    def check_version(self, version: str) -> None:
+        if version not in MODERN_VERSIONS:
+            raise ModernError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(ALL_VERSIONS), "requested": version},
+            )
+
+    async def handle_modern(
+        self,
+        request: Request,
+        outlet: Outlet,
+        *,
+        transport: str,
+        principal: str = "",
+        meta: _Meta | None = None,
+    ) -> JSON:
+        """Answer one stateless 2026-07-28 request; raise `RPCError` (maybe `ModernError`)."""
+        params = request.params
+        if params is None:
+            params = {}
+        if meta is None:
+            meta = self.modern_meta(params)
+        self.check_version(meta.version)
+        handler = self._modern.get(request.method)
+        if handler is None:
+            raise ModernError(METHOD_NOT_FOUND, f"Method not found: {request.method}", status=404)
+        rq = _Rq(
+            request, params, outlet, "modern", meta.version, meta.capabilities,
+            meta.client_info, meta.log_level, None, transport, principal,
+        )
+        result = await handler(rq)
+        return self._decorate(request.method, result)
+
+    def _decorate(self, method: str, result: JSON) -> JSON:
+        out = dict(result)
+        kind = out.setdefault("resultType", "complete")
+        meta = out.get("_meta")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        meta[SERVER_INFO_KEY] = self._server_info
+        out["_meta"] = meta
+        if kind == "complete" and method in CACHEABLE_METHODS:
+            ttl = out.get("ttlMs")
+            if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+                out["ttlMs"] = self.read_ttl_ms if method == "resources/read" else self.list_ttl_ms
+            if out.get("cacheScope") not in ("public", "private"):
+                out["cacheScope"] = self.cache_scope
+        return out
+
+    # -- handlers ------------------------------------------------------------------------
+
+    def _require(self, kind: str) -> None:
+        if kind not in self.backend.capabilities():
+            raise ModernError(METHOD_NOT_FOUND, f"Method not found: this server has no {kind}", status=404)
+
+    async def _h_ping(self, rq: _Rq) -> JSON:
+        return {}
+
+    async def _h_set_level(self, rq: _Rq) -> JSON:
+        level = rq.params.get("level")
+        if level not in _LEVEL_RANK:
+            raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+        assert rq.conn is not None
+        rq.conn.log_level = level
+        return {}
+
+    async def _h_discover(self, rq: _Rq) -> JSON:
+        result: JSON = {
+            "supportedVersions": list(ALL_VERSIONS),
+            "capabilities": self.capabilities(rq.version),
+        }
+        instructions = self.backend.instructions()
+        if instructions:
+            result["instructions"] = instructions
+        return result
+
+    async def _page(
+        self, rq: _Rq, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
+    ) -> JSON:
+        cursor = rq.params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise RPCError(INVALID_PARAMS, "Invalid params: cursor must be a string")
+        offset = self._signer.offset(rq.method, cursor) if cursor else 0
+        items = await fetch()
+        end = offset + self.page_size
+        if offset == 0 and len(items) <= end:
+            return {key: items}
+        result: JSON = {key: items[offset:end]}
+        if end < len(items):
+            result["nextCursor"] = self._signer.cursor(rq.method, end)
+        return result
+
+    async def _h_tools_list(self, rq: _Rq) -> JSON:
+        self._require("tools")
+        return await self._page(rq, "tools", self.backend.list_tools)
+
+    async def _h_prompts_list(self, rq: _Rq) -> JSON:
+        self._require("prompts")
+        return await self._page(rq, "prompts", self.backend.list_prompts)
+
+    async def _h_resources_list(self, rq: _Rq) -> JSON:
+        self._require("resources")
+        return await self._page(rq, "resources", self.backend.list_resources)
+
+    async def _h_templates_list(self, rq: _Rq) -> JSON:
+        self._require("resources")
+        return await self._page(rq, "resourceTemplates", self.backend.list_resource_templates)
+
+    async def _h_tools_call(self, rq: _Rq) -> JSON:
+        self._require("tools")
+        name = rq.params.get("name")
+        if not isinstance(name, str):
+            raise RPCError(INVALID_PARAMS, "Invalid params: tools/call needs a tool name")
+        arguments = rq.params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        backend = self.backend
+        args: JSON = arguments
+        return await self._invoke(rq, lambda call: backend.call_tool(name, args, call))
+
+    async def _h_prompts_get(self, rq: _Rq) -> JSON:
+        self._require("prompts")
+        name = rq.params.get("name")
+        if not isinstance(name, str):
+            raise RPCError(INVALID_PARAMS, "Invalid params: prompts/get needs a prompt name")
+        arguments = rq.params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict) or not all(
+            isinstance(v, str) for v in arguments.values()
+        ):
+            raise RPCError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
+        backend = self.backend
+        args: dict[str, str] = arguments
+        return await self._invoke(rq, lambda call: backend.get_prompt(name, args, call))
+
+    async def _h_resources_read(self, rq: _Rq) -> JSON:
+        self._require("resources")
+        uri = rq.params.get("uri")
+        if not isinstance(uri, str):
+            raise RPCError(INVALID_PARAMS, "Invalid params: resources/read needs a uri")
+        backend = self.backend
+        try:
+            return await self._invoke(rq, lambda call: backend.read_resource(uri, call))
+        except RPCError as exc:
+            if not isinstance(exc, ResourceNotFound) and exc.code != RESOURCE_NOT_FOUND:
+                raise
+            data = exc.data if isinstance(exc.data, dict) else {}
+            data = {**data, "uri": data.get("uri", uri)}
+            code = INVALID_PARAMS if rq.era == "modern" else RESOURCE_NOT_FOUND
+            raise RPCError(code, exc.rpc_message, data) from None
+
+    async def _h_subscribe(self, rq: _Rq) -> JSON:
+        uri = self._subscription_uri(rq)
+        assert rq.conn is not None
+        rq.conn.subscriptions.add(uri)
+        return {}
+
+    async def _h_unsubscribe(self, rq: _Rq) -> JSON:
+        uri = self._subscription_uri(rq)
+        assert rq.conn is not None
+        rq.conn.subscriptions.discard(uri)
+        return {}
+
+    def _subscription_uri(self, rq: _Rq) -> str:
+        if not self._subscribable(self.backend.capabilities()):
+            raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
+        uri = rq.params.get("uri")
+        if not isinstance(uri, str):
+            raise RPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        return uri
+
+    async def _h_complete(self, rq: _Rq) -> JSON:
+        self._require("completions")
+        ref = rq.params.get("ref")
+        argument = rq.params.get("argument")
+        context = rq.params.get("context")
+        if (
+            not isinstance(ref, dict)
+            or ref.get("type") not in ("ref/prompt", "ref/resource")
+            or not isinstance(ref.get("name" if ref.get("type") == "ref/prompt" else "uri"), str)
+        ):
+            raise RPCError(INVALID_PARAMS, "Invalid params: ref must be a ref/prompt or ref/resource")
+        if (
+            not isinstance(argument, dict)
+            or not isinstance(argument.get("name"), str)
+            or not isinstance(argument.get("value"), str)
+        ):
+            raise RPCError(INVALID_PARAMS, "Invalid params: argument needs a name and a value")
+        if context is None:
+            context = {}
+        elif not isinstance(context, dict):
+            raise RPCError(INVALID_PARAMS, "Invalid params: context must be an object")
+        result = await self.backend.complete(ref, argument, context)
+        completion = result.get("completion") if isinstance(result, dict) else None
+        if not isinstance(completion, dict):
+            completion = {}
+        values = completion.get("values")
+        values = [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
+        out: JSON = {"values": values[:100]}
+        if len(values) > 100:
+            out["hasMore"] = True
+            total = completion.get("total")
+            out["total"] = total if isinstance(total, int) and total >= len(values) else len(values)
+        else:
+            for key in ("total", "hasMore"):
+                if key in completion:
+                    out[key] = completion[key]
+        return {"completion": out}
+
+    async def _h_listen(self, rq: _Rq) -> JSON:
+        wanted = rq.params.get("notifications", {})
+        if not isinstance(wanted, dict):
+            raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
+        declared = self.backend.capabilities()
+        honoured: JSON = {}
+        methods: set[str] = set()
+        for flag, kind in (
+            ("toolsListChanged", "tools"),
+            ("promptsListChanged", "prompts"),
+            ("resourcesListChanged", "resources"),
+        ):
+            if wanted.get(flag) is True and kind in declared:
+                honoured[flag] = True
+                methods.add(_LIST_CHANGED[kind])
+        uris: set[str] = set()
+        subscriptions = wanted.get("resourceSubscriptions")
+        if subscriptions is not None:
+            if not isinstance(subscriptions, list) or not all(isinstance(u, str) for u in subscriptions):
+                raise RPCError(INVALID_PARAMS, "Invalid params: resourceSubscriptions must be URIs")
+            if subscriptions and self._subscribable(declared):
+                honoured["resourceSubscriptions"] = list(dict.fromkeys(subscriptions))
+                uris.update(subscriptions)
+                methods.add(_UPDATED)
+        sid = rq.request.id
+        tag = {SUBSCRIPTION_ID_KEY: sid}
+        sink = _Sink(frozenset(methods), uris)
+        self._sinks.add(sink)
+        try:
+            await rq.outlet.notify(
+                "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
+            )
+            async with sink.receive:
+                async for method, params in sink.receive:
+                    await rq.outlet.notify(method, {**params, "_meta": tag})
+        finally:
+            self._sinks.discard(sink)
+            sink.close()
+            sink.receive.close()
+        # The server ended the subscription (shutdown): a graceful final result.
+        return {"_meta": dict(tag)}
+
+    # -- calling the backend -------------------------------------------------------------
+
+    async def _invoke(self, rq: _Rq, invoke: Invoke) -> JSON:
+        if rq.era == "legacy":
+            try:
+                return await invoke(_Call(self, rq))
+            except InputDeclined as exc:
+                raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
+        try:
+            return await self._mrtr(rq, invoke)
+        except InputDeclined as exc:
+            raise ModernError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: {', '.join(exc.capabilities) or exc}",
+                {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
+            ) from None
+
+    async def _mrtr(self, rq: _Rq, invoke: Invoke) -> JSON:
+        params = rq.params
+        responses: JSON = {}
+        if "inputResponses" in params:
+            given = params["inputResponses"]
+            if not isinstance(given, dict):
+                raise RPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+            for key, value in given.items():
+                if not isinstance(value, dict):
+                    raise RPCError(
+                        INVALID_PARAMS,
+                        f"Invalid params: inputResponses[{key!r}] must be a result object",
+                    )
+            responses = given
+        digest = request_digest(rq.method, params)
+        answers: JSON = {}
+        cont: _Continuation | None = None
+        if "requestState" in params:
+            state = self._signer.open_request_state(
+                params["requestState"], digest=digest, principal=rq.principal
+            )
+            answers.update(state["a"])
+            cid = state.get("c")
+            if isinstance(cid, str):
+                cont = self._parked.pop(cid, None)
+            if cont is not None and cont.dead:
+                cont = None
+        answers.update(responses)
+        if cont is not None:
+            cont.call.rebind(rq)
+            cont.call.answers.update(responses)
+            cont.resume()
+        else:
+            if self._tg is None:
+                raise RuntimeError("the server is not running (use `async with server:`)")
+            call = _Call(self, rq)
+            call.answers = answers
+            cont = _Continuation(self, call)
+            self._tg.start_soon(cont.run, invoke)
+        kind, value = await cont.next_round()
+        if kind == "done":
+            result: JSON = value
+            return result
+        if kind == "error":
+            raise value
+        if kind == "cancelled":
+            raise RPCError(INTERNAL_ERROR, "the call was cancelled")
+        return {
+            "resultType": "input_required",
+            "inputRequests": value,
+            "requestState": self._park(cont, digest, rq.principal),
+        }
+
+    def _park(self, cont: _Continuation, digest: str, principal: str) -> str:
+        cid = secrets.token_urlsafe(12)
+        cont.cid = cid
+        while len(self._parked) >= self.max_parked:
+            _, oldest = self._parked.popitem(last=False)
+            oldest.scope.cancel()
+        self._parked[cid] = cont
+        cont.scope.deadline = anyio.current_time() + self.input_ttl
+        answers = cont.call.answers
+        if len(json.dumps(answers, default=str)) > _MAX_STATE_ANSWERS:
+            answers = {}  # a re-run would ask again; the parked call has them anyway
+        return self._signer.request_state(
+            continuation=cid, digest=digest, principal=principal, ttl=self.input_ttl, answers=answers
+        )
+
+
+def _assert_call_context(call: _Call) -> CallContext:  # pragma: no cover - typing only
+    return call

@@ -1,0 +1,192 @@
+"""Serving over stdio: newline-delimited JSON-RPC on our own stdin and stdout.
+
+stdout carries MCP messages only. `serve_stdio` therefore moves the real stdout
+to a private descriptor and points descriptor 1 (and `sys.stdout`) at stderr
+while it runs, so a stray `print()` or a child process that inherits descriptor
+1 cannot corrupt the stream. Lines that are not JSON-RPC get an error response
+(-32700 parse error, -32600 invalid request) with the id when it can be read;
+lines longer than the frame cap get -32600 and are skipped. The server stops
+at end of input.
+
+Blocking reads and writes run in worker threads, so this works for pipes,
+terminals and regular files alike without touching the descriptors' flags.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli import jsonrpc
+from mcpcli.jsonrpc import ErrorObject, ErrorResponse
+from mcpcli.transports import Envelope, Streams
+
+if TYPE_CHECKING:
+    from mcpcli.server.core import Server
+
+__all__ = ["MAX_MESSAGE_BYTES", "serve_stdio", "stdio_streams"]
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_CHUNK = 1 << 16
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class _Reader:
+    """Splits stdin into lines and turns each into an Envelope or an error reply."""
+
+    def __init__(
+        self,
+        fd: int,
+        inbox: MemoryObjectSendStream[Envelope | Exception],
+        outbox: MemoryObjectSendStream[Envelope],
+        cap: int,
+    ) -> None:
+        self.fd = fd
+        self.inbox = inbox
+        self.outbox = outbox
+        self.cap = cap
+
+    async def run(self) -> None:
+        buffer = bytearray()
+        skipping = False  # inside an oversized line: drop bytes until its newline
+        async with self.inbox:
+            while True:
+                try:
+                    chunk = await anyio.to_thread.run_sync(
+                        os.read, self.fd, _CHUNK, abandon_on_cancel=True
+                    )
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    break
+                buffer += chunk
+                start = 0
+                while (newline := buffer.find(b"\n", start)) >= 0:
+                    line = bytes(buffer[start:newline])
+                    start = newline + 1
+                    if skipping:
+                        skipping = False
+                        continue
+                    if not await self._line(line):
+                        return
+                del buffer[:start]
+                if len(buffer) > self.cap:
+                    if not skipping:
+                        await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+                    skipping = True
+                    buffer.clear()
+            if buffer.strip() and not skipping:
+                await self._line(bytes(buffer))
+
+    async def _line(self, line: bytes) -> bool:
+        line = line.strip()
+        if not line:
+            return True
+        if len(line) > self.cap:
+            await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+            return True
+        try:
+            message = jsonrpc.parse(line, allow_batch=True)
+        except jsonrpc.ParseError as exc:
+            await self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
+            return True
+        try:
+            await self.inbox.send(Envelope(message))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
+
+    async def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+        try:
+            await self.outbox.send(Envelope(ErrorResponse(request_id, ErrorObject(code, message))))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+
+async def _write_loop(fd: int, outbox: MemoryObjectReceiveStream[Envelope]) -> None:
+    """Write outgoing messages, batching whatever is queued into one write."""
+    async with outbox:
+        async for envelope in outbox:
+            data = bytearray(jsonrpc.encode(envelope.message))
+            data += b"\n"
+            while True:
+                try:
+                    more = outbox.receive_nowait()
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+                data += jsonrpc.encode(more.message)
+                data += b"\n"
+            try:
+                await anyio.to_thread.run_sync(_write_all, fd, bytes(data))
+            except OSError:  # the client closed our stdout: nothing more can be said
+                return
+
+
+@asynccontextmanager
+async def stdio_streams(
+    stdin_fd: int = 0, stdout_fd: int = 1, *, max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> AsyncIterator[Streams]:
+    """A `(read, write)` pair over two file descriptors, for `Server.serve`."""
+    inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
+    outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+    reader = _Reader(stdin_fd, inbox_send, outbox_send.clone(), max_message_bytes)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(reader.run)
+        writer_done = anyio.Event()
+
+        async def write() -> None:
+            try:
+                await _write_loop(stdout_fd, outbox_recv)
+            finally:
+                writer_done.set()
+
+        tg.start_soon(write)
+        try:
+            yield inbox_recv, outbox_send
+        finally:
+            # Let queued replies go out, but never hang on a client that stopped reading.
+            await outbox_send.aclose()
+            await reader.outbox.aclose()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await writer_done.wait()
+            tg.cancel_scope.cancel()
+            await inbox_recv.aclose()
+
+
+async def serve_stdio(
+    server: Server,
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    protect_stdout: bool = True,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> None:
+    """Serve `server` on stdin/stdout until end of input (the `mcp serve` default)."""
+    saved_stdout = sys.stdout
+    out_fd = stdout_fd
+    if protect_stdout and stdout_fd == 1:
+        sys.stdout.flush()
+        out_fd = os.dup(1)
+        os.set_inheritable(out_fd, False)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    try:
+        async with server, stdio_streams(stdin_fd, out_fd, max_message_bytes=max_message_bytes) as streams:
+            await server.serve(streams, transport="stdio")
+    finally:
+        if out_fd != stdout_fd:
+            sys.stdout = saved_stdout
+            os.dup2(out_fd, 1)
+            os.close(out_fd)

@@ -1,0 +1,30 @@
+"""Run the demo backend over stdio (a child process for the stdio tests)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from server_backends import DemoBackend
+
+from mcpcli.server import Server, serve_stdio
+
+
+class NoisyBackend(DemoBackend):
+    """Prints while serving: the runtime must keep that off the protocol stream."""
+
+    def instructions(self) -> str | None:
+        print("stray output goes to stderr, not to the protocol stream")
+        return super().instructions()
+
+
+async def main() -> None:
+    await serve_stdio(Server(NoisyBackend()))
+
+
+if __name__ == "__main__":
+    anyio.run(main)
