@@ -148,10 +148,28 @@ def _decoded(data: Any) -> bytes | None:
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+#: Extensions for media types `mimetypes` does not know on every system.
+_EXTENSIONS = {
+    "audio/wav": ".wav", "audio/x-wav": ".wav", "audio/wave": ".wav", "audio/mpeg": ".mp3",
+    "audio/mp3": ".mp3", "audio/ogg": ".ogg", "audio/webm": ".weba", "audio/flac": ".flac",
+    "audio/aac": ".aac", "image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
+    "image/webp": ".webp", "image/svg+xml": ".svg", "application/json": ".json",
+    "text/plain": ".txt", "text/markdown": ".md", "application/gzip": ".gz",
+    "application/pdf": ".pdf",
+}
+
+
+def _extension(mime: str | None) -> str:
+    if not mime:
+        return ".bin"
+    base = mime.split(";", 1)[0].strip().lower()
+    return _EXTENSIONS.get(base) or mimetypes.guess_extension(base) or ".bin"
+
+
 def _save(data: bytes, save_dir: str, stem: str, mime: str | None) -> Path:
     directory = Path(save_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    ext = (mimetypes.guess_extension(mime or "") or ".bin") if mime else ".bin"
+    ext = _extension(mime)
     stem = _SAFE_NAME.sub("_", stem).strip("._") or "content"
     path = directory / f"{stem}{ext}"
     n = 1
