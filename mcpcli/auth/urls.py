@@ -1,0 +1,270 @@
+"""URL rules for OAuth: what may be opened in a browser, fetched, or sent a secret.
+
+Everything here is pure (no I/O) except `check_not_private`, which resolves a
+host name. Server-supplied URLs are hostile until checked:
+
+* `check_browser_url` guards the browser launcher (CVE-2025-6514 class):
+  https, or http on a loopback host; no leading `-`, no whitespace or control
+  characters (raw or percent-encoded), no user-info, nothing a launcher could
+  read as an option.
+* `check_endpoint_url` guards metadata, registration, token and revocation
+  URLs: the same scheme rule, no user-info or fragment.
+* `well_known_prm_urls` / `as_metadata_urls` build the discovery URLs in the
+  order the spec gives (RFC 9728 path-based then root; RFC 8414 and OpenID
+  Connect discovery with path insertion).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from urllib.parse import urlsplit, urlunsplit
+
+from mcpcli.errors import AuthError
+
+__all__ = [
+    "as_metadata_urls",
+    "check_browser_url",
+    "check_endpoint_url",
+    "check_not_private",
+    "escape_for_display",
+    "is_loopback_host",
+    "origin_of",
+    "resource_matches",
+    "well_known_prm_urls",
+]
+
+_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+#: Percent-encoded control characters and spaces (%00-%20, %7f).
+_PCT_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|20|7[fF])")
+
+
+def escape_for_display(text: str, limit: int = 300) -> str:
+    """A URL or value made safe for one line of an error message."""
+    out = []
+    for ch in text[:limit]:
+        if ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) <= 0x9F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out) + ("..." if len(text) > limit else "")
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """127.0.0.0/8, ::1 (also IPv4-mapped) or the name `localhost` (RFC 8252 §7.3, RFC 6761)."""
+    if not host:
+        return False
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped.is_loopback
+    return addr.is_loopback
+
+
+def _split(url: str, what: str) -> tuple[str, str, str, str, str, str | None, int | None]:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError as exc:
+        raise AuthError(f"{what}: malformed URL {escape_for_display(url)!r}: {exc}") from None
+    return parts.scheme.lower(), parts.netloc, parts.path, parts.query, parts.fragment, host, port
+
+
+def check_browser_url(url: str) -> str:
+    """Return `url` if it is safe to hand to a browser launcher, else raise AuthError (exit 3)."""
+    shown = escape_for_display(url)
+    reason = _browser_url_problem(url)
+    if reason:
+        raise AuthError(
+            f"refusing to open unsafe authorization URL {shown!r}: {reason}",
+            hint="the server's OAuth metadata is broken or hostile; nothing was opened",
+        )
+    return url
+
+
+def _browser_url_problem(url: str) -> str | None:
+    if not url:
+        return "empty URL"
+    if url[0] == "-" or url.lstrip()[:1] == "-":
+        return "it starts with '-' (a browser would read it as an option)"
+    if _CONTROL.search(url):
+        return "it contains whitespace or control characters"
+    if _PCT_CONTROL.search(url):
+        return "it contains percent-encoded control characters"
+    if "%action" in url.lower():
+        return "it contains '%action', which some browser launchers substitute"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return "it is not a valid URL"
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        return f"scheme {scheme or '(none)'!r} is not allowed (only https, or http on loopback)"
+    if not host:
+        return "it has no host"
+    if "@" in parts.netloc:
+        return "it contains user information before the host"
+    if scheme == "http" and not is_loopback_host(host):
+        return "plain http is only allowed for a loopback host"
+    if any(c in url for c in "\"'`<>\\^{}|"):
+        return "it contains characters a shell or launcher could interpret"
+    return None
+
+
+def check_endpoint_url(url: object, what: str, *, insecure_ok: bool = False) -> str:
+    """An OAuth endpoint or metadata URL: https (http only on loopback), no user-info or fragment."""
+    if not isinstance(url, str) or not url:
+        raise AuthError(f"{what} is missing or not a string")
+    if _CONTROL.search(url):
+        raise AuthError(f"{what} {escape_for_display(url)!r} contains whitespace or control characters")
+    scheme, netloc, _path, _query, fragment, host, _port = _split(url, what)
+    if scheme not in ("https", "http"):
+        raise AuthError(f"{what} {escape_for_display(url)!r} must be an https URL")
+    if not host:
+        raise AuthError(f"{what} {escape_for_display(url)!r} has no host")
+    if "@" in netloc:
+        raise AuthError(f"{what} {escape_for_display(url)!r} must not contain user information")
+    if fragment:
+        raise AuthError(f"{what} {escape_for_display(url)!r} must not contain a fragment")
+    if scheme == "http" and not is_loopback_host(host) and not insecure_ok:
+        raise AuthError(
+            f"{what} {escape_for_display(url)!r} must use https (plain http is allowed on loopback only)",
+            hint="authorization server endpoints MUST be served over https",
+        )
+    return url
+
+
+def _is_private(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return bool(
+        addr.is_private
+        or addr.is_loopback
+        or addr.is_link_local
+        or addr.is_reserved
+        or addr.is_multicast
+        or addr.is_unspecified
+    )
+
+
+def host_is_private(host: str) -> bool:
+    """True for a loopback/private/link-local IP literal or `localhost` (no DNS)."""
+    if is_loopback_host(host):
+        return True
+    try:
+        return _is_private(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return False
+
+
+def check_not_private(url: str, what: str) -> None:
+    """SSRF guard for discovery of a *remote* server: refuse URLs that reach private networks.
+
+    Resolves the host (getaddrinfo accepts the odd spellings, `2130706433`,
+    `0x7f.1`, so they are caught too). DNS can change between this check and
+    the request; that window is accepted.
+    """
+    host = urlsplit(url).hostname or ""
+    if host_is_private(host):
+        private = True
+    else:
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except (OSError, UnicodeError):
+            return  # the request itself will report the failure
+        private = False
+        for info in infos:
+            try:
+                if _is_private(ipaddress.ip_address(str(info[4][0]).split("%")[0])):
+                    private = True
+            except ValueError:
+                continue
+    if private:
+        raise AuthError(
+            f"{what} {escape_for_display(url)!r}: blocked private-network URL for a remote server",
+            hint="set MCP_OAUTH_ALLOW_PRIVATE=1 if this authorization server really is on your network",
+        )
+
+
+def origin_of(url: str) -> str:
+    """`scheme://netloc` exactly as written (no case folding, no default-port elision)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def well_known_prm_urls(server_url: str) -> list[str]:
+    """RFC 9728 §3.1 locations, path-based first, then the root (spec 2025-11-25 order)."""
+    parts = urlsplit(server_url)
+    base = f"{parts.scheme}://{parts.netloc}"
+    root = f"{base}/.well-known/oauth-protected-resource"
+    path = parts.path.rstrip("/")
+    if path:
+        return [f"{root}{path}", root]
+    return [root]
+
+
+def as_metadata_urls(issuer: str) -> list[str]:
+    """RFC 8414 §3.1 + OpenID Connect discovery URLs, in the spec's priority order."""
+    parts = urlsplit(issuer)
+    base = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    if path:
+        return [
+            f"{base}/.well-known/oauth-authorization-server{path}",
+            f"{base}/.well-known/openid-configuration{path}",
+            f"{base}{path}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{base}/.well-known/oauth-authorization-server",
+        f"{base}/.well-known/openid-configuration",
+    ]
+
+
+def resource_matches(resource: str, server_url: str) -> bool:
+    """Does the PRM `resource` identify (a prefix of) the MCP server URL? (RFC 9728 §3.3, §7.3)
+
+    Scheme and host compare case-insensitively (canonical URIs are lower-case but
+    clients should accept either); the port must match, with the scheme's default
+    filled in; the resource path must equal the server path or be a parent of it at
+    a segment boundary. A resource on another origin never matches.
+    """
+    try:
+        r = urlsplit(resource)
+        s = urlsplit(server_url)
+        r_port = r.port or _default_port(r.scheme)
+        s_port = s.port or _default_port(s.scheme)
+    except ValueError:
+        return False
+    if r.scheme.lower() != s.scheme.lower() or (r.hostname or "") != (s.hostname or ""):
+        return False
+    if r_port != s_port or r.fragment:
+        return False
+    r_path = r.path.rstrip("/")
+    s_path = s.path.rstrip("/")
+    if not r_path:
+        return True
+    return s_path == r_path or s_path.startswith(r_path + "/")
+
+
+def _default_port(scheme: str) -> int | None:
+    return {"http": 80, "https": 443}.get(scheme.lower())
+
+
+def canonical_resource(server_url: str) -> str:
+    """The canonical URI of an MCP server (RFC 8707 §2): lower-case scheme and host, no fragment."""
+    parts = urlsplit(server_url)
+    netloc = parts.netloc
+    host = parts.hostname or ""
+    if host and host in netloc.lower():
+        i = netloc.lower().rfind(host)
+        netloc = netloc[:i] + host + netloc[i + len(host):]
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, parts.query, ""))
