@@ -5,6 +5,9 @@ nothing auth-related is imported for servers that never say 401) and then:
 
 * before each request, `await auth.authorization()` gives the `Authorization`
   header value to send (a stored token, refreshed if it expired), or None;
+  `has_stored_sign_in(url)` (a small file read, no keyring) tells a transport
+  whether to create the authenticator before the first request, so a stored
+  token goes out at once instead of after a 401;
 * on a 401 or a 403 with `insufficient_scope`, `await auth.challenge(...)` runs
   discovery, sign-in or step-up as needed and returns True when the request
   should be retried with a fresh `authorization()`; False means give up (the
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
 
-__all__ = ["Authenticator", "authenticator_for"]
+__all__ = ["Authenticator", "authenticator_for", "has_stored_sign_in"]
 
 
 class Authenticator(Protocol):
@@ -42,3 +45,21 @@ def authenticator_for(
     from mcpcli.auth.flow import build_authenticator
 
     return build_authenticator(server_url, entry, options)
+
+
+def has_stored_sign_in(server_url: str) -> bool:
+    """Is there a stored sign-in for this exact server URL? (Reads the index only.)"""
+    import json
+
+    from mcpcli.config import state_dir
+
+    path = state_dir() / "auth" / "servers.json"
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read(16 * 1024 * 1024) or b"{}")
+    except (OSError, ValueError):
+        return False
+    servers = doc.get("servers") if isinstance(doc, dict) else None
+    if not isinstance(servers, dict):
+        return False
+    return server_url.split("#", 1)[0] in servers

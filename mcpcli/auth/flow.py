@@ -496,8 +496,11 @@ class Flow:
             ui.notice("waiting for the browser to come back to " + listener.redirect_uri)
         if launch:
             open_browser(url)
+        from mcpcli.session import user_interaction
+
         result: list[Callback] = []
-        with anyio.move_on_after(self.settings.timeout) as scope:
+        # The user's time in the browser does not count against the request that hit the 401.
+        with user_interaction(), anyio.move_on_after(self.settings.timeout) as scope:
             async with anyio.create_task_group() as tg:
 
                 async def from_listener() -> None:
@@ -703,6 +706,7 @@ class OAuthAuthenticator:
         self._challenges_401 = 0
         self._step_ups = 0
         self._refreshed_token: str | None = None
+        self._handed_out = False
 
     def __repr__(self) -> str:
         return f"OAuthAuthenticator({self.server_url!r}, mode={self.mode!r})"
@@ -724,13 +728,19 @@ class OAuthAuthenticator:
                     except OAuthError:
                         pass  # the request goes out with the old token; its 401 decides
         token = self._secrets.access_token if self._secrets else None
+        if token:
+            self._handed_out = True
         return f"Bearer {token}" if token else None
 
     async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
         generation = self._generation
         async with self._lock:
+            if not self._loaded:
+                await self._load()
             if self._generation != generation:
                 return True  # another request already signed in again
+            if status == 401 and not self._handed_out and self._secrets and self._secrets.access_token:
+                return True  # a stored sign-in exists that the request did not carry yet
             challenge = parse_www_authenticate(www_authenticate)
             if status == 403:
                 return await self._step_up(challenge)
