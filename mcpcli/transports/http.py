@@ -134,6 +134,7 @@ class HttpConnection:
         self._entry = entry
         self._options = options
         self._auth: Authenticator | None = None
+        self._store_checked = False
         self._client: HttpClient | None = None
 
     @property
@@ -169,7 +170,14 @@ class HttpConnection:
             if not self._explicit_authorization:
                 if self.bearer_token:
                     headers["Authorization"] = f"Bearer {self.bearer_token}"
-                elif self._auth is not None:
+                elif self._auth is None and self.auth_mode != "none" and not self._store_checked:
+                    # A stored sign-in is sent from the first request on (no 401 round trip).
+                    self._store_checked = True
+                    from mcpcli.auth import has_stored_sign_in
+
+                    if has_stored_sign_in(self.url):
+                        self._auth = self._authenticator()
+                if not self.bearer_token and self._auth is not None:
                     value = await self._auth.authorization()
                     if value:
                         headers["Authorization"] = value
@@ -180,6 +188,14 @@ class HttpConnection:
 
     def _static_credentials(self) -> bool:
         return bool(self.bearer_token) or self._explicit_authorization
+
+    def _authenticator(self) -> Authenticator:
+        from mcpcli.auth import authenticator_for
+        from mcpcli.config import ServerEntry
+        from mcpcli.connect import ConnectOptions
+
+        entry = self._entry or ServerEntry(name=self.url, url=self.url, transport="http")
+        return authenticator_for(self.url, entry, self._options or ConnectOptions())
 
     async def _challenge(self, response: HttpStream, url: str) -> None:
         """A 401/403: let the authenticator react, or raise `AuthError`."""
@@ -198,12 +214,7 @@ class HttpConnection:
             raise AuthError(what, hint="the server requires authorization; --no-auth was given")
         if self._auth is None:
             try:
-                from mcpcli.auth import authenticator_for
-                from mcpcli.config import ServerEntry
-                from mcpcli.connect import ConnectOptions
-
-                entry = self._entry or ServerEntry(name=self.url, url=self.url, transport="http")
-                self._auth = authenticator_for(self.url, entry, self._options or ConnectOptions())
+                self._auth = self._authenticator()
             except ImportError:
                 raise AuthError(
                     what,
