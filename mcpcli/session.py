@@ -40,7 +40,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION
 from mcpcli.transports import Envelope, Streams
 
-__all__ = ["RequestContext", "Session", "rpc_error_from"]
+__all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
 log = logging.getLogger("mcpcli.session")
 
@@ -52,6 +52,33 @@ ErrorReporter = Callable[[Exception], None]
 
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
+
+# Time spent waiting for the user (a browser sign-in started by a 401) does not count
+# against request timeouts: `user_interaction()` stops every request's clock meanwhile.
+_interactions = 0
+_paused_total = 0.0
+_paused_since = 0.0
+
+
+def _paused_time() -> float:
+    ongoing = anyio.current_time() - _paused_since if _interactions else 0.0
+    return _paused_total + ongoing
+
+
+class user_interaction:  # used like a function: `with user_interaction():`
+    """While active, pending requests do not time out; the time is added to their deadlines."""
+
+    def __enter__(self) -> None:
+        global _interactions, _paused_since
+        if _interactions == 0:
+            _paused_since = anyio.current_time()
+        _interactions += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _interactions, _paused_total
+        _interactions -= 1
+        if _interactions == 0:
+            _paused_total += anyio.current_time() - _paused_since
 
 
 def rpc_error_from(error: ErrorObject) -> RPCError:
@@ -272,10 +299,13 @@ class Session:
             on_progress,
         )
         self._pending[request_id] = pending
+        paused_at_start = _paused_time()
         try:
             await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
             while not pending.done.is_set():
-                remaining = pending.deadline - anyio.current_time()
+                remaining = pending.deadline + (_paused_time() - paused_at_start) - anyio.current_time()
+                if _interactions:
+                    remaining = max(remaining, 0.5)
                 if remaining <= 0:
                     if cancel_on_timeout and method != "initialize":
                         await self._cancel_remote(request_id, "timed out")
