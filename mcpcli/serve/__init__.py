@@ -1,0 +1,68 @@
+"""`mcp serve tools.yaml`: tools, resources and prompts backed by commands and files.
+
+* `model` loads and checks a tools.yaml file into an immutable `Config`
+  (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`);
+* `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`;
+* `invoke` turns arguments into argv/env/stdin, `process` runs the command in its
+  own process group, `results` maps the output to a CallToolResult;
+* `channel` and `script_client` are the side channel (`mcp script ...`).
+
+The protocol itself (eras, transports, sessions) is `mcpcli.server`'s job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcpcli.serve.backend import ToolsBackend
+    from mcpcli.transports import Streams
+
+__all__ = ["YamlTransport", "example_path", "in_process_transport", "schema_text"]
+
+
+def example_path() -> str:
+    """The bundled example tools.yaml (what `mcp serve --example` serves)."""
+    from importlib.resources import files
+
+    return str(files("mcpcli.serve") / "example" / "tools.yaml")
+
+
+def schema_text() -> str:
+    from mcpcli.serve.model import schema_text as text
+
+    return text()
+
+
+class YamlTransport:
+    """A client transport that serves a tools.yaml file in this process."""
+
+    name = "in-process"
+
+    def __init__(self, backend: ToolsBackend) -> None:
+        self.backend = backend
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Streams]:
+        from mcpcli.server import Server
+
+        server = Server(self.backend)
+        try:
+            async with server.transport().connect() as streams:
+                yield streams
+        finally:
+            self.backend.close()
+
+
+def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
+    """Serve `path` in-process for a client (`mcp tools call tools.yaml TOOL`).
+
+    The file is loaded now, so an invalid file fails before anything connects
+    (`ToolsFileError`, exit status 2).
+    """
+    from mcpcli.serve.backend import ToolsBackend
+
+    return YamlTransport(ToolsBackend(path))
