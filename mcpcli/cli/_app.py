@@ -310,6 +310,7 @@ class Connection:
     elicit_defaults: bool = False
     no_auth: bool = False
     stored_auth_only: bool = False
+    token_store: str | None = None
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
 
@@ -350,6 +351,7 @@ class Connection:
             transport=self.transport,
             insecure=self.insecure,
             auth=auth,
+            extra={"token_store": self.token_store} if self.token_store else {},
         )
 
     def client_options(self, app: App) -> ClientOptions:
@@ -413,6 +415,8 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
     click.option("--no-auth", is_flag=True, help="Never sign in; fail on 401."),
     click.option("--stored-auth-only", is_flag=True,
                  help="Use stored tokens (refreshing them) but never open a sign-in."),
+    click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
+                 help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file."),
 ]
 
 
@@ -421,7 +425,7 @@ def connection_options(f: F) -> F:
     names = [
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
         "transport", "protocol", "insecure", "log_level", "trace", "root", "sampling_command",
-        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only",
+        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store",
     ]
 
     @functools.wraps(f)
