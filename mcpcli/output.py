@@ -10,6 +10,7 @@ sanitised before it reaches a terminal: no escape sequences get through.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -151,8 +152,10 @@ class Output:
         if self._console is None:
             from rich.console import Console
 
+            # NO_COLOR (non-empty) means plain text: no colours, and no bold/dim either.
+            plain = bool(os.environ.get("NO_COLOR"))
             self._console = Console(
                 file=self.stdout, highlight=False, soft_wrap=False, emoji=False,
-                markup=False,
+                markup=False, no_color=plain, color_system=None if plain else "auto",
             )
         return self._console

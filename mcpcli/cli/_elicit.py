@@ -8,11 +8,12 @@ and ask for consent before anything is opened.
 
 from __future__ import annotations
 
+import os
+import select
+import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import click
 
 from mcpcli.output import sanitize
 
@@ -107,8 +108,65 @@ def decline_with_notice(app: App) -> Elicitor:
 # -- interactive ---------------------------------------------------------------------
 
 
-class _Cancel(Exception):
-    pass
+class _Stopped(Exception):
+    """The request was abandoned (Ctrl-C, timeout) while a prompt was waiting."""
+
+
+class _Terminal:
+    """Line prompts on the terminal, readable from a worker thread and stoppable.
+
+    `input()` in a worker thread cannot be interrupted, and a thread blocked in it
+    keeps the process alive after Ctrl-C. So lines are read from the terminal's fd
+    with `select` in short slices, checking `stop` between them; the terminal's own
+    line discipline still provides editing (backspace, Ctrl-U) and echo.
+    """
+
+    def __init__(self, fd: int, err: IO[str], stop: threading.Event) -> None:
+        self.fd = fd
+        self.err = err
+        self.stop = stop
+
+    def echo(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def readline(self, prompt: str) -> str:
+        self.err.write(prompt)
+        self.err.flush()
+        data = b""
+        while not data.endswith(b"\n"):
+            if self.stop.is_set():
+                raise _Stopped
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 4096)
+            if not chunk:  # Ctrl-D at the start of a line
+                self.err.write("\n")
+                raise EOFError
+            data += chunk
+        return data.decode("utf-8", "replace").rstrip("\r\n")
+
+    def ask(self, label: str, default: Any = None, *, show_default: bool = True) -> str:
+        """A line of text; empty input gives `default` (None: ask again)."""
+        shown = f" [{default}]" if show_default and default not in (None, "") else ""
+        while True:
+            raw = self.readline(f"{label}{shown}: ")
+            if raw != "":
+                return raw
+            if default is not None:
+                return str(default)
+
+    def confirm(self, label: str, default: bool = False) -> bool:
+        while True:
+            raw = self.readline(f"{label} [{'Y/n' if default else 'y/N'}]: ").strip().lower()
+            if raw == "":
+                return default
+            if raw in ("y", "yes"):
+                return True
+            if raw in ("n", "no"):
+                return False
+            self.echo("    answer y or n")
 
 
 def _choices(prop: JSON) -> list[tuple[Any, str]] | None:
@@ -136,17 +194,16 @@ def _multi_choices(prop: JSON) -> list[tuple[Any, str]] | None:
     return None
 
 
-def _ask(label: str, **kwargs: Any) -> Any:
-    return click.prompt(label, err=True, **kwargs)
-
-
-def _pick(label: str, choices: list[tuple[Any, str]], default: Any, optional: bool) -> Any:
+def _list_choices(tty: _Terminal, choices: list[tuple[Any, str]]) -> None:
     for i, (_value, text) in enumerate(choices, 1):
-        click.echo(f"    {i}) {sanitize(text, keep_newlines=False)}", err=True)
+        tty.echo(f"    {i}) {sanitize(text, keep_newlines=False)}")
+
+
+def _pick(tty: _Terminal, label: str, choices: list[tuple[Any, str]], default: Any, optional: bool) -> Any:
+    _list_choices(tty, choices)
     default_index = next((str(i) for i, (v, _) in enumerate(choices, 1) if v == default), None)
     while True:
-        raw = _ask(label, default=default_index or ("" if optional else None), show_default=bool(default_index))
-        raw = str(raw).strip()
+        raw = tty.ask(label, default_index or ("" if optional else None)).strip()
         if not raw and optional:
             return None
         if raw.isdigit() and 1 <= int(raw) <= len(choices):
@@ -154,18 +211,17 @@ def _pick(label: str, choices: list[tuple[Any, str]], default: Any, optional: bo
         for value, text in choices:
             if raw in (str(value), text):
                 return value
-        click.echo(f"    choose 1-{len(choices)}", err=True)
+        tty.echo(f"    choose 1-{len(choices)}")
 
 
-def _pick_many(label: str, choices: list[tuple[Any, str]], default: Any, prop: JSON) -> list[Any]:
-    for i, (_value, text) in enumerate(choices, 1):
-        click.echo(f"    {i}) {sanitize(text, keep_newlines=False)}", err=True)
+def _pick_many(tty: _Terminal, label: str, choices: list[tuple[Any, str]], default: Any, prop: JSON) -> list[Any]:
+    _list_choices(tty, choices)
     default_text = ",".join(
         str(i) for i, (v, _) in enumerate(choices, 1) if isinstance(default, list) and v in default
     )
+    low, high = prop.get("minItems"), prop.get("maxItems")
     while True:
-        raw = str(_ask(f"{label} (numbers, comma-separated)", default=default_text,
-                       show_default=bool(default_text))).strip()
+        raw = tty.ask(f"{label} (numbers, comma-separated)", default_text).strip()
         picked: list[Any] = []
         ok = True
         for part in filter(None, (p.strip() for p in raw.split(","))):
@@ -173,68 +229,71 @@ def _pick_many(label: str, choices: list[tuple[Any, str]], default: Any, prop: J
                 picked.append(choices[int(part) - 1][0])
             else:
                 ok = False
-        low, high = prop.get("minItems"), prop.get("maxItems")
         if ok and (not isinstance(low, int) or len(picked) >= low) and (
             not isinstance(high, int) or len(picked) <= high
         ):
             return picked
-        click.echo("    pick from the numbers shown" + (f" ({low}-{high} items)" if low or high else ""), err=True)
+        tty.echo("    pick from the numbers shown" + (f" ({low or 0}-{high or 'any'} items)" if low or high else ""))
 
 
-def _field(name: str, prop: JSON, required: bool) -> Any:
+def _number(tty: _Terminal, label: str, prop: JSON, required: bool) -> Any:
+    kind = prop.get("type")
+    py = int if kind == "integer" else float
+    default = prop.get("default")
+    low, high = prop.get("minimum"), prop.get("maximum")
+    while True:
+        raw = tty.ask(label, default if default is not None else ("" if not required else None))
+        if raw == "" and not required:
+            return None
+        try:
+            value = py(raw)
+        except ValueError:
+            tty.echo(f"    enter a{'n integer' if kind == 'integer' else ' number'}")
+            continue
+        if (low is not None and value < low) or (high is not None and value > high):
+            tty.echo(f"    must be between {low} and {high}")
+            continue
+        return value
+
+
+def _field(tty: _Terminal, name: str, prop: JSON, required: bool) -> Any:
     title = sanitize(str(prop.get("title") or name), keep_newlines=False)
     if prop.get("description"):
-        click.echo(f"  {sanitize(str(prop['description']), keep_newlines=False)}", err=True)
+        tty.echo(f"  {sanitize(str(prop['description']), keep_newlines=False)}")
     label = f"  {title}" + ("" if required else " (optional)")
     default = prop.get("default")
     choices = _choices(prop)
     if choices is not None:
-        return _pick(label, choices, default, not required)
+        return _pick(tty, label, choices, default, not required)
     many = _multi_choices(prop)
     if many is not None:
-        return _pick_many(label, many, default, prop)
+        return _pick_many(tty, label, many, default, prop)
     kind = prop.get("type")
     if kind == "boolean":
-        return click.confirm(label, default=bool(default) if default is not None else False, err=True)
+        return tty.confirm(label, bool(default) if default is not None else False)
     if kind in ("integer", "number"):
-        py = int if kind == "integer" else float
-        while True:
-            raw = _ask(label, default=default if default is not None else ("" if not required else None),
-                       show_default=default is not None)
-            if raw == "" and not required:
-                return None
-            try:
-                value = py(raw)
-            except (TypeError, ValueError):
-                click.echo(f"    enter a{'n integer' if kind == 'integer' else ' number'}", err=True)
-                continue
-            low, high = prop.get("minimum"), prop.get("maximum")
-            if (low is not None and value < low) or (high is not None and value > high):
-                click.echo(f"    must be between {low} and {high}", err=True)
-                continue
-            return value
+        return _number(tty, label, prop, required)
     while True:
-        raw = _ask(label, default=default if default is not None else ("" if not required else None),
-                   show_default=default is not None)
+        raw = tty.ask(label, default if default is not None else ("" if not required else None))
         if raw == "" and not required:
             return None
         low, high = prop.get("minLength"), prop.get("maxLength")
         if (isinstance(low, int) and len(raw) < low) or (isinstance(high, int) and len(raw) > high):
-            click.echo(f"    length must be between {low or 0} and {high or 'any'}", err=True)
+            tty.echo(f"    length must be between {low or 0} and {high or 'any'}")
             continue
         if prop.get("format") == "email" and "@" not in raw:
-            click.echo("    enter an email address", err=True)
+            tty.echo("    enter an email address")
             continue
         return raw
 
 
-def _interactive_form(params: JSON) -> JSON:
+def _interactive_form(tty: _Terminal, params: JSON) -> JSON:
     message = sanitize(str(params.get("message", "The server asks for input.")))
-    click.echo(f"\n{message}", err=True)
-    choice = click.prompt(
-        "Respond? [a]ccept, [d]ecline, [c]ancel", default="a", err=True,
-        type=click.Choice(["a", "d", "c", "accept", "decline", "cancel"]), show_choices=False,
-    )
+    tty.echo(f"\n{message}")
+    while True:
+        choice = tty.ask("Respond? [a]ccept, [d]ecline, [c]ancel", "a", show_default=True).strip().lower()
+        if choice in ("a", "accept", "d", "decline", "c", "cancel"):
+            break
     if choice.startswith("d"):
         return {"action": "decline"}
     if choice.startswith("c"):
@@ -242,22 +301,22 @@ def _interactive_form(params: JSON) -> JSON:
     required = _required(params)
     content: JSON = {}
     for name, prop in _properties(params).items():
-        value = _field(name, prop, name in required)
+        value = _field(tty, name, prop, name in required)
         if value is not None:
             content[name] = value
     return {"action": "accept", "content": content}
 
 
-def _interactive_url(params: JSON) -> JSON:
+def _interactive_url(tty: _Terminal, params: JSON) -> JSON:
     url = str(params.get("url", ""))
     parts = urlsplit(url)
     message = sanitize(str(params.get("message", "")))
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        click.echo(f"\nThe server asked to open an unusable URL; declined. {message}", err=True)
+        tty.echo(f"\nThe server asked to open an unusable URL; declined. {message}")
         return {"action": "decline"}
-    click.echo(f"\n{message}\nThe server asks you to open a page on {parts.hostname}:", err=True)
-    click.echo(f"  {sanitize(url, keep_newlines=False)}", err=True)
-    if not click.confirm("Open it?", default=False, err=True):
+    tty.echo(f"\n{message}\nThe server asks you to open a page on {sanitize(parts.hostname)}:")
+    tty.echo(f"  {sanitize(url, keep_newlines=False)}")
+    if not tty.confirm("Open it?", False):
         return {"action": "decline"}
     import webbrowser
 
@@ -267,16 +326,25 @@ def _interactive_url(params: JSON) -> JSON:
 
 
 def prompter(app: App) -> Elicitor:
-    """Ask the person at the terminal; the prompt runs in a worker thread."""
+    """Ask the person at the terminal (stdin and stderr); the prompts run in a worker thread.
+
+    One form at a time: concurrent requests wait for the terminal.
+    """
+    import anyio
+
+    lock = anyio.Lock()
 
     async def answer(params: JSON) -> JSON:
-        import anyio
-
         fn = _interactive_url if _is_url_mode(params) else _interactive_form
+        stop = threading.Event()
+        tty = _Terminal(app.stdin.fileno(), app.stderr, stop)
         try:
-            result: JSON = await anyio.to_thread.run_sync(fn, params, abandon_on_cancel=True)
-        except (click.Abort, EOFError):
+            async with lock:
+                result: JSON = await anyio.to_thread.run_sync(fn, tty, params, abandon_on_cancel=True)
+        except (EOFError, _Stopped):
             return {"action": "cancel"}
+        finally:
+            stop.set()  # an abandoned prompt thread ends within 0.1 s
         return result
 
     return answer

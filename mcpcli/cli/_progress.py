@@ -34,7 +34,9 @@ class ProgressBar:
                 TimeElapsedColumn,
             )
 
-            console = Console(file=self._app.stderr, no_color=not self._app.color)
+            plain = not self._app.color
+            console = Console(file=self._app.stderr, no_color=plain,
+                              color_system=None if plain else "auto")
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import Result, mcp
 
 pytestmark = pytest.mark.peer

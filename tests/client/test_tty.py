@@ -1,0 +1,235 @@
+"""What a person at a terminal sees and types: the real `mcp` on a pseudo-terminal.
+
+stdin, stdout and stderr are all the pty's slave end, as in an interactive shell.
+The helper reads everything the program writes and answers prompts as they appear.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.peer
+
+
+class Terminal:
+    """A child process on a pty: `expect` output, `send` keystrokes, `wait` for its exit."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None, columns: int = 200) -> None:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+        full_env = dict(os.environ)
+        full_env.update({"TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": "50"})
+        full_env.pop("PYTHONSTARTUP", None)
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(
+            list(argv), stdin=slave, stdout=slave, stderr=slave, env=full_env, start_new_session=True,
+        )
+        os.close(slave)
+        self.master = master
+        self.output = ""
+        self._seen = 0
+
+    def _read(self, deadline: float) -> bool:
+        import select
+
+        remaining = max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([self.master], [], [], min(remaining, 0.1))
+        if not ready:
+            return True
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            return False
+        if not data:
+            return False
+        self.output += data.decode("utf-8", "replace")
+        return True
+
+    def expect(self, pattern: str, timeout: float = 20) -> str:
+        """Wait for `pattern` (a regex) in output not consumed yet; return the match."""
+        deadline = time.monotonic() + timeout
+        regex = re.compile(pattern)
+        while True:
+            match = regex.search(self.output, self._seen)
+            if match:
+                self._seen = match.end()
+                return match.group(0)
+            if time.monotonic() > deadline or not self._read(deadline):
+                raise AssertionError(f"did not see {pattern!r}; output so far:\n{self.output[-3000:]}")
+
+    def send(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def answer(self, prompt: str, text: str) -> None:
+        self.expect(prompt)
+        self.send(text + "\r")
+
+    def wait(self, timeout: float = 30) -> int:
+        """Read until the terminal closes, then return the exit status."""
+        deadline = time.monotonic() + timeout
+        try:
+            while self._read(deadline):
+                if time.monotonic() > deadline:
+                    self.proc.kill()
+                    self.proc.wait()
+                    raise AssertionError(f"still running; output:\n{self.output[-3000:]}")
+            return self.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        finally:
+            os.close(self.master)
+
+
+def mcp_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcpcli", *args]
+
+
+# -- elicitation ------------------------------------------------------------------------------
+
+
+def test_every_elicitation_field_type_is_prompted(everything: list[str]) -> None:
+    """server-everything's form: strings, formats, numbers, booleans, every enum spelling."""
+    term = Terminal(mcp_argv("tools", "call", "trigger-elicitation-request", "-q", "--", *everything))
+    term.expect(r"Please provide inputs for the following fields")
+    term.answer(r"Respond\? \[a\]ccept, \[d\]ecline, \[c\]ancel \[a\]: ", "a")
+    term.answer(r"String: ", "Ada Lovelace")                                 # required string
+    term.answer(r"Boolean \(optional\) \[y/N\]: ", "y")                        # boolean
+    term.answer(r"String with default \(optional\) \[It was a dark and stormy night\.\]: ", "")
+    term.answer(r"String with email format \(optional\): ", "not-an-email")
+    term.answer(r"enter an email address\s+String with email format \(optional\): ", "ada@example.com")
+    term.answer(r"String with uri format \(optional\): ", "")
+    term.answer(r"String with date format \(optional\): ", "1815-12-10")
+    term.answer(r"Integer \(optional\) \[42\]: ", "1000")                      # out of range
+    term.answer(r"must be between 1 and 100\s+Integer \(optional\) \[42\]: ", "7")
+    term.answer(r"Number in range 1-1000 \(optional\) \[3\.14\]: ", "")
+    term.expect(r"1\) Monica")
+    term.answer(r"Untitled Single Select Enum \(optional\) \[1\]: ", "2")       # enum by number
+    term.expect(r"5\) Bass")
+    term.answer(r"Untitled Multiple Select Enum \(optional\) \(numbers, comma-separated\) \[1\]: ", "1,3")
+    term.expect(r"3\) Wonder Woman")
+    term.answer(r"Titled Single Select Enum \(optional\) \[1\]: ", "Wonder Woman")  # oneOf by title
+    term.answer(r"Titled Multiple Select Enum \(optional\) \(numbers, comma-separated\) \[1\]: ", "2")
+    term.expect(r"2\) Dogs")
+    term.answer(r"Legacy Titled Single Select Enum \(optional\) \[1\]: ", "2")  # enumNames
+    term.expect(r"User provided the requested information")
+    assert term.wait() == 0, term.output
+    raw = term.output[term.output.rindex("Raw result:"):]
+    for fragment in ('"name": "Ada Lovelace"', '"check": true', '"email": "ada@example.com"',
+                     '"birthdate": "1815-12-10"', '"integer": 7', '"number": 3.14',
+                     '"untitledSingleSelectEnum": "Rachel"', '"titledSingleSelectEnum": "hero-3"',
+                     '"legacyTitledEnum": "pet-2"', '"firstLine": "It was a dark and stormy night."'):
+        assert fragment in raw, raw
+    assert re.search(r'"untitledMultipleSelectEnum": \[\s*"Guitar",\s*"Violin"\s*\]', raw), raw
+    assert re.search(r'"titledMultipleSelectEnum": \[\s*"fish-2"\s*\]', raw), raw
+    assert '"homepage"' not in raw  # optional and left empty: not sent
+
+
+def test_elicitation_decline_and_cancel(sdk_server: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "ask", "--", *sdk_server))
+    term.expect(r"Pick a colour")
+    term.answer(r"\[c\]ancel \[a\]: ", "d")
+    term.expect(r"no answer: decline")
+    assert term.wait() == 0
+
+    term = Terminal(mcp_argv("tools", "call", "ask", "--", *sdk_server))
+    term.answer(r"\[c\]ancel \[a\]: ", "c")
+    term.expect(r"no answer: cancel")
+    assert term.wait() == 0
+
+
+def test_elicitation_accept_over_mrtr(sdk_server: list[str]) -> None:
+    """The SDK server is modern: the form arrives inside an input_required result."""
+    term = Terminal(mcp_argv("tools", "call", "ask", "--", *sdk_server))
+    term.answer(r"\[c\]ancel \[a\]: ", "a")
+    term.expect(r"Your favourite colour")
+    term.answer(r"Color: ", "blue")
+    term.answer(r"Count \(optional\) \[3\]: ", "5")
+    term.expect(r"got blue x5")
+    assert term.wait() == 0
+
+
+def test_end_of_input_at_a_prompt_cancels(sdk_server: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "ask", "--", *sdk_server))
+    term.expect(r"\[c\]ancel \[a\]: ")
+    term.send("\x04")  # Ctrl-D
+    term.expect(r"no answer: cancel")
+    assert term.wait() == 0
+
+
+def test_ctrl_c_at_a_prompt_exits_130_promptly(sdk_server: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "ask", "--", *sdk_server))
+    term.expect(r"\[c\]ancel \[a\]: ")
+    term.proc.send_signal(signal.SIGINT)
+    assert term.wait(timeout=15) == 130, term.output
+
+
+# -- progress, rendering, colour ---------------------------------------------------------------
+
+
+def test_progress_bar_on_a_terminal(everything: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "trigger-long-running-operation", "--arg", "duration=1.5",
+                             "--arg", "steps=5", "-q", "--", *everything))
+    term.expect(r"\d+%")            # the bar's percentage column
+    term.expect(r"Long running operation completed")
+    assert term.wait() == 0
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(everything: list[str]) -> None:
+    r = subprocess.run(mcp_argv("tools", "call", "trigger-long-running-operation", "--arg", "duration=0.3",
+                                "--arg", "steps=3", "-q", "--", *everything),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "%" not in r.stderr and "\x1b" not in r.stderr
+
+
+def test_human_tables_and_content_on_a_terminal(everything: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "list", "-q", "--", *everything))
+    term.expect(r"TOOL\s+DESCRIPTION")
+    term.expect(r"get-sum\(a: number, b: number\)\s+Returns the sum of two numbers")
+    assert term.wait() == 0
+    term = Terminal(mcp_argv("tools", "call", "get-tiny-image", "-q", "--", *everything))
+    term.expect(r"\[image image/png, 3\.\d KiB\] \(use --save-dir DIR to save it\)")
+    assert term.wait() == 0
+    assert "iVBOR" not in term.output  # no base64 on a terminal
+
+
+def test_binary_resources_are_never_written_to_a_terminal(everything: list[str], tmp_path: Path) -> None:
+    term = Terminal(mcp_argv("resources", "read", "demo://resource/dynamic/blob/1", "-q", "--", *everything))
+    term.expect(r"\[blob text/plain, \d+ B\] \(use --save-dir DIR to save it\)")
+    assert term.wait() == 0
+    term = Terminal(mcp_argv("resources", "read", "demo://resource/dynamic/blob/1", "--out", "-",
+                             "-q", "--", *everything))
+    term.expect(r"refusing to write resource content to a terminal")
+    assert term.wait() == 2
+
+
+def test_server_text_is_sanitised_on_a_terminal(everything: list[str]) -> None:
+    evil = "hi\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202egnp.exe"
+    term = Terminal(mcp_argv("tools", "call", "echo", "--arg", f"message={evil}", "-q", "--", *everything))
+    term.expect(r"Echo: hi")
+    assert term.wait() == 0
+    assert "\x1b]52" not in term.output and "\x1b[2J" not in term.output and "\u202e" not in term.output
+    assert r"\x1b]52;c;ZXZpbA==\x07\x1b[2J\u202egnp.exe" in term.output
+
+
+def test_no_color_is_honoured(everything: list[str]) -> None:
+    plain = Terminal(mcp_argv("prompts", "list", "-q", "--", *everything), env={"NO_COLOR": "1"})
+    plain.expect(r"PROMPT")
+    assert plain.wait() == 0
+    assert "\x1b[" not in plain.output
+    coloured = Terminal(mcp_argv("prompts", "list", "-q", "--", *everything), env={"NO_COLOR": ""})
+    coloured.expect(r"PROMPT")
+    assert coloured.wait() == 0
+    assert "\x1b[1m" in coloured.output  # the bold header
