@@ -126,7 +126,7 @@ def serve(
         app.exit_code = ExitCode.USAGE
         return
     for warning in config.warnings:
-        app.stderr.write(str(warning).replace(": error: ", ": warning: ", 1) + "\n")
+        app.stderr.write(warning.format("warning") + "\n")
     if check:
         counts = (f"{len(config.tools)} tool{'s' * (len(config.tools) != 1)}, "
                   f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "

@@ -160,7 +160,7 @@ class ToolsBackend:
         if not changed:
             self._audit(f"reloaded {self.path}: no visible change")
         for warning in new.warnings:
-            self._audit(f"warning: {warning}")
+            self._audit(warning.format("warning"))
         return changed
 
     async def watch(self, interval: float = 0.5) -> None:

@@ -87,7 +87,7 @@ class ToolsFileError(ConfigError):
     def __init__(self, problems: list[Problem]) -> None:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(f"{first}{more}", hint=f"check the file with `mcp serve --check {first.file}`")
+        super().__init__(f"{first.format(None)}{more}", hint=f"check the file with `mcp serve --check {first.file}`")
         self.problems = problems
 
 

@@ -44,8 +44,12 @@ class Problem:
     hint: str | None = None
 
     def __str__(self) -> str:
+        return self.format("error")
+
+    def format(self, severity: str | None) -> str:
+        """`file:line:col: severity: message (hint)`; without a severity for one-line reports."""
         where = f"{self.file}:{self.line}:{self.col}" if self.line else self.file
-        text = f"{where}: error: {self.message}"
+        text = f"{where}: {severity}: {self.message}" if severity else f"{where}: {self.message}"
         if self.hint:
             text += f" ({self.hint})"
         return text

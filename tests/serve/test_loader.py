@@ -1,0 +1,279 @@
+"""Loading tools.yaml: strict YAML, YAML 1.1 traps, unknown keys, semantic checks, file:line:col."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers import REPO, mcp
+
+from mcpcli.serve.model import ToolsFileError, load_config, parse_config
+
+HEAD = "version: 1\n"
+
+
+def problems(text: str, environ: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ToolsFileError) as info:
+        parse_config(textwrap.dedent(text).encode(), "t.yaml", environ=environ or {"PATH": "/usr/bin:/bin"})
+    return [str(p) for p in info.value.problems]
+
+
+def one_tool(body: str) -> str:
+    return HEAD + "tools:\n  - name: t\n    description: d\n" + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+def test_a_minimal_file_loads() -> None:
+    config = parse_config(one_tool("run: {argv: [echo, hi]}\n"), "t.yaml")
+    assert list(config.tools) == ["t"]
+    assert config.tools["t"].listing()["inputSchema"] == {
+        "type": "object", "properties": {}, "additionalProperties": False}
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "where", "fragment"),
+    [
+        # YAML 1.1 booleans: rejected with a suggestion, never silently converted.
+        (one_tool("params:\n  x: {type: string, default: no}\nrun: {argv: [echo]}\n"), "t.yaml:6:34",
+         "unquoted 'no' is ambiguous"),
+        (one_tool("params:\n  x: {type: string, enum: [yes, off]}\nrun: {argv: [echo]}\n"), "t.yaml:6:32",
+         "unquoted 'yes'"),
+        (HEAD + "on: 1\n", "t.yaml:2:1", "unquoted 'on'"),
+        # Octal-looking, base-60, underscores, dates.
+        (one_tool("params:\n  mode: {type: string, default: 0777}\nrun: {argv: [echo]}\n"), "t.yaml:6:37",
+         "leading 0 as octal"),
+        (one_tool("run: {argv: [echo], timeout: 1:30}\n"), "t.yaml:5:34", "base-60"),
+        (one_tool("params:\n  n: {type: integer, default: 1_000}\nrun: {argv: [echo]}\n"), "t.yaml:6:35",
+         "'1_000'"),
+        (HEAD + "server: {version: 2024-01-02}\n", "t.yaml:2:19", "unquoted date"),
+        # Duplicate keys: PyYAML would keep the last one silently.
+        (one_tool("run: {argv: [echo]}\nrun: {argv: [true]}\n"), "t.yaml:6:5", "duplicate key 'run' (first at line 5)"),
+        # Object-constructing tags.
+        (HEAD + "x-a: !!python/object/apply:os.system [id]\n", "t.yaml:2:6", "is not allowed"),
+        # An unquoted {{ x }} is a YAML mapping.
+        (one_tool("params:\n  p: {type: string}\nrun:\n  argv:\n    - echo\n    - {{ p }}\n"), "t.yaml:10:11",
+         "quote the whole value"),
+        (HEAD + "a: [1, 2\n", "t.yaml:3:1", "invalid YAML"),
+        (HEAD + "tools:\n\t- name: x\n", "t.yaml:3:1", "tab character"),
+        (HEAD + "---\nversion: 1\n", "t.yaml:3:1", "only one YAML document"),
+    ],
+)
+def test_yaml_traps_are_errors_with_positions(yaml_text: str, where: str, fragment: str) -> None:
+    found = problems(yaml_text)
+    assert any(p.startswith(where) and fragment in p for p in found), found
+
+
+def test_quoted_values_and_explicit_str_are_fine() -> None:
+    config = parse_config(one_tool(
+        "params:\n  x: {type: string, enum: ['yes', !!str no, \"0777\"], default: 'yes'}\nrun: {argv: [echo]}\n"),
+        "t.yaml")
+    assert config.tools["t"].params["x"].schema["enum"] == ["yes", "no", "0777"]
+
+
+def test_billion_laughs_fails_fast() -> None:
+    lines = [HEAD, "x-a: &a [1,1,1,1,1,1,1,1,1,1]\n"]
+    prev = "a"
+    for name in "bcdefghij":
+        lines.append(f"x-{name}: &{name} [" + ",".join(f"*{prev}" for _ in range(10)) + "]\n")
+        prev = name
+    found = problems("".join(lines))
+    assert any("billion laughs" in p for p in found)
+
+
+def test_unknown_key_suggests_the_right_one() -> None:
+    found = problems(one_tool("run: {argv: [echo], timout: 5s}\n"))
+    assert found == ["t.yaml:5:25: error: tool 't': run.timout: unknown key 'timout' (did you mean 'timeout'?)"]
+
+
+def test_wrong_type_hints_at_quoting() -> None:
+    found = problems(HEAD + "server: {name: x, version: 1.10}\n")
+    assert found == ["t.yaml:2:28: error: server.version: expected text, got a number (quote it: '1.10')"]
+
+
+def test_every_error_is_reported_not_just_the_first() -> None:
+    found = problems(HEAD + "tools:\n  - name: a\n    descripton: x\n    run: {argv: [echo]}\n  - name: 'b c'\n"
+                     "    description: y\n    run: {argv: [echo]}\n")
+    assert len(found) >= 3
+    assert any("descripton" in p and "did you mean 'description'" in p for p in found)
+    assert any("'b c'" in p for p in found)
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ("params:\n  x: {type: string}\nrun: {script: 'echo {{ x }}'}\n", "not allowed in a shell script"),
+        ("run: {argv: [echo, '{{ nope }}']}\n", "unknown placeholder {{ nope }}"),
+        ("params:\n  x: {type: string}\nrun: {argv: [echo, '{{ x | upper }}']}\n", "is not a placeholder"),
+        ("params:\n  x: {type: string}\nrun: {argv: [echo], env: {LD_PRELOAD: '{{ x }}'}}\n",
+         "cannot be mapped into LD_PRELOAD"),
+        ("params:\n  x: {type: string}\nrun: {argv: [echo], env: {BASH_ENV: '{{ x }}'}}\n",
+         "cannot be mapped into BASH_ENV"),
+        ("params:\n  x: {type: string}\nrun: {argv: [echo], env: {PATH: 'a:{{ x }}'}}\n", "cannot be mapped into PATH"),
+        ("run: {argv: [echo], inherit_env: [LD_PRELOAD]}\n", "inheriting LD_PRELOAD"),
+        ("run: {argv: [echo], env: {MCP_ARG_X: y}}\n", "reserved for mcpcli"),
+        ("params:\n  n: {type: integer, default: 5, maximum: 3}\nrun: {argv: [echo]}\n", "the default 5 is invalid"),
+        ("params:\n  Foo-Bar: {type: string}\nrun: {argv: [echo]}\n", "must be letters, digits and _"),
+        ("params:\n  mcp: {type: string}\nrun: {argv: [echo]}\n", "is reserved"),
+        ("params:\n  ab: {type: string}\n  AB: {type: string}\nrun: {argv: [echo]}\n", "both map to MCP_ARG_AB"),
+        ("params:\n  p: {type: string, pattern: '(['}\nrun: {argv: [echo]}\n", "invalid regular expression"),
+        ("run: {argv: [echo], env: {T: {secret: NOPE}}}\n", "unknown secret 'NOPE'"),
+        ("params:\n  a: {type: array}\nrun: {argv: [echo, 'x{{ a }}']}\n", "can only be a whole element"),
+        ("params:\n  p: {type: string}\nrun: {argv: ['{{ p }}']}\n", "must be fixed text"),
+        ("run: {argv: [echo], script: x}\n", "exactly one of argv"),
+        ("mock: {text: hi}\nrun: {argv: [echo]}\n", "exactly one of run"),
+        ("run: {argv: [echo]}\noutput: {format: image}\n", "needs a mime_type"),
+        ("run: {argv: [echo]}\noutput: {schema: {type: object}}\n", "goes with format: json"),
+        ("run: {argv: [echo], timeout: 2h}\n", "exceeds limits.max_timeout"),
+    ],
+)
+def test_semantic_errors(body: str, fragment: str) -> None:
+    found = problems(one_tool(body))
+    assert any(fragment in p for p in found), found
+    assert all(re.match(r"^t\.yaml:\d+:\d+: error: ", p) for p in found), found
+
+
+def test_duplicate_tool_names() -> None:
+    found = problems(HEAD + "tools:\n  - {name: a, description: x, mock: {text: a}}\n"
+                     "  - {name: a, description: y, mock: {text: b}}\n")
+    assert found == ["t.yaml:4:12: error: tool 'a': name: duplicate tool name 'a'"]
+
+
+def test_tool_names_follow_the_spec() -> None:
+    found = problems(HEAD + "tools:\n  - {name: 'has space', description: x, mock: {text: a}}\n"
+                     f"  - {{name: '{'x' * 129}', description: x, mock: {{text: a}}}}\n")
+    assert len(found) == 2
+
+
+def test_secrets_missing_and_present(tmp_path: Path) -> None:
+    text = HEAD + "secrets:\n  TOKEN: {from_env: MY_TOKEN}\n"
+    assert any("MY_TOKEN is not set" in p for p in problems(text, {}))
+    config = parse_config(text, "t.yaml", environ={"MY_TOKEN": "s3cret-value"})
+    assert config.secrets == {"TOKEN": "s3cret-value"}
+    (tmp_path / "tok").write_text("from-file\n")
+    config = parse_config(HEAD + "secrets:\n  T: {from_file: tok}\n", str(tmp_path / "t.yaml"))
+    assert config.secrets == {"T": "from-file"}
+    optional = parse_config(HEAD + "secrets:\n  T: {from_env: NOPE, required: false}\n", "t.yaml", environ={})
+    assert optional.secrets == {}
+
+
+def test_env_interpolation() -> None:
+    text = HEAD + "server: {name: '${NAME}', version: '${VER:-9}'}\ntools:\n  - name: t\n    description: '${X}'\n" \
+                  "    run: {script: 'echo ${HOME}'}\n"
+    config = parse_config(text, "t.yaml", environ={"NAME": "svc"})
+    assert config.server == {"name": "svc", "version": "9"}
+    # Descriptions and shell scripts are content: never interpolated.
+    assert config.tools["t"].description == "${X}"
+    assert config.tools["t"].run.script == "echo ${HOME}"
+    found = problems(HEAD + "server: {name: '${NOPE_NOT_SET}'}\n", {})
+    assert found == ["t.yaml:2:16: error: environment variable NOPE_NOT_SET is not set "
+                     "(export it, or write ${NOPE_NOT_SET:-default})"]
+    escaped = parse_config(HEAD + "server: {name: '$${LITERAL}'}\n", "t.yaml", environ={})
+    assert escaped.server["name"] == "${LITERAL}"
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        (b"", "the file is empty"),
+        (b"version: 1\nserver: {name: \xff}\n", "not UTF-8"),
+        (b"- a\n- b\n", "must be a mapping"),
+        (b"tools: []\n", "missing required key 'version'"),
+        (b"version: 2\n", "must be 1"),
+    ],
+)
+def test_file_level_errors(data: bytes, fragment: str) -> None:
+    with pytest.raises(ToolsFileError) as info:
+        parse_config(data, "t.yaml")
+    assert fragment in str(info.value.problems[0])
+
+
+def test_bom_and_crlf_are_accepted() -> None:
+    config = parse_config(b"\xef\xbb\xbfversion: 1\r\ntools:\r\n  - {name: a, description: x, mock: {text: a}}\r\n",
+                          "t.yaml")
+    assert list(config.tools) == ["a"]
+
+
+def test_disabled_tools_do_not_exist() -> None:
+    config = parse_config(HEAD + "tools:\n  - {name: a, description: x, mock: {text: a}, enabled: false}\n", "t.yaml")
+    assert config.tools == {}
+
+
+def test_missing_program_is_a_warning(tmp_path: Path) -> None:
+    config = parse_config(one_tool("run: {argv: [no-such-program-xyz]}\n"), str(tmp_path / "t.yaml"),
+                          environ={"PATH": "/usr/bin:/bin"})
+    assert any("no-such-program-xyz" in str(w) and "not found on PATH" in str(w) for w in config.warnings)
+
+
+def test_published_schema_is_anchored_and_closed() -> None:
+    config = parse_config(one_tool(
+        "params:\n  name: {type: string, pattern: '[a-z]+'}\n  dir: {type: path, default: '.'}\nrun: {argv: [echo]}\n"),
+        "t.yaml")
+    schema = config.tools["t"].input_schema
+    assert schema["properties"]["name"]["pattern"] == "^(?:[a-z]+)$"
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["name"]
+
+
+# -- the CLI ---------------------------------------------------------------------------
+
+
+def test_check_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HEAD + "tools:\n  - name: a\n    descripton: x\n    run: {argv: [echo], timout: 1}\n")
+    result = mcp("serve", "--check", str(bad))
+    assert result.code == 2, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert f"{bad}:4:5: error: tool 'a': descripton: unknown key 'descripton' (did you mean 'description'?)" in lines
+    assert any(line.startswith(f"{bad}:5:25: error:") and "timout" in line for line in lines)
+    assert "Traceback" not in result.stderr
+
+
+def test_check_accepts_the_example() -> None:
+    result = mcp("serve", "--check", str(REPO / "examples" / "tools.yaml"))
+    assert result.code == 0, result
+    assert "valid (7 tools, 3 resources, 2 prompts)" in result.stderr
+
+
+def test_check_on_missing_file() -> None:
+    result = mcp("serve", "--check", "/nonexistent/tools.yaml")
+    assert result.code == 2
+    assert "no such file" in result.stderr
+
+
+def test_print_schema_is_the_format_schema_and_validates_the_example() -> None:
+    import jsonschema
+    import yaml
+
+    result = mcp("serve", "--print-schema")
+    assert result.code == 0
+    schema = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    example = yaml.safe_load((REPO / "examples" / "tools.yaml").read_text())
+    jsonschema.validate(example, schema)
+
+
+def test_bundled_example_is_the_examples_file() -> None:
+    from mcpcli.serve import example_path
+
+    assert Path(example_path()).read_bytes() == (REPO / "examples" / "tools.yaml").read_bytes()
+    result = mcp("serve", "--print-example")
+    assert result.code == 0
+    assert result.stdout == (REPO / "examples" / "tools.yaml").read_text()
+
+
+def test_yaml_target_with_errors_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HEAD + "tools:\n  - name: a\n    description: x\n    run: {argv: [echo], timeout: yes}\n")
+    result = mcp("tools", "list", str(bad))
+    assert result.code == 2, result
+    assert f"mcp: error: {bad}:5:34: unquoted 'yes' is ambiguous" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_load_config_reads_files(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(HEAD)
+    assert load_config(path).tools == {}
