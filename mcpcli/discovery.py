@@ -180,7 +180,12 @@ def _loads_lenient(text: str) -> Any:
 
 
 def _strip_jsonc(text: str) -> str:
-    """Remove // and /* */ comments and trailing commas outside strings."""
+    """Remove // and /* */ comments, then trailing commas, outside strings."""
+    return _scan(_scan(text, comments=True), comments=False)
+
+
+def _scan(text: str, *, comments: bool) -> str:
+    """One string-aware pass: drop comments, or drop commas that precede `]` or `}`."""
     out: list[str] = []
     i, n = 0, len(text)
     in_string = False
@@ -192,28 +197,24 @@ def _strip_jsonc(text: str) -> str:
                 out.append(text[i + 1])
                 i += 2
                 continue
-            if ch == '"':
-                in_string = False
+            in_string = ch != '"'
             i += 1
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_string = True
             out.append(ch)
             i += 1
-        elif text.startswith("//", i):
+        elif comments and text.startswith("//", i):
             end = text.find("\n", i)
             i = n if end < 0 else end
-        elif text.startswith("/*", i):
+        elif comments and text.startswith("/*", i):
             end = text.find("*/", i + 2)
             i = n if end < 0 else end + 2
-        elif ch == ",":
+        elif not comments and ch == ",":
             j = i + 1
             while j < n and text[j] in " \t\r\n":
                 j += 1
-            if j < n and text[j] in "]}":
-                i += 1
-                continue
-            out.append(ch)
+            if j >= n or text[j] not in "]}":
+                out.append(ch)
             i += 1
         else:
             out.append(ch)
