@@ -24,6 +24,8 @@ __all__ = ["ArgumentProblems", "Prepared", "build_command", "check_arguments"]
 
 JSON = dict[str, Any]
 MAX_PROBLEMS = 20
+#: Longer values are not exported as MCP_ARG_* when the tool reads its arguments on stdin.
+ENV_VALUE_LIMIT = 64 * 1024
 
 
 class ArgumentProblems(Exception):
@@ -226,7 +228,12 @@ def build_command(
             env[name] = text
     for name, param in params.items():
         if name in values and values[name] is not None:
-            env[param.env_name] = templating.stringify(values[name])
+            text = templating.stringify(values[name])
+            # Linux caps one environment string at 128 KiB; a value that also
+            # travels on stdin is not worth an E2BIG.
+            if len(text) > ENV_VALUE_LIMIT and spec.stdin != "none":
+                continue
+            env[param.env_name] = text
     env.update(extra_env)
     stdin: bytes | None = None
     if spec.stdin == "json":

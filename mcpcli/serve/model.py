@@ -626,7 +626,9 @@ def _explain(error: Any, data: JSON, marks: Marks) -> list[Problem]:
             if best is not None:
                 return _explain(best, data, marks)
             message = "has an unexpected form"
-        return [marks.problem(path, f"{where}: {message}")]
+        plain = marks.plain.get(path)
+        hint = f"quote it: '{plain}'" if plain is not None and not isinstance(error.instance, str) else None
+        return [marks.problem(path, f"{where}: {message}, got {_json_type(error.instance)}", hint)]
     if validator == "pattern":
         message = schema.get("errorMessage") or f"{error.instance!r} does not match {error.validator_value}"
         return [marks.problem(path, f"{where}: {message}")]
