@@ -264,7 +264,7 @@ async def test_child_environment_is_an_allow_list(tmp_path: Path, make_backend: 
     assert set(env) - {"FIXED", "FROM_PARAM", "TOKEN", "EXTRA_OK"} <= {
         "PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "MCP_ARG_V", "MCP_TOOL",
         "MCP_CONFIG_DIR", "MCP_PROTOCOL_VERSION", "MCP_CLIENT_CAPABILITIES", "MCP_SCRIPT_SOCKET",
-        "MCP_SCRIPT_TOKEN", "MCP_SCRIPT", "PWD", "SHLVL", "_", "LC_CTYPE"}
+        "MCP_SCRIPT_TOKEN", "MCP_SCRIPT", "PWD", "SHLVL", "_"}
     # The secret is masked wherever the tool echoes it.
     assert "tok-123456" not in text_of(result)
 
