@@ -274,9 +274,12 @@ def _complete_target(ctx: click.Context, param: click.Parameter, incomplete: str
 
     from mcpcli.cli._complete import server_names
 
-    items: list[Any] = [CompletionItem(n) for n in server_names() if n.startswith(incomplete)]
+    # The file item goes first: click's bash script resets its replies on a file item,
+    # so server names must follow it (bash then falls back to files only when none match).
+    items: list[Any] = []
     if not incomplete.startswith(("http:", "https:")):
         items.append(CompletionItem(incomplete, type="file"))
+    items.extend(CompletionItem(n) for n in server_names() if n.startswith(incomplete))
     return items
 
 

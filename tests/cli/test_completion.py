@@ -1,0 +1,112 @@
+"""Shell completion: click's completion protocol through the real command, and in real bash."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, mcp
+
+
+def complete(*words: str, shell: str = "bash") -> list[str]:
+    """What `mcp` offers for the last word (protocol level, as the shell scripts ask)."""
+    env = {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(len(words) - 1),
+           "_MCP_COMPLETE": f"{shell}_complete"}
+    r = mcp(env=env)
+    assert r.code == 0, r
+    return [line for line in r.stdout.splitlines() if line]
+
+
+@pytest.fixture
+def config(isolated_env: Path) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "mcpcli" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"mcpServers": {"alpha": {"command": "a"}, "beta": {"url": "https://b/mcp"},
+                                               "gamma": {"command": "g"}}}))
+    return path
+
+
+def test_commands_and_subcommands() -> None:
+    assert "plain,tools" in complete("mcp", "to")
+    assert complete("mcp", "resources", "") == [
+        "plain,list", "plain,read", "plain,subscribe", "plain,templates"]
+
+
+def test_options() -> None:
+    offered = complete("mcp", "tools", "call", "--ti")
+    assert offered == ["plain,--timeout"]
+
+
+def test_server_names_from_our_config(config: Path) -> None:
+    offered = complete("mcp", "tools", "list", "")
+    assert offered == ["file,", "plain,alpha", "plain,beta", "plain,gamma"]
+    assert complete("mcp", "ping", "g") == ["file,g", "plain,gamma"]
+    assert complete("mcp", "ping", "https://x") == []
+
+
+def test_server_names_from_other_clients(config: Path, fake_home: Path) -> None:
+    (fake_home / ".cursor").mkdir()
+    (fake_home / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"cursed": {"command": "c"}}}))
+    assert "plain,cursed" in complete("mcp", "info", "c")
+
+
+def test_servers_show_completes_names(config: Path) -> None:
+    assert complete("mcp", "servers", "show", "a") == ["plain,alpha"]
+
+
+@pytest.mark.peer
+def test_tool_names_come_from_the_last_tools_list(isolated_env: Path, everything: list[str]) -> None:
+    assert mcp("servers", "add", "ev", "--", *everything).code == 0
+    assert complete("mcp", "tools", "call", "ev", "get-") == []  # nothing cached yet: never connects
+    r = mcp("tools", "list", "ev", "-q")
+    assert r.code == 0, r
+    offered = complete("mcp", "tools", "call", "ev", "get-")
+    assert "plain,get-sum" in offered and "plain,get-tiny-image" in offered
+    assert all(item.startswith("plain,get-") for item in offered)
+
+
+def test_completion_command_prints_the_committed_scripts() -> None:
+    for shell, name in (("bash", "mcp.bash"), ("zsh", "_mcp"), ("fish", "mcp.fish")):
+        r = mcp("completion", shell)
+        assert r.code == 0, r
+        assert r.stdout == (REPO / "completions" / name).read_text(), f"{shell}: run scripts/gen-completions"
+
+
+def test_completion_rejects_unknown_shells() -> None:
+    r = mcp("completion", "tcsh")
+    assert r.code == 2
+    assert "'tcsh' is not one of" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_in_real_bash(config: Path, tmp_path: Path) -> None:
+    """Source the committed script and run its completion function as bash would on TAB."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    launcher = bindir / "mcp"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m mcpcli "$@"\n')
+    launcher.chmod(0o755)
+    script = f"""
+        source {REPO / "completions" / "mcp.bash"}
+        compopt() {{ :; }}   # only valid while bash itself is completing
+        try() {{
+            COMP_WORDS=("$@"); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); COMPREPLY=()
+            _mcp_completion mcp
+            echo "${{COMPREPLY[*]}}"
+        }}
+        try mcp pro
+        try mcp prompts g
+        try mcp tools list al
+        try mcp servers remove ""
+    """
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["prompts", "get", "alpha", "alpha beta gamma"]
