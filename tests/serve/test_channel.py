@@ -1,0 +1,124 @@
+"""The side channel: `mcp script progress|log|elicit|sample|roots|ask` from a served script."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from helpers import mcp
+
+from serve.util import FakeContext, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+def script_tool(name: str, script: str) -> str:
+    body = "\n".join("          " + line for line in script.strip("\n").splitlines())
+    return f"""
+  - name: {name}
+    description: uses the side channel
+    run:
+      shell: sh
+      script: |
+{body}
+"""
+
+
+def answers(requests: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in requests.items():
+        method = item["method"]
+        if method == "elicitation/create":
+            message = item["params"]["message"]
+            if "decline" in message:
+                out[key] = {"action": "decline"}
+            else:
+                out[key] = {"action": "accept", "content": {"name": "Ada", "age": 36}}
+        elif method == "sampling/createMessage":
+            prompt = item["params"]["messages"][0]["content"]["text"]
+            out[key] = {"role": "assistant", "content": {"type": "text", "text": f"echo: {prompt}"}, "model": "m"}
+        else:
+            out[key] = {"roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}]}
+    return out
+
+
+async def test_progress_and_log(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("work", """
+mcp script progress 1 4 --message "step one"
+mcp script progress 0.5 4                 # goes backwards: ignored
+mcp script progress 4 4
+( mcp script log warning "from a grandchild" )
+mcp script log info '{"k": [1, 2]}' --json --logger custom
+echo result
+"""))
+    ctx = FakeContext()
+    result = await backend.call_tool("work", {}, ctx)
+    assert text_of(result) == "result\n"
+    assert ctx.of("progress") == [("progress", 1, 4, "step one"), ("progress", 4, 4, None)]
+    assert ctx.of("log") == [("log", "warning", "from a grandchild", "work"), ("log", "info", {"k": [1, 2]}, "custom")]
+
+
+async def test_elicit_sample_roots_and_ask(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("ask", """
+mcp script elicit "Who are you?" --field name --field age:integer --key who
+mcp script elicit "Name only" --field name --content
+mcp script elicit "please decline" --field name || echo "declined: $?"
+mcp script sample "2+2?" --max-tokens 5
+mcp script roots --uris
+mcp script ask '{"r": {"method": "roots/list"}}'
+"""))
+    ctx = FakeContext(answers=answers)
+    result = await backend.call_tool("ask", {}, ctx)
+    lines = text_of(result).splitlines()
+    assert json.loads(lines[0]) == {"action": "accept", "content": {"name": "Ada", "age": 36}}
+    assert json.loads(lines[1]) == {"name": "Ada", "age": 36}
+    assert json.loads(lines[2]) == {"action": "decline"}
+    assert lines[3] == "declined: 1"
+    assert lines[4] == "echo: 2+2?"
+    assert lines[5:7] == ["file:///a", "file:///b"]
+    assert json.loads(lines[7]) == {"r": {"roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}]}}
+    first = ctx.of("ask")[0][1]
+    assert first == {"who": {"method": "elicitation/create", "params": {
+        "message": "Who are you?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                            "required": ["name", "age"]}}}}
+    sample = ctx.of("ask")[3][1]["sample"]
+    assert sample == {"method": "sampling/createMessage", "params": {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 5}}
+
+
+async def test_a_client_without_the_capability(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("ask", """
+mcp script elicit "Name?" --field name
+echo "status $?"
+""") + "    output: {stderr: always}\n")
+    result = await backend.call_tool("ask", {}, FakeContext(capabilities={}))
+    assert text_of(result) == "status 4\n\nstderr:\nmcp script: error: the client did not declare elicitation"
+
+
+async def test_usage_errors_inside_a_call(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("bad", """
+mcp script progress lots; echo "a $?"
+mcp script log loud hi; echo "b $?"
+mcp script ask '[1]'; echo "c $?"
+mcp script ask '{"x": {"method": "tools/call"}}'; echo "d $?"
+MCP_SCRIPT_TOKEN=forged mcp script progress 1; echo "e $?"
+"""))
+    result = await backend.call_tool("bad", {}, FakeContext())
+    out = result["content"][0]["text"]
+    assert out.splitlines() == ["a 2", "b 2", "c 2", "d 2", "e 2"]
+
+
+def test_outside_a_served_call_is_a_clear_usage_error() -> None:
+    result = mcp("script", "progress", "1", "2", env={"MCP_SCRIPT_SOCKET": "", "MCP_SCRIPT_TOKEN": ""})
+    assert result.code == 2
+    assert result.stderr == "mcp script: error: not inside a call served by `mcp serve` (MCP_SCRIPT_SOCKET is not set)\n"
+    assert result.stdout == ""
+
+
+def test_script_help_lists_the_commands() -> None:
+    result = mcp("script", "--help")
+    assert result.code == 0
+    for word in ("progress", "log", "elicit", "sample", "roots", "ask"):
+        assert word in result.stdout
