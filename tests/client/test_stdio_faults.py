@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import fake_server, mcp
 
 
@@ -116,3 +118,120 @@ def test_server_env_is_scrubbed(tmp_path: Path) -> None:
     assert "AWS_SECRET_ACCESS_KEY" not in r.stderr and "BASH_FUNC" not in r.stderr
     assert "'VISIBLE'" in r.stderr and "'PATH'" in r.stderr
     assert os.environ.get("AWS_SECRET_ACCESS_KEY") is None
+
+
+# -- bad input: exit 2 and nothing sent ---------------------------------------------------
+
+
+def _sent(log: Path) -> list[str]:
+    if not log.exists():
+        return []
+    return [json.loads(line).get("method") for line in log.read_text().splitlines()]
+
+
+def test_unknown_tool_exits_2_without_calling(tmp_path: Path) -> None:
+    log = tmp_path / "received.jsonl"
+    r = mcp("tools", "call", "ehco", "--", *fake_server("--record", str(log)))
+    assert r.code == 2, r
+    assert "unknown tool 'ehco'" in r.stderr and "did you mean echo" in r.stderr
+    assert "tools/call" not in _sent(log)
+
+
+def test_schema_violation_exits_2_naming_the_field_and_sends_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "received.jsonl"
+    r = mcp("tools", "call", "echo", "--arg", "message:=5", "--", *fake_server("--record", str(log)))
+    assert r.code == 2, r
+    assert "argument 'message'" in r.stderr and "is not of type 'string'" in r.stderr
+    assert "tools/call" not in _sent(log)
+    r = mcp("tools", "call", "echo", "--", *fake_server("--record", str(log)))
+    assert r.code == 2 and "'message' is required" in r.stderr
+    assert "tools/call" not in _sent(log)
+    # --no-validate sends what it was given; the server decides.
+    r = mcp("tools", "call", "echo", "--arg", "message:=5", "--no-validate", "--",
+            *fake_server("--record", str(log)))
+    assert r.code == 0, r
+    assert "tools/call" in _sent(log)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--args", "{not json"), "--args: invalid JSON"),
+        (("--args", "[1]"), "--args: expected a JSON object"),
+        (("--arg", "novalue"), "expected key=value"),
+        (("--arg", "message=@/no/such/file"), "no such file"),
+        (("--jq", ".[", "--arg", "message=x"), "--jq:"),
+        (("--raw", "--arg", "message=x"), "--raw only applies with --jq"),
+        (("--json", "--jsonl", "--arg", "message=x"), "cannot be used together"),
+        (("--timeout", "0", "--arg", "message=x"), "--timeout"),
+    ],
+)
+def test_bad_flags_exit_2_before_anything_is_sent(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    log = tmp_path / "received.jsonl"
+    r = mcp("tools", "call", "echo", *args, "--", *fake_server("--record", str(log)))
+    assert r.code == 2, r
+    assert message in r.stderr
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    assert "tools/call" not in _sent(log)
+
+
+def test_errors_are_json_objects_with_json_output(tmp_path: Path) -> None:
+    r = mcp("tools", "call", "echo", "--json", "--", *fake_server())
+    assert r.code == 2
+    error = json.loads(r.stderr.strip().splitlines()[-1])["error"]
+    assert error["exitCode"] == 2 and error["type"] == "validation" and "message" in error["message"]
+
+
+def test_a_method_the_server_lacks_exits_5() -> None:
+    r = mcp("prompts", "list", "--", *fake_server())
+    assert r.code == 5, r
+    assert "Method not found (code -32601)" in r.stderr
+
+
+def test_a_request_that_is_never_answered_times_out_on_every_command() -> None:
+    for args in (("prompts", "list"), ("resources", "read", "x://y"), ("complete", "--prompt", "p", "a")):
+        r = mcp(*args, "--timeout", "0.3", "--", *fake_server("--silent-probe"),
+                env={"MCP_PROBE_TIMEOUT": "0.2"})
+        assert r.code == 124, (args, r)
+        assert "timed out" in r.stderr
+
+
+def test_info_against_a_server_that_dies_exits_4() -> None:
+    r = mcp("info", "--", *fake_server("--exit-before-init", "9"))
+    assert r.code == 4, r
+    assert "server exited with code 9" in r.stderr
+
+
+def test_a_closed_stdout_pipe_is_not_an_error(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpcli", "tools", "list", "--jsonl", "--", *fake_server()],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `mcp ... | head -0`
+    _, err = proc.communicate(timeout=30)
+    # Quietly, without a traceback. (click turns EPIPE into exit 1 before main() sees it.)
+    assert proc.returncode in (0, 1), err
+    assert err == b""
+
+
+@pytest.mark.peer
+def test_ctrl_c_ends_a_subscription_with_unsubscribe_and_exit_130(peers: object) -> None:
+    from helpers import Peers
+
+    assert isinstance(peers, Peers)
+    argv = [sys.executable, "-m", "mcpcli", "resources", "subscribe",
+            "demo://resource/static/document/features.md", "--trace", "-q", "--", *peers.everything_stdio()]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = ""
+    for line in proc.stderr:  # bounded by the subscription starting (or the process ending)
+        seen += line
+        if "watching 1 resource" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=15)
+    seen += err
+    assert proc.returncode == 130, seen
+    assert '"method":"resources/unsubscribe"' in seen
+    assert out == ""
