@@ -95,6 +95,7 @@ class ToolsBackend:
         self._channels = ChannelDirectory()
         self._file_stamp = _stamp(self.path)
         self._resource_stamps: dict[str, Any] = {}
+        self._check_resource_files()
 
     # -- identity and capabilities -----------------------------------------------------
 

@@ -1,0 +1,129 @@
+"""Reloading: valid edits swap the snapshot and announce changes; invalid ones keep the last good one."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from helpers import mcp
+
+from mcpcli.errors import RPCError
+from serve.util import FakeContext, text_of
+
+pytestmark = pytest.mark.anyio
+
+V1 = """version: 1
+tools:
+  - {name: a, description: first, mock: {text: one}}
+"""
+V2 = """version: 1
+tools:
+  - {name: b, description: second, mock: {text: two}}
+"""
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Save like an editor: write a temp file and rename it over the original."""
+    tmp = path.with_name(path.name + ".swp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+async def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await anyio.sleep(0.02)
+
+
+async def test_reload_swaps_and_reports_what_changed(make_backend: Any, tmp_path: Path) -> None:
+    logs: list[str] = []
+    backend = make_backend(V1, log=logs.append)
+    changes: list[tuple[str, Any]] = []
+    backend.set_change_listener(lambda kind, uri: changes.append((kind, uri)))
+    path = tmp_path / "tools.yaml"
+
+    path.write_text(V1 + "# a comment only\n")
+    assert backend.reload() is False
+    assert changes == []
+
+    path.write_text(V2)
+    assert backend.reload() is True
+    assert changes == [("tools", None)]
+    assert [t["name"] for t in await backend.list_tools()] == ["b"]
+    with pytest.raises(RPCError) as info:
+        await backend.call_tool("a", {}, FakeContext())
+    assert info.value.code == -32602
+
+    path.write_text(V2.replace("mock: {text: two}", "mock: {text: two}, timout: 3"))
+    assert backend.reload() is False
+    assert [t["name"] for t in await backend.list_tools()] == ["b"]
+    assert any("reload failed" in line for line in logs)
+    assert any(f"{path}:3:" in line and "timout" in line for line in logs)
+
+
+async def test_a_call_in_flight_finishes_with_its_snapshot(make_backend: Any, tmp_path: Path) -> None:
+    first = """version: 1
+tools:
+  - name: slow
+    description: old
+    run: {shell: sh, script: "touch started; while [ ! -e go ]; do sleep 0.02; done; echo old"}
+"""
+    backend = make_backend(first)
+    results: list[Any] = []
+
+    async def call() -> None:
+        results.append(await backend.call_tool("slow", {}, FakeContext()))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await wait_for(lambda: (tmp_path / "started").exists())
+        (tmp_path / "tools.yaml").write_text(first.replace("echo old", "echo new"))
+        assert backend.reload() is False  # same listing: no announcement
+        (tmp_path / "go").write_text("")
+    assert text_of(results[0]) == "old\n"
+    assert text_of(await backend.call_tool("slow", {}, FakeContext())) == "new\n"
+
+
+async def test_watch_sees_atomic_saves_and_recreated_files(make_backend: Any, tmp_path: Path) -> None:
+    logs: list[str] = []
+    backend = make_backend(V1, log=logs.append)
+    changes: list[str] = []
+    backend.set_change_listener(lambda kind, uri: changes.append(kind))
+    path = tmp_path / "tools.yaml"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(backend.watch, 0.05)
+        write_atomically(path, V2)
+        await wait_for(lambda: changes == ["tools"])
+        path.unlink()
+        await wait_for(lambda: any("disappeared" in line for line in logs))
+        path.write_text(V1.replace("first", "third") + "prompts:\n  - {name: p, messages: [{text: hi}]}\n")
+        await wait_for(lambda: changes == ["tools", "tools", "prompts"])
+        tg.cancel_scope.cancel()
+    assert [t["description"] for t in await backend.list_tools()] == ["third"]
+
+
+async def test_subscribed_file_resources_announce_updates(make_backend: Any, tmp_path: Path) -> None:
+    (tmp_path / "state.txt").write_text("v1")
+    backend = make_backend("version: 1\nresources:\n  - {uri: 'mem://state', name: s, file: state.txt, subscribe: true}\n")
+    updates: list[tuple[str, Any]] = []
+    backend.set_change_listener(lambda kind, uri: updates.append((kind, uri)))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(backend.watch, 0.05)
+        (tmp_path / "state.txt").write_text("version two")
+        await wait_for(lambda: ("resource", "mem://state") in updates)
+        tg.cancel_scope.cancel()
+
+
+def test_watch_refuses_a_world_writable_file(tmp_path: Path) -> None:
+    path = tmp_path / "tools.yaml"
+    path.write_text(V1)
+    path.chmod(0o666)
+    result = mcp("serve", "--watch", str(path))
+    assert result.code == 2
+    assert "writable by every user" in result.stderr
