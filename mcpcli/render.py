@@ -167,16 +167,24 @@ def _extension(mime: str | None) -> str:
 
 
 def _save(data: bytes, save_dir: str, stem: str, mime: str | None) -> Path:
+    """Write `data` to a new file in `save_dir`, named from `stem` (a server-given name is
+    reduced to safe characters and never replaces an existing file)."""
     directory = Path(save_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    ext = _extension(mime)
     stem = _SAFE_NAME.sub("_", stem).strip("._") or "content"
-    path = directory / f"{stem}{ext}"
-    n = 1
-    while path.exists():
-        path = directory / f"{stem}-{n}{ext}"
-        n += 1
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    suffix = Path(stem).suffix
+    if suffix and 1 < len(suffix) <= 6:  # the server's own name already has an extension
+        stem, ext = stem[: -len(suffix)], suffix
+    else:
+        ext = _extension(mime)
+    n = 0
+    while True:
+        path = directory / (f"{stem}{ext}" if n == 0 else f"{stem}-{n}{ext}")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            break
+        except FileExistsError:
+            n += 1
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     return path

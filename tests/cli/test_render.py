@@ -1,0 +1,168 @@
+"""Human renderings (in process): every content type, sanitising, saving, and the output modes."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from mcpcli import render
+from mcpcli.cli._app import App
+from mcpcli.errors import UsageError
+from mcpcli.output import Output, sanitize
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()
+WAV = base64.b64encode(b"RIFF" + b"\x00" * 40).decode()
+
+
+def shown(fn: Any, *args: Any) -> str:
+    buf = io.StringIO()
+    fn(Console(file=buf, width=120, markup=False, highlight=False, color_system=None), *args)
+    return buf.getvalue()
+
+
+def test_every_content_type_of_a_tool_result(tmp_path: Path) -> None:
+    result = {"content": [
+        {"type": "text", "text": "line one\nline two"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"},
+        {"type": "audio", "data": WAV, "mimeType": "audio/wav", "annotations": {"audience": ["user"]}},
+        {"type": "resource_link", "uri": "file:///a.txt", "name": "a", "mimeType": "text/plain",
+         "description": "The A file"},
+        {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "embedded text"}},
+        {"type": "resource", "resource": {"uri": "file:///c.bin", "blob": PNG, "mimeType": "image/png"}},
+        {"type": "future-type", "x": 1},
+    ]}
+    text = shown(render.call_result, result)
+    assert "line one\nline two" in text
+    assert "[image image/png, 32 B] (use --save-dir DIR to save it)" in text
+    assert "[audio audio/wav, 44 B] (use --save-dir DIR to save it) (for user)" in text
+    assert "→ file:///a.txt  a [text/plain]" in text and "The A file" in text
+    assert "[resource file:///b.txt]\nembedded text" in text
+    assert "[blob image/png, 32 B]" in text
+    assert '"type": "future-type"' in text  # unknown blocks are shown as JSON, not dropped
+    assert PNG not in text  # binary never reaches the terminal
+
+    saved = shown(render.call_result, result, str(tmp_path / "out"))
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["audio-3.wav", "c.bin", "image-2.png"]
+    assert f"saved to {tmp_path / 'out' / 'image-2.png'}" in saved
+
+
+def test_structured_content_is_shown_when_no_text_carries_it() -> None:
+    text = shown(render.call_result, {"content": [], "structuredContent": {"temp": 21}})
+    assert '"temp": 21' in text
+    text = shown(render.call_result, {"content": [{"type": "text", "text": "21 degrees"}],
+                                      "structuredContent": {"temp": 21}})
+    assert '"temp"' not in text and "21 degrees" in text
+    assert "(no content)" in shown(render.call_result, {"content": []})
+
+
+def test_a_tool_error_is_labelled() -> None:
+    text = shown(render.call_result, {"content": [{"type": "text", "text": "boom"}], "isError": True})
+    assert text.startswith("the tool reported an error:\nboom")
+
+
+def test_server_text_is_sanitised_everywhere() -> None:
+    evil = "x\x1b[31mred\x07\u202eevil"
+    expected = "x\\x1b[31mred\\x07\\u202eevil"
+    assert expected in shown(render.call_result, {"content": [{"type": "text", "text": evil}]})
+    assert expected in shown(render.tools_table, {"tools": [{"name": "t", "description": evil}]})
+    assert expected in shown(render.resources_table, {"resources": [{"uri": "u", "name": evil}]})
+    assert expected in shown(render.prompts_table, {"prompts": [{"name": "p", "description": evil}]})
+    assert expected in shown(render.completion_values, {"completion": {"values": [evil]}})
+    assert expected in shown(render.server_info, {"serverInfo": {"name": evil}, "instructions": evil})
+    assert expected in shown(render.prompt_messages, {"messages": [{"role": evil, "content": {
+        "type": "text", "text": "hi"}}]})
+    assert sanitize("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert sanitize("a\nb", keep_newlines=False) == "a b"
+
+
+def test_lists_and_details() -> None:
+    text = shown(render.resources_table, {"resources": [
+        {"uri": "file:///x", "name": "x", "mimeType": "text/plain", "size": 2048, "description": "X\nmore"}]})
+    assert "URI" in text and "file:///x" in text and "text/plain 2.0 KiB" in text and "more" not in text
+    text = shown(render.templates_table, {"resourceTemplates": [{"uriTemplate": "file:///{p}", "name": "f"}]})
+    assert "file:///{p}" in text
+    text = shown(render.prompts_table, {"prompts": [{"name": "review", "arguments": [
+        {"name": "code", "required": True}, {"name": "style"}]}]})
+    assert "review(code, style?)" in text
+    assert "(no tools)" in shown(render.tools_table, {"tools": []})
+    assert "(no resources)" in shown(render.resources_table, {"resources": []})
+    assert "(no prompts)" in shown(render.prompts_table, {"prompts": []})
+
+
+def test_resource_contents_and_completion_values() -> None:
+    text = shown(render.resource_contents, {"contents": [
+        {"uri": "a://1", "text": "hello", "mimeType": "text/plain"},
+        {"uri": "a://2", "blob": PNG, "mimeType": "image/png"}]})
+    assert "[a://1 text/plain]\nhello" in text and "[blob image/png, 32 B]" in text
+    text = shown(render.completion_values, {"completion": {"values": ["a", "b"], "total": 5}})
+    assert text == "a\nb\n(3 more)\n"
+    assert "(no suggestions)" in shown(render.completion_values, {"completion": {"values": []}})
+
+
+def test_server_info_lines() -> None:
+    text = shown(render.server_info, {
+        "serverInfo": {"name": "srv", "version": "1.2", "title": "The Server"},
+        "protocolVersion": "2026-07-28", "era": "modern", "transport": "stdio",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {"listChanged": True}, "logging": {}}, "instructions": "Be nice."})
+    assert text.splitlines()[0] == "srv 1.2 — The Server"
+    assert "protocol      2026-07-28 (modern era)" in text
+    assert "capabilities  tools (listChanged), logging" in text
+    assert "instructions:\nBe nice." in text
+
+
+def test_saved_files_never_escape_the_directory_or_overwrite(tmp_path: Path) -> None:
+    result = {"contents": [{"uri": "x://../../etc/passwd", "blob": PNG, "mimeType": "image/png"},
+                           {"uri": "x://../../etc/passwd", "blob": PNG, "mimeType": "image/png"}]}
+    paths = render.save_blobs(result, str(tmp_path / "d"))
+    assert [p.parent for p in paths] == [tmp_path / "d", tmp_path / "d"]
+    assert [p.name for p in paths] == ["passwd.png", "passwd-1.png"]
+
+
+# -- output modes ---------------------------------------------------------------------------
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def app(tty: bool = False) -> App:
+    return App(stdout=FakeTTY() if tty else io.StringIO(), stderr=io.StringIO(), stdin=io.StringIO())
+
+
+def test_json_is_the_default_off_a_terminal_and_human_on_one() -> None:
+    assert Output.for_app(app()).mode == "json"
+    assert Output.for_app(app(tty=True)).mode == "human"
+    assert Output.for_app(app(tty=True), as_json=True).mode == "json"
+    assert Output.for_app(app(tty=True), jq_filter=".").mode == "json"
+
+
+def test_jsonl_spreads_list_items_and_jq_filters() -> None:
+    a = app()
+    Output.for_app(a, jsonl=True).emit({"tools": [{"name": "a"}, {"name": "b"}]}, items="tools")
+    assert a.stdout.getvalue() == '{"name":"a"}\n{"name":"b"}\n'  # type: ignore[attr-defined]
+    a = app()
+    Output.for_app(a, jq_filter=".tools[].name", raw=True).emit({"tools": [{"name": "a"}, {"name": "b"}]})
+    assert a.stdout.getvalue() == "a\nb\n"  # type: ignore[attr-defined]
+    a = app()
+    Output.for_app(a).emit({"text": "é"})
+    assert json.loads(a.stdout.getvalue()) == {"text": "é"}  # type: ignore[attr-defined]
+
+
+def test_bad_output_flags_are_usage_errors() -> None:
+    with pytest.raises(UsageError):
+        Output.for_app(app(), as_json=True, jsonl=True)
+    with pytest.raises(UsageError):
+        Output.for_app(app(), raw=True)
+    with pytest.raises(UsageError, match="--jq"):
+        Output.for_app(app(), jq_filter=".[")
+    with pytest.raises(UsageError, match="--jq"):
+        Output.for_app(app(), jq_filter=".a.b").emit({"a": 1})
