@@ -174,14 +174,22 @@ class StreamableHttpTransport:
         return kept, dropped
 
     async def open_standalone_stream(self) -> None:
-        """Open the GET stream for server-initiated messages (legacy era; idempotent)."""
+        """Open the GET stream for server-initiated messages (legacy era; idempotent).
+
+        It opens by itself after `notifications/initialized` (servers send
+        elicitation and sampling requests there); this waits until it is up.
+        """
+        self._start_standalone()
+        if self._standalone is not None:
+            with anyio.move_on_after(self.conn.connect_timeout):
+                await self._standalone.wait()
+
+    def _start_standalone(self) -> None:
         if self._sse is not None or self._tg is None or self.protocol_version is None:
             return
         if self._standalone is None:
             self._standalone = anyio.Event()
             self._tg.start_soon(self._standalone_stream, self._standalone)
-        with anyio.move_on_after(self.conn.connect_timeout):
-            await self._standalone.wait()
 
     # -- connection --------------------------------------------------------------
 
@@ -313,6 +321,8 @@ class StreamableHttpTransport:
         try:
             async with self.conn.send("POST", headers=headers, body=body) as response:
                 if 200 <= response.status < 300:
+                    if isinstance(message, Notification) and message.method == "notifications/initialized":
+                        self._start_standalone()
                     return
                 if response.status in (401, 403):
                     raise AuthError(f"{self.conn.shown}: {status_text(response.status)}")
@@ -707,10 +717,9 @@ class StreamableHttpTransport:
                             log.debug("the server offers no GET stream (405)")
                             return
                         if response.status != 200 or response.content_type != "text/event-stream":
+                            # Optional in the protocol: note it, do not bother the user.
                             raw = await response.peek()
-                            await self._deliver(
-                                self.conn.http_error(response, raw, context="for the GET stream")
-                            )
+                            log.debug("%s", self.conn.http_error(response, raw, context="for the GET stream"))
                             return
                         ready.set()
                         before = decoder.last_event_id
