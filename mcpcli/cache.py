@@ -8,10 +8,8 @@ of asking the server again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,8 @@ JSON = dict[str, Any]
 
 
 def _path(target: str, method: str) -> Path:
+    import hashlib
+
     from mcpcli.config import cache_dir
 
     key = hashlib.sha256(f"{target}\x00{method}".encode()).hexdigest()[:32]
@@ -32,14 +32,18 @@ def store(target: str, method: str, result: JSON) -> None:
     """Remember a list result; failures to write are ignored (it is only a cache)."""
     path = _path(target, method)
     record = {"target": target, "method": method, "storedAt": time.time(), "result": result}
+    tmp = path.parent / f".tmp-{os.getpid()}-{time.monotonic_ns()}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(record, fh, ensure_ascii=False)
         os.replace(tmp, path)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def remember(target: str | None, method: str, result: JSON) -> None:

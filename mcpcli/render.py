@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import mimetypes
 import os
 import re
 from pathlib import Path
@@ -163,7 +162,11 @@ def _extension(mime: str | None) -> str:
     if not mime:
         return ".bin"
     base = mime.split(";", 1)[0].strip().lower()
-    return _EXTENSIONS.get(base) or mimetypes.guess_extension(base) or ".bin"
+    if base in _EXTENSIONS:
+        return _EXTENSIONS[base]
+    import mimetypes
+
+    return mimetypes.guess_extension(base) or ".bin"
 
 
 def _save(data: bytes, save_dir: str, stem: str, mime: str | None) -> Path:
