@@ -383,8 +383,13 @@ def _auth_server_from(doc: JSON, url: str, fetcher: Fetcher) -> AuthServer:
     )
 
 
-async def fetch_auth_server(fetcher: Fetcher, issuer: str) -> AuthServer | None:
-    """The metadata of `issuer`, tried at each well-known URL in order; `issuer` must match exactly."""
+async def fetch_auth_server(fetcher: Fetcher, issuer: str, *, legacy: bool = False) -> AuthServer | None:
+    """The metadata of `issuer`, tried at each well-known URL in order; `issuer` must match exactly.
+
+    `legacy` (2025-03-26, no protected-resource metadata): the MCP server's own
+    origin serves the metadata, and an issuer with a path on that same origin is
+    accepted (that revision had the server be its own authorization server).
+    """
     fetcher.check(issuer, "authorization server")
     mismatch: str | None = None
     for url in as_metadata_urls(issuer):
@@ -392,6 +397,8 @@ async def fetch_auth_server(fetcher: Fetcher, issuer: str) -> AuthServer | None:
         if doc is None:
             continue
         found = doc.get("issuer")
+        if legacy and isinstance(found, str) and found.startswith(issuer + "/"):
+            return _auth_server_from(doc, url, fetcher)
         if found != issuer:
             # RFC 8414 §3.3: a document whose issuer differs MUST NOT be used.
             mismatch = f"{found!r}" if isinstance(found, str) else "(missing)"
@@ -439,7 +446,7 @@ async def discover(
     legacy_prm = ProtectedResource(
         resource=canonical_resource(server_url), authorization_servers=[origin], legacy=True
     )
-    server = await fetch_auth_server(fetcher, origin)
+    server = await fetch_auth_server(fetcher, origin, legacy=True)
     if server is None:
         server = AuthServer(
             issuer=None,

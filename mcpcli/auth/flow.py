@@ -82,6 +82,12 @@ __all__ = [
 MAX_401 = 3
 #: Step-up re-authorizations per connection (the first sign-in + 2 = at most 3 attempts).
 MAX_STEP_UPS = 2
+#: Grants that need no user: a new token is simply requested again when one expires.
+MACHINE_GRANTS = ("client_credentials", "enterprise")
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105
+ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"  # noqa: S105
+ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
 DEFAULT_LOGIN_TIMEOUT = 300.0
 
 
@@ -106,6 +112,11 @@ class AuthSettings:
     timeout: float = DEFAULT_LOGIN_TIMEOUT
     token_store: str | None = None
     insecure: bool = False
+    #: Enterprise-managed authorization (SEP-990): the IdP's token endpoint, our client id
+    #: there, and the user's ID token from the enterprise sign-on.
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    id_token: str | None = None
 
     def __repr__(self) -> str:
         return f"AuthSettings(name={self.name!r}, client_id={self.client_id!r}, <secrets redacted>)"
@@ -135,10 +146,12 @@ class AuthSettings:
         if scope is None and isinstance(conf.get("scopes"), list):
             scope = " ".join(str(s) for s in conf["scopes"])
         grant = pick("grant", "grantType", "MCP_OAUTH_GRANT") or "authorization_code"
-        if grant in ("client-credentials", "clientCredentials"):
-            grant = "client_credentials"
-        if grant not in ("authorization_code", "client_credentials"):
-            raise UsageError(f"unknown OAuth grant {grant!r} (authorization_code or client_credentials)")
+        grant = {"client-credentials": "client_credentials", "clientCredentials": "client_credentials",
+                 "id-jag": "enterprise", "jwt-bearer": "enterprise"}.get(str(grant), str(grant))
+        if grant not in ("authorization_code", *MACHINE_GRANTS):
+            raise UsageError(
+                f"unknown OAuth grant {grant!r} (authorization_code, client_credentials or enterprise)"
+            )
         key_file = pick("private_key_file", "privateKeyFile", "MCP_OAUTH_PRIVATE_KEY_FILE")
         key_pem = pick("private_key_pem", "privateKey", "MCP_OAUTH_PRIVATE_KEY")
         if key_file and not key_pem:
@@ -165,6 +178,9 @@ class AuthSettings:
             timeout=timeout_f,
             token_store=extra.get("token_store") or conf.get("tokenStore"),
             insecure=insecure,
+            idp_token_endpoint=pick("idp_token_endpoint", "idpTokenEndpoint", "MCP_OAUTH_IDP_TOKEN_ENDPOINT"),
+            idp_client_id=pick("idp_client_id", "idpClientId", "MCP_OAUTH_IDP_CLIENT_ID"),
+            id_token=extra.get("id_token") or env.get("MCP_OAUTH_ID_TOKEN") or None,
         )
 
 
@@ -553,23 +569,67 @@ class Flow:
         return cb.code
 
     # -- client credentials
-    async def client_credentials(
-        self, disc: Discovery, scope: str | None, client: ClientInfo | None = None
+    async def machine(
+        self, disc: Discovery, scope: str | None, grant: str, client: ClientInfo | None = None
     ) -> SignIn:
+        """A grant without a user: client credentials, or enterprise-managed (SEP-990)."""
         server = disc.server
         client = client or self._pre_registered(server)
         if client is None or not (client.client_secret or client.private_key_pem):
             raise UsageError(
-                "the client credentials grant needs --client-id and --client-secret (or --private-key-file)"
+                f"the {grant.replace('_', ' ')} grant needs --client-id and --client-secret "
+                "(or --private-key-file)"
             )
         await _in_thread(self.store.check_writable)
-        params = {"grant_type": "client_credentials", "resource": disc.resource_param}
+        tokens = await self._machine_token(server, client, disc.resource_param, scope, grant)
+        return self._sign_in(disc, client, tokens, requested=scope, grant=grant)
+
+    async def _machine_token(
+        self, server: AuthServer, client: ClientInfo, resource: str, scope: str | None, grant: str
+    ) -> TokenResponse:
+        if grant == "enterprise":
+            assertion = await self._id_jag(server, resource, scope)
+            params = {"grant_type": JWT_BEARER, "assertion": assertion, "resource": resource}
+            what = "JWT bearer grant"
+        else:
+            params = {"grant_type": "client_credentials", "resource": resource}
+            what = "client credentials grant"
+            assertion = None
         if scope:
             params["scope"] = scope
-        tokens = await request_token(
-            self.fetcher, server, client, params, what="client credentials grant"
-        )
-        return self._sign_in(disc, client, tokens, requested=scope, grant="client_credentials")
+        return await request_token(self.fetcher, server, client, params, what=what, secrets=[assertion])
+
+    async def _id_jag(self, server: AuthServer, resource: str, scope: str | None) -> str:
+        """RFC 8693 token exchange at the enterprise IdP: our ID token for an ID-JAG for this AS."""
+        s = self.settings
+        if not s.idp_token_endpoint or not s.id_token:
+            raise UsageError(
+                "enterprise-managed authorization needs the IdP token endpoint "
+                "(MCP_OAUTH_IDP_TOKEN_ENDPOINT or oauth.idpTokenEndpoint) and an ID token (MCP_OAUTH_ID_TOKEN)"
+            )
+        params = {
+            "grant_type": TOKEN_EXCHANGE,
+            "subject_token": s.id_token,
+            "subject_token_type": ID_TOKEN_TYPE,
+            "requested_token_type": ID_JAG_TYPE,
+            "audience": server.issuer or server.token_endpoint,
+            "resource": resource,
+        }
+        if scope:
+            params["scope"] = scope
+        if s.idp_client_id:
+            params["client_id"] = s.idp_client_id
+        status, doc, _text = await self.fetcher.post_form(s.idp_token_endpoint, "IdP token endpoint", params)
+        token = doc.get("access_token") if doc else None
+        if status != 200 or not isinstance(token, str) or not token:
+            error = doc.get("error") if doc and isinstance(doc.get("error"), str) else f"HTTP {status}"
+            raise OAuthError(
+                f"the identity provider refused the token exchange: {scrub(str(error), [s.id_token])}",
+                error=error,
+            )
+        if doc and doc.get("issued_token_type") not in (None, ID_JAG_TYPE):
+            raise OAuthError("the identity provider did not issue an ID-JAG")
+        return token
 
     def _sign_in(
         self, disc: Discovery, client: ClientInfo, tokens: TokenResponse, *, requested: str | None, grant: str
@@ -609,11 +669,8 @@ class Flow:
         """Use (and rotate) the refresh token; client-credentials clients just ask again."""
         server = _server_from_record(rec)
         client = _client_from_record(rec, secrets, self.settings)
-        if rec.grant == "client_credentials":
-            params = {"grant_type": "client_credentials", "resource": rec.resource}
-            if rec.requested_scope:
-                params["scope"] = rec.requested_scope
-            tokens = await request_token(self.fetcher, server, client, params, what="client credentials grant")
+        if rec.grant in MACHINE_GRANTS:
+            tokens = await self._machine_token(server, client, rec.resource, rec.requested_scope, rec.grant)
         else:
             if not secrets.refresh_token:
                 raise OAuthError("no refresh token stored", error="invalid_grant")
@@ -720,7 +777,7 @@ class OAuthAuthenticator:
         rec, secrets = self._record, self._secrets
         if rec is None or secrets is None or not secrets.access_token:
             return None
-        if rec.expired() and (secrets.refresh_token or rec.grant == "client_credentials"):
+        if rec.expired() and (secrets.refresh_token or rec.grant in MACHINE_GRANTS):
             async with self._lock:
                 if self._record is rec:  # nobody refreshed while we waited
                     try:
@@ -822,11 +879,11 @@ class OAuthAuthenticator:
                 )
             previous = None
         chosen = scope if scope is not None else select_scope(self.settings, disc, challenge)
-        if self.settings.grant == "client_credentials":
-            sign_in = await self.flow.client_credentials(disc, chosen)
-        elif previous is not None and previous[0].grant == "client_credentials":
+        if self.settings.grant in MACHINE_GRANTS:
+            sign_in = await self.flow.machine(disc, chosen, self.settings.grant)
+        elif previous is not None and previous[0].grant in MACHINE_GRANTS:
             client = _client_from_record(previous[0], previous[1], self.settings)
-            sign_in = await self.flow.client_credentials(disc, chosen, client)
+            sign_in = await self.flow.machine(disc, chosen, previous[0].grant, client)
         else:
             sign_in = await self.flow.authorization_code(disc, chosen, previous)
         await self._save(sign_in)
@@ -859,7 +916,7 @@ class OAuthAuthenticator:
                 except AuthError:
                     same_as = True
             if same_as and self._refreshed_token != secrets.access_token and (
-                secrets.refresh_token or rec.grant == "client_credentials"
+                secrets.refresh_token or rec.grant in MACHINE_GRANTS
             ):
                 try:
                     if await self._refresh():
@@ -886,7 +943,7 @@ class OAuthAuthenticator:
         if scope is None and self.settings.scope:
             scope = self.settings.scope
         if self.mode == "stored-only" and not (
-            self.settings.grant == "client_credentials" or (self._record and self._record.grant == "client_credentials")
+            self.settings.grant in MACHINE_GRANTS or (self._record and self._record.grant in MACHINE_GRANTS)
         ):
             raise AuthError(
                 f"{escape_for_display(self.server_url)} needs more scope ({escape_for_display(challenge.scope or '?')}) "
@@ -978,8 +1035,8 @@ async def login(
     if previous is not None and previous[0].issuer != disc.server.issuer:
         previous = None
     scope = select_scope(settings, disc, challenge)
-    if settings.grant == "client_credentials":
-        sign_in = await flow.client_credentials(disc, scope)
+    if settings.grant in MACHINE_GRANTS:
+        sign_in = await flow.machine(disc, scope, settings.grant)
     else:
         sign_in = await flow.authorization_code(disc, scope, previous)
     await _in_thread(store.save, sign_in.record, sign_in.secrets)

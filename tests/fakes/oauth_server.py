@@ -113,6 +113,7 @@ class OAuthServer:
         self.access_tokens: dict[str, Grant] = {}
         self.refresh_tokens: dict[str, Grant] = {}
         self.revoked: list[str] = []
+        self.jags: dict[str, str] = {}
         self.requests: list[JSON] = []
         self.issued: list[str] = []  # every secret handed out (canaries)
         for cid, secret in self.options.clients.items():
@@ -353,6 +354,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._register(rec["json"])
         if path == "/token":
             return self._token(rec)
+        if path == "/idp/token":
+            return self._idp_token(rec)
         if path == "/revoke" and self.owner.options.revocation:
             return self._revoke(rec)
         if path == "/mcp":
@@ -460,10 +463,34 @@ class _Handler(BaseHTTPRequestHandler):
                 out = srv.issue(client.client_id, old.scope, form.get("resource") or old.resource,
                                 refresh=srv.options.rotate_refresh)
                 return self._send(200, out)
+            if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+                resource = srv.jags.pop(form.get("assertion", ""), None)
+                if resource is None or resource != form.get("resource"):
+                    return self._send(400, {"error": "invalid_grant"})
+                out = srv.issue(client.client_id, form.get("scope", ""), resource, refresh=False)
+                return self._send(200, out)
             if grant == "client_credentials":
                 out = srv.issue(client.client_id, form.get("scope", ""), form.get("resource"), refresh=False)
                 return self._send(200, out)
         return self._send(400, {"error": "unsupported_grant_type"})
+
+    def _idp_token(self, rec: JSON) -> None:
+        """An enterprise IdP: RFC 8693 exchange of an ID token for an ID-JAG (SEP-990)."""
+        srv = self.owner
+        form = rec["form"]
+        if (
+            form.get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange"
+            or form.get("subject_token") != "ID-TOKEN-CANARY"
+            or form.get("requested_token_type") != "urn:ietf:params:oauth:token-type:id-jag"
+            or form.get("audience") != srv.issuer
+        ):
+            return self._send(400, {"error": "invalid_request"})
+        jag = canary("JAG")
+        with srv.lock:
+            srv.jags[jag] = form.get("resource", "")
+        srv.issued.append(jag)
+        self._send(200, {"access_token": jag, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                         "token_type": "N_A"})
 
     def _revoke(self, rec: JSON) -> None:
         srv = self.owner
