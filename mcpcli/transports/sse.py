@@ -186,6 +186,7 @@ class SseTransport:
             with anyio.CancelScope(shield=True):
                 await read_send.aclose()
                 await read_recv.aclose()
+                await write_recv.aclose()
                 await self.conn.aclose()
 
     async def _writer(

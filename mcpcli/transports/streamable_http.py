@@ -214,6 +214,7 @@ class StreamableHttpTransport:
                 self._tg = None
                 await read_send.aclose()
                 await read_recv.aclose()
+                await write_recv.aclose()
                 if self._sse is not None:
                     await self._sse.aclose()
                 await self.conn.aclose()
