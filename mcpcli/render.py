@@ -500,6 +500,7 @@ def servers_table(console: Console, result: JSON) -> None:
 def server_detail(console: Console, item: JSON) -> None:
     console.print(_s(item.get("name")), style="bold")
     console.print(f"source     {_s(item.get('source'))}")
+    console.print(f"file       {_s(item.get('path'))}")
     console.print(f"transport  {_s(item.get('transport'))}")
     console.print()
     console.print_json(data=item.get("config", {}))
