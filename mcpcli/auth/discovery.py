@@ -85,13 +85,13 @@ def _parse_challenges(text: str) -> list[Challenge]:
     def token() -> str:
         nonlocal i
         start = i
-        while i < n and text[i] not in ' \t,="':
+        while i < n and text[i] not in ' \t\r\n,="':
             i += 1
         return text[start:i]
 
     current: Challenge | None = None
     while i < n:
-        skip(" \t,")
+        skip(" \t\r\n,")
         if i >= n:
             break
         name = token()
@@ -99,12 +99,12 @@ def _parse_challenges(text: str) -> list[Challenge]:
             i += 1
             continue
         j = i
-        while j < n and text[j] in " \t":
+        while j < n and text[j] in " \t\r\n":
             j += 1
         if j < n and text[j] == "=" and current is not None and not text[j:].startswith("=="):
             # an auth-param of the current challenge
             i = j + 1
-            skip(" \t")
+            skip(" \t\r\n")
             if i < n and text[i] == '"':
                 i += 1
                 buf = []
@@ -117,7 +117,7 @@ def _parse_challenges(text: str) -> list[Challenge]:
                 value = "".join(buf)
             else:
                 vstart = i
-                while i < n and text[i] not in " \t,":
+                while i < n and text[i] not in " \t\r\n,":
                     i += 1
                 value = text[vstart:i]
             current.params.setdefault(name.lower(), value)

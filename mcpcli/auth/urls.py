@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
-#: Percent-encoded control characters and spaces (%00-%20, %7f).
-_PCT_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|20|7[fF])")
+#: Percent-encoded control characters (%00-%1f, %7f).
+_PCT_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|7[fF])")
 
 
 def escape_for_display(text: str, limit: int = 300) -> str:

@@ -1,0 +1,137 @@
+"""Pure rules: the browser-URL check, endpoint URLs, discovery URL order, WWW-Authenticate."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpcli.auth.discovery import parse_www_authenticate
+from mcpcli.auth.urls import (
+    as_metadata_urls,
+    check_browser_url,
+    check_endpoint_url,
+    is_loopback_host,
+    resource_matches,
+    well_known_prm_urls,
+)
+from mcpcli.errors import AuthError
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://auth.example.com/authorize?client_id=x&state=y",
+        "http://127.0.0.1:8080/authorize",
+        "http://localhost:3000/authorize",
+        "http://[::1]:8080/authorize",
+        "https://auth.example.com/authorize?scope=openid%20profile",  # an encoded space is data
+    ],
+)
+def test_browser_url_accepted(url: str) -> None:
+    assert check_browser_url(url) == url
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("javascript:alert(1)", "scheme"),
+        ("file:///etc/passwd", "scheme"),
+        ("data:text/html,hi", "scheme"),
+        ("vbscript:msgbox", "scheme"),
+        ("ms-settings:", "scheme"),
+        ("--renderer-cmd-prefix=/tmp/x", "'-'"),
+        (" -x https://a.example/", "'-'"),
+        ("http://evil.example/auth", "loopback"),
+        ("http://0.0.0.0/auth", "loopback"),
+        ("http://localhost.evil.test/cb", "loopback"),
+        ("https://a.example/$(touch /tmp/pwn)", "whitespace"),
+        ('https://a.example/"&calc&"', "characters"),
+        ("https://a.example/\nx", "control"),
+        ("https://a.example/\tx", "control"),
+        ("https://a.example/\x00x", "control"),
+        ("https://a.example/%0ax", "percent-encoded"),
+        ("https://localhost@evil.example/", "user information"),
+        ("http://localhost:80@attacker.test/cb", "user information"),
+        ("http://127.0.0.1:@attacker.test/cb", "user information"),
+        ("http://[::1]:80@attacker.test/cb", "user information"),
+        ("http://attacker.test#@localhost:80/cb", "loopback"),
+        ("http://[not-an-ip]/cb", "valid URL"),
+        ("https://a.example/%action", "%action"),
+        ("", "empty"),
+    ],
+)
+def test_browser_url_refused(url: str, why: str) -> None:
+    with pytest.raises(AuthError) as info:
+        check_browser_url(url)
+    assert "refusing to open unsafe authorization URL" in info.value.message
+    assert why in info.value.message
+    assert "\n" not in info.value.message and "\x00" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("localhost", True), ("127.0.0.1", True), ("127.0.0.2", True), ("[::1]", True),
+     ("::ffff:127.0.0.1", True), ("0.0.0.0", False), ("localhost.provider.test", False),
+     ("10.0.0.1", False), ("", False)],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback_host(host) is loopback
+
+
+def test_endpoint_urls() -> None:
+    assert check_endpoint_url("https://as.example.com/token", "token_endpoint")
+    assert check_endpoint_url("http://127.0.0.1:9/token", "token_endpoint")
+    for bad in ("http://as.example.com/token", "https://u:p@as.example.com/t", "https://as.example.com/t#f",
+                "ftp://as.example.com/t", None, 42):
+        with pytest.raises(AuthError):
+            check_endpoint_url(bad, "token_endpoint")
+
+
+def test_well_known_order() -> None:
+    assert well_known_prm_urls("https://h.example/public/mcp") == [
+        "https://h.example/.well-known/oauth-protected-resource/public/mcp",
+        "https://h.example/.well-known/oauth-protected-resource",
+    ]
+    assert well_known_prm_urls("https://h.example") == ["https://h.example/.well-known/oauth-protected-resource"]
+    assert as_metadata_urls("https://auth.example.com/tenant1") == [
+        "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+        "https://auth.example.com/.well-known/openid-configuration/tenant1",
+        "https://auth.example.com/tenant1/.well-known/openid-configuration",
+    ]
+    assert as_metadata_urls("https://auth.example.com") == [
+        "https://auth.example.com/.well-known/oauth-authorization-server",
+        "https://auth.example.com/.well-known/openid-configuration",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resource", "server", "ok"),
+    [
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com", "https://mcp.example.com/mcp", True),
+        ("https://MCP.example.com/mcp", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com:443/mcp", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com/mc", "https://mcp.example.com/mcp", False),
+        ("https://evil.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("http://mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("https://mcp.example.com:8443/mcp", "https://mcp.example.com/mcp", False),
+    ],
+)
+def test_resource_matches(resource: str, server: str, ok: bool) -> None:
+    assert resource_matches(resource, server) is ok
+
+
+def test_www_authenticate_parsing() -> None:
+    ch = parse_www_authenticate([
+        'Basic realm="x"',
+        'Bearer error="insufficient_scope", scope="files:read files:write",\n'
+        '  resource_metadata="https://h/.well-known/oauth-protected-resource", error_description="need \\"more\\""',
+    ])
+    assert ch is not None
+    assert ch.error == "insufficient_scope"
+    assert ch.scope == "files:read files:write"
+    assert ch.resource_metadata == "https://h/.well-known/oauth-protected-resource"
+    assert ch.params["error_description"] == 'need "more"'
+    assert parse_www_authenticate(["Basic realm=x"]) is None
+    assert parse_www_authenticate(["Bearer"]).params == {}
+    two = parse_www_authenticate(['Negotiate abc==, Bearer scope=a'])
+    assert two is not None and two.scope == "a"
