@@ -7,18 +7,42 @@ Usage::
 
     server = Server(backend)                 # backend: a mcpcli.server.backend.Backend
     anyio.run(serve_stdio, server)           # stdio until end of input (`mcp serve`)
+    await serve_http(server, port=8080)      # Streamable HTTP + HTTP+SSE on uvicorn, until cancelled
 
     async with Client(server.transport()) as client:   # in-process (tests, yaml targets)
         await client.list_tools()
 
 One `Server` answers every era: `initialize` starts a legacy session
 (2024-11-05 .. 2025-11-25) on a connection; requests carrying the 2026-07-28
-`_meta` are served statelessly.
+`_meta` are served statelessly. `serve_http` imports uvicorn only when called.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from mcpcli.server.core import ModernError, Server, ServerConnection
 from mcpcli.server.stdio import serve_stdio, stdio_streams
 
-__all__ = ["ModernError", "Server", "ServerConnection", "serve_stdio", "stdio_streams"]
+if TYPE_CHECKING:
+    from mcpcli.server.http import HttpOptions, McpHttpApp, serve_http
+
+__all__ = [
+    "HttpOptions",
+    "McpHttpApp",
+    "ModernError",
+    "Server",
+    "ServerConnection",
+    "serve_http",
+    "serve_stdio",
+    "stdio_streams",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The HTTP side (and uvicorn with it) loads only when someone serves HTTP.
+    if name in ("serve_http", "HttpOptions", "McpHttpApp"):
+        from mcpcli.server import http
+
+        return getattr(http, name)
+    raise AttributeError(name)

@@ -64,6 +64,22 @@ class DemoBackend:
                 "twice", "fail", "crash", "needs_sampling", "change",
             )
         ]
+        tools.append(
+            {
+                "name": "region",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "count": {"type": "integer", "x-mcp-header": "Count"},
+                        "opts": {
+                            "type": "object",
+                            "properties": {"flag": {"type": "boolean", "x-mcp-header": "Flag"}},
+                        },
+                    },
+                },
+            }
+        )
         tools += [
             {"name": f"extra_{i:03d}", "inputSchema": {"type": "object"}} for i in range(self.extra_tools)
         ]
@@ -140,6 +156,8 @@ class DemoBackend:
         if name == "change":
             self.changed(str(arguments.get("text", "tools")))
             return text("changed")
+        if name == "region":
+            return text(f"{arguments.get('region')}/{arguments.get('count')}")
         if name.startswith("extra_"):
             return text(name)
         raise RPCError(-32602, f"Unknown tool: {name}")

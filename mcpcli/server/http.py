@@ -1,0 +1,1124 @@
+"""Serving over HTTP: Streamable HTTP for every era plus the legacy HTTP+SSE transport.
+
+`McpHttpApp` is a plain ASGI application (no web framework); `serve_http` runs
+it on uvicorn, which is imported only there. One endpoint (default `/mcp`)
+serves both eras, with the rule of the conformance reference server:
+
+* no `Mcp-Session-Id` and (`_meta` in the body, or an `MCP-Protocol-Version`
+  header that does not name a legacy revision) ⇒ stateless 2026-07-28: the
+  `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers are
+  checked against the body (400 + -32020), `_meta` errors are 400 (-32602,
+  -32021, -32022), unknown and removed methods 404 + -32601, and closing the
+  response stream cancels the request;
+* `initialize` without `_meta` creates a legacy session (2025-03-26 ..
+  2025-11-25): an unguessable `Mcp-Session-Id`, POST answers as JSON or SSE,
+  a GET stream for unrelated messages, DELETE, 404 for unknown sessions,
+  batches under 2025-03-26. As the spec says, a closed POST stream is not a
+  cancellation in these revisions (`notifications/cancelled` is);
+* `GET /sse` (or a GET on the endpoint without a session) plus
+  `POST /messages?sessionId=` is the 2024-11-05 HTTP+SSE transport.
+
+Every request first passes the DNS-rebinding checks (Host and Origin against
+allow-lists, loopback names by default: 403), the bearer token when one is set
+(constant-time compare: 401) and the body cap (413).
+
+Responses are JSON unless a request-related notification comes first, in which
+case the response becomes an SSE stream (with `:` keep-alive comments while it
+stays open, e.g. `subscriptions/listen`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import math
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli import jsonrpc
+from mcpcli.errors import RPCError, TransportError, UsageError
+from mcpcli.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from mcpcli.protocol import ALL_VERSIONS, HEADER_MISMATCH, LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
+from mcpcli.server.core import ModernError, Server, ServerConnection
+from mcpcli.transports import Envelope
+
+if TYPE_CHECKING:
+    from mcpcli.server.core import _Meta
+
+__all__ = ["HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
+
+log = logging.getLogger("mcpcli.server.http")
+
+JSON = dict[str, Any]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+TOKEN_ENV = "MCP_SERVE_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+_SENTINEL_PREFIX = "=?base64?"
+_SENTINEL_SUFFIX = "?="
+_NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+@dataclass
+class HttpOptions:
+    """How the HTTP endpoints behave. Hosts are names without a port."""
+
+    path: str = "/mcp"
+    #: Require `Authorization: Bearer <token>` on every request.
+    auth_token: str | None = None
+    #: Host header names accepted (DNS rebinding protection); None = loopback names; "*" = any.
+    allowed_hosts: Sequence[str] | None = None
+    #: Origins accepted (`http://host:port` or bare host names); None = loopback names; "*" = any.
+    allowed_origins: Sequence[str] | None = None
+    max_body: int = 4 * 1024 * 1024
+    #: Seconds between `:` keep-alive comments on open SSE streams (0 = none).
+    keepalive: float = 15.0
+    #: Idle legacy sessions are closed after this many seconds.
+    session_ttl: float = 3600.0
+    max_sessions: int = 1024
+    #: Serve the 2024-11-05 HTTP+SSE transport.
+    legacy_sse: bool = True
+    sse_path: str = "/sse"
+    messages_path: str = "/messages"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to `host` keeps the server on this machine."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return jsonrpc.encode(ErrorResponse(request_id, ErrorObject(code, message, data)))
+
+
+def _decode_header_value(raw: str) -> str:
+    """A header value as text: `=?base64?..?=` decoded; ValueError if it is not valid."""
+    if (
+        raw.startswith(_SENTINEL_PREFIX)
+        and raw.endswith(_SENTINEL_SUFFIX)
+        and len(raw) >= len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX)
+    ):
+        inner = raw[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+        try:
+            return base64.b64decode(inner, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            raise ValueError("invalid base64 value") from None
+    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+        raise ValueError("invalid characters")
+    return raw
+
+
+def _header_params(schema: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(header name, property path) for every `x-mcp-header` reachable through `properties`."""
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for key, sub in properties.items():
+        if not isinstance(sub, dict):
+            continue
+        name = sub.get("x-mcp-header")
+        if isinstance(name, str) and name:
+            yield name, (*path, key)
+        yield from _header_params(sub, (*path, key))
+
+
+def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    value = arguments
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _same_value(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            number = float(header)
+        except ValueError:
+            return False
+        return math.isfinite(number) and number == value
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+class _Headers:
+    """Request headers by lower-case name; a repeated header counts as ambiguous."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        values: dict[str, list[str]] = {}
+        for name, value in raw:
+            values.setdefault(name.decode("latin-1").lower(), []).append(
+                value.decode("latin-1").strip(" \t")
+            )
+        self._values = values
+
+    def get(self, name: str) -> str | None:
+        found = self._values.get(name)
+        return found[-1] if found else None
+
+    def only(self, name: str) -> str | None:
+        """The single value of a header; ValueError when it was sent more than once."""
+        found = self._values.get(name)
+        if not found:
+            return None
+        if len(found) > 1:
+            raise ValueError(f"{name} was sent more than once")
+        return found[0]
+
+    def names(self) -> Iterable[str]:
+        return self._values.keys()
+
+
+class _Disconnected(Exception):
+    """The client went away while we were reading its request."""
+
+
+class _Exchange:
+    """One HTTP response carrying JSON-RPC messages: a single JSON body, or an SSE stream.
+
+    It is also the `Outlet` of a stateless request: notifications turn it into a
+    stream. Legacy sessions deliver routed messages through `offer`.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        tg: anyio.abc.TaskGroup,
+        *,
+        sse_ok: bool,
+        keepalive: float,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        self._send = send
+        self._tg = tg
+        self.sse_ok = sse_ok
+        self._keepalive = keepalive
+        self.headers = headers or []
+        self.sse = False
+        self.started = False
+        self.done = False
+        self._lock = anyio.Lock()
+        self._last_write = 0.0
+        # Legacy routing: ids of the requests this exchange answers.
+        self.request_ids: set[RequestId] = set()
+        self.batch = False
+        self.queue_send: MemoryObjectSendStream[Message | Batch] | None = None
+        self.queue: MemoryObjectReceiveStream[Message | Batch] | None = None
+
+    def open_queue(self) -> MemoryObjectReceiveStream[Message | Batch]:
+        """Messages routed to this exchange by a legacy session (the caller closes it)."""
+        self.queue_send, self.queue = anyio.create_memory_object_stream[Message | Batch](256)
+        return self.queue
+
+    def close_queue(self) -> None:
+        if self.queue_send is not None:
+            self.queue_send.close()
+        if self.queue is not None:
+            self.queue.close()
+
+    # -- outlet (stateless requests) ---------------------------------------------------
+
+    async def notify(self, method: str, params: JSON | None = None) -> None:
+        await self.write(Notification(method, params))
+
+    async def send_request(
+        self, method: str, params: JSON | None = None, *, timeout: float | None = None
+    ) -> JSON:
+        raise RPCError(INTERNAL_ERROR, "a 2026-07-28 server cannot send requests to the client")
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def _start_sse(self) -> None:
+        if self.started:
+            return
+        self.started = self.sse = True
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *self.headers,
+        ]
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        self._last_write = anyio.current_time()
+        if self._keepalive > 0:
+            self._tg.start_soon(self._keep_alive)
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await anyio.sleep(max(0.05, self._last_write + self._keepalive - anyio.current_time()))
+            if self.done:
+                return
+            if anyio.current_time() - self._last_write >= self._keepalive:
+                async with self._lock:
+                    if not self.done:
+                        await self._chunk(b":\n\n")
+
+    async def _chunk(self, data: bytes) -> None:
+        self._last_write = anyio.current_time()
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def event(self, data: bytes, event: bytes = b"message") -> None:
+        """One SSE event (starting the stream if needed)."""
+        async with self._lock:
+            if self.done:
+                return
+            await self._start_sse()
+            await self._chunk(b"event: " + event + b"\ndata: " + data + b"\n\n")
+
+    async def write(self, message: Message | Batch) -> None:
+        """A message before the final one: it needs a stream (dropped if SSE is not accepted)."""
+        if not self.sse_ok:
+            log.debug("dropping a message: the client does not accept text/event-stream")
+            return
+        await self.event(jsonrpc.encode(message))
+
+    async def finish(self, message: Message | Batch, status: int = 200) -> None:
+        """The final message: a JSON body, or the last event of the stream."""
+        await self.finish_raw(jsonrpc.encode(message), status)
+
+    async def finish_raw(self, body: bytes, status: int = 200) -> None:
+        async with self._lock:
+            if self.done:
+                return
+            if self.sse:
+                await self._chunk(b"event: message\ndata: " + body + b"\n\n")
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                self.started = True
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode("ascii")),
+                    *self.headers,
+                ]
+                await self._send({"type": "http.response.start", "status": status, "headers": headers})
+                await self._send({"type": "http.response.body", "body": body, "more_body": False})
+            self.done = True
+
+    async def close(self) -> None:
+        """End an SSE stream without a final message (or answer 202 if nothing was sent)."""
+        async with self._lock:
+            if self.done:
+                return
+            self.done = True
+            if self.started:
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                headers = [(b"content-length", b"0"), *self.headers]
+                await self._send({"type": "http.response.start", "status": 202, "headers": headers})
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # -- legacy routing ----------------------------------------------------------------
+
+    def offer(self, message: Message | Batch) -> None:
+        if self.queue_send is None:
+            return
+        try:
+            self.queue_send.send_nowait(message)
+        except anyio.WouldBlock:
+            log.warning("dropping a message for a client that does not read its stream")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def is_final(self, message: Message | Batch) -> bool:
+        if isinstance(message, Batch):
+            return True
+        if isinstance(message, (Response, ErrorResponse)):
+            if message.id is None:
+                return True
+            self.request_ids.discard(message.id)
+            return not self.request_ids
+        return False
+
+
+class _LegacySession:
+    """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
+
+    def __init__(self, app: McpHttpApp, conn: ServerConnection, *, sse_transport: bool) -> None:
+        self.app = app
+        self.id = secrets.token_urlsafe(24)  # visible ASCII, 192 bits
+        self.conn = conn
+        self.sse_transport = sse_transport
+        inbox: tuple[MemoryObjectSendStream[Envelope | Exception], MemoryObjectReceiveStream[Envelope | Exception]]
+        inbox = anyio.create_memory_object_stream[Envelope | Exception](64)
+        self.inbox, self._inbox_recv = inbox
+        self._outbox, self._outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+        self.pending: dict[RequestId, _Exchange] = {}
+        self.standalone: _Exchange | None = None
+        self.last_seen = time.monotonic()
+        self.ended = anyio.Event()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.pending) or self.standalone is not None
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._route)
+                await self.app.server.serve((self._inbox_recv, self._outbox), connection=self.conn)
+                tg.cancel_scope.cancel()
+        finally:
+            self.ended.set()
+            self.app._sessions.pop(self.id, None)
+            if self.standalone is not None and self.standalone.queue_send is not None:
+                self.standalone.queue_send.close()
+            for exchange in list(self.pending.values()):
+                if exchange.queue_send is not None:
+                    exchange.queue_send.close()
+            self._inbox_recv.close()
+            self._outbox_recv.close()
+
+    def close(self) -> None:
+        self.inbox.close()
+
+    async def _route(self) -> None:
+        async for envelope in self._outbox_recv:
+            message = envelope.message
+            target: _Exchange | None = None
+            context = envelope.context if isinstance(envelope.context, _Exchange) else None
+            if self.sse_transport:
+                target = self.standalone
+            elif isinstance(message, Batch):
+                target = context
+            elif isinstance(message, (Response, ErrorResponse)):
+                target = context if message.id is None else self.pending.get(message.id)
+            else:
+                related = envelope.related_request_id
+                target = self.pending.get(related) if related is not None else None
+                if target is None or target.done:
+                    target = self.standalone
+            if target is None:
+                log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
+                continue
+            target.offer(message)
+
+
+class McpHttpApp:
+    """The ASGI application. Use as an async context manager around the server's lifetime."""
+
+    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+        self.server = server
+        self.options = options = options or HttpOptions()
+        self._sessions: dict[str, _LegacySession] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._tg_cm: Any = None
+        hosts = options.allowed_hosts if options.allowed_hosts is not None else LOOPBACK_NAMES
+        self._any_host = "*" in hosts
+        self._hosts = {h.strip("[]").lower() for h in hosts}
+        origins = options.allowed_origins if options.allowed_origins is not None else LOOPBACK_NAMES
+        self._any_origin = "*" in origins
+        self._origins = {o.rstrip("/").lower() for o in origins if "://" in o}
+        self._origin_hosts = {o.strip("[]").lower() for o in origins if "://" not in o}
+        token = options.auth_token
+        self._token = token.encode("utf-8") if token else None
+        self._principal = "bearer:" + hashlib.sha256(self._token).hexdigest()[:16] if self._token else ""
+
+    async def __aenter__(self) -> McpHttpApp:
+        await self.server.__aenter__()
+        self._tg_cm = anyio.create_task_group()
+        self._tg = await self._tg_cm.__aenter__()
+        self._tg.start_soon(self._reap_sessions)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.shutdown()
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        try:
+            await self._tg_cm.__aexit__(*exc_info)
+        finally:
+            self._tg = None
+            await self.server.__aexit__(*exc_info)
+
+    def shutdown(self) -> None:
+        """Begin a graceful stop: end subscriptions and sessions so their streams close."""
+        self.server.close_subscriptions()
+        for session in list(self._sessions.values()):
+            session.close()
+
+    async def _reap_sessions(self) -> None:
+        ttl = self.options.session_ttl
+        while True:
+            await anyio.sleep(min(60.0, max(ttl / 4, 0.05)))
+            cutoff = time.monotonic() - ttl
+            for session in list(self._sessions.values()):
+                if not session.busy and session.last_seen < cutoff:
+                    log.debug("closing idle session %s", session.id[:6])
+                    session.close()
+
+    # -- ASGI --------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        headers = _Headers(scope.get("headers") or [])
+        cors = self._cors(headers)
+        refusal = self._refuse(headers)
+        if refusal is not None:
+            status, message = refusal
+            await self._plain(send, status, _error_body(None, INVALID_REQUEST, message), cors)
+            return
+        method = scope["method"]
+        path = scope.get("path", "")
+        options = self.options
+        if method == "OPTIONS":
+            await self._preflight(send, cors)
+            return
+        if not self._authorized(headers):
+            await self._plain(
+                send, 401, _error_body(None, INVALID_REQUEST, "Unauthorized: a bearer token is required"),
+                [*cors, (b"www-authenticate", b'Bearer realm="mcp"')],
+            )
+            return
+        try:
+            if path == options.path:
+                if method == "POST":
+                    await self._post(scope, receive, send, headers, cors)
+                elif method == "GET":
+                    await self._get(scope, receive, send, headers, cors)
+                elif method == "DELETE":
+                    await self._delete(send, headers, cors)
+                else:
+                    await self._plain(send, 405, b"", [*cors, (b"allow", b"GET, POST, DELETE")])
+            elif options.legacy_sse and path == options.sse_path and method == "GET":
+                await self._sse_open(scope, receive, send, cors)
+            elif options.legacy_sse and path == options.messages_path and method == "POST":
+                await self._sse_message(scope, receive, send, headers, cors)
+            else:
+                await self._plain(send, 404, b"Not Found", cors, content_type=b"text/plain")
+        except _Disconnected:
+            return
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- checks ------------------------------------------------------------------------
+
+    def _refuse(self, headers: _Headers) -> tuple[int, str] | None:
+        """403 for a foreign Host or Origin (DNS rebinding), else None."""
+        host = headers.get("host")
+        if not self._any_host:
+            if host is None:
+                return 403, "Forbidden: missing Host header"
+            name = urlsplit("//" + host).hostname or ""
+            if name.lower() not in self._hosts:
+                return 403, f"Forbidden: host {host!r} is not allowed"
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin):
+            return 403, f"Forbidden: origin {origin!r} is not allowed"
+        return None
+
+    def _origin_allowed(self, origin: str) -> bool:
+        if self._any_origin:
+            return True
+        value = origin.rstrip("/").lower()
+        if value in self._origins:
+            return True
+        try:
+            parts = urlsplit(value)
+        except ValueError:
+            return False
+        return parts.scheme in ("http", "https") and (parts.hostname or "") in self._origin_hosts
+
+    def _cors(self, headers: _Headers) -> list[tuple[bytes, bytes]]:
+        origin = headers.get("origin")
+        if origin is None or not self._origin_allowed(origin):
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", b"mcp-session-id"),
+            (b"vary", b"origin"),
+        ]
+
+    async def _preflight(self, send: Send, cors: list[tuple[bytes, bytes]]) -> None:
+        headers = [
+            *cors,
+            (b"access-control-allow-methods", b"GET, POST, DELETE"),
+            (
+                b"access-control-allow-headers",
+                b"authorization, content-type, accept, last-event-id, mcp-session-id, "
+                b"mcp-protocol-version, mcp-method, mcp-name, mcp-param-*",
+            ),
+            (b"access-control-max-age", b"600"),
+        ]
+        await self._plain(send, 204, b"", headers)
+
+    def _authorized(self, headers: _Headers) -> bool:
+        if self._token is None:
+            return True
+        value = headers.get("authorization") or ""
+        scheme, _, given = value.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode("latin-1"), self._token)
+
+    async def _plain(
+        self,
+        send: Send,
+        status: int,
+        body: bytes,
+        extra: list[tuple[bytes, bytes]] | None = None,
+        *,
+        content_type: bytes = b"application/json",
+    ) -> None:
+        headers = [] if status == 204 else [(b"content-length", str(len(body)).encode("ascii"))]
+        if body:
+            headers.append((b"content-type", content_type))
+        await send({"type": "http.response.start", "status": status, "headers": [*headers, *(extra or [])]})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def _read_body(self, receive: Receive, headers: _Headers) -> bytes | None:
+        """The request body, or None when it exceeds the cap."""
+        cap = self.options.max_body
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > cap:
+            return None
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            total += len(chunk)
+            if total > cap:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    # -- POST on the endpoint ------------------------------------------------------------
+
+    async def _post(
+        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        cors: list[tuple[bytes, bytes]],
+    ) -> None:
+        body = await self._read_body(receive, headers)
+        if body is None:
+            await self._plain(send, 413, _error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            return
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            await self._plain(send, 400, _error_body(None, PARSE_ERROR, "Parse error: invalid JSON"), cors)
+            return
+        sid = headers.get("mcp-session-id")
+        session = self._sessions.get(sid) if sid is not None else None
+        params = data.get("params") if isinstance(data, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        modern_meta = isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+        if sid is not None and session is None and not modern_meta:
+            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        if session is not None:
+            await self._legacy_post(receive, send, headers, cors, session, data)
+            return
+        version_header = headers.get("mcp-protocol-version")
+        if isinstance(data, dict) and data.get("method") == "initialize" and meta is None:
+            await self._legacy_post(receive, send, headers, cors, None, data)
+            return
+        legacy_header = meta is None and version_header in LEGACY_VERSIONS
+        if meta is not None or (version_header is not None and not legacy_header):
+            await self._modern_post(receive, send, headers, cors, data)
+            return
+        request_id = data.get("id") if isinstance(data, dict) else None
+        await self._plain(
+            send, 400,
+            _error_body(
+                request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
+                "Bad Request: no Mcp-Session-Id; send initialize first, or the 2026-07-28 _meta",
+            ),
+            cors,
+        )
+
+    # -- stateless (2026-07-28) ------------------------------------------------------------
+
+    def _check_headers(self, headers: _Headers, message: Request, meta: _Meta) -> str | None:
+        """Why the Mcp-* headers do not match the body, or None when they do."""
+        try:
+            version = headers.only("mcp-protocol-version")
+            if version != meta.version:
+                return f"MCP-Protocol-Version header {version!r} does not match _meta {meta.version!r}"
+            method = headers.only("mcp-method")
+            if method is None:
+                return "missing Mcp-Method header"
+            if method != message.method:
+                return f"Mcp-Method header {method!r} does not match the body method {message.method!r}"
+            field = _NAME_METHODS.get(message.method)
+            params = message.params or {}
+            if field is not None and isinstance(params.get(field), str):
+                raw = headers.only("mcp-name")
+                if raw is None:
+                    return "missing Mcp-Name header"
+                try:
+                    name = _decode_header_value(raw)
+                except ValueError as exc:
+                    return f"Mcp-Name header: {exc}"
+                if name != params[field]:
+                    return f"Mcp-Name header {name!r} does not match the body {field} {params[field]!r}"
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    async def _check_param_headers(self, headers: _Headers, message: Request) -> str | None:
+        if message.method != "tools/call":
+            return None
+        params = message.params or {}
+        name = params.get("name")
+        tool = await self.server.tool(name) if isinstance(name, str) else None
+        if tool is None:
+            return None
+        arguments = params.get("arguments")
+        for header, path in _header_params(tool.get("inputSchema")):
+            key = "mcp-param-" + header.lower()
+            try:
+                raw = headers.only(key)
+            except ValueError as exc:
+                return str(exc)
+            value = _lookup(arguments, path)
+            if value is None:
+                if raw is not None:
+                    return f"Mcp-Param-{header} header sent but {'.'.join(path)} is absent"
+                continue
+            if raw is None:
+                return f"missing Mcp-Param-{header} header"
+            try:
+                decoded = _decode_header_value(raw)
+            except ValueError as exc:
+                return f"Mcp-Param-{header} header: {exc}"
+            if not _same_value(decoded, value):
+                return f"Mcp-Param-{header} header does not match {'.'.join(path)}"
+        return None
+
+    async def _modern_post(
+        self, receive: Receive, send: Send, headers: _Headers,
+        cors: list[tuple[bytes, bytes]], data: Any,
+    ) -> None:
+        try:
+            message = jsonrpc.parse_obj(data)
+        except jsonrpc.ParseError as exc:
+            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            return
+        if isinstance(message, Notification):
+            await self._plain(send, 202, b"", cors)
+            return
+        if not isinstance(message, Request):
+            await self._plain(
+                send, 400, _error_body(None, INVALID_REQUEST, "a 2026-07-28 client sends no responses"), cors
+            )
+            return
+        rid = message.id
+        try:
+            if headers.get("mcp-protocol-version") is None:
+                raise ModernError(HEADER_MISMATCH, "Header mismatch: missing MCP-Protocol-Version header")
+            meta = self.server.modern_meta(message.params)
+            problem = self._check_headers(headers, message, meta)
+            if problem is not None:
+                raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
+            self.server.check_version(meta.version)
+            problem = await self._check_param_headers(headers, message)
+            if problem is not None:
+                raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
+        except ModernError as exc:
+            body = _error_body(rid, exc.code, exc.rpc_message, exc.data)
+            await self._plain(send, exc.status, body, cors)
+            return
+        accept = headers.get("accept") or "*/*"
+        sse_ok = "text/event-stream" in accept or "*/*" in accept
+        async with anyio.create_task_group() as tg:
+            exchange = _Exchange(send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=cors)
+            tg.start_soon(self._watch, receive, exchange, tg.cancel_scope)
+            status = 200
+            response: Message
+            try:
+                result = await self.server.handle_modern(
+                    message, exchange, transport="http", principal=self._principal, meta=meta
+                )
+                response = Response(rid, result)
+            except RPCError as exc:
+                status = exc.status if isinstance(exc, ModernError) else (
+                    404 if exc.code == METHOD_NOT_FOUND else 200
+                )
+                response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
+            except Exception:
+                log.exception("handler for %s failed", message.method)
+                response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+            await exchange.finish(response, status)
+            tg.cancel_scope.cancel()
+
+    @staticmethod
+    async def _watch(receive: Receive, exchange: _Exchange, scope: anyio.CancelScope) -> None:
+        """Cancel the request when the client closes its connection (2026: that is cancellation)."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                if not exchange.done:
+                    log.debug("client disconnected; cancelling the request")
+                    scope.cancel()
+                return
+
+    # -- legacy sessions -------------------------------------------------------------------
+
+    def _new_session(self, transport: str, *, sse_transport: bool) -> _LegacySession | None:
+        if len(self._sessions) >= self.options.max_sessions:
+            idle = [s for s in self._sessions.values() if not s.busy]
+            if not idle:
+                return None
+            oldest = min(idle, key=lambda s: s.last_seen)
+            oldest.close()
+            self._sessions.pop(oldest.id, None)
+        session = _LegacySession(
+            self, self.server.connection(transport, self._principal), sse_transport=sse_transport
+        )
+        self._sessions[session.id] = session
+        assert self._tg is not None, "use `async with McpHttpApp(...)`"
+        self._tg.start_soon(session.run)
+        return session
+
+    async def _legacy_post(
+        self, receive: Receive, send: Send, headers: _Headers,
+        cors: list[tuple[bytes, bytes]], session: _LegacySession | None, data: Any,
+    ) -> None:
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in ALL_VERSIONS:
+            await self._plain(
+                send, 400, _error_body(None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), cors
+            )
+            return
+        try:
+            if isinstance(data, list):
+                if not data:
+                    raise jsonrpc.ParseError("empty batch", INVALID_REQUEST)
+                parsed: Message | Batch = Batch([jsonrpc.parse_obj(item) for item in data])
+            else:
+                parsed = jsonrpc.parse_obj(data)
+        except jsonrpc.ParseError as exc:
+            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            return
+        messages = parsed.messages if isinstance(parsed, Batch) else [parsed]
+        requests = [m for m in messages if isinstance(m, Request)]
+        extra: list[tuple[bytes, bytes]] = list(cors)
+        if session is None:
+            session = self._new_session("http", sse_transport=False)
+            if session is None:
+                await self._plain(send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), cors)
+                return
+            extra.append((b"mcp-session-id", session.id.encode("ascii")))
+        session.last_seen = time.monotonic()
+        if not requests:
+            try:
+                await session.inbox.send(Envelope(parsed))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+                return
+            await self._plain(send, 202, b"", cors)
+            return
+        accept = headers.get("accept") or "*/*"
+        sse_ok = "text/event-stream" in accept or "*/*" in accept
+        async with anyio.create_task_group() as tg:
+            exchange = _Exchange(send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=extra)
+            exchange.batch = isinstance(parsed, Batch)
+            exchange.request_ids = {r.id for r in requests}
+            queue = exchange.open_queue()
+            for request in requests:
+                session.pending[request.id] = exchange
+            try:
+                try:
+                    await session.inbox.send(Envelope(parsed, context=exchange))
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    await exchange.finish_raw(_error_body(None, INVALID_REQUEST, "Session not found"), 404)
+                    return
+                tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
+                async with queue:
+                    async for message in queue:
+                        if exchange.is_final(message):
+                            await exchange.finish(message)
+                            break
+                        await exchange.write(message)
+                    else:
+                        await exchange.close()  # the session ended under us
+            finally:
+                for request in requests:
+                    if session.pending.get(request.id) is exchange:
+                        del session.pending[request.id]
+                exchange.done = True
+                exchange.close_queue()
+                session.last_seen = time.monotonic()
+                tg.cancel_scope.cancel()
+
+    @staticmethod
+    async def _watch_legacy(receive: Receive, scope: anyio.CancelScope) -> None:
+        """Stop streaming when the client goes away; the request itself keeps running."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                scope.cancel()
+                return
+
+    async def _get(
+        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        cors: list[tuple[bytes, bytes]],
+    ) -> None:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            accept = headers.get("accept") or ""
+            if self.options.legacy_sse and "text/event-stream" in accept:
+                # A 2024-11-05 client falling back from Streamable HTTP: HTTP+SSE right here.
+                await self._sse_open(scope, receive, send, cors)
+                return
+            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+            return
+        session = self._sessions.get(sid)
+        if session is None or session.sse_transport:
+            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        if session.standalone is not None and not session.standalone.done:
+            await self._plain(send, 409, _error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
+            return
+        await self._stream(receive, send, cors, session, endpoint=None)
+
+    async def _stream(
+        self, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]],
+        session: _LegacySession, *, endpoint: str | None,
+    ) -> None:
+        """The long-lived SSE stream of a session (GET stream, or the HTTP+SSE stream)."""
+        async with anyio.create_task_group() as tg:
+            exchange = _Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
+            queue = exchange.open_queue()
+            session.standalone = exchange
+            try:
+                if endpoint is not None:
+                    await exchange.event(endpoint.encode("utf-8"), b"endpoint")
+                else:
+                    async with exchange._lock:
+                        await exchange._start_sse()
+                tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
+                async with queue:
+                    async for message in queue:
+                        await exchange.event(jsonrpc.encode(message))
+                await exchange.close()
+            finally:
+                exchange.done = True
+                exchange.close_queue()
+                if session.standalone is exchange:
+                    session.standalone = None
+                session.last_seen = time.monotonic()
+                if endpoint is not None:
+                    session.close()  # HTTP+SSE: the stream is the session
+                tg.cancel_scope.cancel()
+
+    async def _delete(self, send: Send, headers: _Headers, cors: list[tuple[bytes, bytes]]) -> None:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+            return
+        session = self._sessions.pop(sid, None)
+        if session is None:
+            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        session.close()
+        await self._plain(send, 200, b"", cors)
+
+    # -- HTTP+SSE (2024-11-05) -----------------------------------------------------------
+
+    async def _sse_open(
+        self, scope: Scope, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+    ) -> None:
+        session = self._new_session("sse", sse_transport=True)
+        if session is None:
+            await self._plain(send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), cors)
+            return
+        endpoint = f"{scope.get('root_path', '')}{self.options.messages_path}?sessionId={session.id}"
+        await self._stream(receive, send, cors, session, endpoint=endpoint)
+
+    async def _sse_message(
+        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        cors: list[tuple[bytes, bytes]],
+    ) -> None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
+        session = self._sessions.get(sid)
+        if session is None or not session.sse_transport:
+            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        body = await self._read_body(receive, headers)
+        if body is None:
+            await self._plain(send, 413, _error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            return
+        try:
+            parsed = jsonrpc.parse(body, allow_batch=True)
+        except jsonrpc.ParseError as exc:
+            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            return
+        session.last_seen = time.monotonic()
+        try:
+            await session.inbox.send(Envelope(parsed))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        await self._plain(send, 202, b"Accepted", cors, content_type=b"text/plain")
+
+
+# -- running on uvicorn ------------------------------------------------------------------
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Bind the listening socket ourselves: a clear error instead of uvicorn's exit."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and host in ("::", ""):
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise TransportError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    auth_token: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    max_body: int = 4 * 1024 * 1024,
+    legacy_sse: bool = True,
+    keepalive: float = 15.0,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve `server` over HTTP on uvicorn until cancelled (then stop gracefully).
+
+    Binding beyond loopback needs a bearer token (`auth_token` or $MCP_SERVE_TOKEN);
+    without one this raises UsageError before listening. `on_ready(url)` is called
+    with the endpoint URL once the socket listens (port 0 picks a free port).
+    """
+    token = auth_token or os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(host) and not token:
+        raise UsageError(
+            f"refusing to listen on {host} without a bearer token",
+            hint=f"pass --auth-token or set {TOKEN_ENV}; or bind 127.0.0.1",
+        )
+    hosts = allowed_hosts
+    if hosts is None:
+        if is_loopback(host):
+            hosts = LOOPBACK_NAMES
+        elif host in ("0.0.0.0", "::", ""):  # noqa: S104 - deciding, not binding
+            hosts = ("*",)  # any name may reach a wildcard bind; the token guards it
+        else:
+            hosts = (*LOOPBACK_NAMES, host)
+    options = HttpOptions(
+        path=path, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins,
+        max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
+    )
+    sock = _bind(host, port)
+    try:
+        import uvicorn
+
+        app = McpHttpApp(server, options)
+        config = uvicorn.Config(
+            app, lifespan="off", log_config=None, access_log=False, ws="none",
+            proxy_headers=False, server_header=False, timeout_graceful_shutdown=3,
+        )
+
+        class _Uvicorn(uvicorn.Server):
+            def install_signal_handlers(self) -> None:  # older uvicorn
+                pass
+
+            def capture_signals(self) -> Any:  # the caller owns signals; we stop on cancel
+                from contextlib import nullcontext
+
+                return nullcontext()
+
+        uv = _Uvicorn(config)
+        bound_host, bound_port = sock.getsockname()[:2]
+        async with app:
+            done = anyio.Event()
+
+            async def run() -> None:
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await uv.serve(sockets=[sock])
+                finally:
+                    done.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                if on_ready is not None:
+                    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+                    on_ready(f"http://{shown}:{bound_port}{path}")
+                try:
+                    await done.wait()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        app.shutdown()
+                        uv.should_exit = True
+                        with anyio.move_on_after(10):
+                            await done.wait()
+    finally:
+        sock.close()

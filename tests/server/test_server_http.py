@@ -1,0 +1,375 @@
+"""Streamable HTTP (both eras) and HTTP+SSE on a real uvicorn, with our client and raw requests."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from server_backends import DemoBackend
+from server_http import MODERN_HEADERS, http_client, messages, modern_request, raw_post, running
+from server_support import modern_meta
+
+from mcpcli.errors import TransportError, UsageError
+from mcpcli.server import Server, serve_http
+
+pytestmark = pytest.mark.anyio
+
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+LEGACY_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize("protocol", [None, "2025-11-25", "2025-06-18", "2025-03-26"])
+async def test_our_client_over_streamable_http(server: Server, protocol: str | None) -> None:
+    async with running(server) as url, http_client(url, protocol) as client:
+        assert client.protocol_version == (protocol or "2026-07-28")
+        assert (await client.call_tool("echo", {"text": "hi"}))["content"][0]["text"] == "hi"
+        assert (await client.call_tool("elicit"))["content"][0]["text"] == "Hello, Ada!"
+        assert (await client.call_tool("two_questions"))["content"][0]["text"] == "Ada Ada"
+        progress: list[float] = []
+        await client.call_tool("progress", on_progress=lambda p: progress.append(p["progress"]))
+        assert progress == [0, 50, 100]
+        assert (await client.read_resource("mem://greeting"))["contents"][0]["text"] == "hello"
+        result = await client.call_tool("region", {"region": "Zürich ", "count": 3, "opts": {"flag": True}})
+        assert result["content"][0]["text"] == "Zürich /3"
+
+
+async def test_our_client_over_legacy_http_sse(server: Server) -> None:
+    async with running(server) as url:
+        sse_url = url.rsplit("/", 1)[0] + "/sse"
+        async with http_client(sse_url, "2024-11-05", transport="sse") as client:
+            assert client.protocol_version == "2024-11-05"
+            assert (await client.call_tool("echo", {"text": "old"}))["content"][0]["text"] == "old"
+            assert (await client.call_tool("elicit"))["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_concurrent_calls_over_http(server: Server) -> None:
+    results: dict[int, str] = {}
+    async with running(server) as url:
+        for protocol in (None, "2025-11-25"):
+            async with http_client(url, protocol) as client:
+
+                async def one(n: int) -> None:
+                    result = await client.call_tool("echo", {"text": str(n)})
+                    results[n] = result["content"][0]["text"]
+
+                async with anyio.create_task_group() as tg:
+                    for n in range(20):
+                        tg.start_soon(one, n)
+                assert results == {n: str(n) for n in range(20)}
+                results.clear()
+
+
+async def test_listen_over_http(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, http_client(url) as client:
+        async with client.subscribe(tools=True) as stream:
+            backend.changed("tools")
+            with anyio.fail_after(5):
+                note = await stream.receive()
+        assert note["method"] == "notifications/tools/list_changed"
+
+
+# -- security ------------------------------------------------------------------------------
+
+
+async def test_dns_rebinding_is_refused(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient() as http:
+        body, headers = modern_request("tools/list")
+        port = url.split(":")[2].split("/")[0]
+        for bad in ({"Host": "evil.example.com"}, {"Host": f"evil.example.com:{port}"},
+                    {"Origin": "http://evil.example.com"}, {"Origin": "null"},
+                    {"Host": "localhost.evil.example.com"}):
+            response = await http.post(url, json=body, headers={**headers, **bad})
+            assert response.status_code == 403, bad
+        for good in ({}, {"Host": f"localhost:{port}"}, {"Origin": f"http://localhost:{port}"},
+                     {"Origin": f"http://127.0.0.1:{port}"}):
+            response = await http.post(url, json=body, headers={**headers, **good})
+            assert response.status_code == 200, good
+            assert "tools" in response.json()["result"]
+        # The legacy HTTP+SSE endpoints are guarded the same way.
+        sse = url.rsplit("/", 1)[0] + "/sse"
+        response = await http.get(sse, headers={"Host": "evil.example.com"})
+        assert response.status_code == 403
+
+
+async def test_bearer_token(server: Server) -> None:
+    async with running(server, auth_token="s3cret") as url, httpx.AsyncClient() as http:
+        body, headers = modern_request("tools/list")
+        response = await http.post(url, json=body, headers=headers)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        response = await http.post(url, json=body, headers={**headers, "Authorization": "Bearer wrong"})
+        assert response.status_code == 401
+        response = await http.post(url, json=body, headers={**headers, "Authorization": "Bearer s3cret"})
+        assert response.status_code == 200
+        async with http_client(url, token="s3cret") as client:
+            assert (await client.call_tool("echo", {"text": "t"}))["content"][0]["text"] == "t"
+
+
+async def test_binding_beyond_loopback_needs_a_token(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_SERVE_TOKEN", raising=False)
+    with pytest.raises(UsageError, match="without a bearer token"):
+        await serve_http(server, host="0.0.0.0", port=0)
+
+
+async def test_port_in_use_is_a_clear_error(server: Server) -> None:
+    async with running(server) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        with pytest.raises(TransportError, match="cannot listen"):
+            await serve_http(server, host="127.0.0.1", port=port)
+
+
+async def test_oversized_bodies_get_413(server: Server) -> None:
+    async with running(server, max_body=1000) as url, httpx.AsyncClient() as http:
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x" * 2000}})
+        response = await http.post(url, json=body, headers=headers)
+        assert response.status_code == 413
+
+        async def chunks() -> Any:  # no Content-Length: the cap applies while reading
+            for _ in range(10):
+                yield b"x" * 500
+
+        response = await http.post(url, content=chunks(), headers=headers)
+        assert response.status_code == 413
+
+
+# -- malformed traffic -----------------------------------------------------------------------
+
+
+async def test_malformed_json_rpc(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient() as http:
+        response = await http.post(url, content=b"{not json", headers=MODERN_HEADERS)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == -32700
+        response = await http.post(url, json={"jsonrpc": "2.0", "id": 3, "method": 7}, headers=MODERN_HEADERS)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == -32600
+        # Batches only exist in 2025-03-26 sessions.
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        sid = init.headers["mcp-session-id"]
+        response = await http.post(
+            url, json=[{"jsonrpc": "2.0", "id": 2, "method": "ping"}],
+            headers={**LEGACY_HEADERS, "Mcp-Session-Id": sid},
+        )
+        assert messages(response)[0]["error"]["code"] == -32600
+        # A legacy request without a session.
+        response = await http.post(url, json={"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, headers=LEGACY_HEADERS)
+        assert response.status_code == 400
+
+
+async def test_legacy_session_lifecycle(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        assert init.status_code == 200
+        sid = init.headers["mcp-session-id"]
+        assert len(sid) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in sid)
+        assert init.json()["result"]["protocolVersion"] == "2025-11-25"
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+        note = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        assert note.status_code == 202
+        # A request whose handler sends notifications first is answered as an SSE stream.
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "progress", "_meta": {"progressToken": "p"}}}
+        response = await http.post(url, json=call, headers=session)
+        assert response.headers["content-type"].startswith("text/event-stream")
+        found = messages(response)
+        assert [m.get("method") for m in found[:-1]] == ["notifications/progress"] * 3
+        assert found[-1]["id"] == 2 and found[-1]["result"]["content"][0]["text"] == "done"
+        # The GET stream carries unrelated notifications (list changes).
+        async with http.stream("GET", url, headers={**session, "Accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+            conflict = await http.get(url, headers={**session, "Accept": "text/event-stream"})
+            assert conflict.status_code == 409
+            backend.changed("tools")
+            with anyio.fail_after(5):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:"):
+                        assert "notifications/tools/list_changed" in line
+                        break
+        bad_version = await http.post(url, json={**call, "id": 3}, headers={**session, "MCP-Protocol-Version": "1999-01-01"})
+        assert bad_version.status_code == 400
+        deleted = await http.delete(url, headers=session)
+        assert deleted.status_code == 200
+        after = await http.post(url, json={**call, "id": 4}, headers=session)
+        assert after.status_code == 404
+        unknown = await http.post(url, json={**call, "id": 5}, headers={**session, "Mcp-Session-Id": "nope"})
+        assert unknown.status_code == 404
+        assert (await http.delete(url, headers=session)).status_code == 404
+
+
+async def test_batches_in_a_2025_03_26_session(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json={**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}},
+                               headers=LEGACY_HEADERS)
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        batch = [
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "b"}}},
+            {"jsonrpc": "2.0", "id": 11, "method": "ping"},
+        ]
+        response = await http.post(url, json=batch, headers=session)
+        [answers] = messages(response)
+        assert {m["id"] for m in answers} == {10, 11}
+        only_notes = await http.post(url, json=[{"jsonrpc": "2.0", "method": "notifications/initialized"}], headers=session)
+        assert only_notes.status_code == 202
+
+
+# -- the stateless era's HTTP rules --------------------------------------------------------------
+
+
+async def test_modern_header_and_meta_validation(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+
+        async def post(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+            response = await http.post(url, json=body, headers=headers)
+            return response.status_code, messages(response)[-1]
+
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x"}}, rid=9)
+        status, reply = await post(body, headers)
+        assert status == 200 and reply["result"]["content"][0]["text"] == "x"
+        cases: list[tuple[dict[str, str], int]] = [
+            ({"Mcp-Method": "tools/list"}, -32020),
+            ({"Mcp-Method": "TOOLS/CALL"}, -32020),
+            ({"Mcp-Name": "other"}, -32020),
+            ({"MCP-Protocol-Version": "2025-11-25"}, -32020),
+        ]
+        for override, code in cases:
+            status, reply = await post(body, {**headers, **override})
+            assert (status, reply["error"]["code"], reply["id"]) == (400, code, 9), override
+        for missing in ("Mcp-Method", "Mcp-Name", "MCP-Protocol-Version"):
+            status, reply = await post(body, {k: v for k, v in headers.items() if k != missing})
+            assert (status, reply["error"]["code"]) == (400, -32020), missing
+        # Header names are case-insensitive; values are trimmed; names may be base64.
+        lower = {k.lower(): v for k, v in headers.items()}
+        status, reply = await raw_post(url, body, {**lower, "mcp-name": "  echo  "})
+        assert status == 200, reply
+        assert reply["result"]["content"][0]["text"] == "x"
+        encoded = "=?base64?" + base64.b64encode(b"echo").decode() + "?="
+        status, reply = await post(body, {**headers, "Mcp-Name": encoded})
+        assert status == 200, reply
+        status, reply = await post(body, {**headers, "Mcp-Name": "=?base64?!!!?="})
+        assert (status, reply["error"]["code"]) == (400, -32020)
+        # _meta problems: 400 with -32602 / -32022.
+        no_meta = {**body, "params": {"name": "echo"}}
+        status, reply = await post(no_meta, headers)
+        assert (status, reply["error"]["code"], reply["id"]) == (400, -32602, 9)
+        future = {**body, "params": {**body["params"], "_meta": modern_meta() | {"io.modelcontextprotocol/protocolVersion": "2999-01-01"}}}
+        status, reply = await post(future, {**headers, "MCP-Protocol-Version": "2999-01-01"})
+        assert (status, reply["error"]["code"]) == (400, -32022)
+        assert reply["error"]["data"]["requested"] == "2999-01-01"
+        assert "2026-07-28" in reply["error"]["data"]["supported"]
+        # Removed and unknown methods: 404 with -32601 and the request id.
+        for method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "nope/nope"):
+            body2, headers2 = modern_request(method, rid=77)
+            status, reply = await post(body2, headers2)
+            assert (status, reply["error"]["code"], reply["id"]) == (404, -32601, 77), method
+        # A missing client capability: 400 with -32021.
+        body3, headers3 = modern_request("tools/call", {"name": "needs_sampling"}, caps={})
+        status, reply = await post(body3, headers3)
+        assert (status, reply["error"]["code"]) == (400, -32021)
+
+
+async def test_mcp_param_headers_must_mirror_the_arguments(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        args = {"region": "us-west1", "count": 42, "opts": {"flag": False}}
+        body, headers = modern_request("tools/call", {"name": "region", "arguments": args})
+        good = {**headers, "Mcp-Param-Region": "us-west1", "Mcp-Param-Count": "42", "mcp-param-flag": "false"}
+        response = await http.post(url, json=body, headers=good)
+        assert response.status_code == 200, response.text
+        ok_variants = [
+            {"Mcp-Param-Count": "42.0"},  # integers compare numerically
+            {"Mcp-Param-Region": "=?base64?" + base64.b64encode(b"us-west1").decode() + "?="},
+        ]
+        for variant in ok_variants:
+            response = await http.post(url, json=body, headers={**good, **variant})
+            assert response.status_code == 200, variant
+        bad_variants = [
+            {"Mcp-Param-Region": "eu-west1"},
+            {"Mcp-Param-Count": "41"},
+            {"mcp-param-flag": "true"},
+            {"Mcp-Param-Region": "=?base64?not base64?="},
+        ]
+        for variant in bad_variants:
+            response = await http.post(url, json=body, headers={**good, **variant})
+            assert (response.status_code, response.json()["error"]["code"]) == (400, -32020), variant
+        missing = {k: v for k, v in good.items() if k != "Mcp-Param-Region"}
+        response = await http.post(url, json=body, headers=missing)
+        assert response.status_code == 400
+        # An absent or null argument needs no header (and must not have one).
+        body2, headers2 = modern_request("tools/call", {"name": "region", "arguments": {"region": None}})
+        response = await http.post(url, json=body2, headers=headers2)
+        assert response.status_code == 200
+        response = await http.post(url, json=body2, headers={**headers2, "Mcp-Param-Region": "x"})
+        assert response.status_code == 400
+
+
+async def test_client_disconnect_cancels_a_modern_call(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        body, headers = modern_request("tools/call", {"name": "slow"})
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                await http.post(url, json=body, headers=headers)
+
+            tg.start_soon(call)
+            with anyio.fail_after(5):
+                await backend.started.wait()
+            tg.cancel_scope.cancel()  # closes the connection
+        with anyio.fail_after(5):
+            await backend.cancelled.wait()
+
+
+async def test_listen_stream_sends_keepalives_and_ends_on_shutdown(backend: DemoBackend, server: Server) -> None:
+    lines: list[str] = []
+    async with anyio.create_task_group() as tg:
+        async with running(server, keepalive=0.05) as url:
+            body, headers = modern_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+            async with httpx.AsyncClient(timeout=10) as http:
+                async with http.stream("POST", url, json=body, headers=headers) as stream:
+                    assert stream.headers["content-type"].startswith("text/event-stream")
+                    assert stream.headers["x-accel-buffering"] == "no"
+                    reader = stream.aiter_lines()
+                    with anyio.fail_after(5):
+                        async for line in reader:
+                            lines.append(line)
+                            if line.startswith(":"):
+                                break
+                    server.close_subscriptions()  # what a shutdown does
+                    with anyio.fail_after(5):
+                        async for line in reader:
+                            lines.append(line)
+        tg.cancel_scope.cancel()
+    data = [line for line in lines if line.startswith("data:")]
+    assert "notifications/subscriptions/acknowledged" in data[0]
+    assert '"resultType":"complete"' in data[-1]
+    assert any(line.startswith(":") for line in lines)
+
+
+async def test_legacy_disconnect_does_not_cancel_but_delete_does(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: http.post(url, json=call, headers=session))
+            with anyio.fail_after(5):
+                await backend.started.wait()
+            tg.cancel_scope.cancel()
+        assert not backend.cancelled.is_set()
+        await http.delete(url, headers=session)
+        with anyio.fail_after(5):
+            await backend.cancelled.wait()
+
+
+async def test_unknown_paths_and_methods(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        base = url.rsplit("/", 1)[0]
+        assert (await http.get(base + "/nope")).status_code == 404
+        assert (await http.put(url)).status_code == 405
+        assert (await http.get(url)).status_code == 400  # no session, not an SSE client
+        assert (await http.post(base + "/messages?sessionId=nope", json=INIT)).status_code == 404
