@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fresh", "load", "remember", "store", "tool_names"]
+__all__ = ["fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
 
 JSON = dict[str, Any]
 
@@ -82,8 +82,19 @@ def fresh(target: str, method: str) -> JSON | None:
     return result
 
 
-def tool_names(target: str) -> list[str]:
-    record = load(target, "tools/list")
+def names(target: str, method: str, key: str) -> list[str]:
+    """The `name`s of the items under `key` in a cached list result."""
+    record = load(target, method)
     result = record.get("result") if record else None
-    tools = result.get("tools") if isinstance(result, dict) else None
-    return [t["name"] for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    items = result.get(key) if isinstance(result, dict) else None
+    if not isinstance(items, list):
+        return []
+    return [i["name"] for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)]
+
+
+def tool_names(target: str) -> list[str]:
+    return names(target, "tools/list", "tools")
+
+
+def prompt_names(target: str) -> list[str]:
+    return names(target, "prompts/list", "prompts")

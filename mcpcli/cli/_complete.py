@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["server_names"]
+__all__ = ["prompt_names", "server_names", "tool_names"]
 
 
 def server_names() -> list[str]:
@@ -42,3 +42,13 @@ def tool_names(ctx: object, incomplete: str) -> list[str]:
         return []
     names = cache.tool_names(str(target))
     return [n for n in names if n.startswith(incomplete)]
+
+
+def prompt_names(ctx: object, incomplete: str) -> list[str]:
+    """Prompt names from the cache of the last `prompts list|get` of this target."""
+    from mcpcli import cache
+
+    target = getattr(ctx, "params", {}).get("target") if ctx is not None else None
+    if not target:
+        return []
+    return [n for n in cache.prompt_names(str(target)) if n.startswith(incomplete)]

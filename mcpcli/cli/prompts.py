@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from mcpcli.cache import remember
 from mcpcli.cli._app import (
     CONTEXT_SETTINGS,
     App,
@@ -41,6 +42,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     async def go() -> None:
         async with app.client(target, conn) as client:
             result = await client.list_prompts()
+            remember(target, "prompts/list", result)
             out.emit(result, items="prompts", human=render.prompts_table)
 
     app.run(go)
@@ -78,9 +80,15 @@ def _find(listing: JSON, name: str) -> JSON:
     raise UsageError(f"unknown prompt {name!r}", hint=hint)
 
 
+def _prompt_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._complete import prompt_names
+
+    return prompt_names(ctx, incomplete)
+
+
 @prompts.command("show", cls=TargetCommand)
 @target_argument
-@click.argument("name")
+@click.argument("name", shell_complete=_prompt_name_completion)
 @connection_options
 @output_options
 @pass_app
@@ -97,7 +105,7 @@ def show(app: App, target: str | None, name: str, conn: Connection, out: Output)
 
 @prompts.command("get", cls=TargetCommand)
 @target_argument
-@click.argument("name")
+@click.argument("name", shell_complete=_prompt_name_completion)
 @click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
               help="A prompt argument (always a string); key=@file reads a file, key=@- stdin.")
 @click.option("--args", "args_json", metavar="JSON|@FILE|-",
@@ -139,7 +147,9 @@ def get(
         async with app.client(target, conn) as client:
             schema: JSON = {"type": "object", "additionalProperties": {"type": "string"}}
             if not no_validate:
-                schema = arguments_schema(_find(await client.list_prompts(), name))
+                listing = await client.list_prompts()
+                remember(target, "prompts/list", listing)
+                schema = arguments_schema(_find(listing, name))
             arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
             if not no_validate:
                 from mcpcli.validation import check

@@ -60,7 +60,7 @@ def test_servers_show_completes_names(config: Path) -> None:
 
 
 @pytest.mark.peer
-def test_tool_names_come_from_the_last_tools_list(isolated_env: Path, everything: list[str]) -> None:
+def test_tool_and_prompt_names_come_from_the_last_listing(isolated_env: Path, everything: list[str]) -> None:
     assert mcp("servers", "add", "ev", "--", *everything).code == 0
     assert complete("mcp", "tools", "call", "ev", "get-") == []  # nothing cached yet: never connects
     r = mcp("tools", "list", "ev", "-q")
@@ -68,6 +68,9 @@ def test_tool_names_come_from_the_last_tools_list(isolated_env: Path, everything
     offered = complete("mcp", "tools", "call", "ev", "get-")
     assert "plain,get-sum" in offered and "plain,get-tiny-image" in offered
     assert all(item.startswith("plain,get-") for item in offered)
+    assert complete("mcp", "prompts", "get", "ev", "") == []
+    assert mcp("prompts", "list", "ev", "-q").code == 0
+    assert complete("mcp", "prompts", "get", "ev", "")[:2] == ["plain,simple-prompt", "plain,args-prompt"]
 
 
 def test_completion_command_prints_the_committed_scripts() -> None:
