@@ -233,3 +233,26 @@ def test_no_color_is_honoured(everything: list[str]) -> None:
     coloured.expect(r"PROMPT")
     assert coloured.wait() == 0
     assert "\x1b[1m" in coloured.output  # the bold header
+
+
+def test_subscription_events_on_a_terminal(sdk_server: list[str]) -> None:
+    term = Terminal(mcp_argv("resources", "subscribe", "item://tick", "--count", "2", "--",
+                             *sdk_server, "--tick"))
+    term.expect(r"watching 1 resource\(s\); Ctrl-C to stop")
+    term.expect(r"\d\d:\d\d:\d\d updated item://tick")
+    term.expect(r"\d\d:\d\d:\d\d updated item://tick")
+    assert term.wait() == 0
+
+
+def test_prompt_messages_and_info_on_a_terminal(everything: list[str]) -> None:
+    term = Terminal(mcp_argv("prompts", "get", "resource-prompt", "--arg", "resourceType=Text",
+                             "--arg", "resourceId=2", "-q", "--", *everything))
+    term.expect(r"── user ──")
+    term.expect(r"\[resource demo://resource/dynamic/text/2\]")
+    term.expect(r"Resource 2: This is a plaintext resource")
+    assert term.wait() == 0
+    term = Terminal(mcp_argv("info", "-q", "--", *everything))
+    term.expect(r"mcp-servers/everything 2\.0\.0 — Everything Reference Server")
+    term.expect(r"protocol\s+2025-11-25 \(legacy era\)")
+    term.expect(r"instructions:")
+    assert term.wait() == 0
