@@ -395,7 +395,7 @@ class FileLock:
     """An exclusive inter-process lock on a file (flock on POSIX, msvcrt on Windows).
 
     Re-entrant for the same object: nested `acquire()`s only count. Acquiring
-    polls with a bounded wait, so call it from a worker thread in async code.
+    blocks (up to `timeout`), so call it from a worker thread in async code.
     """
 
     def __init__(self, path: Path, timeout: float = 60.0) -> None:
@@ -412,22 +412,51 @@ class FileLock:
                 return
         _ensure_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                _lock(fd)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    os.close(fd)
-                    raise AuthError(
-                        f"another mcp process has held the sign-in lock ({self.path}) "
-                        f"for more than {self.timeout:g}s"
-                    ) from None
-                time.sleep(0.02)
+        try:
+            _lock(fd, blocking=False)
+        except OSError:
+            self._wait(fd)
         with self._mutex:
             self._fd = fd
             self._depth = 1
+
+    def _wait(self, fd: int) -> None:
+        """Queue for the lock in the kernel (a daemon thread), giving up after the timeout.
+
+        If we give up, the waiting thread releases the lock and closes the
+        descriptor as soon as it gets it, so nothing stays locked behind us.
+        """
+        done = threading.Event()
+        guard = threading.Lock()
+        state = {"acquired": False, "abandoned": False}
+        failed: list[OSError] = []
+
+        def block() -> None:
+            try:
+                _lock(fd, blocking=True)
+            except OSError as exc:
+                failed.append(exc)
+            with guard:
+                if state["abandoned"]:
+                    if not failed:
+                        _unlock(fd)
+                    os.close(fd)
+                    return
+                state["acquired"] = not failed
+            done.set()
+
+        threading.Thread(target=block, name="mcpcli-lock", daemon=True).start()
+        if not done.wait(self.timeout):
+            with guard:
+                if not state["acquired"] and not failed:
+                    state["abandoned"] = True
+                    raise AuthError(
+                        f"another mcp process has held the sign-in lock ({self.path}) "
+                        f"for more than {self.timeout:g}s"
+                    )
+        if failed:
+            os.close(fd)
+            raise AuthError(f"cannot lock {self.path}: {failed[0].strerror}")
 
     def release(self) -> None:
         with self._mutex:
@@ -448,15 +477,15 @@ class FileLock:
         self.release()
 
 
-def _lock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover - Windows
+def _lock(fd: int, *, blocking: bool) -> None:
+    if os.name == "nt":  # pragma: no cover - Windows: LK_LOCK retries for 10 s, then fails
         import msvcrt
 
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        msvcrt.locking(fd, msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
     else:
         import fcntl
 
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _unlock(fd: int) -> None:
