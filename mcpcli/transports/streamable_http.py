@@ -701,6 +701,7 @@ class StreamableHttpTransport:
                     hint="check the URL: it answers neither Streamable HTTP nor HTTP+SSE",
                 ) from None
             self._sse = channel
+            self.name = "sse"  # what `mcp info` shows from now on
         await self._sse.post(request)
 
     async def _standalone_stream(self, ready: anyio.Event) -> None:

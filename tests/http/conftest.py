@@ -1,0 +1,106 @@
+"""Fixtures for the HTTP tests: real peers listening on 127.0.0.1, and the fake server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from helpers import Peers, free_port
+from httpfake import FakeHTTP, Handler
+
+HERE = Path(__file__).resolve().parent
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with code {proc.returncode} before listening")
+        with socket.socket() as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on port {port} within 30 s")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def _serve(argv: list[str], port: int, what: str, env: dict[str, str] | None = None) -> Iterator[int]:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=full_env, start_new_session=True,
+    )
+    try:
+        _wait_listening(port, proc, what)
+        yield port
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def everything_http(peers: Peers) -> Iterator[str]:
+    """server-everything in `streamableHttp` mode; yields its /mcp URL."""
+    argv = peers.everything("streamableHttp")
+    port = free_port()
+    node, script = argv[0], argv[1:]
+    cmd = [node, "--require", str(HERE / "loopback.cjs"), *script]
+    for p in _serve(cmd, port, "server-everything streamableHttp", {"PORT": str(port)}):
+        yield f"http://127.0.0.1:{p}/mcp"
+
+
+@pytest.fixture(scope="module")
+def everything_sse(peers: Peers) -> Iterator[str]:
+    """server-everything in legacy `sse` mode; yields its /sse URL."""
+    argv = peers.everything("sse")
+    port = free_port()
+    node, script = argv[0], argv[1:]
+    cmd = [node, "--require", str(HERE / "loopback.cjs"), *script]
+    for p in _serve(cmd, port, "server-everything sse", {"PORT": str(port)}):
+        yield f"http://127.0.0.1:{p}/sse"
+
+
+@pytest.fixture(scope="module")
+def sdk_http(peers: Peers) -> Iterator[str]:
+    """The official-SDK test server over Streamable HTTP (both eras); yields its /mcp URL."""
+    port = free_port()
+    cmd = [peers.sdk(), str(HERE / "sdk_http_server.py"), str(port), "--tick"]
+    for p in _serve(cmd, port, "SDK HTTP server"):
+        yield f"http://127.0.0.1:{p}/mcp"
+
+
+@pytest.fixture
+def fake() -> Iterator[Callable[[Handler], FakeHTTP]]:
+    """Start fake HTTP servers with a handler; all are stopped after the test."""
+    started: list[FakeHTTP] = []
+
+    def start(handler: Handler) -> FakeHTTP:
+        server = FakeHTTP(handler).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
