@@ -344,7 +344,7 @@ class Connection:
         auth = "none" if self.no_auth else "stored-only" if self.stored_auth_only else "interactive"
         if auth == "interactive" and not app.stdin_tty and not app.stderr_tty:
             auth = "non-interactive"
-        return ConnectOptions(
+        options = ConnectOptions(
             env=env,
             cwd=self.cwd,
             quiet=self.quiet,
@@ -356,6 +356,9 @@ class Connection:
             auth=auth,
             extra={"token_store": self.token_store} if self.token_store else {},
         )
+        # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
+        options.extra["connect_timeout"] = min(self.timeout, 30.0)
+        return options
 
     def client_options(self, app: App) -> ClientOptions:
         from mcpcli.cli._features import build_features
