@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,12 +93,12 @@ def sdk_http(peers: Peers) -> Iterator[str]:
 
 
 @pytest.fixture
-def fake() -> Iterator[Callable[[Handler], FakeHTTP]]:
+def fake() -> Iterator[Callable[..., FakeHTTP]]:
     """Start fake HTTP servers with a handler; all are stopped after the test."""
     started: list[FakeHTTP] = []
 
-    def start(handler: Handler) -> FakeHTTP:
-        server = FakeHTTP(handler).start()
+    def start(handler: Handler, **kwargs: Any) -> FakeHTTP:
+        server = FakeHTTP(handler, **kwargs).start()
         started.append(server)
         return server
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -100,8 +101,9 @@ def sse_reply(*chunks: bytes, headers: dict[str, str] | None = None, hold: threa
 class FakeHTTP:
     """A threaded HTTP server on 127.0.0.1 calling `handler` for every request."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, *, tls: ssl.SSLContext | None = None) -> None:
         self.handler = handler
+        self.scheme = "https" if tls is not None else "http"
         self.requests: list[Req] = []
         self.stopping = threading.Event()
         fake = self
@@ -147,12 +149,14 @@ class FakeHTTP:
                 pass  # clients that go away mid-stream are expected here
 
         self._server = Server(("127.0.0.1", 0), RequestHandler)
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"{self.scheme}://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> FakeHTTP:
         self._thread.start()
@@ -180,8 +184,13 @@ def call_result(req: Req) -> JSON:
     return {"content": [{"type": "text", "text": f"echo: {args.get('message', '')}"}]}
 
 
-def legacy_mcp(*, tools: list[JSON] | None = None, sse: bool = False) -> Handler:
-    """A 2025-11-25 Streamable HTTP server with sessions; `sse` answers requests as SSE."""
+def legacy_mcp(
+    *, tools: list[JSON] | None = None, sse: bool = False, version: str | None = "2025-11-25"
+) -> Handler:
+    """A legacy Streamable HTTP server with sessions; `sse` answers requests as SSE.
+
+    It answers `initialize` with `version`, or with the client's version when None.
+    """
     sessions = itertools.count(1)
     live: set[str] = set()
 
@@ -195,9 +204,10 @@ def legacy_mcp(*, tools: list[JSON] | None = None, sse: bool = False) -> Handler
         if method == "initialize":
             sid = f"s{next(sessions)}"
             live.add(sid)
+            chosen = version or req.rpc.get("params", {}).get("protocolVersion")
             return result(
                 req,
-                {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {"subscribe": True}},
+                {"protocolVersion": chosen, "capabilities": {"tools": {}, "resources": {"subscribe": True}},
                  "serverInfo": {"name": "fake-legacy", "version": "1"}},
                 **{"Mcp-Session-Id": sid},
             )
