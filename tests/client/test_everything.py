@@ -383,3 +383,13 @@ def test_complete_needs_exactly_one_reference(everything: list[str]) -> None:
     assert "exactly one of --prompt" in r.stderr
     r = run("complete", "--prompt", "p", "--resource", "u", "a", server=everything)
     assert r.code == 2
+
+
+def test_trace_redacts_secret_looking_values(everything: list[str]) -> None:
+    r = run("tools", "call", "echo", "--args", '{"message": "hi", "api_key": "sk-live-123"}',
+            "--no-validate", "--trace", server=everything)
+    assert r.code == 0, r
+    assert "sk-live-123" not in r.stderr
+    call = next(json.loads(line[2:]) for line in r.stderr.splitlines()
+                if line.startswith("→ ") and '"tools/call"' in line)
+    assert call["params"]["arguments"] == {"message": "hi", "api_key": "«redacted»"}
