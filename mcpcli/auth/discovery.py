@@ -161,14 +161,21 @@ class Fetcher:
     #: Every URL requested, in order (for `mcp auth login --verbose` and tests).
     log: list[str] = field(default_factory=list)
 
-    def _server_private(self) -> bool:
+    def server_is_private(self) -> bool:
         host = urlsplit(self.server_url).hostname or ""
         return host_is_private(host)
 
     def check(self, url: object, what: str) -> str:
-        checked = check_endpoint_url(url, what)
-        if not self.allow_private and not self._server_private():
-            check_not_private(checked, what)
+        """The URL's shape: https (http on loopback), no user-info or fragment."""
+        return check_endpoint_url(url, what)
+
+    async def guard(self, url: str, what: str) -> str:
+        """`check`, plus the SSRF rule (resolving the host in a worker thread)."""
+        checked = self.check(url, what)
+        if not self.allow_private and not self.server_is_private():
+            import anyio
+
+            await anyio.to_thread.run_sync(check_not_private, checked, what)
         return checked
 
     async def get_json(self, url: str, what: str) -> tuple[int, JSON | None]:
@@ -177,7 +184,7 @@ class Fetcher:
 
         hops = 0
         while True:
-            self.check(url, what)
+            await self.guard(url, what)
             self.log.append(f"GET {url}")
             resp = await fetch(
                 "GET",
@@ -210,7 +217,7 @@ class Fetcher:
         """(status, parsed body, raw text) for a form POST (token, revocation endpoints)."""
         from mcpcli.transports._http import fetch
 
-        self.check(url, what)
+        await self.guard(url, what)
         self.log.append(f"POST {url}")
         hdrs = {"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded"}
         hdrs.update(headers or {})
@@ -223,7 +230,7 @@ class Fetcher:
     async def post_json(self, url: str, what: str, body: JSON) -> tuple[int, JSON | None, str]:
         from mcpcli.transports._http import fetch
 
-        self.check(url, what)
+        await self.guard(url, what)
         self.log.append(f"POST {url}")
         resp = await fetch(
             "POST", url, headers={"Accept": "application/json"}, json_body=body,

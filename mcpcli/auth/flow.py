@@ -59,7 +59,7 @@ from mcpcli.auth.tokens import (
     revoke_token,
     scrub,
 )
-from mcpcli.auth.urls import check_browser_url, escape_for_display
+from mcpcli.auth.urls import check_browser_url, escape_for_display, host_is_private
 from mcpcli.errors import AuthError, UsageError
 
 if TYPE_CHECKING:
@@ -471,6 +471,17 @@ class Flow:
             if scope:
                 params["scope"] = scope
             endpoint = server.authorization_endpoint
+            fetcher = self.fetcher
+            if (
+                not fetcher.allow_private
+                and not fetcher.server_is_private()
+                and host_is_private(urlsplit(endpoint).hostname or "")
+            ):
+                raise AuthError(
+                    f"the authorization endpoint {escape_for_display(endpoint)!r} of a remote server "
+                    "points into a private network; refusing to open it",
+                    hint="set MCP_OAUTH_ALLOW_PRIVATE=1 if this really is your authorization server",
+                )
             url = endpoint + ("&" if urlsplit(endpoint).query else "?") + urlencode(params)
             check_browser_url(url)
             callback = await self._wait_for_callback(url, listener)

@@ -135,3 +135,33 @@ def test_www_authenticate_parsing() -> None:
     assert parse_www_authenticate(["Bearer"]).params == {}
     two = parse_www_authenticate(['Negotiate abc==, Bearer scope=a'])
     assert two is not None and two.scope == "a"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://10.0.0.1/.well-known/oauth-authorization-server",
+        "https://127.0.0.1:6379/",
+        "https://[::ffff:127.0.0.1]/",
+        "https://[fe80::1]/",
+        "https://169.254.169.254/latest/meta-data/",
+        "https://2130706433/",
+        "https://0x7f.1/",
+        "https://localhost/token",
+    ],
+)
+def test_ssrf_guard_for_a_remote_server(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from mcpcli.auth.discovery import Fetcher
+
+    monkeypatch.delenv("MCP_OAUTH_ALLOW_PRIVATE", raising=False)
+    remote = Fetcher("https://mcp.example.com/mcp")
+    with pytest.raises(AuthError, match="blocked private-network URL"):
+        anyio.run(remote.guard, url, "token_endpoint")
+    # A server the user runs on loopback may use its own network...
+    local = Fetcher("http://127.0.0.1:8000/mcp")
+    assert anyio.run(local.guard, url, "token_endpoint") == url
+    # ...and the check can be switched off explicitly.
+    monkeypatch.setenv("MCP_OAUTH_ALLOW_PRIVATE", "1")
+    assert anyio.run(Fetcher("https://mcp.example.com/mcp").guard, url, "token_endpoint") == url

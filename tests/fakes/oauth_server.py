@@ -80,6 +80,14 @@ class Options:
     as_metadata: bool = True
     #: private_key_jwt clients: id -> PEM public key.
     jwt_clients: dict[str, str] = field(default_factory=dict)
+    #: Answer /register with this (status, raw body) instead (hostile DCR tests).
+    register_response: tuple[int, str] | None = None
+    #: Refuse every refresh, echoing the refresh token in error_description (scrubbing tests).
+    refresh_error_echo: bool = False
+    #: tools/call always gets 403 insufficient_scope for this scope (retry-limit tests).
+    always_insufficient: str | None = None
+    #: The MCP endpoint needs no token at all.
+    require_auth: bool = True
 
 
 @dataclass
@@ -364,6 +372,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _register(self, doc: Any) -> None:
         srv = self.owner
+        if srv.options.register_response is not None:
+            status, raw = srv.options.register_response
+            data = raw.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if not isinstance(doc, dict) or not isinstance(doc.get("redirect_uris"), list):
             return self._send(400, {"error": "invalid_client_metadata"})
         method = doc.get("token_endpoint_auth_method", "client_secret_basic")
@@ -453,6 +470,9 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(400, {"error": "invalid_target"})
                 out = srv.issue(client.client_id, code["scope"], code["resource"], refresh=True)
                 return self._send(200, out)
+            if grant == "refresh_token" and srv.options.refresh_error_echo:
+                return self._send(400, {"error": "invalid_grant",
+                                        "error_description": f"unknown token {form.get('refresh_token')}"})
             if grant == "refresh_token":
                 rt = form.get("refresh_token", "")
                 old = srv.refresh_tokens.get(rt)
@@ -521,6 +541,8 @@ class _Handler(BaseHTTPRequestHandler):
         auth = rec["headers"].get("authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else None
         grant = srv.access_tokens.get(token or "")
+        if not srv.options.require_auth:
+            grant = Grant("anonymous", "", srv.resource, 1e12)
         if grant is None or grant.expires_at < time.time() or grant.resource != srv.resource:
             return self._challenge(401, error="invalid_token" if token else None, scope=srv.options.challenge_scope)
         msg = rec["json"]
@@ -530,6 +552,8 @@ class _Handler(BaseHTTPRequestHandler):
         mid = msg.get("id")
         if mid is None:
             return self._send(202)
+        if method == "tools/call" and srv.options.always_insufficient:
+            return self._challenge(403, error="insufficient_scope", scope=srv.options.always_insufficient)
         writes = method == "tools/call" and (msg.get("params") or {}).get("name") == "write"
         if writes and "mcp:write" not in grant.scope.split():
             return self._challenge(403, error="insufficient_scope", scope="mcp:write")
