@@ -133,7 +133,7 @@ def _ago(seconds: int) -> str:
 
 def _human_one(console: Console, info: dict[str, Any]) -> None:
     title = info["server"] + (f"  ({info['name']})" if info.get("name") else "")
-    console.print(sanitize(title, keep_newlines=False))
+    console.print(sanitize(title, keep_newlines=False), soft_wrap=True)
     rows = [
         ("issuer", info.get("issuer") or "(none: 2025-03-26 default endpoints)"),
         ("client", f"{info['clientId']} ({info['registration']}, {info['tokenEndpointAuthMethod']})"),
@@ -148,7 +148,7 @@ def _human_one(console: Console, info: dict[str, Any]) -> None:
     rows.append(("refresh token", "yes" if info["refreshToken"] else "no"))
     rows.append(("stored in", info["storeLocation"]))
     for key, value in rows:
-        console.print(f"  {key + ':':<15}{sanitize(str(value), keep_newlines=False)}")
+        console.print(f"  {key + ':':<15}{sanitize(str(value), keep_newlines=False)}", soft_wrap=True)
 
 
 def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
@@ -163,7 +163,10 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
         if info["refreshToken"]:
             when += ", refreshable"
         name = f" ({info['name']})" if info.get("name") else ""
-        console.print(sanitize(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False))
+        console.print(
+            sanitize(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
+            soft_wrap=True,
+        )
 
 
 # -- commands ------------------------------------------------------------------------------

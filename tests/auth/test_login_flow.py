@@ -305,3 +305,30 @@ def test_expired_refresh_token_in_stored_only_mode(oauth, browser) -> None:
     with pytest.raises(AuthError, match="stored-auth-only") as info:
         run(auth.challenge, 401, ['Bearer error="invalid_token"'], srv.mcp_url)
     assert "mcp auth login" in (info.value.hint or "")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_status_and_list_for_people(oauth, browser, monkeypatch) -> None:
+    """On a terminal: readable lines, no token anywhere."""
+    from mcpcli.cli import main
+
+    srv = oauth(challenge_scope="mcp:read")
+    run(login, srv.mcp_url, AuthSettings(), ui=ui())
+    out = _Tty()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert main(["auth", "status"]) == 0
+    text = out.getvalue()
+    assert srv.mcp_url in text and "issuer:" in text and "mcp:read" in text
+    assert "refresh token: yes" in text and "OS keyring" in text
+    assert "valid, expires in" in text
+    out2 = _Tty()
+    monkeypatch.setattr("sys.stdout", out2)
+    assert main(["auth", "list"]) == 0
+    assert srv.mcp_url in out2.getvalue() and "refreshable" in out2.getvalue()
+    for secret in srv.issued:
+        assert secret not in text and secret not in out2.getvalue()
