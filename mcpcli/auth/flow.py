@@ -60,7 +60,7 @@ from mcpcli.auth.tokens import (
     scrub,
 )
 from mcpcli.auth.urls import check_browser_url, escape_for_display, host_is_private
-from mcpcli.errors import AuthError, UsageError
+from mcpcli.errors import AuthError, McpCliError, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.auth import Authenticator
@@ -82,6 +82,8 @@ __all__ = [
 MAX_401 = 3
 #: Step-up re-authorizations per connection (the first sign-in + 2 = at most 3 attempts).
 MAX_STEP_UPS = 2
+#: The limits above count within this many seconds (a long session may sign in again later).
+LIMIT_WINDOW = 120.0
 #: Grants that need no user: a new token is simply requested again when one expires.
 MACHINE_GRANTS = ("client_credentials", "enterprise")
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -289,6 +291,15 @@ def with_offline_access(scope: str | None, server: AuthServer) -> str | None:
     if "offline_access" in _scopes(scope):
         return scope
     return f"{scope} offline_access"
+
+
+def _count_recent(events: list[float]) -> int:
+    """Record one event now; how many happened within the last LIMIT_WINDOW seconds."""
+    import time
+
+    now = time.monotonic()
+    events[:] = [t for t in events if now - t < LIMIT_WINDOW] + [now]
+    return len(events)
 
 
 def _strip_fragment(url: str) -> str:
@@ -771,8 +782,8 @@ class OAuthAuthenticator:
         self._loaded = False
         self._lock = anyio.Lock()
         self._generation = 0
-        self._challenges_401 = 0
-        self._step_ups = 0
+        self._challenges_401: list[float] = []
+        self._step_ups: list[float] = []
         self._refreshed_token: str | None = None
         self._handed_out = False
 
@@ -793,7 +804,7 @@ class OAuthAuthenticator:
                 if self._record is rec:  # nobody refreshed while we waited
                     try:
                         await self._refresh()
-                    except OAuthError:
+                    except McpCliError:
                         pass  # the request goes out with the old token; its 401 decides
         token = self._secrets.access_token if self._secrets else None
         if token:
@@ -903,8 +914,7 @@ class OAuthAuthenticator:
     async def _on_401(self, challenge: Challenge | None) -> bool:
         if self.mode == "none":
             raise AuthError(f"{escape_for_display(self.server_url)} requires authorization (--no-auth given)")
-        self._challenges_401 += 1
-        if self._challenges_401 > MAX_401:
+        if _count_recent(self._challenges_401) > MAX_401:
             raise AuthError(
                 f"{escape_for_display(self.server_url)} keeps refusing authorization (HTTP 401) after signing in",
                 hint="the server may not accept tokens from its own authorization server; check its configuration",
@@ -941,8 +951,7 @@ class OAuthAuthenticator:
             return False
         if self.mode == "none":
             return False
-        self._step_ups += 1
-        if self._step_ups > MAX_STEP_UPS:
+        if _count_recent(self._step_ups) > MAX_STEP_UPS:
             needed = challenge.scope or "(unspecified)"
             raise AuthError(
                 f"{escape_for_display(self.server_url)} still reports insufficient_scope (needs "
