@@ -393,3 +393,13 @@ def test_trace_redacts_secret_looking_values(everything: list[str]) -> None:
     call = next(json.loads(line[2:]) for line in r.stderr.splitlines()
                 if line.startswith("→ ") and '"tools/call"' in line)
     assert call["params"]["arguments"] == {"message": "hi", "api_key": "«redacted»"}
+
+
+def test_sampling_and_roots_tools_appear_when_those_capabilities_are_declared(
+    everything: list[str], tmp_path: Path
+) -> None:
+    r = run("tools", "list", "--sampling-command", "true", "--root", str(tmp_path), "--jsonl",
+            server=everything)
+    assert r.code == 0, r
+    names = {json.loads(line)["name"] for line in r.stdout.splitlines()}
+    assert {"trigger-sampling-request", "get-roots-list"} <= names
