@@ -26,7 +26,6 @@ import anyio
 
 from mcpcli.errors import ConfigError, RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.serve import templating
 from mcpcli.serve.channel import ChannelDirectory, call_channel
 from mcpcli.serve.invoke import ArgumentProblems, build_command, check_arguments
@@ -43,7 +42,7 @@ from mcpcli.serve.model import (
 )
 from mcpcli.serve.process import RunResult, SpawnError, run_process, signal_name
 from mcpcli.serve.results import Masker, error_result, tool_result
-from mcpcli.server.backend import CallContext, ChangeListener, ResourceNotFound
+from mcpcli.server.backend import CallContext, ChangeListener, InputDeclined, ResourceNotFound
 
 __all__ = ["ToolsBackend"]
 
@@ -122,6 +121,11 @@ class ToolsBackend:
 
     def close(self) -> None:
         self._channels.close()
+
+    def _announce(self, kind: str, uri: str | None) -> None:
+        """A script said something changed (`mcp script changed ...`)."""
+        if self._listener is not None:
+            self._listener(kind, uri)
 
     def _audit(self, text: str) -> None:
         if self._log is not None:
@@ -211,16 +215,14 @@ class ToolsBackend:
         missing = self._missing_capabilities(tool.requires, ctx)
         if missing:
             if ctx.era == "modern":
-                raise RPCError(
-                    MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    f"Tool {name} requires the client capabilities: {', '.join(missing)}",
-                    {"requiredCapabilities": {cap: {} for cap in missing}},
-                )
+                # The runtime answers -32021 MissingRequiredClientCapability (HTTP 400).
+                raise InputDeclined(f"tool {name} needs {', '.join(missing)}", capabilities=missing)
             return error_result(f"this tool needs a client that supports {', '.join(missing)}")
         started = time.monotonic()
         cwd = tool.run.cwd if tool.run is not None else config.base_dir
         try:
-            values = check_arguments(tool.params, _validator(tool), arguments, cwd=cwd)
+            values = check_arguments(tool.params, _validator(tool), arguments, cwd=cwd,
+                                     passthrough=tool.raw_input_schema is not None)
         except ArgumentProblems as exc:
             self._audit(f"call tool={name} status=invalid-arguments")
             return error_result(exc.text())
@@ -325,7 +327,7 @@ class ToolsBackend:
             env_extra["MCP_CLIENT_CAPABILITIES"] = json.dumps(ctx.client_capabilities or {},
                                                               separators=(",", ":"))
             channel_env = await stack.enter_async_context(
-                call_channel(self._channels, ctx, mask=mask, logger=tool_name)
+                call_channel(self._channels, ctx, mask=mask, logger=tool_name, changed=self._announce)
             )
             env_extra.update(channel_env)
         if extra_env:
@@ -454,10 +456,8 @@ class ToolsBackend:
         if prompt is None:
             raise RPCError(INVALID_PARAMS, f"Unknown prompt: {name}", {"name": name})
         missing = self._missing_capabilities(prompt.requires, ctx)
-        if missing and ctx.era == "modern":
-            raise RPCError(MISSING_REQUIRED_CLIENT_CAPABILITY,
-                           f"Prompt {name} requires the client capabilities: {', '.join(missing)}",
-                           {"requiredCapabilities": {cap: {} for cap in missing}})
+        if missing:
+            raise InputDeclined(f"prompt {name} needs {', '.join(missing)}", capabilities=missing)
         values = _check_prompt_arguments(prompt, arguments or {})
         mask = Masker(config.secret_values())
         if prompt.run is not None:

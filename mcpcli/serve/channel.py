@@ -10,6 +10,7 @@ sample|roots|ask` connects, sends one JSON line, and reads one JSON line back:
     -> {"token": "...", "op": "ask", "requests": {"name": {"method": "elicitation/create", "params": {...}}}}
     <- {"ok": true, "result": {"name": {"action": "accept", "content": {...}}}}
     <- {"ok": false, "error": "...", "kind": "declined" | "invalid" | "failed"}
+    -> {"token": "...", "op": "changed", "kind": "tools" | "prompts" | "resources" | "resource", "uri": ...}
 
 The operations map to `CallContext.progress/log/ask`, so elicitation, sampling
 and roots work in every protocol era (the runtime turns `ask` into a server
@@ -94,8 +95,10 @@ def _package_parent() -> list[str]:
 
 
 class _Handler:
-    def __init__(self, ctx: CallContext, token: str, mask: Callable[[str], str], logger: str) -> None:
+    def __init__(self, ctx: CallContext, token: str, mask: Callable[[str], str], logger: str,
+                 changed: Callable[[str, str | None], None] | None) -> None:
         self.ctx = ctx
+        self.changed = changed
         self.token = token
         self.mask = mask
         self.logger = logger
@@ -170,6 +173,16 @@ class _Handler:
                 clean[str(key)] = {"method": item["method"], "params": _mask_json(params, self.mask)}
             answers = await self.ctx.ask(clean)
             return {"ok": True, "result": answers}
+        if op == "changed":
+            kind = request.get("kind")
+            uri = request.get("uri")
+            if kind not in ("tools", "prompts", "resources", "resource"):
+                raise _Invalid("kind must be tools, prompts, resources or resource")
+            if (kind == "resource") != isinstance(uri, str):
+                raise _Invalid("a resource change needs its URI (and only then)")
+            if self.changed is not None:
+                self.changed(kind, uri)
+            return {"ok": True}
         raise _Invalid(f"unknown operation {op!r}")
 
 
@@ -207,13 +220,18 @@ async def _reply(stream: SocketStream, payload: dict[str, Any]) -> None:
 
 @asynccontextmanager
 async def call_channel(
-    directory: ChannelDirectory, ctx: CallContext, *, mask: Callable[[str], str], logger: str
+    directory: ChannelDirectory,
+    ctx: CallContext,
+    *,
+    mask: Callable[[str], str],
+    logger: str,
+    changed: Callable[[str, str | None], None] | None = None,
 ) -> AsyncIterator[dict[str, str]]:
     """Listen for one call's scripts; yields the environment variables that point at it."""
     path = directory.next_socket()
     token = secrets.token_urlsafe(24)
     listener = await anyio.create_unix_listener(path)
-    handler = _Handler(ctx, token, mask, logger)
+    handler = _Handler(ctx, token, mask, logger, changed)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(listener.serve, handler, tg)

@@ -58,7 +58,8 @@ def _find_nul(value: Any, path: str) -> str | None:
     return None
 
 
-def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *, cwd: str) -> JSON:
+def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *, cwd: str,
+                    passthrough: bool = False) -> JSON:
     """The validated values (defaults applied, paths resolved); raise ArgumentProblems."""
     from mcpcli.validation import errors as schema_errors
 
@@ -85,6 +86,8 @@ def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *,
             break
     if problems:
         raise ArgumentProblems(problems)
+    if passthrough:  # an author-written inputSchema: the validated object as is
+        return dict(cleaned)
     values: JSON = {}
     for name, param in params.items():
         if name in cleaned:

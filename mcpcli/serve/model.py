@@ -251,9 +251,13 @@ class Tool:
     icons: list[JSON] | None = None
     meta: JSON | None = None
     requires: tuple[str, ...] = ()
+    #: A complete inputSchema given by the author instead of params.
+    raw_input_schema: JSON | None = None
 
     @cached_property
     def input_schema(self) -> JSON:
+        if self.raw_input_schema is not None:
+            return self.raw_input_schema
         return object_schema(self.params)
 
     @cached_property
@@ -1129,6 +1133,24 @@ class _Builder:
             self.fail(path, "give exactly one of run: (a command) or mock: (a canned answer)")
             return None
         cwd = self.resolve_dir((run_raw or {}).get("cwd", self.defaults.get("cwd", ".")))
+        raw_schema = item.get("input_schema")
+        if raw_schema is not None:
+            if "params" in item:
+                self.fail((*path, "input_schema"), "give params or input_schema, not both")
+                return None
+            if raw_schema.get("type") != "object":
+                self.fail((*path, "input_schema"), "the input schema must have type: object")
+                return None
+            try:
+                from mcpcli.validation import compile_schema
+
+                compile_schema(raw_schema)
+            except ConfigError as exc:
+                self.fail((*path, "input_schema"), f"invalid schema: {exc.message}")
+                return None
+            if run_raw is not None and run_raw.get("stdin") != "json":
+                self.fail((*path, "input_schema"), "a tool with input_schema reads its arguments with stdin: json")
+                return None
         params = self.build_params(item.get("params") or {}, (*path, "params"), cwd)
         if len(params) != len(item.get("params") or {}):
             return None
@@ -1163,6 +1185,7 @@ class _Builder:
             icons=item.get("icons"),
             meta=item.get("_meta"),
             requires=tuple(item.get("requires", ())),
+            raw_input_schema=raw_schema,
         )
 
     def build_output(self, raw: JSON, path: Path) -> OutputSpec | None:

@@ -69,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--key", default="elicit", help="The request key (MRTR inputRequests key).")
     p.add_argument("--content", action="store_true",
                    help="Print only the content object (exit 1 unless accepted).")
+    p.add_argument("--get", metavar="FIELD",
+                   help="Print only this field's value (text as is, other values as JSON; exit 1 unless accepted).")
 
     p = sub.add_parser("sample", help="Ask the client's model; prints the reply text.")
     p.add_argument("prompt")
@@ -80,6 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roots", help="Print the client's roots as JSON.")
     p.add_argument("--key", default="roots")
     p.add_argument("--uris", action="store_true", help="One root URI per line instead of JSON.")
+
+    p = sub.add_parser("changed", help="Tell subscribed clients that something changed: "
+                       "tools, prompts, resources, or resource URI.")
+    p.add_argument("kind", choices=["tools", "prompts", "resources", "resource"])
+    p.add_argument("uri", nargs="?")
 
     p = sub.add_parser("ask", help="Send raw input requests: a JSON object {KEY: {method, params}}.")
     p.add_argument("requests", help="JSON, or - to read it from stdin.")
@@ -186,7 +193,12 @@ def _run(args: argparse.Namespace) -> int:
                 schema["required"] = list(props)
         answer = _ask(args.key, "elicitation/create", {"message": args.message, "requestedSchema": schema})
         accepted = isinstance(answer, dict) and answer.get("action") == "accept"
-        if args.content:
+        if args.get:
+            content = answer.get("content") if accepted and isinstance(answer.get("content"), dict) else {}
+            value = content.get(args.get)
+            if accepted and value is not None:
+                _out(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        elif args.content:
             _out(json.dumps(answer.get("content", {}) if accepted else {}, ensure_ascii=False))
         else:
             _out(json.dumps(answer, ensure_ascii=False))
@@ -216,6 +228,14 @@ def _run(args: argparse.Namespace) -> int:
                     _out(root["uri"])
             return OK
         _out(json.dumps(answer, ensure_ascii=False))
+        return OK
+    if args.command == "changed":
+        if (args.kind == "resource") != (args.uri is not None):
+            raise _Exit(USAGE, "give a URI with `resource`, and only then")
+        payload = {"op": "changed", "kind": args.kind}
+        if args.uri is not None:
+            payload["uri"] = args.uri
+        _send(payload)
         return OK
     if args.command == "ask":
         text = sys.stdin.read() if args.requests == "-" else args.requests

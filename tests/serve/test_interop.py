@@ -119,7 +119,7 @@ def http_server(tools_path: Path, tmp_path: Path) -> Iterator[tuple[str, subproc
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -234,11 +234,11 @@ def test_stdio_shutdown_and_cancel_end_the_tool_process_group(tools_path: Path, 
             note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
             proc.stdin.write(json.dumps(note).encode() + b"\n")
             proc.stdin.flush()
-        wait_for(lambda: not group_alive(pgid), timeout=10)
+        wait_for(lambda: not group_alive(pgid), timeout=30)
     finally:
         if not proc.stdin.closed:
             proc.stdin.close()
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
 
 
 def _raw_post(url: str, headers: dict[str, str], payload: dict[str, Any]) -> Any:
@@ -272,7 +272,7 @@ def test_http_disconnect_cancels_a_2026_call(http_server: tuple[str, Any, Path])
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
     # The socket is closed: in 2026-07-28 a disconnect is the cancellation signal.
-    wait_for(lambda: not group_alive(pgid), timeout=10)
+    wait_for(lambda: not group_alive(pgid), timeout=30)
 
 
 def test_http_legacy_cancel_notification_ends_the_call(http_server: tuple[str, Any, Path]) -> None:
@@ -292,4 +292,4 @@ def test_http_legacy_cancel_notification_ends_the_call(http_server: tuple[str, A
         assert group_alive(pgid)
         httpx.post(url, headers=headers, timeout=30, json={
             "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-        wait_for(lambda: not group_alive(pgid), timeout=10)
+        wait_for(lambda: not group_alive(pgid), timeout=30)
