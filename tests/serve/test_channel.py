@@ -122,3 +122,26 @@ def test_script_help_lists_the_commands() -> None:
     assert result.code == 0
     for word in ("progress", "log", "elicit", "sample", "roots", "ask"):
         assert word in result.stdout
+
+
+async def test_changed_announces_to_the_runtime(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("announce", """
+mcp script changed tools
+mcp script changed resource mem://x
+mcp script changed resource; echo "missing uri $?"
+"""))
+    seen: list[tuple[str, Any]] = []
+    backend.set_change_listener(lambda kind, uri: seen.append((kind, uri)))
+    result = await backend.call_tool("announce", {}, FakeContext())
+    assert text_of(result) == "missing uri 2\n"
+    assert seen == [("tools", None), ("resource", "mem://x")]
+
+
+async def test_elicit_get_prints_one_field(make_backend: Any) -> None:
+    backend = make_backend("version: 1\ntools:" + script_tool("get", """
+name=$(mcp script elicit "Name?" --field name --field age:integer --get name)
+age=$(mcp script elicit "Age?" --field name --field age:integer --get age)
+printf '%s/%s' "$name" "$age"
+"""))
+    result = await backend.call_tool("get", {}, FakeContext(answers=answers))
+    assert text_of(result) == "Ada/36"

@@ -277,3 +277,8 @@ def test_load_config_reads_files(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(HEAD)
     assert load_config(path).tools == {}
+
+
+def test_the_conformance_fixture_is_valid() -> None:
+    result = mcp("serve", "--check", str(REPO / "tests" / "conformance" / "server.yaml"))
+    assert result.code == 0, result

@@ -191,3 +191,29 @@ async def test_mocks(make_backend: Any) -> None:
     assert await backend.call_tool("oops", {}, FakeContext()) == {
         "content": [{"type": "text", "text": "always fails"}], "isError": True}
     assert text_of(await backend.call_tool("blocks", {}, FakeContext())) == "one\ntwo"
+
+
+async def test_an_author_written_input_schema_is_published_and_enforced(make_backend: Any) -> None:
+    backend = make_backend("""
+    version: 1
+    tools:
+      - name: doc
+        description: takes a nested document
+        input_schema:
+          $schema: https://json-schema.org/draft/2020-12/schema
+          type: object
+          $defs: {point: {type: object, properties: {x: {type: number}}, required: [x]}}
+          properties: {points: {type: array, items: {$ref: "#/$defs/point"}}}
+          required: [points]
+          additionalProperties: false
+        run:
+          argv: ["{{ mcp.python }}", -c, "import json, sys; print(sum(p['x'] for p in json.load(sys.stdin)['points']))"]
+          stdin: json
+    """)
+    listing = (await backend.list_tools())[0]
+    assert listing["inputSchema"]["$defs"]["point"]["required"] == ["x"]
+    result = await backend.call_tool("doc", {"points": [{"x": 1}, {"x": 2.5}]}, FakeContext())
+    assert text_of(result) == "3.5\n"
+    result = await backend.call_tool("doc", {"points": [{"y": 1}]}, FakeContext())
+    assert result.get("isError")
+    assert "points.0.x: is required" in text_of(result)
