@@ -283,6 +283,7 @@ class AuthServer:
     token_endpoint: str
     registration_endpoint: str | None = None
     revocation_endpoint: str | None = None
+    revocation_endpoint_auth_methods_supported: list[str] | None = None
     code_challenge_methods_supported: list[str] | None = None
     token_endpoint_auth_methods_supported: list[str] | None = None
     scopes_supported: list[str] | None = None
@@ -380,6 +381,7 @@ def _auth_server_from(doc: JSON, url: str, fetcher: Fetcher) -> AuthServer:
         token_endpoint=token,
         registration_endpoint=reg,
         revocation_endpoint=rev,
+        revocation_endpoint_auth_methods_supported=_str_list(doc.get("revocation_endpoint_auth_methods_supported")),
         code_challenge_methods_supported=_str_list(doc.get("code_challenge_methods_supported")),
         token_endpoint_auth_methods_supported=_str_list(doc.get("token_endpoint_auth_methods_supported")),
         scopes_supported=_str_list(doc.get("scopes_supported")),

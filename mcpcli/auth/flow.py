@@ -56,6 +56,7 @@ from mcpcli.auth.tokens import (
     choose_auth_method,
     register_client,
     request_token,
+    revocation_auth_method,
     revoke_token,
     scrub,
 )
@@ -668,6 +669,7 @@ class Flow:
             grant=grant,
             authorization_endpoint=server.authorization_endpoint,
             revocation_endpoint=server.revocation_endpoint,
+            revocation_auth_method=revocation_auth_method(server, client),
             redirect_uri=client.redirect_uri,
             scope=tokens.scope or requested,
             requested_scope=requested,
@@ -1104,7 +1106,10 @@ async def logout(
                 if not token:
                     continue
                 try:
-                    revoked = await revoke_token(fetcher, server, client, token, hint) or revoked
+                    revoked = (
+                        await revoke_token(fetcher, server, client, token, hint, rec.revocation_auth_method)
+                        or revoked
+                    )
                 except Exception:  # noqa: S112 - best effort; the local copy goes regardless
                     continue
     await _in_thread(store.delete, rec)

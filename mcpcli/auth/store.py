@@ -103,6 +103,8 @@ class Record:
     grant: str = "authorization_code"
     authorization_endpoint: str | None = None
     revocation_endpoint: str | None = None
+    #: Client authentication for revocation, when the server wants another one than the token endpoint.
+    revocation_auth_method: str | None = None
     redirect_uri: str | None = None
     #: Scopes granted (space separated), as the token response said (or as requested).
     scope: str | None = None

@@ -89,17 +89,21 @@ class TokenResponse:
 
 
 PREFERRED_METHODS = ("none", "client_secret_basic", "client_secret_post")
-
-
 def choose_auth_method(server: AuthServer, *, have_secret: bool) -> str:
-    """The token endpoint auth method to register or use (RFC 8414 default: client_secret_basic)."""
+    """The token endpoint auth method to register or use.
+
+    A public client (`none`) when the server allows it and we hold no secret;
+    otherwise the first secret method the server lists (its order is its
+    preference; RFC 8414's default list is `client_secret_basic`).
+    """
     supported = server.token_endpoint_auth_methods_supported or ["client_secret_basic"]
-    order = (
-        ("client_secret_basic", "client_secret_post", "none") if have_secret else PREFERRED_METHODS
-    )
-    for method in order:
-        if method in supported:
+    if not have_secret and "none" in supported:
+        return "none"
+    for method in supported:
+        if method in ("client_secret_basic", "client_secret_post"):
             return method
+    if "none" in supported:
+        return "none"
     raise AuthError(
         f"authorization server {escape_for_display(server.label)!r} supports none of our token "
         f"endpoint auth methods ({', '.join(supported)})"
@@ -180,6 +184,9 @@ def _client_auth(
         if not client.client_secret:
             raise AuthError("client_secret_basic needs a client secret (--client-secret)")
         raw = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        # client_id in the body too: identification, not a second authentication
+        # (RFC 6749 §3.2.1); some servers (the official Python SDK) require it.
+        params["client_id"] = client.client_id
         return {"Authorization": "Basic " + base64.b64encode(raw.encode()).decode("ascii")}
     if method == "client_secret_post":
         if not client.client_secret:
@@ -257,13 +264,38 @@ async def request_token(
     )
 
 
+def revocation_auth_method(server: AuthServer, client: ClientInfo) -> str | None:
+    """The client authentication for the revocation endpoint, if it differs from the token endpoint's.
+
+    RFC 8414 `revocation_endpoint_auth_methods_supported`, in the server's order of
+    preference: the first listed method this client can do. (The official Python
+    SDK lists client_secret_post first and rejects Basic-only revocation requests.)
+    """
+    listed = server.revocation_endpoint_auth_methods_supported
+    if not listed:
+        return None
+    for method in listed:
+        if method == client.auth_method:
+            return None
+        if method in ("client_secret_post", "client_secret_basic") and client.client_secret:
+            return method
+        if method == "private_key_jwt" and client.private_key_pem:
+            return method
+    return None
+
+
 async def revoke_token(
-    fetcher: Fetcher, server: AuthServer, client: ClientInfo, token: str, hint: str
+    fetcher: Fetcher, server: AuthServer, client: ClientInfo, token: str, hint: str,
+    method: str | None = None,
 ) -> bool:
     """RFC 7009 revocation, best effort: True if the server said 200."""
     if not server.revocation_endpoint:
         return False
     body = {"token": token, "token_type_hint": hint}
+    if method:
+        from dataclasses import replace
+
+        client = replace(client, auth_method=method)
     headers = _client_auth(client, server, body)
     status, _doc, _text = await fetcher.post_form(
         server.revocation_endpoint, "revocation_endpoint", body, headers
