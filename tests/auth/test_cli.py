@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO, mcp
 
 from .conftest import child_env, state_files
