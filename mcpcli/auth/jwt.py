@@ -27,7 +27,7 @@ def _load_key(pem: str) -> Any:
         from cryptography.hazmat.primitives.serialization import load_pem_private_key
     except ImportError:  # pragma: no cover - cryptography ships with keyring on Linux
         raise AuthError(
-            "private_key_jwt needs the 'cryptography' package", hint="pip install cryptography"
+            "private_key_jwt needs the 'cryptography' package", hint="pip install 'mcpcli[jwt]'"
         ) from None
     try:
         return load_pem_private_key(pem.encode("utf-8"), password=None)
