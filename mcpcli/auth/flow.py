@@ -410,6 +410,10 @@ class Flow:
                 return _client_from_record(rec, secrets, self.settings)
             if same_as and rec.registration == "dynamic" and rec.redirect_uri == redirect_uri:
                 return _client_from_record(rec, secrets, self.settings)
+            if same_as and rec.registration == "pre-registered":
+                client = _client_from_record(rec, secrets, self.settings)
+                client.redirect_uri = redirect_uri
+                return client
         if server.client_id_metadata_document_supported and self.settings.client_metadata_url:
             url = self.settings.client_metadata_url
             parts = urlsplit(url)

@@ -80,9 +80,12 @@ def test_sign_in_on_401_reuse_step_up_logout(oauth, env, tmp_path) -> None:
 
     scan(srv, first.stdout, first.stderr, again.stdout, again.stderr, step.stdout, step.stderr,
          status.stdout, status.stderr, listed.stdout, out.stdout, out.stderr, gone.stderr)
-    # The browser child saw neither a token in its argv nor in its environment.
-    for line in browser_log(tmp_path):
-        scan(srv, line)
+    # Neither the browser child nor `mcp` itself (read from /proc while it held tokens,
+    # during the step-up sign-in) had a secret in its argv or its environment.
+    entries = [json.loads(line) for line in browser_log(tmp_path)]
+    assert len(entries) == 2 and entries[1]["parent_argv"]  # /proc was readable
+    for entry in entries:
+        scan(srv, entry["argv"], entry["environ"], entry["parent_argv"], entry["parent_environ"])
     # The secrets file is private; the index holds no secrets.
     for path in state_files():
         if path.name == "servers.json":

@@ -332,3 +332,14 @@ def test_status_and_list_for_people(oauth, browser, monkeypatch) -> None:
     assert srv.mcp_url in out2.getvalue() and "refreshable" in out2.getvalue()
     for secret in srv.issued:
         assert secret not in text and secret not in out2.getvalue()
+
+
+def test_a_pre_registered_sign_in_steps_up_with_the_same_client(oauth, browser) -> None:
+    """Later commands carry no --client-id: the stored pre-registered client is reused."""
+    srv = oauth(clients={"pre-id": "pre-secret"}, registration=False, auth_methods=["client_secret_basic"])
+    run(login, srv.mcp_url, AuthSettings(client_id="pre-id", client_secret="pre-secret"), ui=ui())
+    auth = OAuthAuthenticator(srv.mcp_url, AuthSettings(), mode="interactive", ui=ui())
+    assert run(auth.challenge, 403, ['Bearer error="insufficient_scope", scope="mcp:write"'], srv.mcp_url)
+    clients = [r["query"]["client_id"] for r in srv.requests if r["path"] == "/authorize"]
+    assert clients == ["pre-id", "pre-id"]
+    assert srv.count("/register") == 0
