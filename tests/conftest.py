@@ -99,6 +99,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
     for sub in ("config", "state", "cache", "data"):
         (home / sub).mkdir(parents=True)
+    # HOME too: other clients' configs (~/.claude.json, ~/.cursor, ...) must never be read.
+    monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))

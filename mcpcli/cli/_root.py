@@ -1,7 +1,7 @@
-"""The `mcp` command: a lazy click group and the one error boundary, `main()`.
+"""The root click group and the one error boundary, `run()`.
 
 Subcommands live one per module and are imported only when invoked, so
-`mcp --help` and shell completion stay fast. `main()` is the only place that
+`mcp --help` and shell completion stay fast. `run()` is the only place that
 turns exceptions into exit codes and messages.
 """
 
@@ -18,7 +18,7 @@ from mcpcli import __version__
 from mcpcli.cli._app import CONTEXT_SETTINGS, App
 from mcpcli.errors import ExitCode, McpCliError
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "run", "split_server_command"]
 
 #: name -> (module:attribute, short help). The help is here so `--help` imports nothing.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -125,7 +125,7 @@ def _prog_name() -> str:
     return name if name in ("mcp", "mcpcli") else "mcp"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; the only place exceptions become exit codes."""
     prog = _prog_name()
     raw = list(sys.argv[1:] if argv is None else argv)

@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli.jsonrpc import Batch, Message, RequestId
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = ["Envelope", "ReadStream", "Streams", "Transport", "WriteStream"]
 
@@ -43,9 +44,26 @@ class Envelope:
     context: Any = None
 
 
-ReadStream = MemoryObjectReceiveStream[Envelope | Exception]
-WriteStream = MemoryObjectSendStream[Envelope]
-Streams = tuple[ReadStream, WriteStream]
+if TYPE_CHECKING:
+    ReadStream = MemoryObjectReceiveStream[Envelope | Exception]
+    WriteStream = MemoryObjectSendStream[Envelope]
+    Streams = tuple[ReadStream, WriteStream]
+else:
+
+    def __getattr__(name: str) -> Any:
+        # The stream aliases need anyio; build them only when someone asks, so that
+        # importing `mcpcli.transports._spawn` early stays free of anyio and asyncio.
+        if name in ("ReadStream", "WriteStream", "Streams"):
+            from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+            aliases = {
+                "ReadStream": MemoryObjectReceiveStream[Envelope | Exception],
+                "WriteStream": MemoryObjectSendStream[Envelope],
+            }
+            aliases["Streams"] = tuple[aliases["ReadStream"], aliases["WriteStream"]]
+            globals().update(aliases)
+            return aliases[name]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Transport(Protocol):

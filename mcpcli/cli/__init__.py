@@ -1,0 +1,55 @@
+"""The `mcp` command's entry point, kept free of imports on purpose.
+
+A one-shot call to a stdio server spends most of its time waiting for the
+server to boot. So when the server command is right there on the command line
+(after `--`), `main()` starts it before importing click, anyio or anything
+else, and the rest of mcpcli loads while the server boots; the stdio transport
+adopts the process later (`mcpcli.transports._spawn`). Everything else lives in
+`mcpcli.cli._root`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["COMMANDS", "cli", "main"]
+
+#: Commands that connect to the target server (and nothing else).
+_CONNECTING = frozenset({"tools", "resources", "prompts", "complete", "ping", "info"})
+#: Options that change how a server is spawned; with any of them, wait for click.
+_SPAWN_OPTIONS = ("-e", "--env", "--cwd", "-h", "--help")
+
+
+def _early_spawn(args: list[str]) -> None:
+    """Spawn the `--` server now if this is plainly a connecting command."""
+    if "--" not in args:
+        return
+    at = args.index("--")
+    before, command = args[:at], args[at + 1 :]
+    if not command or not before or before[0] not in _CONNECTING:
+        return
+    if any(token.startswith(_SPAWN_OPTIONS) for token in before):
+        return
+    from mcpcli.transports._spawn import child_environment, prespawn
+
+    prespawn(command[0], command[1:], child_environment(), None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `mcp`; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _early_spawn(args)
+    from mcpcli.cli._root import run
+
+    return run(args)
+
+
+def __getattr__(name: str) -> Any:
+    # `from mcpcli.cli import cli` (scripts, tests) loads the click tree on demand.
+    if name in ("cli", "COMMANDS", "HIDDEN", "split_server_command"):
+        from mcpcli.cli import _root
+
+        return getattr(_root, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
