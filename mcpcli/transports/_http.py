@@ -1,35 +1,68 @@
 """The only module that imports httpx (swap point for httpx2).
 
 Everything HTTP in mcpcli goes through here: the MCP transports (Streamable HTTP,
-legacy SSE) build clients with `make_client`, and OAuth does its plain requests
+legacy SSE) send through `HttpClient`, and OAuth does its plain requests
 (metadata, token endpoint, registration) with `fetch`. Both get the same
 policy: TLS verification on unless `insecure`, proxies from the environment,
 no automatic redirects (callers follow them under their own rules, so
 credentials never cross origins), and no CA bundle loaded for plain http://.
+
+httpx is imported on first use only, and plain `http://` requests without a
+proxy skip it altogether (`_http1`, a minimal HTTP/1.1 client): importing and
+configuring httpx costs more than a whole one-shot call to a local server.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import __version__
 from mcpcli.errors import TransportError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from mcpcli.transports._http1 import PlainClient
 
 __all__ = [
     "USER_AGENT",
     "HttpClient",
     "HttpResponse",
     "HttpStream",
+    "ResponseStream",
     "fetch",
-    "httpx",
+    "load_httpx",
     "make_client",
     "transport_error",
 ]
+
+_PROXY_VARIABLES = ("http_proxy", "all_proxy")
+
+
+def load_httpx() -> Any:
+    """Import httpx, without its command-line module (it drags in rich and pygments)."""
+    if "httpx" not in sys.modules and "httpx._main" not in sys.modules:
+        import types
+
+        def main() -> None:  # what httpx's own CLI entry point would be
+            raise SystemExit("the httpx command line is not available here")
+
+        stub = types.ModuleType("httpx._main")
+        stub.main = main  # type: ignore[attr-defined]
+        sys.modules["httpx._main"] = stub
+    import httpx
+
+    return httpx
+
+
+def _proxied(url: str) -> bool:
+    """Whether a proxy variable could apply to a plain http:// URL (httpx then decides)."""
+    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
 
 USER_AGENT = f"mcpcli/{__version__}"
 #: Largest body `fetch` reads into memory (OAuth documents, error pages).
@@ -50,6 +83,7 @@ def make_client(
     long-lived streams whose deadline the JSON-RPC session keeps);
     `connect_timeout` bounds connecting (default: `timeout`, at most 30 s).
     """
+    hx = load_httpx()
     verify: Any = not insecure
     if url.startswith("http://") and not insecure:
         # No certificate verification is needed for plain HTTP, and loading the CA
@@ -58,20 +92,22 @@ def make_client(
     base_headers = {"User-Agent": USER_AGENT}
     if headers:
         base_headers.update(headers)
-    return httpx.AsyncClient(
+    client: httpx.AsyncClient = hx.AsyncClient(
         verify=verify,
         trust_env=True,
         follow_redirects=False,
-        timeout=httpx.Timeout(
+        timeout=hx.Timeout(
             timeout,
             connect=connect_timeout if connect_timeout is not None else min(timeout or 30.0, 30.0),
         ),
         headers=base_headers,
     )
+    return client
 
 
 def transport_error(exc: Exception, url: str) -> TransportError:
     """A one-line, typed error for an httpx failure."""
+    httpx = load_httpx()
     if isinstance(exc, httpx.ConnectError):
         return TransportError(f"cannot connect to {url}: {_reason(exc)}")
     if isinstance(exc, httpx.TimeoutException):
@@ -118,6 +154,7 @@ async def fetch(
     max_bytes: int = MAX_FETCH_BYTES,
 ) -> HttpResponse:
     """One request with no redirects followed; the body is capped at `max_bytes`."""
+    httpx = load_httpx()
     async with make_client(url=url, insecure=insecure, timeout=timeout) as client:
         try:
             async with client.stream(
@@ -137,6 +174,26 @@ async def fetch(
                 )
         except httpx.HTTPError as exc:
             raise transport_error(exc, url) from None
+
+
+class ResponseStream(Protocol):
+    """A response whose body is read incrementally: `HttpStream` or `_http1.PlainStream`."""
+
+    status: int
+    url: str
+    headers: dict[str, str]
+    header_list: list[tuple[str, str]]
+
+    def header(self, name: str) -> str | None: ...
+
+    @property
+    def content_type(self) -> str: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self, max_bytes: int) -> bytes: ...
+
+    async def peek(self, max_bytes: int = 200) -> bytes: ...
 
 
 class HttpStream:
@@ -160,6 +217,7 @@ class HttpStream:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; a broken connection raises `TransportError`."""
+        httpx = load_httpx()
         try:
             async for chunk in self._response.aiter_raw():
                 if chunk:
@@ -182,6 +240,7 @@ class HttpStream:
 
     async def peek(self, max_bytes: int = 200) -> bytes:
         """Up to `max_bytes` of the body (for error messages); never raises."""
+        httpx = load_httpx()
         body = bytearray()
         try:
             async for chunk in self._response.aiter_raw():
@@ -219,7 +278,16 @@ class HttpClient:
         # Plain http:// and https:// get separate pools: the plain one never loads
         # the CA bundle, and so must never be used for TLS (a redirect to https).
         self._clients: dict[str, httpx.AsyncClient] = {}
+        self._plain: PlainClient | None = None
         self._display_url = display_url or url
+
+    def _plain_client(self) -> PlainClient:
+        if self._plain is None:
+            from mcpcli.transports._http1 import PlainClient
+
+            headers = {"User-Agent": USER_AGENT, **(self._settings["headers"] or {})}
+            self._plain = PlainClient(headers=headers, connect_timeout=self._settings["connect_timeout"])
+        return self._plain
 
     def _client_for(self, url: str) -> httpx.AsyncClient:
         scheme = "http" if url.startswith("http://") else "https"
@@ -239,9 +307,16 @@ class HttpClient:
         content: bytes | None = None,
         timeout: float | None = None,
         display_url: str | None = None,
-    ) -> AsyncIterator[HttpStream]:
+    ) -> AsyncIterator[ResponseStream]:
         """Send one request and yield the response with its body unread."""
         shown = display_url or self._display_url
+        if url.startswith("http://") and not _proxied(url):
+            async with self._plain_client().open(
+                method, url, headers=headers, content=content, timeout=timeout, display_url=shown
+            ) as plain:
+                yield plain
+            return
+        httpx = load_httpx()
         extra: dict[str, Any] = {}
         if timeout is not None:
             extra["timeout"] = httpx.Timeout(timeout)

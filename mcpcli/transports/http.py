@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
     from mcpcli.transports import Transport
-    from mcpcli.transports._http import HttpClient, HttpStream
+    from mcpcli.transports._http import HttpClient
+    from mcpcli.transports._http import ResponseStream as HttpStream
 
 __all__ = [
     "MAX_REDIRECTS",

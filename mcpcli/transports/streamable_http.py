@@ -71,7 +71,7 @@ from mcpcli.transports.http import (
 )
 
 if TYPE_CHECKING:
-    from mcpcli.transports._http import HttpStream
+    from mcpcli.transports._http import ResponseStream as HttpStream
     from mcpcli.transports.sse import SseChannel
 
 __all__ = ["StreamableHttpTransport"]
