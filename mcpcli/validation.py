@@ -86,8 +86,111 @@ def errors(validator: Validator, instance: Any) -> list[tuple[str, str]]:
     return found
 
 
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples", "deprecated",
+     "readOnly", "writeOnly"}
+)
+_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+    or (isinstance(v, float) and v.is_integer()),
+}
+
+
+def _plainly_valid(schema: Any, instance: Any, depth: int = 0) -> bool | None:
+    """True when a schema made only of everyday keywords accepts `instance`.
+
+    None means "not sure" (a keyword outside that set, or a malformed one), and
+    False "rejected": both go to the full validator, which also words the
+    errors. Most tool schemas are this simple, so valid calls skip importing it.
+    """
+    if not isinstance(schema, dict) or depth > 16:
+        return None
+    for key, value in schema.items():
+        if key in _ANNOTATIONS or key.startswith("x-"):
+            continue
+        if key == "type":
+            kinds = value if isinstance(value, list) else [value]
+            if not kinds or not all(isinstance(k, str) and k in _TYPES for k in kinds):
+                return None
+            if not any(_TYPES[k](instance) for k in kinds):
+                return False
+        elif key == "properties":
+            if not isinstance(value, dict):
+                return None
+            if isinstance(instance, dict):
+                for name, sub in value.items():
+                    if name in instance:
+                        verdict = _plainly_valid(sub, instance[name], depth + 1)
+                        if verdict is not True:
+                            return verdict
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(r, str) for r in value):
+                return None
+            if isinstance(instance, dict) and any(r not in instance for r in value):
+                return False
+        elif key == "additionalProperties":
+            if not isinstance(value, bool):
+                return None
+            if not value and isinstance(instance, dict):
+                known = schema.get("properties") or {}
+                if not isinstance(known, dict) or any(k not in known for k in instance):
+                    return False
+        elif key == "items":
+            if not isinstance(value, dict):
+                return None
+            if isinstance(instance, list):
+                for item in instance:
+                    verdict = _plainly_valid(value, item, depth + 1)
+                    if verdict is not True:
+                        return verdict
+        elif key == "enum":
+            if not isinstance(value, list):
+                return None
+            if not any(_same(instance, option) for option in value):
+                return False
+        elif key == "const":
+            if not _same(instance, value):
+                return False
+        elif key in ("minLength", "maxLength"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                return None
+            # JSON Schema counts code points, as Python's len() does.
+            if isinstance(instance, str) and (
+                len(instance) < value if key == "minLength" else len(instance) > value
+            ):
+                return False
+        elif key in ("minimum", "maximum"):
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                return None
+            number = isinstance(instance, (int, float)) and not isinstance(instance, bool)
+            if number and (instance < value if key == "minimum" else instance > value):
+                return False
+        else:
+            return None
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but True is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float)))) and a == b
+
+
 def check(schema: dict[str, Any], instance: Any, *, what: str = "argument") -> None:
     """Raise `ValidationError` naming the first bad field; all of them in `.errors`."""
+    if _plainly_valid(schema, instance) is True:
+        return
     problems = errors(compile_schema(schema), instance)
     if not problems:
         return

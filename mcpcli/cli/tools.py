@@ -127,10 +127,11 @@ def call(
         import anyio
 
         async with anyio.create_task_group() as tg:
-            if not no_validate:
+            if not no_validate and app.resolve(target).transport == "stdio":
                 from mcpcli.validation import preload
 
                 # Import the validator while the server boots, not after it answers.
+                # (An HTTP server answers at once; simple schemas need no validator.)
                 tg.start_soon(anyio.to_thread.run_sync, preload)
             return await call_it()
 
