@@ -13,9 +13,6 @@ invalid, and HTTP clients must drop it from `tools/list`.
 
 from __future__ import annotations
 
-import base64
-import re
-import string
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,8 +24,10 @@ __all__ = [
 ]
 
 ANNOTATION = "x-mcp-header"
-_TCHAR = frozenset("!#$%&'*+-.^_`|~" + string.ascii_letters + string.digits)
-_SENTINEL = re.compile(r"^=\?base64\?.*\?=$", re.DOTALL)
+_TCHAR = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+_SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 _PRIMITIVES = frozenset({"string", "integer", "boolean"})
 _MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -49,11 +48,14 @@ def encode_value(value: str) -> str:
     plain = (
         all(0x20 <= ord(ch) <= 0x7E for ch in value)
         and value == value.strip(" ")
-        and not _SENTINEL.match(value)
+        and not (value.startswith(_SENTINEL_START) and value.endswith(_SENTINEL_END))
     )
     if plain:
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    import base64
+
+    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    return _SENTINEL_START + encoded + _SENTINEL_END
 
 
 def _header_text(value: Any) -> str | None:

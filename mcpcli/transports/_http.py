@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import __version__
@@ -124,14 +123,23 @@ def _reason(exc: Exception) -> str:
     return text.splitlines()[0][:200]
 
 
-@dataclass
 class HttpResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    url: str
-    #: Every header value of multi-valued headers (WWW-Authenticate), lower-cased names.
-    header_list: list[tuple[str, str]] = field(default_factory=list)
+    """A whole response (what `fetch` returns)."""
+
+    def __init__(
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        url: str,
+        header_list: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.url = url
+        #: Every header value of multi-valued headers (WWW-Authenticate), lower-cased names.
+        self.header_list = header_list if header_list is not None else []
 
     def json(self) -> Any:
         import json

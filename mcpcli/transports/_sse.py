@@ -17,7 +17,6 @@ one event's accumulated data, may not exceed `max_event_bytes`
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
 
 from mcpcli.errors import MessageTooLarge
 
@@ -26,14 +25,19 @@ __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent"]
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(slots=True)
 class SSEEvent:
     """One dispatched event: `event` defaults to "message"."""
 
-    event: str
-    data: str
-    id: str | None = None
-    retry: int | None = None
+    __slots__ = ("data", "event", "id", "retry")
+
+    def __init__(self, event: str, data: str, id: str | None = None, retry: int | None = None) -> None:
+        self.event = event
+        self.data = data
+        self.id = id
+        self.retry = retry
+
+    def __repr__(self) -> str:
+        return f"SSEEvent({self.event!r}, {self.data!r}, id={self.id!r}, retry={self.retry!r})"
 
 
 class SSEDecoder:

@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import http
 import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -97,6 +96,8 @@ def snippet(body: bytes, limit: int = 200) -> str:
 
 
 def status_text(status: int) -> str:
+    import http
+
     try:
         return f"HTTP {status} {http.HTTPStatus(status).phrase}"
     except ValueError:

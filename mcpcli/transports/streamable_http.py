@@ -33,7 +33,6 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -96,12 +95,14 @@ SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
 Deliver = Callable[[Envelope | Exception], Awaitable[None]]
 
 
-@dataclass
 class _Active:
     """A request whose response stream is open."""
 
-    scope: anyio.CancelScope
-    modern: bool
+    __slots__ = ("modern", "scope")
+
+    def __init__(self, scope: anyio.CancelScope, modern: bool) -> None:
+        self.scope = scope
+        self.modern = modern
 
 
 class _Broken(Exception):
