@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from fnmatch import fnmatchcase
 from typing import Any
@@ -27,7 +27,7 @@ import anyio
 from mcpcli.errors import ConfigError, RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.serve import templating
-from mcpcli.serve.channel import ChannelDirectory, call_channel
+from mcpcli.serve.channel import ChannelDirectory, ChannelServer
 from mcpcli.serve.invoke import ArgumentProblems, build_command, check_arguments
 from mcpcli.serve.model import (
     MISSING,
@@ -92,6 +92,7 @@ class ToolsBackend:
         self._slots = _Slots()
         self._slots.configure(self._config)
         self._channels = ChannelDirectory()
+        self._channel = ChannelServer(self._channels)
         self._file_stamp = _stamp(self.path)
         self._resource_stamps: dict[str, Any] = {}
         self._check_resource_files()
@@ -120,6 +121,7 @@ class ToolsBackend:
         self._listener = listener
 
     def close(self) -> None:
+        self._channel.close()
         self._channels.close()
 
     def _announce(self, kind: str, uri: str | None) -> None:
@@ -131,8 +133,8 @@ class ToolsBackend:
         if self._log is not None:
             self._log(text)
 
-    def _env(self) -> dict[str, str]:
-        return dict(os.environ) if self._environ is None else self._environ
+    def _env(self) -> Mapping[str, str]:
+        return os.environ if self._environ is None else self._environ
 
     # -- reload ------------------------------------------------------------------------
 
@@ -253,11 +255,22 @@ class ToolsBackend:
                 "structuredContent": structured}
 
     async def _acquire(self, stack: AsyncExitStack, config: Config, key: str, limit: int) -> bool:
-        """Take a per-key slot and a global slot within the queue timeout."""
-        per_key = self._slots.for_key(key, limit)
+        """Take a per-key slot and a global slot within the queue timeout (released by `stack`)."""
+        semaphores = (self._slots.for_key(key, limit), self._slots.global_sem)
+        waiting: list[anyio.Semaphore] = []
+        for sem in semaphores:
+            try:
+                sem.acquire_nowait()  # the common case: a free slot, no trip through the loop
+            except anyio.WouldBlock:
+                waiting.append(sem)
+                break
+            stack.callback(sem.release)
+        if not waiting:
+            return True
         with anyio.move_on_after(config.limits.queue_timeout):
-            await stack.enter_async_context(per_key)
-            await stack.enter_async_context(self._slots.global_sem)
+            for sem in semaphores[semaphores.index(waiting[0]):]:
+                await sem.acquire()
+                stack.callback(sem.release)
             return True
         return False
 
@@ -327,7 +340,7 @@ class ToolsBackend:
             env_extra["MCP_CLIENT_CAPABILITIES"] = json.dumps(ctx.client_capabilities or {},
                                                               separators=(",", ":"))
             channel_env = await stack.enter_async_context(
-                call_channel(self._channels, ctx, mask=mask, logger=tool_name, changed=self._announce)
+                self._channel.call(ctx, mask=mask, logger=tool_name, changed=self._announce)
             )
             env_extra.update(channel_env)
         if extra_env:

@@ -1,8 +1,8 @@
 """The side channel: how a running script talks back to the client, never through stdout.
 
-Each call that runs a process gets a private unix socket (in a 0700 directory
-owned by the server) and a random token; both are in the child's environment as
-`MCP_SCRIPT_SOCKET` and `MCP_SCRIPT_TOKEN`. `mcp script progress|log|elicit|
+The server listens on one private unix socket (in a 0700 directory it owns);
+each call that runs a process gets a random token, valid while the call runs.
+Both are in the child's environment as `MCP_SCRIPT_SOCKET` and `MCP_SCRIPT_TOKEN`. `mcp script progress|log|elicit|
 sample|roots|ask` connects, sends one JSON line, and reads one JSON line back:
 
     -> {"token": "...", "op": "progress", "progress": 50, "total": 100, "message": "..."}
@@ -15,27 +15,29 @@ sample|roots|ask` connects, sends one JSON line, and reads one JSON line back:
 The operations map to `CallContext.progress/log/ask`, so elicitation, sampling
 and roots work in every protocol era (the runtime turns `ask` into a server
 request, or into a 2026-07-28 InputRequiredResult round trip): the script just
-blocks until the answer arrives. The socket lives exactly as long as the call.
+blocks until the answer arrives. When the call ends its token dies, and any
+callback still waiting is cancelled. Registering a call costs a dict entry; the
+listener is started once per event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
-from anyio.abc import SocketStream
-
 from mcpcli.protocol import LOG_LEVELS
 from mcpcli.server.backend import CallContext, InputDeclined
 
-__all__ = ["ASK_METHODS", "ChannelDirectory", "call_channel"]
+__all__ = ["ASK_METHODS", "ChannelDirectory", "ChannelServer"]
 
 MAX_LINE = 4 * 1024 * 1024
 ASK_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
@@ -46,7 +48,6 @@ class ChannelDirectory:
 
     def __init__(self) -> None:
         self._path: str | None = None
-        self._counter = 0
 
     @property
     def path(self) -> str:
@@ -59,10 +60,6 @@ class ChannelDirectory:
     @property
     def bin_dir(self) -> str:
         return os.path.join(self.path, "bin")
-
-    def next_socket(self) -> str:
-        self._counter += 1
-        return os.path.join(self.path, f"c{self._counter}.sock")
 
     def close(self) -> None:
         if self._path is not None:
@@ -95,44 +92,27 @@ def _package_parent() -> list[str]:
 
 
 class _Handler:
-    def __init__(self, ctx: CallContext, token: str, mask: Callable[[str], str], logger: str,
+    """What one call's scripts may do."""
+
+    def __init__(self, ctx: CallContext, mask: Callable[[str], str], logger: str,
                  changed: Callable[[str, str | None], None] | None) -> None:
         self.ctx = ctx
         self.changed = changed
-        self.token = token
         self.mask = mask
         self.logger = logger
         self.last_progress: float | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
 
-    async def __call__(self, stream: SocketStream) -> None:
-        async with stream:
-            try:
-                line = await _read_line(stream)
-            except (ValueError, anyio.EndOfStream, anyio.BrokenResourceError):
-                return
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("not an object")
-            except ValueError:
-                await _reply(stream, {"ok": False, "kind": "invalid", "error": "malformed request"})
-                return
-            if not secrets.compare_digest(str(request.get("token", "")), self.token):
-                await _reply(stream, {"ok": False, "kind": "invalid", "error": "bad token (is this call still running?)"})
-                return
-            try:
-                reply = await self.dispatch(request)
-            except InputDeclined as exc:
-                reply = {"ok": False, "kind": "declined", "error": str(exc) or "the client cannot answer this"}
-            except _Invalid as exc:
-                reply = {"ok": False, "kind": "invalid", "error": str(exc)}
-            except Exception as exc:  # the client answered with an error, or the runtime failed
-                message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-                reply = {"ok": False, "kind": "failed", "error": message}
-            try:
-                await _reply(stream, reply)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
+    async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await self.dispatch(request)
+        except InputDeclined as exc:
+            return {"ok": False, "kind": "declined", "error": str(exc) or "the client cannot answer this"}
+        except _Invalid as exc:
+            return {"ok": False, "kind": "invalid", "error": str(exc)}
+        except Exception as exc:  # the client answered with an error, or the runtime failed
+            message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            return {"ok": False, "kind": "failed", "error": message}
 
     async def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -204,49 +184,111 @@ def _mask_json(value: Any, mask: Callable[[str], str]) -> Any:
     return value
 
 
-async def _read_line(stream: SocketStream) -> bytes:
-    buffer = bytearray()
-    while b"\n" not in buffer:
-        chunk = await stream.receive(65536)
-        buffer.extend(chunk)
-        if len(buffer) > MAX_LINE:
-            raise ValueError("request too large")
-    return bytes(buffer.split(b"\n", 1)[0])
+class ChannelServer:
+    """One listening socket for all calls of a backend; calls register a token."""
 
+    def __init__(self, directory: ChannelDirectory) -> None:
+        self.directory = directory
+        self._calls: dict[str, _Handler] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._path: str | None = None
+        self._socket: socket.socket | None = None
 
-async def _reply(stream: SocketStream, payload: dict[str, Any]) -> None:
-    await stream.send(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
-
-
-@asynccontextmanager
-async def call_channel(
-    directory: ChannelDirectory,
-    ctx: CallContext,
-    *,
-    mask: Callable[[str], str],
-    logger: str,
-    changed: Callable[[str, str | None], None] | None = None,
-) -> AsyncIterator[dict[str, str]]:
-    """Listen for one call's scripts; yields the environment variables that point at it."""
-    path = directory.next_socket()
-    token = secrets.token_urlsafe(24)
-    listener = await anyio.create_unix_listener(path)
-    handler = _Handler(ctx, token, mask, logger, changed)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(listener.serve, handler, tg)
+    async def _ensure(self) -> str:
+        loop = asyncio.get_running_loop()
+        if self._server is None or self._loop is not loop:
+            if self._server is not None and not self._loop_closed():
+                self._server.close()
+            self._close_socket()
+            path = os.path.join(self.directory.path, "channel.sock")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            # Our own socket object, so close() works even after the loop is gone.
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
-                yield {
-                    "MCP_SCRIPT_SOCKET": path,
-                    "MCP_SCRIPT_TOKEN": token,
-                    "MCP_SCRIPT": os.path.join(directory.bin_dir, "mcp"),
-                }
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await listener.aclose()
+                sock.bind(path)
+                sock.listen(128)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                raise
+            self._socket = sock
+            self._server = await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_LINE)
+            self._loop = loop
+            self._path = path
+        assert self._path is not None
+        return self._path
+
+    def _loop_closed(self) -> bool:
+        return self._loop is None or self._loop.is_closed()
+
+    def close(self) -> None:
+        if self._server is not None and not self._loop_closed():
+            self._server.close()
+        self._server = None
+        self._loop = None
+        self._close_socket()
+
+    def _close_socket(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handler: _Handler | None = None
+        task = asyncio.current_task()
         try:
-            os.unlink(path)
-        except OSError:
+            try:
+                line = await reader.readuntil(b"\n")
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("not an object")
+            except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                await _reply(writer, {"ok": False, "kind": "invalid", "error": "malformed request"})
+                return
+            handler = self._calls.get(str(request.get("token", "")))
+            if handler is None:
+                await _reply(writer, {"ok": False, "kind": "invalid",
+                                      "error": "bad token (is this call still running?)"})
+                return
+            if task is not None:
+                handler.tasks.add(task)
+            await _reply(writer, await handler.answer(request))
+        except (ConnectionError, asyncio.CancelledError):
             pass
+        finally:
+            if handler is not None and task is not None:
+                handler.tasks.discard(task)
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    @asynccontextmanager
+    async def call(
+        self,
+        ctx: CallContext,
+        *,
+        mask: Callable[[str], str],
+        logger: str,
+        changed: Callable[[str, str | None], None] | None = None,
+    ) -> AsyncIterator[dict[str, str]]:
+        """Accept callbacks for one call; yields the environment variables that point at it."""
+        path = await self._ensure()
+        token = secrets.token_urlsafe(24)
+        handler = _Handler(ctx, mask, logger, changed)
+        self._calls[token] = handler
+        try:
+            yield {
+                "MCP_SCRIPT_SOCKET": path,
+                "MCP_SCRIPT_TOKEN": token,
+                "MCP_SCRIPT": os.path.join(self.directory.bin_dir, "mcp"),
+            }
+        finally:
+            del self._calls[token]
+            for pending in list(handler.tasks):
+                pending.cancel()
+
+
+async def _reply(writer: asyncio.StreamWriter, payload: dict[str, Any]) -> None:
+    writer.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+    await writer.drain()

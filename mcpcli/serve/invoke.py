@@ -80,10 +80,12 @@ def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *,
             problems.append(f"{key}: {value!r} is not an integer")
     if problems:
         raise ArgumentProblems(problems)
-    for path, message in schema_errors(validator, cleaned):
-        problems.append(f"{path}: {message}" if path else message)
-        if len(problems) >= MAX_PROBLEMS:
-            break
+    trivially_valid = not cleaned and not params and not passthrough
+    if not trivially_valid and not validator.is_valid(cleaned):
+        for path, message in schema_errors(validator, cleaned):
+            problems.append(f"{path}: {message}" if path else message)
+            if len(problems) >= MAX_PROBLEMS:
+                break
     if problems:
         raise ArgumentProblems(problems)
     if passthrough:  # an author-written inputSchema: the validated object as is

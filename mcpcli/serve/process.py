@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import errno
 import os
 import signal
@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
 __all__ = ["RunResult", "SpawnError", "kill_all_groups", "live_groups", "run_process"]
 
@@ -135,7 +134,6 @@ class _Sink:
         self.chunks: list[bytes] = []
         self.kept = 0
         self.total = 0
-        self.done = anyio.Event()
 
     def feed(self, data: bytes) -> bool:
         """Add data; True when the cap was just passed."""
@@ -152,47 +150,169 @@ class _Sink:
         return b"".join(self.chunks)
 
 
-async def _drain(stream: ByteReceiveStream | None, sink: _Sink, on_overflow: anyio.Event | None) -> None:
-    try:
-        if stream is None:
-            return
+class _Child:
+    """A spawned process, its pidfd (Linux 5.3+), and our ends of its pipes."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self.pidfd = os.pidfd_open(self.pid)
+            except OSError:  # pragma: no cover - kernel < 5.3 or seccomp
+                self.pidfd = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+class _Watch:
+    """Reads the pipes, feeds stdin and notices the exit from event-loop callbacks.
+
+    No task per stream: each readable pipe is drained in a callback, and futures
+    report "the leader exited", "both pipes closed" and "output passed the cap".
+    """
+
+    def __init__(self, child: _Child, out_fd: int, err_fd: int, in_fd: int | None, stdin: bytes | None,
+                 out: _Sink, err: _Sink, *, watch_overflow: bool) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.child = child
+        self.sinks = {out_fd: out, err_fd: err}
+        self.open: set[int] = {out_fd, err_fd}
+        self.exited: asyncio.Future[None] = self.loop.create_future()
+        self.closed: asyncio.Future[None] = self.loop.create_future()
+        self.overflow: asyncio.Future[None] | None = self.loop.create_future() if watch_overflow else None
+        self.in_fd = in_fd
+        self.pending = memoryview(stdin) if stdin is not None else None
+        self._poller: asyncio.Task[None] | None = None
+        for fd in self.open:
+            self.loop.add_reader(fd, self._readable, fd)
+        if in_fd is not None:
+            self.loop.add_writer(in_fd, self._writable)
+        if child.pidfd is not None:
+            self.loop.add_reader(child.pidfd, self._check_exit)
+        else:  # pragma: no cover - no pidfd: poll gently
+            self._poller = self.loop.create_task(self._poll_exit())
+        self._check_exit()
+
+    def _readable(self, fd: int) -> None:
+        sink = self.sinks[fd]
         while True:
             try:
-                data = await stream.receive(READ_CHUNK)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
                 return
-            if sink.feed(data) and on_overflow is not None:
-                on_overflow.set()
-    finally:
-        sink.done.set()
+            except OSError:
+                data = b""
+            if not data:
+                self.loop.remove_reader(fd)
+                self.open.discard(fd)
+                if not self.open and not self.closed.done():
+                    self.closed.set_result(None)
+                return
+            if sink.feed(data) and self.overflow is not None and not self.overflow.done():
+                self.overflow.set_result(None)
+            if len(data) < READ_CHUNK:
+                return
+
+    def _writable(self) -> None:
+        fd = self.in_fd
+        if fd is None or self.pending is None:
+            return
+        try:
+            while self.pending:
+                written = os.write(fd, self.pending[:READ_CHUNK])
+                self.pending = self.pending[written:]
+        except BlockingIOError:
+            return
+        except OSError:
+            pass  # the child did not read it all; its exit status tells the story
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.in_fd is not None:
+            self.loop.remove_writer(self.in_fd)
+            os.close(self.in_fd)
+            self.in_fd = None
+            self.pending = None
+
+    def _check_exit(self) -> None:
+        if self.child.popen.poll() is not None and not self.exited.done():
+            if self.child.pidfd is not None:
+                self.loop.remove_reader(self.child.pidfd)
+            self.exited.set_result(None)
+
+    async def _poll_exit(self) -> None:  # pragma: no cover - no pidfd
+        while not self.exited.done():
+            await asyncio.sleep(0.01)
+            self._check_exit()
+
+    async def wait_exit(self) -> None:
+        if not self.exited.done():
+            await asyncio.wait([self.exited])
+
+    def close(self) -> None:
+        for fd in list(self.open):
+            self.loop.remove_reader(fd)
+        self.open.clear()
+        if self.child.pidfd is not None and not self.exited.done():
+            self.loop.remove_reader(self.child.pidfd)
+        self._close_stdin()
+        if self._poller is not None:
+            self._poller.cancel()
 
 
-async def _feed_stdin(process: Process, data: bytes) -> None:
-    stream = process.stdin
-    if stream is None:
-        return
-    try:
-        view = memoryview(data)
-        for start in range(0, len(view), READ_CHUNK):
-            await stream.send(bytes(view[start : start + READ_CHUNK]))
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError, ConnectionResetError):
-        pass  # the child did not read it all; its exit status tells the story
-    finally:
-        with contextlib.suppress(Exception):
-            await stream.aclose()
-
-
-async def _stop(process: Process, pgid: int, grace: float) -> None:
+async def _stop(watch: _Watch, pgid: int, grace: float) -> None:
     """TERM the group, wait `grace`, KILL the group, reap the leader. Must run shielded."""
     if _signal_group(pgid, signal.SIGTERM):
         deadline = anyio.current_time() + grace
         with anyio.move_on_after(grace):
-            await process.wait()
+            await watch.wait_exit()
         # The leader may be gone while others in the group linger.
         while anyio.current_time() < deadline and _group_alive(pgid):
             await anyio.sleep(0.02)
         _signal_group(pgid, signal.SIGKILL)
-    await process.wait()
+    await watch.wait_exit()
+
+
+def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
+    """Start the child in its own session; returns it and our ends of its pipes (non-blocking)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r = in_w = None
+    if with_stdin:
+        in_r, in_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=in_r if in_r is not None else subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+        )
+    except BaseException:
+        for fd in (out_r, err_r, in_w):
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in (out_w, err_w, in_r):
+            if fd is not None:
+                os.close(fd)
+    for fd in (out_r, err_r, in_w):
+        if fd is not None:
+            os.set_blocking(fd, False)
+    return _Child(popen), out_r, err_r, in_w
 
 
 async def run_process(
@@ -209,76 +329,48 @@ async def run_process(
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start."""
     started = time.monotonic()
     try:
-        process = await anyio.open_process(
-            list(argv),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=-1,
-            stderr=-1,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
+        child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
-    pgid = process.pid
+    pgid = child.pid
     _LIVE.add(pgid)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
-    overflow = anyio.Event() if kill_on_overflow else None
     timed_out = False
     overflowed = False
     stopped = False
+    watch = _Watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_drain, process.stdout, out, overflow)
-            tg.start_soon(_drain, process.stderr, err, overflow)
-            if stdin is not None:
-                tg.start_soon(_feed_stdin, process, stdin)
-            try:
-                with anyio.move_on_after(timeout) as scope:
-                    if overflow is not None:
-                        async with anyio.create_task_group() as race:
-
-                            async def leader() -> None:
-                                await process.wait()
-                                race.cancel_scope.cancel()
-
-                            async def watch_overflow() -> None:
-                                assert overflow is not None
-                                await overflow.wait()
-                                race.cancel_scope.cancel()
-
-                            race.start_soon(leader)
-                            race.start_soon(watch_overflow)
-                        overflowed = overflow.is_set() and process.returncode is None
-                    else:
-                        await process.wait()
-                timed_out = scope.cancelled_caught
-                with anyio.CancelScope(shield=True):
-                    if timed_out or overflowed:
-                        stopped = True
-                        await _stop(process, pgid, kill_grace)
-                    else:
-                        # The leader exited: stop anything it left in its group.
-                        await _stop(process, pgid, min(kill_grace, 1.0))
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                if watch.overflow is not None:
+                    await asyncio.wait([watch.exited, watch.overflow], return_when=asyncio.FIRST_COMPLETED)
+                    overflowed = watch.overflow.done() and not watch.exited.done()
+                else:
+                    await watch.wait_exit()
+            timed_out = scope.cancelled_caught
+            with anyio.CancelScope(shield=True):
+                if timed_out or overflowed:
+                    stopped = True
+                    await _stop(watch, pgid, kill_grace)
+                else:
+                    # The leader exited: stop anything it left in its group.
+                    await _stop(watch, pgid, min(kill_grace, 1.0))
+                if not watch.closed.done():
                     with anyio.move_on_after(PIPE_GRACE):
-                        await out.done.wait()
-                        await err.done.wait()
-                    tg.cancel_scope.cancel()
-            except BaseException:
-                # Cancelled from outside (client cancel, disconnect, shutdown).
-                with anyio.CancelScope(shield=True):
-                    await _stop(process, pgid, kill_grace)
-                    tg.cancel_scope.cancel()
-                raise
+                        await asyncio.wait([watch.closed])
+        except BaseException:
+            # Cancelled from outside (client cancel, disconnect, shutdown).
+            with anyio.CancelScope(shield=True):
+                await _stop(watch, pgid, kill_grace)
+            raise
     finally:
         _LIVE.discard(pgid)
-        with anyio.CancelScope(shield=True):
-            for stream in (process.stdout, process.stderr, process.stdin):
-                if stream is not None:
-                    with contextlib.suppress(Exception):
-                        await stream.aclose()
-    code = process.returncode
+        watch.close()
+        for fd in (out_fd, err_fd):
+            os.close(fd)
+        child.close()
+    code = child.returncode
     sig = -code if code is not None and code < 0 else None
     return RunResult(
         returncode=None if sig is not None else code,

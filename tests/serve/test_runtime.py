@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +60,10 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": f"Hello! ({text})"}, "model": "test"}
 
 
-def client_for(path: Path, version: str, *, features: ClientFeatures | None = None,
-               notes: list[tuple[str, Any]] | None = None, log_level: str | None = None) -> Client:
+@asynccontextmanager
+async def client_for(path: Path, version: str, *, features: ClientFeatures | None = None,
+                     notes: list[tuple[str, Any]] | None = None, log_level: str | None = None
+                     ) -> AsyncIterator[Client]:
     backend = ToolsBackend(path)
     server = Server(backend)
     options = ClientOptions(
@@ -69,7 +73,11 @@ def client_for(path: Path, version: str, *, features: ClientFeatures | None = No
         on_notification=(lambda method, params: notes.append((method, params))) if notes is not None else None,
         timeout=30,
     )
-    return Client(server.transport(), options)
+    try:
+        async with Client(server.transport(), options) as client:
+            yield client
+    finally:
+        backend.close()
 
 
 @pytest.mark.parametrize("version", ERAS)

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Benchmark `mcp serve`: calls of a trivial script tool over Streamable HTTP vs raw fork+exec.
+
+    .venv/bin/python scripts/bench_serve.py [--calls 800] [--rounds 3] [--concurrency 16] [--era modern|legacy]
+
+Both measurements run the same command (`sh -c 'echo ok'`) at the same concurrency in the
+same run, interleaved over several rounds (medians reported): the raw rates (posix_spawn +
+waitpid; asyncio subprocesses with pipes, from this process, no server), then `tools/call` round
+trips to `mcp serve --http` over loopback. The ratio is what the issue's
+target (>= 80%) is about. Not a test: numbers depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SCRIPT = "echo ok"
+TOOLS = f"""version: 1
+tools:
+  - name: trivial
+    description: a trivial script
+    run: {{shell: sh, script: "{SCRIPT}", concurrency: 64}}
+limits: {{max_concurrent: 64}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def raw_rate(calls: int, concurrency: int) -> float:
+    """Spawn `sh -c SCRIPT` with stdout on a pipe (as the server does), `concurrency` at a time."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(calls):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while True:
+            try:
+                queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            proc = await asyncio.create_subprocess_exec(
+                "sh", "-c", SCRIPT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                stdin=asyncio.subprocess.DEVNULL,
+            )
+            await proc.communicate()
+
+    del loop
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return calls / (time.perf_counter() - started)
+
+
+def raw_spawn_rate(calls: int, concurrency: int) -> float:
+    """The bare minimum: posix_spawn + waitpid, no pipes, no event loop."""
+    started = time.perf_counter()
+    running: set[int] = set()
+    done = 0
+    launched = 0
+    devnull = os.open(os.devnull, os.O_RDWR)
+    actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1)]
+    while done < calls:
+        while launched < calls and len(running) < concurrency:
+            running.add(os.posix_spawnp("sh", ["sh", "-c", SCRIPT], os.environ, file_actions=actions))
+            launched += 1
+        pid, _ = os.wait()
+        running.discard(pid)
+        done += 1
+    os.close(devnull)
+    return calls / (time.perf_counter() - started)
+
+
+async def served_rate(url: str, calls: int, concurrency: int, era: str) -> tuple[float, int]:
+    """tools/call round trips over HTTP/1.1 keep-alive connections, one per worker."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host, port, path = parts.hostname or "127.0.0.1", parts.port or 80, parts.path
+    session_id = None
+    if era == "legacy":
+        _, headers, _ = await _post(host, port, path, {
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"}}}, {})
+        session_id = headers.get("mcp-session-id")
+        await _post(host, port, path, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"Mcp-Session-Id": session_id or "", "MCP-Protocol-Version": "2025-11-25"})
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(calls):
+        queue.put_nowait(i + 1)
+    errors = 0
+
+    async def worker() -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            while True:
+                try:
+                    i = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                params: dict[str, object] = {"name": "trivial", "arguments": {}}
+                extra = {"Mcp-Method": "tools/call", "Mcp-Name": "trivial"}
+                if era == "modern":
+                    params["_meta"] = {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"}}
+                    extra["MCP-Protocol-Version"] = "2026-07-28"
+                else:
+                    extra["MCP-Protocol-Version"] = "2025-11-25"
+                    extra["Mcp-Session-Id"] = session_id or ""
+                body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+                status, _, data = await _exchange(reader, writer, host, port, path, body, extra)
+                if status != 200 or b'"ok' not in data or b'"isError":true' in data:
+                    errors += 1
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return calls / (time.perf_counter() - started), errors
+
+
+async def _post(host: str, port: int, path: str, body: dict[str, object],
+                headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        return await _exchange(reader, writer, host, port, path, body, headers)
+    finally:
+        writer.close()
+
+
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, port: int,
+                    path: str, body: dict[str, object], headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    payload = json.dumps(body).encode()
+    lines = [f"POST {path} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json",
+             "Accept: application/json, text/event-stream", f"Content-Length: {len(payload)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
+    await writer.drain()
+    status_line = await reader.readline()
+    status = int(status_line.split()[1])
+    got: dict[str, str] = {}
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        got[name.strip().lower()] = value.strip()
+    data = b""
+    if "content-length" in got:
+        data = await reader.readexactly(int(got["content-length"]))
+    elif got.get("transfer-encoding") == "chunked":
+        while True:
+            size = int((await reader.readline()).strip(), 16)
+            if size == 0:
+                await reader.readline()
+                break
+            data += await reader.readexactly(size)
+            await reader.readline()
+    return status, got, data
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of one process (not its children), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=800)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--era", choices=["modern", "legacy"], default="modern")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        tools = Path(tmp) / "bench.yaml"
+        tools.write_text(TOOLS)
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", "--quiet", str(tools), "--http", f"127.0.0.1:{port}"],
+            cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        print("server did not start", file=sys.stderr)
+                        return 1
+                    time.sleep(0.05)
+            warm = max(32, args.calls // 10)
+            asyncio.run(served_rate(url, warm, args.concurrency, args.era))
+            rounds: list[tuple[float, float, float, float, float, float, int]] = []
+            for _ in range(args.rounds):
+                # Interleaved, so a neighbour's load hits every measurement alike.
+                spawn = raw_spawn_rate(args.calls, args.concurrency)
+                raw_cpu = time.process_time()
+                raw = asyncio.run(raw_rate(args.calls, args.concurrency))
+                raw_cpu = (time.process_time() - raw_cpu) / args.calls
+                server_cpu = _cpu_seconds(server.pid)
+                bench_cpu = time.process_time()
+                served, errors = asyncio.run(served_rate(url, args.calls, args.concurrency, args.era))
+                bench_cpu = (time.process_time() - bench_cpu) / args.calls
+                server_cpu = (_cpu_seconds(server.pid) - server_cpu) / args.calls
+                rounds.append((spawn, raw, served, raw_cpu, server_cpu, bench_cpu, errors))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+            if server.stderr is not None:
+                server.stderr.close()
+    def median(i: int) -> float:
+        return float(statistics.median(r[i] for r in rounds))
+
+    spawn, raw, served = median(0), median(1), median(2)
+    errors = sum(r[6] for r in rounds)
+    print(f"calls: {args.calls} x {args.rounds} rounds, concurrency: {args.concurrency}, era: {args.era}, "
+          f"CPUs: {os.cpu_count()} (medians)")
+    print(f"raw posix_spawn+wait (no pipes):        {spawn:8.1f} calls/s")
+    print(f"raw fork+exec with pipes (asyncio):     {raw:8.1f} calls/s")
+    print(f"mcp serve --http tools/call:            {served:8.1f} calls/s  ({errors} errors)")
+    ratios = sorted(r[2] / r[1] * 100 for r in rounds)
+    print(f"served / raw fork+exec:                 {statistics.median(ratios):8.1f} %   (target >= 80 %; "
+          f"rounds: {', '.join(f'{x:.0f}' for x in ratios)})")
+    print(f"served / bare posix_spawn:              {statistics.median(r[2] / r[0] * 100 for r in rounds):8.1f} %")
+    print(f"CPU per call: raw spawner {median(3) * 1e6:.0f} us; server {median(4) * 1e6:.0f} us "
+          f"(+ load generator {median(5) * 1e6:.0f} us)")
+    return 0 if errors == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
