@@ -12,16 +12,14 @@ The protocol itself (eras, transports, sessions) is `mcpcli.server`'s job.
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
-
+# Kept import-light: the `mcp script` helper imports this package once per callback.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from mcpcli.serve.backend import ToolsBackend
-    from mcpcli.transports import Streams
+    import os
 
-__all__ = ["YamlTransport", "example_path", "in_process_transport", "schema_text"]
+    from mcpcli.serve.transport import YamlTransport
+
+__all__ = ["example_path", "in_process_transport", "schema_text"]
 
 
 def example_path() -> str:
@@ -37,26 +35,6 @@ def schema_text() -> str:
     return text()
 
 
-class YamlTransport:
-    """A client transport that serves a tools.yaml file in this process."""
-
-    name = "in-process"
-
-    def __init__(self, backend: ToolsBackend) -> None:
-        self.backend = backend
-
-    @asynccontextmanager
-    async def connect(self) -> AsyncIterator[Streams]:
-        from mcpcli.server import Server
-
-        server = Server(self.backend)
-        try:
-            async with server.transport().connect() as streams:
-                yield streams
-        finally:
-            self.backend.close()
-
-
 def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
     """Serve `path` in-process for a client (`mcp tools call tools.yaml TOOL`).
 
@@ -64,5 +42,6 @@ def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
     (`ToolsFileError`, exit status 2).
     """
     from mcpcli.serve.backend import ToolsBackend
+    from mcpcli.serve.transport import YamlTransport
 
     return YamlTransport(ToolsBackend(path))

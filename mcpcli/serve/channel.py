@@ -75,12 +75,19 @@ def _write_shim(bin_dir: str) -> None:
     shim = os.path.join(bin_dir, "mcp")
     python = sys.executable or "python3"
     with open(shim, "w", encoding="utf-8") as fh:
+        # -S: no site import for `mcp script` (standard library only, and this
+        # installation's package directory comes first); the full CLI gets site back.
         fh.write(
-            f"#!{python} -I\n"
+            f"#!{python} -IS\n"
             "import sys\n"
             f"sys.path[:0] = {_package_parent()!r}\n"
-            "from mcpcli.serve.script_client import shim_main\n"
-            "sys.exit(shim_main(sys.argv[1:]))\n"
+            "if sys.argv[1:2] == ['script']:\n"
+            "    from mcpcli.serve.script_client import main\n"
+            "    sys.exit(main(sys.argv[2:]))\n"
+            "import site\n"
+            "site.main()\n"
+            "from mcpcli.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n"
         )
     os.chmod(shim, 0o700)
 

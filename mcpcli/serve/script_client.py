@@ -12,12 +12,14 @@ declare the capability) or the channel failed; 5 the client answered with an err
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main", "shim_main"]
 
@@ -32,13 +34,14 @@ class _Exit(Exception):
         self.message = message
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse exits 2 by itself; keep our format
-        raise _Exit(USAGE, f"{message} (see `mcp script {self.prog.split()[-1]} --help`)"
-                    if " " in self.prog else message)
+def _parser() -> Any:
+    import argparse  # only when the fast path does not apply (keeps callbacks quick)
 
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # argparse exits 2 by itself; keep our format
+            raise _Exit(USAGE, f"{message} (see `mcp script {self.prog.split()[-1]} --help`)"
+                        if " " in self.prog else message)
 
-def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcp script",
         description="Talk back to the MCP client from a script run by `mcp serve` "
@@ -147,7 +150,7 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: Any) -> int:
     if args.command == "progress":
         payload: dict[str, Any] = {"op": "progress", "progress": _num(args.progress)}
         if args.total is not None:
@@ -255,11 +258,45 @@ def _num(value: float) -> float | int:
     return int(value) if value.is_integer() else value
 
 
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def _fast(args: list[str]) -> dict[str, Any] | None:
+    """`progress N [TOTAL] [-m MSG]` and `log LEVEL MESSAGE...`, the frequent callbacks,
+    parsed without importing argparse; anything else (or unusual) goes to argparse."""
+    if not args or any(a.startswith("-") and a not in ("-m", "--message") for a in args):
+        return None
+    if args[0] == "progress" and 2 <= len(args) <= 5:
+        rest = args[1:]
+        message = None
+        if len(rest) >= 2 and rest[-2] in ("-m", "--message"):
+            message, rest = rest[-1], rest[:-2]
+        try:
+            numbers = [float(x) for x in rest]
+        except ValueError:
+            return None
+        if not 1 <= len(numbers) <= 2:
+            return None
+        payload: dict[str, Any] = {"op": "progress", "progress": _num(numbers[0])}
+        if len(numbers) == 2:
+            payload["total"] = _num(numbers[1])
+        if message:
+            payload["message"] = message
+        return payload
+    if args[0] == "log" and len(args) >= 3 and args[1] in LEVELS and "-m" not in args and "--message" not in args:
+        return {"op": "log", "level": args[1], "data": " ".join(args[2:])}
+    return None
+
+
 def main(argv: list[str] | None = None, prog: str = "mcp") -> int:
     """Run `mcp script ARGV`; returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = _parser()
     try:
+        fast = _fast(args_list)
+        if fast is not None:
+            _send(fast)
+            return OK
+        parser = _parser()
         try:
             args = parser.parse_args(args_list)
         except SystemExit as exc:  # --help

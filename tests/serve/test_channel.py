@@ -145,3 +145,14 @@ printf '%s/%s' "$name" "$age"
 """))
     result = await backend.call_tool("get", {}, FakeContext(answers=answers))
     assert text_of(result) == "Ada/36"
+
+
+async def test_the_mcp_on_a_scripts_path_is_this_installation(make_backend: Any) -> None:
+    from mcpcli import __version__
+
+    backend = make_backend("version: 1\ntools:" + script_tool("which", """
+mcp --version
+test "$MCP_SCRIPT" = "$(command -v mcp)" && echo same
+"""))
+    result = await backend.call_tool("which", {}, FakeContext())
+    assert text_of(result) == f"mcpcli, version {__version__}\nsame\n"
