@@ -223,3 +223,39 @@ def test_two_processes_refreshing_at_once_refresh_once(oauth, env) -> None:
     assert len(tokens) == 1  # both got the one fresh token
     assert len(srv.token_requests("refresh_token")) == 1  # the rotated refresh token was used once
     assert mcp("tools", "list", srv.mcp_url, "--stored-auth-only", env=env).code == 0
+
+
+def test_config_entry_oauth_fields_and_logout_all(oauth, env, tmp_path, isolated_env) -> None:
+    """A configured server's `oauth` object (with ${VAR}) drives sign-in; logout --all forgets all."""
+    pre = oauth(clients={"cfg-client": "cfg-secret"}, registration=False, auth_methods=["client_secret_post"])
+    other = oauth()
+    config = isolated_env / "config" / "mcpcli" / "mcp.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"mcpServers": {
+        "corp": {"url": pre.mcp_url, "oauth": {"clientId": "cfg-client", "clientSecret": "${CORP_SECRET}",
+                                               "scopes": ["mcp:read", "mcp:write"]}},
+    }}))
+    env = {**env, "CORP_SECRET": "cfg-secret"}
+    result = mcp("tools", "call", "corp", "write", env=env)
+    assert result.code == 0, result
+    authz = next(r for r in pre.requests if r["path"] == "/authorize")["query"]
+    assert authz["client_id"] == "cfg-client" and authz["scope"] == "mcp:read mcp:write"
+    assert pre.token_requests("authorization_code")[0]["form"]["client_secret"] == "cfg-secret"
+    status = mcp("auth", "status", "corp", "--json", env=env)
+    assert status.code == 0 and status.json["name"] == "corp", status
+    assert mcp("auth", "login", other.mcp_url, env=env).code == 0
+    assert len(mcp("auth", "list", "--json", env=env).json) == 2
+    out = mcp("auth", "logout", "--all", env=env)
+    assert out.code == 0, out
+    assert mcp("auth", "list", "--json", env=env).json == []
+    assert pre.revoked and other.revoked
+
+
+def test_stdio_targets_are_not_for_oauth(env, isolated_env) -> None:
+    config = isolated_env / "config" / "mcpcli" / "mcp.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"mcpServers": {"local": {"command": "true"}}}))
+    result = mcp("auth", "login", "local", env=env)
+    assert result.code == 2 and "not a remote" in result.stderr
+    usage = mcp("auth", "logout", env=env)
+    assert usage.code == 2 and "--all" in usage.stderr
