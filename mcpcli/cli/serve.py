@@ -144,12 +144,11 @@ def serve(
 
     from mcpcli.serve.backend import ToolsBackend
 
-    def log(line: str) -> None:
-        if not quiet:
-            app.stderr.write(f"{app.prog} serve: {line}\n")
-            app.stderr.flush()
+    def warn(line: str) -> None:
+        app.stderr.write(f"{app.prog} serve: {line}\n")
+        app.stderr.flush()
 
-    backend = ToolsBackend(file, log=log, config=config)
+    backend = ToolsBackend(file, log=None if quiet else warn, warn=warn, config=config)
 
     async def run() -> None:
         import anyio

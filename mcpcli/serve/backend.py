@@ -81,12 +81,14 @@ class ToolsBackend:
         path: str | os.PathLike[str],
         *,
         log: Callable[[str], None] | None = None,
+        warn: Callable[[str], None] | None = None,
         environ: dict[str, str] | None = None,
         config: Config | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self._environ = environ
         self._log = log
+        self._warn = warn or log
         self._config = config or load_config(self.path, environ=environ)
         self._listener: ChangeListener | None = None
         self._slots = _Slots()
@@ -130,8 +132,14 @@ class ToolsBackend:
             self._listener(kind, uri)
 
     def _audit(self, text: str) -> None:
+        """One line per call and per reload (silenced by `mcp serve --quiet`)."""
         if self._log is not None:
             self._log(text)
+
+    def _problem(self, text: str) -> None:
+        """Something the operator must see (never silenced)."""
+        if self._warn is not None:
+            self._warn(text)
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -145,9 +153,9 @@ class ToolsBackend:
         except ConfigError as exc:
             problems = getattr(exc, "problems", None)
             lines = [str(p) for p in problems] if problems else [exc.message]
-            self._audit(f"reload failed; still serving the previous version of {self.path}:")
+            self._problem(f"reload failed; still serving the previous version of {self.path}:")
             for line in lines:
-                self._audit("  " + line)
+                self._problem("  " + line)
             return False
         old = self._config
         self._config = new
@@ -167,7 +175,7 @@ class ToolsBackend:
         if not changed:
             self._audit(f"reloaded {self.path}: no visible change")
         for warning in new.warnings:
-            self._audit(warning.format("warning"))
+            self._problem(warning.format("warning"))
         return changed
 
     async def watch(self, interval: float = 0.5) -> None:
@@ -178,7 +186,7 @@ class ToolsBackend:
             stamp = _stamp(self.path)
             if stamp is None:
                 if not missing_reported:
-                    self._audit(f"{self.path} disappeared; still serving the last version")
+                    self._problem(f"{self.path} disappeared; still serving the last version")
                     missing_reported = True
                 continue
             missing_reported = False
@@ -595,7 +603,7 @@ class ToolsBackend:
                 run = await self._spawn(config, spec, {}, {}, None, mask, stack, tool_name="completion",
                                         output_dir=None, max_bytes=256 * 1024, extra_env=env)
             except (SpawnError, ArgumentProblems) as exc:
-                self._audit(f"completion command failed: {exc}")
+                self._problem(f"completion command failed: {exc}")
                 return []
         if run.returncode not in spec.ok_exit_codes:
             return []

@@ -127,3 +127,71 @@ def test_watch_refuses_a_world_writable_file(tmp_path: Path) -> None:
     result = mcp("serve", "--watch", str(path))
     assert result.code == 2
     assert "writable by every user" in result.stderr
+
+
+def test_mcp_serve_watch_over_stdio(tmp_path: Path) -> None:
+    """End to end: --watch announces list_changed; a broken edit is reported and the old tools stay."""
+    import json
+    import selectors
+    import subprocess
+    import sys
+
+    path = tmp_path / "tools.yaml"
+    path.write_text(V1)
+    log = tmp_path / "stderr.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "mcpcli", "serve", "--watch", "--quiet", str(path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    buffer = b""
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    def receive(predicate: Any, timeout: float = 15.0) -> dict[str, Any]:
+        nonlocal buffer
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if predicate(message):
+                    return dict(message)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError("no matching message in time")
+            if selector.select(remaining):
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise AssertionError("server closed stdout")
+                buffer += chunk
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        init = receive(lambda m: m.get("id") == 1)
+        assert init["result"]["capabilities"]["tools"]["listChanged"] is True
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert [t["name"] for t in receive(lambda m: m.get("id") == 2)["result"]["tools"]] == ["a"]
+        write_atomically(path, V2)
+        receive(lambda m: m.get("method") == "notifications/tools/list_changed")
+        write_atomically(path, V2 + "  - {name: c, description: x, mock: {text: c}, oops: 1}\n")
+        deadline = time.monotonic() + 15
+        while f"{path}:4:" not in log.read_text():
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.02)
+        assert "reload failed; still serving the previous version" in log.read_text()
+        assert "unknown key 'oops'" in log.read_text()
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        assert [t["name"] for t in receive(lambda m: m.get("id") == 3)["result"]["tools"]] == ["b"]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        selector.close()
