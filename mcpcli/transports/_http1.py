@@ -174,6 +174,9 @@ class PlainClient:
     def __init__(self, *, headers: Mapping[str, str], connect_timeout: float) -> None:
         self._headers = dict(headers)
         self._connect_timeout = connect_timeout
+        #: host name -> the address that answered, so later connections (a resumed
+        #: stream must reconnect right after the server's `retry`) skip the lookup.
+        self._resolved: dict[tuple[str, int], str] = {}
 
     @asynccontextmanager
     async def open(
@@ -246,9 +249,23 @@ class PlainClient:
                 await stream.aclose()
 
     async def _connect(self, host: str, port: int, shown: str) -> SocketStream:
+        from anyio.abc import SocketAttribute
+
         try:
             with anyio.fail_after(self._connect_timeout):
-                return await anyio.connect_tcp(host, port)
+                known = self._resolved.get((host, port))
+                if known is not None:
+                    try:
+                        return await anyio.connect_tcp(known, port)
+                    except OSError:
+                        del self._resolved[(host, port)]
+                stream = await anyio.connect_tcp(host, port)
+                try:
+                    address = stream.extra(SocketAttribute.remote_address)  # noqa: S610 (anyio, not Django)
+                    self._resolved[(host, port)] = str(address[0])
+                except (LookupError, TypeError, IndexError):
+                    pass
+                return stream
         except TimeoutError:
             raise TransportError(f"timed out connecting to {shown}") from None
         except OSError as exc:
