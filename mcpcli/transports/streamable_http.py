@@ -143,6 +143,8 @@ class StreamableHttpTransport:
         self._deliver_stream: MemoryObjectSendStream[Envelope | Exception] | None = None
         self._tg: TaskGroup | None = None
         self._standalone: anyio.Event | None = None
+        #: The GET stream is up (the server offers one).
+        self._standalone_open = False
         self._reissues = 0
 
     def describe(self) -> str:
@@ -479,6 +481,12 @@ class StreamableHttpTransport:
                     )
                 return
             raw = await response.peek()
+            if status == 202 and not raw and modern_version(sent.params) is None:
+                # Some legacy servers accept a request and answer it on the GET stream.
+                await self.open_standalone_stream()
+                if self._standalone_open:
+                    log.debug("%s accepted (202); waiting for its response on the GET stream", sent.method)
+                    return
             if status == 202 or not raw:
                 raise ProtocolError(
                     f"{self.conn.shown}: {status_text(status)} without a response to "
@@ -724,6 +732,7 @@ class StreamableHttpTransport:
                             raw = await response.peek()
                             log.debug("%s", self.conn.http_error(response, raw, context="for the GET stream"))
                             return
+                        self._standalone_open = True
                         ready.set()
                         before = decoder.last_event_id
                         await self._read_sse(response, decoder, "\x00standalone", "\x00standalone")
@@ -734,6 +743,7 @@ class StreamableHttpTransport:
                 retry = decoder.retry if decoder.retry is not None else DEFAULT_RETRY_MS
                 await anyio.sleep(retry / 1000)
         finally:
+            self._standalone_open = False
             ready.set()
 
 

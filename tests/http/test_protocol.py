@@ -115,6 +115,46 @@ def test_server_request_on_the_get_stream_is_answered_by_post(fake: Fake) -> Non
     assert reply.header("mcp-session-id") == "s1"
 
 
+def test_request_accepted_with_202_is_answered_on_the_get_stream(fake: Fake) -> None:
+    legacy = legacy_mcp()
+    outbox: list[bytes] = []
+    ready = threading.Condition()
+
+    def stream() -> Iterable[bytes]:
+        sent = 0
+        yield b": open\n\n"
+        while not server.stopping.is_set():
+            with ready:
+                ready.wait(timeout=0.2)
+                pending = outbox[sent:]
+            yield from pending
+            sent += len(pending)
+
+    def handle(req: Req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"Content-Type": "text/event-stream"}, stream())
+        if req.rpc_method == "tools/list":
+            answer = {"jsonrpc": "2.0", "id": req.rpc["id"], "result": {"tools": [ECHO_TOOL]}}
+            with ready:
+                outbox.append(sse_event(answer))
+                ready.notify_all()
+            return Reply(202)
+        return legacy(req)
+
+    server = fake(handle)
+    r = mcp("tools", "list", server.url, "--json")
+    assert r.code == 0, r
+    assert r.json["tools"][0]["name"] == "echo"
+
+
+def test_request_accepted_with_202_and_no_get_stream_is_an_error(fake: Fake) -> None:
+    legacy = legacy_mcp()
+    server = fake(lambda req: Reply(202) if req.rpc_method == "tools/list" else legacy(req))
+    r = mcp("tools", "list", server.url)
+    assert r.code == 4, r
+    assert "HTTP 202 Accepted without a response to tools/list" in r.stderr
+
+
 def test_broken_stream_resumes_with_last_event_id_after_retry(fake: Fake) -> None:
     legacy = legacy_mcp()
     closed_at: list[float] = []
