@@ -282,3 +282,8 @@ def test_load_config_reads_files(tmp_path: Path) -> None:
 def test_the_conformance_fixture_is_valid() -> None:
     result = mcp("serve", "--check", str(REPO / "tests" / "conformance" / "server.yaml"))
     assert result.code == 0, result
+
+
+def test_env_prefix_form_is_interpolated_too() -> None:
+    config = parse_config(HEAD + "server: {name: '${env:NAME}'}\n", "t.yaml", environ={"NAME": "svc"})
+    assert config.server["name"] == "svc"
