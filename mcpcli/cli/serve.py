@@ -155,7 +155,8 @@ def serve(
 
         from mcpcli.server import Server
 
-        server = Server(backend)
+        # With --watch the lists can change at any time: keep 2026 cache hints short.
+        server = Server(backend, list_ttl_ms=5_000) if watch else Server(backend)
         async with anyio.create_task_group() as tg:
             if watch:
                 tg.start_soon(backend.watch)
