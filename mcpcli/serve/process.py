@@ -339,7 +339,17 @@ async def run_process(
     timed_out = False
     overflowed = False
     stopped = False
-    watch = _Watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
+    try:
+        watch = _Watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
+    except BaseException:  # pragma: no cover - no event loop to watch with: do not leave it running
+        _signal_group(pgid, signal.SIGKILL)
+        child.popen.wait()
+        _LIVE.discard(pgid)
+        for fd in (out_fd, err_fd, in_fd):
+            if fd is not None:
+                os.close(fd)
+        child.close()
+        raise
     try:
         try:
             with anyio.move_on_after(timeout) as scope:
