@@ -156,6 +156,8 @@ class SseTransport:
         self.conn = connection
         self.max_message_bytes = max_message_bytes
         self.cache_key = connection.url
+        #: Shielded scopes of the writer and of request POSTs, cancelled on exit.
+        self._scopes: set[anyio.CancelScope] = set()
 
     def describe(self) -> str:
         return self.conn.shown
@@ -181,6 +183,8 @@ class SseTransport:
                 finally:
                     with anyio.CancelScope(shield=True):
                         await write_send.aclose()
+                    for scope in list(self._scopes):
+                        scope.cancel()
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
@@ -196,21 +200,31 @@ class SseTransport:
         deliver: Deliver,
         tg: TaskGroup,
     ) -> None:
-        async def send_request(request: Request) -> None:
-            try:
-                await channel.post(request)
-            except McpCliError as exc:
-                error = ErrorResponse(request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
-                await deliver(Envelope(error, context=exc))
+        """POST what the session writes. Shielded (as each request POST is): a message
+        queued while the command is being cancelled (Ctrl-C: unsubscribe,
+        notifications/cancelled) still goes out; the connection's exit stops them."""
 
-        async for envelope in inbox:
-            message = envelope.message
-            if isinstance(message, Request):
-                tg.start_soon(send_request, message)
-            elif isinstance(message, jsonrpc.Batch):
-                await deliver(ProtocolError("batches are not sent over HTTP"))
-            else:
+        async def send_request(request: Request) -> None:
+            with anyio.CancelScope(shield=True) as scope:
+                self._scopes.add(scope)
                 try:
-                    await channel.post(message)
+                    await channel.post(request)
                 except McpCliError as exc:
-                    await deliver(exc)
+                    error = ErrorResponse(request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
+                    await deliver(Envelope(error, context=exc))
+                finally:
+                    self._scopes.discard(scope)
+
+        with anyio.CancelScope(shield=True) as scope:
+            self._scopes.add(scope)
+            async for envelope in inbox:
+                message = envelope.message
+                if isinstance(message, Request):
+                    tg.start_soon(send_request, message)
+                elif isinstance(message, jsonrpc.Batch):
+                    await deliver(ProtocolError("batches are not sent over HTTP"))
+                else:
+                    try:
+                        await channel.post(message)
+                    except McpCliError as exc:
+                        await deliver(exc)

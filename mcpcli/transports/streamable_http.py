@@ -143,6 +143,7 @@ class StreamableHttpTransport:
         self._deliver_stream: MemoryObjectSendStream[Envelope | Exception] | None = None
         self._tg: TaskGroup | None = None
         self._standalone: anyio.Event | None = None
+        self._writer_scope: anyio.CancelScope | None = None
         #: The GET stream is up (the server offers one).
         self._standalone_open = False
         self._reissues = 0
@@ -210,7 +211,13 @@ class StreamableHttpTransport:
                 finally:
                     with anyio.CancelScope(shield=True):
                         await write_send.aclose()
+                        # Requests sent while the user pressed Ctrl-C (unsubscribe,
+                        # notifications/cancelled) had their chance; stop the rest.
+                        for active in list(self._active.values()):
+                            active.scope.cancel()
                         await self._end_session()
+                    if self._writer_scope is not None:
+                        self._writer_scope.cancel()
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
@@ -250,6 +257,14 @@ class StreamableHttpTransport:
     # -- writing -----------------------------------------------------------------
 
     async def _writer(self, inbox: MemoryObjectReceiveStream[Envelope]) -> None:
+        """Send what the session writes. Shielded, like each request's task: a
+        message queued while the command is being cancelled (Ctrl-C) still goes
+        out; the connection's exit stops them explicitly."""
+        with anyio.CancelScope(shield=True) as scope:
+            self._writer_scope = scope
+            await self._write_all(inbox)
+
+    async def _write_all(self, inbox: MemoryObjectReceiveStream[Envelope]) -> None:
         async for envelope in inbox:
             message = envelope.message
             if isinstance(message, Request):
@@ -271,7 +286,7 @@ class StreamableHttpTransport:
 
     def _start_request(self, envelope: Envelope, request: Request) -> None:
         assert self._tg is not None
-        scope = anyio.CancelScope()
+        scope = anyio.CancelScope(shield=True)
         modern = modern_version(request.params) is not None
         self._active[request.id] = _Active(scope, modern)
         self._tg.start_soon(self._run_request, envelope, request, scope)

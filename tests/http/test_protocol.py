@@ -510,3 +510,74 @@ def test_legacy_sse_transport_sends_headers_on_stream_and_posts(fake: Fake) -> N
     assert endpoint_hits and all(q.path == "/messages?session=abc" for q in endpoint_hits)
     assert all(q.header("x-key") == "k" for q in endpoint_hits)
     assert endpoint_hits[0].rpc_method == "initialize"  # no modern probe over HTTP+SSE
+
+
+# -- interruption -------------------------------------------------------------------------
+
+
+def _interrupt_after_first_line(argv: list[str]) -> tuple[int, str]:
+    import os
+    import signal
+    import sys
+
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "mcpcli", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    return proc.returncode, first + err
+
+
+def test_ctrl_c_on_a_legacy_subscription_unsubscribes_and_ends_the_session(fake: Fake) -> None:
+    legacy = legacy_mcp()
+
+    def handle(req: Req) -> Reply:
+        if req.method == "GET":
+            update = {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                      "params": {"uri": "file:///x"}}
+            return sse_reply(sse_event(update), hold=server.stopping)
+        return legacy(req)
+
+    server = fake(handle)
+    code, output = _interrupt_after_first_line(
+        ["resources", "subscribe", server.url, "file:///x", "--jsonl"])
+    assert code == 130, output
+    assert '"uri":"file:///x"' in output.replace(" ", "")
+    assert server.calls("resources/subscribe") and server.calls("resources/unsubscribe")
+    assert [q.header("mcp-session-id") for q in server.requests if q.method == "DELETE"] == ["s1"]
+
+
+def test_ctrl_c_on_a_modern_subscription_closes_the_stream(fake: Fake) -> None:
+    modern = modern_mcp()
+    closed = threading.Event()
+
+    def handle(req: Req) -> Reply:
+        if req.rpc_method == "server/discover":
+            return result(req, {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                                "capabilities": {"resources": {"subscribe": True}}, "ttlMs": 0,
+                                "cacheScope": "public"})
+        if req.rpc_method == "subscriptions/listen":
+            meta = {"io.modelcontextprotocol/subscriptionId": req.rpc["id"]}
+
+            def stream() -> Iterable[bytes]:
+                yield sse_event({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                                 "params": {"_meta": meta, "notifications": {}}})
+                try:
+                    while not server.stopping.is_set():
+                        yield sse_event({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                         "params": {"_meta": meta, "uri": "file:///y"}})
+                        server.stopping.wait(0.05)
+                finally:
+                    closed.set()
+
+            return Reply(200, {"Content-Type": "text/event-stream"}, stream())
+        return modern(req)
+
+    server = fake(handle)
+    code, output = _interrupt_after_first_line(
+        ["resources", "subscribe", server.url, "file:///y", "--jsonl"])
+    assert code == 130, output
+    assert closed.wait(5)  # the server saw the stream close: that is the cancellation
+    assert server.calls("notifications/cancelled") == []
