@@ -201,6 +201,13 @@ class PlainClient:
         merged: dict[str, str] = {"Host": host_header}
         merged.update(self._headers)
         merged.update(headers or {})
+        if parts.username is not None and not any(k.lower() == "authorization" for k in merged):
+            # user:password@ in the URL means HTTP Basic, as with httpx.
+            import base64
+            from urllib.parse import unquote
+
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            merged["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
         if content is not None or method in ("POST", "PUT"):
             merged["Content-Length"] = str(len(content or b""))
         merged["Connection"] = "close"

@@ -120,6 +120,11 @@ class HttpConnection:
         options: ConnectOptions | None = None,
     ) -> None:
         parts = urlsplit(url)
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            port = parts.netloc.rsplit(":", 1)[-1]
+            raise UsageError(f"invalid port {port!r} in URL {display_url(url)}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"not an http(s) URL: {display_url(url)}")
         self.url = url

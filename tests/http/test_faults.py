@@ -338,3 +338,20 @@ def test_modern_error_status_with_json_rpc_body_is_an_rpc_error(fake: Fake) -> N
     r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 5, r
     assert "Unknown tool: echo (code -32602)" in one_line(r.stderr)
+
+
+def test_invalid_port_is_a_usage_error() -> None:
+    r = mcp("tools", "list", "http://127.0.0.1:99999/mcp")
+    assert r.code == 2, r
+    assert "invalid port '99999'" in one_line(r.stderr)
+
+
+def test_userinfo_in_a_plain_url_is_basic_auth_and_never_shown(fake: Fake) -> None:
+    server = fake(modern_mcp())
+    url = server.url.replace("http://", "http://ada:s%3Acret@")
+    r = mcp("tools", "list", url)
+    assert r.code == 0, r
+    assert server.requests[0].header("authorization") == "Basic YWRhOnM6Y3JldA=="
+    bad = mcp("tools", "list", url.replace(f":{server.port}", ":1"))
+    assert bad.code == 4, bad
+    assert "cret" not in bad.stderr and "ada" not in bad.stderr
