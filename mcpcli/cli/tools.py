@@ -133,7 +133,8 @@ def call(
                 # Import the validator while the server boots, not after it answers.
                 # (An HTTP server answers at once; simple schemas need no validator.)
                 tg.start_soon(anyio.to_thread.run_sync, preload)
-            return await call_it()
+            result = await call_it()
+        return result
 
     async def call_it() -> dict[str, Any]:
         async with app.client(target, conn) as client:
