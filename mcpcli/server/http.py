@@ -860,6 +860,14 @@ class McpHttpApp:
                 return
             extra.append((b"mcp-session-id", session.id.encode("ascii")))
         session.last_seen = time.monotonic()
+        ids = [r.id for r in requests]
+        if len(set(ids)) != len(ids) or any(i in session.pending for i in ids):
+            clash = next(i for i in ids if i in session.pending or ids.count(i) > 1)
+            await self._plain(
+                send, 409, _error_body(clash, INVALID_REQUEST, "duplicate request id: one is still pending"),
+                extra,
+            )
+            return
         if not requests:
             try:
                 await session.inbox.send(Envelope(parsed))
@@ -1023,8 +1031,10 @@ def _bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, _, proto, _, address = infos[0]
+    # proto must say TCP: asyncio only sets TCP_NODELAY on accepted sockets that do
+    # (without it, Nagle + delayed ACKs add ~40 ms to every keep-alive response).
+    sock = socket.socket(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6 and host in ("::", ""):

@@ -202,6 +202,24 @@ async def test_legacy_session_lifecycle(backend: DemoBackend, server: Server) ->
         assert (await http.delete(url, headers=session)).status_code == 404
 
 
+async def test_a_pending_request_id_cannot_be_reused(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        slow = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: http.post(url, json=slow, headers=session))
+            with anyio.fail_after(5):
+                await backend.started.wait()
+            again = await http.post(url, json={**slow, "params": {"name": "echo"}}, headers=session)
+            assert again.status_code == 409
+            assert again.json()["error"]["code"] == -32600
+            other = await http.post(url, json={**slow, "id": 8, "params": {"name": "echo"}}, headers=session)
+            assert other.status_code == 200
+            tg.cancel_scope.cancel()
+        await http.delete(url, headers=session)
+
+
 async def test_batches_in_a_2025_03_26_session(server: Server) -> None:
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         init = await http.post(url, json={**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}},
