@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-from anyio.abc import SocketStream
 
 from mcpcli.errors import MessageTooLarge, TransportError
 
@@ -26,10 +25,71 @@ MAX_HEAD_BYTES = 64 * 1024
 READ_SIZE = 65536
 
 
-class _Reader:
-    """Buffered reads from a socket stream."""
+class _Connection:
+    """A TCP connection: asyncio streams when running on asyncio (no extra imports),
+    anyio sockets otherwise."""
 
-    def __init__(self, stream: SocketStream, shown: str) -> None:
+    def __init__(self, reader: Any = None, writer: Any = None, stream: Any = None) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._stream = stream
+
+    @property
+    def address(self) -> str | None:
+        try:
+            if self._writer is not None:
+                return str(self._writer.get_extra_info("peername")[0])
+            from anyio.abc import SocketAttribute
+
+            return str(self._stream.extra(SocketAttribute.remote_address)[0])  # noqa: S610
+        except (LookupError, TypeError, IndexError, AttributeError):
+            return None
+
+    async def send(self, data: bytes) -> None:
+        if self._writer is not None:
+            self._writer.write(data)
+            await self._writer.drain()
+        else:
+            await self._stream.send(data)
+
+    async def receive(self, size: int) -> bytes:
+        """Up to `size` bytes; b"" at the end of the stream."""
+        if self._reader is not None:
+            data: bytes = await self._reader.read(size)
+            return data
+        try:
+            chunk: bytes = await self._stream.receive(size)
+        except anyio.EndOfStream:
+            return b""
+        return chunk
+
+    async def aclose(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                with anyio.move_on_after(1):
+                    await self._writer.wait_closed()
+            except OSError:
+                pass
+        elif self._stream is not None:
+            await self._stream.aclose()
+
+
+async def _open(host: str, port: int) -> _Connection:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _Connection(stream=await anyio.connect_tcp(host, port))
+    reader, writer = await asyncio.open_connection(host, port, limit=READ_SIZE)
+    return _Connection(reader=reader, writer=writer)
+
+
+class _Reader:
+    """Buffered reads from a connection."""
+
+    def __init__(self, stream: _Connection, shown: str) -> None:
         self.stream = stream
         self.buffer = bytearray()
         self.eof = False
@@ -41,11 +101,11 @@ class _Reader:
             return False
         try:
             chunk = await self.stream.receive(READ_SIZE)
-        except anyio.EndOfStream:
-            self.eof = True
-            return False
         except (anyio.BrokenResourceError, OSError) as exc:
             raise TransportError(f"{self._shown}: the connection broke: {exc or type(exc).__name__}") from None
+        if not chunk:
+            self.eof = True
+            return False
         self.buffer += chunk
         return True
 
@@ -255,23 +315,19 @@ class PlainClient:
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
 
-    async def _connect(self, host: str, port: int, shown: str) -> SocketStream:
-        from anyio.abc import SocketAttribute
-
+    async def _connect(self, host: str, port: int, shown: str) -> _Connection:
         try:
             with anyio.fail_after(self._connect_timeout):
                 known = self._resolved.get((host, port))
                 if known is not None:
                     try:
-                        return await anyio.connect_tcp(known, port)
+                        return await _open(known, port)
                     except OSError:
                         del self._resolved[(host, port)]
-                stream = await anyio.connect_tcp(host, port)
-                try:
-                    address = stream.extra(SocketAttribute.remote_address)  # noqa: S610 (anyio, not Django)
-                    self._resolved[(host, port)] = str(address[0])
-                except (LookupError, TypeError, IndexError):
-                    pass
+                stream = await _open(host, port)
+                address = stream.address
+                if address is not None:
+                    self._resolved[(host, port)] = address
                 return stream
         except TimeoutError:
             raise TransportError(f"timed out connecting to {shown}") from None
