@@ -42,7 +42,7 @@ import secrets
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -1061,12 +1061,15 @@ async def serve_http(
     legacy_sse: bool = True,
     keepalive: float = 15.0,
     on_ready: Callable[[str], None] | None = None,
+    options: HttpOptions | None = None,
 ) -> None:
     """Serve `server` over HTTP on uvicorn until cancelled (then stop gracefully).
 
     Binding beyond loopback needs a bearer token (`auth_token` or $MCP_SERVE_TOKEN);
     without one this raises UsageError before listening. `on_ready(url)` is called
     with the endpoint URL once the socket listens (port 0 picks a free port).
+    `options` sets the rest (path, limits, session lifetime); the keyword
+    arguments for token, hosts and origins always win.
     """
     token = auth_token or os.environ.get(TOKEN_ENV) or None
     if not is_loopback(host) and not token:
@@ -1082,10 +1085,12 @@ async def serve_http(
             hosts = ("*",)  # any name may reach a wildcard bind; the token guards it
         else:
             hosts = (*LOOPBACK_NAMES, host)
-    options = HttpOptions(
-        path=path, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins,
-        max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
-    )
+    if options is None:
+        options = HttpOptions(
+            path=path, max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
+        )
+    options = replace(options, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins)
+    path = options.path
     sock = _bind(host, port)
     try:
         import uvicorn
@@ -1094,6 +1099,7 @@ async def serve_http(
         config = uvicorn.Config(
             app, lifespan="off", log_config=None, access_log=False, ws="none",
             proxy_headers=False, server_header=False, timeout_graceful_shutdown=3,
+            limit_concurrency=1024,
         )
 
         class _Uvicorn(uvicorn.Server):

@@ -391,3 +391,52 @@ async def test_unknown_paths_and_methods(server: Server) -> None:
         assert (await http.put(url)).status_code == 405
         assert (await http.get(url)).status_code == 400  # no session, not an SSE client
         assert (await http.post(base + "/messages?sessionId=nope", json=INIT)).status_code == 404
+
+
+async def test_idle_sessions_expire(server: Server) -> None:
+    from mcpcli.server import HttpOptions
+
+    options = HttpOptions(session_ttl=0.2)
+    async with running(server, options=options) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert (await http.post(url, json=ping, headers=session)).status_code == 200
+        assert len(server._sinks) == 1  # the session's connection
+        with anyio.fail_after(10):
+            while server._sinks:  # polling the server, not the session (that would keep it alive)
+                await anyio.sleep(0.05)
+        assert (await http.post(url, json=ping, headers=session)).status_code == 404
+
+
+async def test_stopping_the_server_ends_streams_and_calls(backend: DemoBackend, server: Server) -> None:
+    """Cancelling serve_http ends open streams and running calls promptly."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server) as url:
+                    init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+                    session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+                    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+
+                    async def hold_get() -> None:
+                        async with http.stream("GET", url, headers={**session, "Accept": "text/event-stream"}) as s:
+                            async for _ in s.aiter_lines():
+                                pass
+
+                    async def hold_listen() -> None:
+                        body, headers = modern_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+                        async with http.stream("POST", url, json=body, headers=headers) as s:
+                            async for _ in s.aiter_lines():
+                                pass
+
+                    async def slow() -> None:
+                        body, headers = modern_request("tools/call", {"name": "slow"})
+                        await http.post(url, json=body, headers=headers)
+
+                    outer.start_soon(hold_get)
+                    outer.start_soon(hold_listen)
+                    outer.start_soon(slow)
+                    await backend.started.wait()
+                # serve_http was cancelled here; the streams must have ended with it.
+            assert backend.cancelled.is_set()
