@@ -204,6 +204,9 @@ class Session:
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
         self._closed: ConnectionClosed | None = None
         self._closed_event = anyio.Event()
+        self._active = 0  # incoming requests and batches being handled
+        self._idle = anyio.Event()
+        self._idle.set()
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
 
@@ -237,13 +240,31 @@ class Session:
         """Wait until the read stream has ended (the peer went away)."""
         await self._closed_event.wait()
 
+    async def wait_idle(self) -> None:
+        """Wait until no incoming request is being handled (e.g. to answer them all at EOF)."""
+        while self._active:
+            await self._idle.wait()
+
+    def _busy(self) -> None:
+        self._active += 1
+        if self._active == 1:
+            self._idle = anyio.Event()
+
+    def _done(self) -> None:
+        self._active -= 1
+        if self._active == 0:
+            self._idle.set()
+
     # -- outgoing --------------------------------------------------------------
 
     def next_id(self) -> int:
         return next(self._ids)
 
     async def send(self, envelope: Envelope) -> None:
-        if self._closed is not None:
+        # A reply may still go out after the peer's stream ended (a stdio server
+        # answers what it read before end of input); anything else may not.
+        reply = isinstance(envelope.message, (Response, ErrorResponse, Batch))
+        if self._closed is not None and not reply:
             raise self._closed
         if self._trace is not None:
             self._trace("send", envelope.message)
@@ -371,6 +392,7 @@ class Session:
                 # Only 2025-03-26 allows batches; otherwise the whole array is invalid.
                 await self._send_invalid_batch(envelope)
                 return
+            self._busy()
             self._tg.start_soon(self._handle_batch, envelope, message)
         elif isinstance(message, Request):
             self._start_request(envelope, message)
@@ -430,6 +452,7 @@ class Session:
             return
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
+        self._busy()
         self._tg.start_soon(self._run_request, envelope, request, scope)
 
     async def _send_invalid_batch(self, envelope: Envelope) -> None:
@@ -476,18 +499,27 @@ class Session:
     ) -> None:
         response: Message | None = None
         try:
-            with scope:
-                response = await self._answer(envelope, request)
+            try:
+                with scope:
+                    response = await self._answer(envelope, request)
+            finally:
+                self._incoming.pop(request.id, None)
+            if response is None or scope.cancel_called:
+                return  # a cancelled request gets no response
+            try:
+                await self.send(Envelope(response, request.id))
+            except ConnectionClosed:
+                pass
         finally:
-            self._incoming.pop(request.id, None)
-        if response is None or scope.cancel_called:
-            return  # a cancelled request gets no response
-        try:
-            await self.send(Envelope(response, request.id))
-        except ConnectionClosed:
-            pass
+            self._done()
 
     async def _handle_batch(self, envelope: Envelope, batch: Batch) -> None:
+        try:
+            await self._answer_batch(envelope, batch)
+        finally:
+            self._done()
+
+    async def _answer_batch(self, envelope: Envelope, batch: Batch) -> None:
         responses: list[Message] = []
 
         async def one(request: Request) -> None:

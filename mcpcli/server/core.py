@@ -132,6 +132,7 @@ class _Rq:
 
     __slots__ = (
         "caps",
+        "channel",
         "conn",
         "era",
         "info",
@@ -171,6 +172,8 @@ class _Rq:
         self.conn = conn
         self.transport = transport
         self.principal = principal
+        #: The connection a request arrived on, in either era (None: stateless HTTP).
+        self.channel: ServerConnection | None = conn
 
 
 def _valid_answer(method: str, value: Any) -> bool:
@@ -420,6 +423,11 @@ class ServerConnection:
         self.session: Session | None = None
         self.sink = _Sink(frozenset(), self.subscriptions)
         self.sink.active = False
+        #: 2026 `subscriptions/listen` streams open on this connection.
+        self.listens: set[_Sink] = set()
+        #: At end of input, finish the requests already received (stdio) rather than
+        #: cancelling them (an ended HTTP session).
+        self.finish_on_close = True
 
     async def on_request(self, request: Request, ctx: Any) -> JSON:
         return await self.server._dispatch(self, request, ctx)
@@ -592,6 +600,11 @@ class Server:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(conn.drain)
                     await session.wait_closed()
+                    if conn.finish_on_close:
+                        # `printf '...' | mcp serve` gets every answer; listens end gracefully.
+                        for sink in list(conn.listens):
+                            sink.close()
+                        await session.wait_idle()
                     tg.cancel_scope.cancel()
             finally:
                 self._sinks.discard(conn.sink)
@@ -691,7 +704,7 @@ class Server:
         meta = params.get("_meta")
         if type(meta) is dict and PROTOCOL_VERSION_KEY in meta:
             return await self.handle_modern(
-                request, ctx, transport=conn.transport, principal=conn.principal
+                request, ctx, transport=conn.transport, principal=conn.principal, connection=conn
             )
         method = request.method
         if conn.version is None:
@@ -701,7 +714,8 @@ class Server:
                 return {}
             if method in self._modern:
                 return await self.handle_modern(
-                    request, ctx, transport=conn.transport, principal=conn.principal
+                    request, ctx, transport=conn.transport, principal=conn.principal,
+                    connection=conn,
                 )
             raise RPCError(
                 INVALID_PARAMS,
@@ -780,8 +794,12 @@ class Server:
         transport: str,
         principal: str = "",
         meta: _Meta | None = None,
+        connection: ServerConnection | None = None,
     ) -> JSON:
-        """Answer one stateless 2026-07-28 request; raise `RPCError` (maybe `ModernError`)."""
+        """Answer one stateless 2026-07-28 request; raise `RPCError` (maybe `ModernError`).
+
+        `connection` is the stdio/in-memory connection it came on, if any (only used
+        to end its listen streams when the connection closes)."""
         params = request.params
         if params is None:
             params = {}
@@ -795,6 +813,7 @@ class Server:
             request, params, outlet, "modern", meta.version, meta.capabilities,
             meta.client_info, meta.log_level, None, transport, principal,
         )
+        rq.channel = connection
         result = await handler(rq)
         return self._decorate(request.method, result)
 
@@ -1004,6 +1023,8 @@ class Server:
         tag = {SUBSCRIPTION_ID_KEY: sid}
         sink = _Sink(frozenset(methods), uris)
         self._sinks.add(sink)
+        if rq.channel is not None:
+            rq.channel.listens.add(sink)
         try:
             await rq.outlet.notify(
                 "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
@@ -1013,6 +1034,8 @@ class Server:
                     await rq.outlet.notify(method, {**params, "_meta": tag})
         finally:
             self._sinks.discard(sink)
+            if rq.channel is not None:
+                rq.channel.listens.discard(sink)
             sink.close()
             sink.receive.close()
         # The server ended the subscription (shutdown): a graceful final result.

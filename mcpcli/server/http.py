@@ -822,9 +822,9 @@ class McpHttpApp:
             oldest = min(idle, key=lambda s: s.last_seen)
             oldest.close()
             self._sessions.pop(oldest.id, None)
-        session = _LegacySession(
-            self, self.server.connection(transport, self._principal), sse_transport=sse_transport
-        )
+        conn = self.server.connection(transport, self._principal)
+        conn.finish_on_close = False  # an ended session cancels what still runs
+        session = _LegacySession(self, conn, sse_transport=sse_transport)
         self._sessions[session.id] = session
         assert self._tg is not None, "use `async with McpHttpApp(...)`"
         self._tg.start_soon(session.run)

@@ -8,17 +8,20 @@ while it runs, so a stray `print()` or a child process that inherits descriptor
 lines longer than the frame cap get -32600 and are skipped. The server stops
 at end of input.
 
-Blocking reads and writes run in worker threads, so this works for pipes,
-terminals and regular files alike without touching the descriptors' flags.
+Pipes and sockets (the usual case: a client spawned us) are read and written
+with the event loop's non-blocking pipe transports; terminals and regular files
+with blocking calls in worker threads, so their shared descriptor flags are
+never changed.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -43,17 +46,91 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _is_pipe(fd: int) -> bool:
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _asyncio_loop() -> Any:
+    """The running asyncio loop, or None (another event loop runs us)."""
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # pragma: no cover - trio
+        return None
+
+
+class _FdIO:
+    """Reads and writes one pair of descriptors: pipe transports when possible, else threads."""
+
+    def __init__(self, in_fd: int, out_fd: int) -> None:
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self._reader: Any = None
+        self._writer: Any = None
+        self._transports: list[Any] = []
+        self._restore: list[int] = []
+
+    async def open(self) -> None:
+        loop = _asyncio_loop()
+        if loop is None:
+            return
+        import asyncio
+
+        if _is_pipe(self.in_fd):
+            reader = asyncio.StreamReader(limit=_CHUNK)
+            source = os.fdopen(self.in_fd, "rb", buffering=0, closefd=False)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), source
+            )
+            self._transports.append(transport)
+            self._restore.append(self.in_fd)
+            self._reader = reader
+        if _is_pipe(self.out_fd):
+            target = os.fdopen(self.out_fd, "wb", buffering=0, closefd=False)
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, target)
+            self._transports.append(transport)
+            self._restore.append(self.out_fd)
+            self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def read(self) -> bytes:
+        if self._reader is not None:
+            data: bytes = await self._reader.read(_CHUNK)
+            return data
+        return await anyio.to_thread.run_sync(os.read, self.in_fd, _CHUNK, abandon_on_cancel=True)
+
+    async def write(self, data: bytes) -> None:
+        if self._writer is not None:
+            self._writer.write(data)
+            await self._writer.drain()
+            return
+        await anyio.to_thread.run_sync(_write_all, self.out_fd, data)
+
+    def close(self) -> None:
+        for transport in self._transports:
+            transport.close()
+        for fd in self._restore:
+            try:
+                os.set_blocking(fd, True)  # as we found it, for whoever shares the descriptor
+            except OSError:
+                pass
+
+
 class _Reader:
     """Splits stdin into lines and turns each into an Envelope or an error reply."""
 
     def __init__(
         self,
-        fd: int,
+        io: _FdIO,
         inbox: MemoryObjectSendStream[Envelope | Exception],
         outbox: MemoryObjectSendStream[Envelope],
         cap: int,
     ) -> None:
-        self.fd = fd
+        self.io = io
         self.inbox = inbox
         self.outbox = outbox
         self.cap = cap
@@ -64,10 +141,8 @@ class _Reader:
         async with self.inbox:
             while True:
                 try:
-                    chunk = await anyio.to_thread.run_sync(
-                        os.read, self.fd, _CHUNK, abandon_on_cancel=True
-                    )
-                except OSError:
+                    chunk = await self.io.read()
+                except (OSError, ConnectionError):
                     chunk = b""
                 if not chunk:
                     break
@@ -115,7 +190,7 @@ class _Reader:
             pass
 
 
-async def _write_loop(fd: int, outbox: MemoryObjectReceiveStream[Envelope]) -> None:
+async def _write_loop(io: _FdIO, outbox: MemoryObjectReceiveStream[Envelope]) -> None:
     """Write outgoing messages, batching whatever is queued into one write."""
     async with outbox:
         async for envelope in outbox:
@@ -129,8 +204,8 @@ async def _write_loop(fd: int, outbox: MemoryObjectReceiveStream[Envelope]) -> N
                 data += jsonrpc.encode(more.message)
                 data += b"\n"
             try:
-                await anyio.to_thread.run_sync(_write_all, fd, bytes(data))
-            except OSError:  # the client closed our stdout: nothing more can be said
+                await io.write(bytes(data))
+            except (OSError, ConnectionError):  # the client closed our stdout
                 return
 
 
@@ -139,30 +214,35 @@ async def stdio_streams(
     stdin_fd: int = 0, stdout_fd: int = 1, *, max_message_bytes: int = MAX_MESSAGE_BYTES
 ) -> AsyncIterator[Streams]:
     """A `(read, write)` pair over two file descriptors, for `Server.serve`."""
+    io = _FdIO(stdin_fd, stdout_fd)
+    await io.open()
     inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
     outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader = _Reader(stdin_fd, inbox_send, outbox_send.clone(), max_message_bytes)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(reader.run)
-        writer_done = anyio.Event()
+    reader = _Reader(io, inbox_send, outbox_send.clone(), max_message_bytes)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader.run)
+            writer_done = anyio.Event()
 
-        async def write() -> None:
+            async def write() -> None:
+                try:
+                    await _write_loop(io, outbox_recv)
+                finally:
+                    writer_done.set()
+
+            tg.start_soon(write)
             try:
-                await _write_loop(stdout_fd, outbox_recv)
+                yield inbox_recv, outbox_send
             finally:
-                writer_done.set()
-
-        tg.start_soon(write)
-        try:
-            yield inbox_recv, outbox_send
-        finally:
-            # Let queued replies go out, but never hang on a client that stopped reading.
-            await outbox_send.aclose()
-            await reader.outbox.aclose()
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await writer_done.wait()
-            tg.cancel_scope.cancel()
-            await inbox_recv.aclose()
+                # Let queued replies go out, but never hang on a client that stopped reading.
+                await outbox_send.aclose()
+                await reader.outbox.aclose()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await writer_done.wait()
+                tg.cancel_scope.cancel()
+                await inbox_recv.aclose()
+    finally:
+        io.close()
 
 
 async def serve_stdio(

@@ -106,3 +106,19 @@ def test_end_of_input_stops_the_server(protocol: str) -> None:
     proc = subprocess.run([sys.executable, DEMO], input=b"", capture_output=True, timeout=30)
     assert proc.returncode == 0
     assert proc.stdout == b""
+
+
+def test_end_of_input_answers_what_was_read_and_ends_listens() -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}
+    listen = {"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
+              "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"_meta": meta, "name": "echo", "arguments": {"text": "last words"}}}
+    out = _exchange([json.dumps(listen).encode() + b"\n", json.dumps(call).encode() + b"\n"])
+    by_id = {m.get("id"): m for m in out if "id" in m}
+    assert by_id[2]["result"]["content"][0]["text"] == "last words"
+    ack = next(m for m in out if m.get("method") == "notifications/subscriptions/acknowledged")
+    assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
+    assert by_id["sub"]["result"]["resultType"] == "complete"
+    assert by_id["sub"]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
