@@ -326,7 +326,7 @@ class _Continuation:
         self.cid: str | None = None
         self.finished = False
         self._round = anyio.Event()
-        self._resume = anyio.Event()
+        self._resume: anyio.Event | None = None
         self._outcome: tuple[str, Any] = ("cancelled", None)
 
     @property
@@ -361,7 +361,8 @@ class _Continuation:
 
     def resume(self) -> None:
         self.scope.deadline = math.inf
-        self._resume.set()
+        if self._resume is not None:
+            self._resume.set()
 
     async def next_round(self) -> tuple[str, Any]:
         try:
@@ -371,7 +372,8 @@ class _Continuation:
             self.scope.cancel()
             raise
         outcome = self._outcome
-        self._round = anyio.Event()
+        if outcome[0] == "input":
+            self._round = anyio.Event()  # for the round after the client's retry
         return outcome
 
 
@@ -1072,10 +1074,11 @@ class Server:
                         f"Invalid params: inputResponses[{key!r}] must be a result object",
                     )
             responses = given
-        digest = request_digest(rq.method, params)
+        digest: str | None = None  # computed only when a round trip is involved
         answers: JSON = {}
         cont: _Continuation | None = None
         if "requestState" in params:
+            digest = request_digest(rq.method, params)
             state = self._signer.open_request_state(
                 params["requestState"], digest=digest, principal=rq.principal
             )
@@ -1105,6 +1108,8 @@ class Server:
             raise value
         if kind == "cancelled":
             raise RPCError(INTERNAL_ERROR, "the call was cancelled")
+        if digest is None:
+            digest = request_digest(rq.method, params)
         return {
             "resultType": "input_required",
             "inputRequests": value,
