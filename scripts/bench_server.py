@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark the server runtime: CPU per request for tools/list and resources/read.
 
-Not a test: it prints numbers. Two measurements, both with a small backend of
+Not a test: it prints numbers. Four measurements, all with a small backend of
 20 tools and a file resource (a 1 KiB file read from disk on every request):
 
+* dispatch: the server's own work per request (no JSON-RPC framing or session);
 * in-process: our Client and the Server in one process over memory streams;
   the CPU of the whole process (client + server) per request, an upper bound
   for the server's share. Also `--era legacy|modern|both`.
@@ -110,6 +111,43 @@ async def in_process(backend: BenchBackend, protocol: str, requests: int) -> dic
             start = time.process_time()
             for _ in range(requests):
                 await client.request(method, params)
+            out[label] = (time.process_time() - start) / requests * 1000
+    return out
+
+
+class _NullOutlet:
+    async def notify(self, method: str, params: JSON | None = None) -> None:
+        pass
+
+    async def send_request(self, method: str, params: JSON | None = None, *, timeout: float | None = None) -> JSON:
+        raise RuntimeError("not used")
+
+
+async def dispatch_only(backend: BenchBackend, protocol: str, requests: int) -> dict[str, float]:
+    """The server's own work per request: dispatch to the backend and back, no framing."""
+    from mcpcli.jsonrpc import Request
+    from mcpcli.server import Server
+
+    server = Server(backend)
+    out: dict[str, float] = {}
+    async with server:
+        conn = server.connection("bench")
+        if protocol == "2026-07-28":
+            meta: JSON = {"_meta": {"io.modelcontextprotocol/protocolVersion": protocol,
+                                    "io.modelcontextprotocol/clientCapabilities": {}}}
+        else:
+            meta = {}
+            await server._dispatch(conn, Request("initialize", {"protocolVersion": protocol}, 0), _NullOutlet())
+        for label, method, params in (
+            ("tools/list", "tools/list", {}),
+            ("resources/read", "resources/read", {"uri": backend.uri}),
+        ):
+            request = Request(method, {**params, **meta}, 1)
+            for _ in range(200):
+                await server._dispatch(conn, request, _NullOutlet())
+            start = time.process_time()
+            for _ in range(requests):
+                await server._dispatch(conn, request, _NullOutlet())
             out[label] = (time.process_time() - start) / requests * 1000
     return out
 
@@ -282,6 +320,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         backend = BenchBackend(directory)
         print(f"{args.requests} requests each; CPU milliseconds per request (target <= 0.3 ms server CPU)")
+        for protocol in eras:
+            result = anyio.run(dispatch_only, backend, protocol, args.requests)
+            for label, ms in result.items():
+                print(f"dispatch   {protocol:10}  {label:15} {ms:.3f} ms  (server only: dispatch, backend, result)")
         for protocol in eras:
             result = anyio.run(in_process, backend, protocol, args.requests)
             for label, ms in result.items():
