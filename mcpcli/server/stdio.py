@@ -5,8 +5,9 @@ to a private descriptor and points descriptor 1 (and `sys.stdout`) at stderr
 while it runs, so a stray `print()` or a child process that inherits descriptor
 1 cannot corrupt the stream. Lines that are not JSON-RPC get an error response
 (-32700 parse error, -32600 invalid request) with the id when it can be read;
-lines longer than the frame cap get -32600 and are skipped. The server stops
-at end of input.
+lines longer than the frame cap get -32600 and are skipped. At end of input
+the server answers the requests it already read, then stops; if the client
+closes our stdout (it went away), running calls are cancelled at once.
 
 Pipes and sockets (the usual case: a client spawned us) are read and written
 with the event loop's non-blocking pipe transports; terminals and regular files
@@ -74,6 +75,8 @@ class _FdIO:
         self._writer: Any = None
         self._transports: list[Any] = []
         self._restore: list[int] = []
+        #: Set when the client closed our stdout (it went away): time to stop everything.
+        self.peer_gone = anyio.Event()
 
     async def open(self) -> None:
         loop = _asyncio_loop()
@@ -92,7 +95,16 @@ class _FdIO:
             self._reader = reader
         if _is_pipe(self.out_fd):
             target = os.fdopen(self.out_fd, "wb", buffering=0, closefd=False)
-            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, target)
+            gone = self.peer_gone
+
+            class _Watched(asyncio.streams.FlowControlMixin):
+                # The pipe transport notices the reading end closing (even while we
+                # are not writing): the client is gone.
+                def connection_lost(self, exc: Exception | None) -> None:
+                    super().connection_lost(exc)
+                    loop.call_soon(gone.set)
+
+            transport, protocol = await loop.connect_write_pipe(_Watched, target)
             self._transports.append(transport)
             self._restore.append(self.out_fd)
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
@@ -111,6 +123,7 @@ class _FdIO:
         await anyio.to_thread.run_sync(_write_all, self.out_fd, data)
 
     def close(self) -> None:
+        self.peer_gone = anyio.Event()  # our own close is not the client leaving
         for transport in self._transports:
             transport.close()
         for fd in self._restore:
@@ -214,6 +227,14 @@ async def stdio_streams(
     stdin_fd: int = 0, stdout_fd: int = 1, *, max_message_bytes: int = MAX_MESSAGE_BYTES
 ) -> AsyncIterator[Streams]:
     """A `(read, write)` pair over two file descriptors, for `Server.serve`."""
+    async with _stdio(stdin_fd, stdout_fd, max_message_bytes) as (streams, _io):
+        yield streams
+
+
+@asynccontextmanager
+async def _stdio(
+    stdin_fd: int, stdout_fd: int, max_message_bytes: int
+) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
     await io.open()
     inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
@@ -232,7 +253,7 @@ async def stdio_streams(
 
             tg.start_soon(write)
             try:
-                yield inbox_recv, outbox_send
+                yield (inbox_recv, outbox_send), io
             finally:
                 # Let queued replies go out, but never hang on a client that stopped reading.
                 await outbox_send.aclose()
@@ -263,8 +284,21 @@ async def serve_stdio(
         os.dup2(2, 1)
         sys.stdout = sys.stderr
     try:
-        async with server, stdio_streams(stdin_fd, out_fd, max_message_bytes=max_message_bytes) as streams:
+        async with (
+            server,
+            _stdio(stdin_fd, out_fd, max_message_bytes) as (streams, io),
+            anyio.create_task_group() as tg,
+        ):
+
+            async def client_gone() -> None:
+                # The client closed our stdout: nobody can read answers any more, so
+                # cancel what runs instead of finishing it (end of input alone finishes).
+                await io.peer_gone.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(client_gone)
             await server.serve(streams, transport="stdio")
+            tg.cancel_scope.cancel()
     finally:
         if out_fd != stdout_fd:
             sys.stdout = saved_stdout

@@ -21,6 +21,16 @@ class NoisyBackend(DemoBackend):
         print("stray output goes to stderr, not to the protocol stream")
         return super().instructions()
 
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        if name != "slow":
+            return await super().call_tool(name, arguments, ctx)
+        print("slow: started", file=sys.stderr, flush=True)
+        try:
+            return await super().call_tool(name, arguments, ctx)
+        except anyio.get_cancelled_exc_class():
+            print("slow: cancelled", file=sys.stderr, flush=True)
+            raise
+
 
 async def main() -> None:
     await serve_stdio(Server(NoisyBackend()))

@@ -122,3 +122,37 @@ def test_end_of_input_answers_what_was_read_and_ends_listens() -> None:
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
     assert by_id["sub"]["result"]["resultType"] == "complete"
     assert by_id["sub"]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+def test_a_client_that_goes_away_mid_call_cancels_it(protocol: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, DEMO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    try:
+        meta = {}
+        if protocol == "2026-07-28":
+            meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": protocol,
+                              "io.modelcontextprotocol/clientCapabilities": {}}}
+        else:
+            proc.stdin.write(_init(protocol))
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "slow", **meta}}
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        for line in proc.stderr:  # bounded by the timeout below
+            if b"slow: started" in line:
+                break
+        proc.stdout.close()  # the client is gone: nobody reads our answers any more
+        proc.stdin.close()
+        proc.wait(timeout=10)
+        rest = proc.stderr.read()
+        assert b"slow: cancelled" in rest
+        assert proc.returncode == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
