@@ -9,9 +9,10 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from server_backends import DemoBackend
+from server_backends import JSON, DemoBackend
 
 from mcpcli.server import Server, serve_stdio
+from mcpcli.server.backend import CallContext
 
 
 class NoisyBackend(DemoBackend):
