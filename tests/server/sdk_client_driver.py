@@ -1,8 +1,9 @@
 """Drive our server with the official Python SDK client (run by the SDK's own interpreter).
 
     sdk_client_driver.py TARGET MODE
-TARGET is a JSON argv (stdio) or an http:// URL; MODE is "legacy" (initialize
-handshake) or "auto" (server/discover first: 2026-07-28). Prints one JSON object
+TARGET is a JSON argv (stdio), an http:// URL (Streamable HTTP), or sse:URL (the
+2024-11-05 HTTP+SSE transport); MODE is "legacy" (initialize handshake) or "auto"
+(server/discover first: 2026-07-28). Prints one JSON object
 with what the SDK saw; the test asserts on it.
 """
 
@@ -39,8 +40,12 @@ def texts(result: Any) -> list[str]:
 
 async def main() -> None:
     target, mode = sys.argv[1], sys.argv[2]
-    if target.startswith("http"):
-        server: Any = target
+    if target.startswith("sse:"):
+        from mcp.client.sse import sse_client
+
+        server: Any = sse_client(target[4:])
+    elif target.startswith("http"):
+        server = target
     else:
         argv = json.loads(target)
         server = StdioServerParameters(command=argv[0], args=argv[1:])

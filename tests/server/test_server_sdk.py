@@ -60,3 +60,12 @@ async def test_sdk_client_over_streamable_http(peers: Any, server: Server, mode:
             proc = await anyio.run_process([peers.sdk(), DRIVER, url, mode], check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-3000:]
     _check(json.loads(proc.stdout.decode().strip().splitlines()[-1]), modern=mode == "auto")
+
+
+async def test_sdk_client_over_legacy_http_sse(peers: Any, server: Server) -> None:
+    async with running(server) as url:
+        sse = "sse:" + url.rsplit("/", 1)[0] + "/sse"
+        with anyio.fail_after(120):
+            proc = await anyio.run_process([peers.sdk(), DRIVER, sse, "legacy"], check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    _check(json.loads(proc.stdout.decode().strip().splitlines()[-1]), modern=False)
