@@ -41,6 +41,7 @@ import os
 import secrets
 import socket
 import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,11 @@ class HttpOptions:
     legacy_sse: bool = True
     sse_path: str = "/sse"
     messages_path: str = "/messages"
+    #: 2025-11-25 sessions (SSE polling, SEP-1699): close a POST stream whose answer has
+    #: not come after this many seconds, telling the client to resume (None = never).
+    sse_poll_after: float | None = None
+    #: The `retry:` the server asks for before closing a stream (milliseconds).
+    sse_retry_ms: int = 500
 
 
 def is_loopback(host: str) -> bool:
@@ -217,6 +223,44 @@ class _Disconnected(Exception):
     """The client went away while we were reading its request."""
 
 
+#: Events kept per stream for clients that resume with Last-Event-ID, and streams per session.
+REPLAY_EVENTS = 256
+REPLAY_STREAMS = 64
+
+
+class _Replay:
+    """The events of one SSE stream of a legacy session, for `Last-Event-ID` resumption.
+
+    Event ids are `<stream>.<seq>`, so an id names its stream (2025-11-25 asks for that).
+    """
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.seq = 0
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
+        self.finished = False
+        self._changed = anyio.Event()
+
+    def event_id(self, seq: int) -> bytes:
+        return f"{self.number}.{seq}".encode("ascii")
+
+    def add(self, data: bytes, *, final: bool = False) -> int:
+        self.seq += 1
+        self.events.append((self.seq, data))
+        self.finished = self.finished or final
+        self._changed.set()
+        self._changed = anyio.Event()
+        return self.seq
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        await self._changed.wait()
+
+
 class _Exchange:
     """One HTTP response carrying JSON-RPC messages: a single JSON body, or an SSE stream.
 
@@ -232,15 +276,22 @@ class _Exchange:
         sse_ok: bool,
         keepalive: float,
         headers: list[tuple[bytes, bytes]] | None = None,
+        session: _LegacySession | None = None,
     ) -> None:
         self._send = send
         self._tg = tg
         self.sse_ok = sse_ok
         self._keepalive = keepalive
         self.headers = headers or []
+        #: The legacy session whose stream this is (event ids, resumption), if any.
+        self.session = session
+        self.replay: _Replay | None = None
         self.sse = False
         self.started = False
         self.done = False
+        #: The HTTP response is over (the client left, or the server closed it for
+        #: polling) while messages may still come: they are only kept for resumption.
+        self.http_closed = False
         self._lock = anyio.Lock()
         self._last_write = 0.0
         # Legacy routing: ids of the requests this exchange answers.
@@ -272,7 +323,7 @@ class _Exchange:
 
     # -- writing -----------------------------------------------------------------------
 
-    async def _start_sse(self) -> None:
+    async def _start_sse(self, retry_ms: int | None = None) -> None:
         if self.started:
             return
         self.started = self.sse = True
@@ -284,17 +335,24 @@ class _Exchange:
         ]
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
         self._last_write = anyio.current_time()
+        session = self.session
+        if session is not None and not session.sse_transport:
+            self.replay = session.new_replay()
+            if session.conn.version == "2025-11-25":
+                # SEP-1699: a priming event (an id, no data) so the client can resume at once.
+                retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
+                await self._chunk(b"id: " + self.replay.event_id(0) + b"\n" + retry + b"data: \n\n")
         if self._keepalive > 0:
             self._tg.start_soon(self._keep_alive)
 
     async def _keep_alive(self) -> None:
         while True:
             await anyio.sleep(max(0.05, self._last_write + self._keepalive - anyio.current_time()))
-            if self.done:
+            if self.done or self.http_closed:
                 return
             if anyio.current_time() - self._last_write >= self._keepalive:
                 async with self._lock:
-                    if not self.done:
+                    if not (self.done or self.http_closed):
                         await self._chunk(b":\n\n")
 
     async def _chunk(self, data: bytes) -> None:
@@ -302,12 +360,19 @@ class _Exchange:
         await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def event(self, data: bytes, event: bytes = b"message") -> None:
-        """One SSE event (starting the stream if needed)."""
+        """One SSE event (starting the stream if needed), recorded for resumption."""
         async with self._lock:
-            if self.done:
-                return
+            if not self.done:
+                await self._event(data, event)
+
+    async def _event(self, data: bytes, event: bytes = b"message", *, final: bool = False) -> None:
+        if not self.http_closed:
             await self._start_sse()
-            await self._chunk(b"event: " + event + b"\ndata: " + data + b"\n\n")
+        ident = b""
+        if self.replay is not None and event == b"message":
+            ident = b"id: " + self.replay.event_id(self.replay.add(data, final=final)) + b"\n"
+        if not self.http_closed:
+            await self._chunk(ident + b"event: " + event + b"\ndata: " + data + b"\n\n")
 
     async def write(self, message: Message | Batch) -> None:
         """A message before the final one: it needs a stream (dropped if SSE is not accepted)."""
@@ -325,8 +390,9 @@ class _Exchange:
             if self.done:
                 return
             if self.sse:
-                await self._chunk(b"event: message\ndata: " + body + b"\n\n")
-                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+                await self._event(body, final=True)
+                if not self.http_closed:
+                    await self._send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
                 self.started = True
                 headers = [
@@ -338,12 +404,29 @@ class _Exchange:
                 await self._send({"type": "http.response.body", "body": body, "more_body": False})
             self.done = True
 
+    async def poll_close(self, retry_ms: int) -> None:
+        """Close the HTTP response now, asking the client to resume after `retry_ms`;
+        the request goes on and its messages wait for the client's GET."""
+        async with self._lock:
+            if self.done or self.http_closed:
+                return
+            if not self.started:
+                await self._start_sse(retry_ms)
+            else:
+                await self._chunk(b"retry: %d\n\n" % retry_ms)
+            self.http_closed = True
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
     async def close(self) -> None:
         """End an SSE stream without a final message (or answer 202 if nothing was sent)."""
         async with self._lock:
             if self.done:
                 return
             self.done = True
+            if self.replay is not None:
+                self.replay.finish()
+            if self.http_closed:
+                return
             if self.started:
                 await self._send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
@@ -390,6 +473,16 @@ class _LegacySession:
         self.standalone: _Exchange | None = None
         self.last_seen = time.monotonic()
         self.ended = anyio.Event()
+        self.replays: OrderedDict[int, _Replay] = OrderedDict()
+        self._streams = 0
+
+    def new_replay(self) -> _Replay:
+        self._streams += 1
+        replay = _Replay(self._streams)
+        self.replays[replay.number] = replay
+        while len(self.replays) > REPLAY_STREAMS:
+            self.replays.popitem(last=False)
+        return replay
 
     @property
     def busy(self) -> bool:
@@ -879,7 +972,9 @@ class McpHttpApp:
         accept = headers.get("accept") or "*/*"
         sse_ok = "text/event-stream" in accept or "*/*" in accept
         async with anyio.create_task_group() as tg:
-            exchange = _Exchange(send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=extra)
+            exchange = _Exchange(
+                send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=extra, session=session
+            )
             exchange.batch = isinstance(parsed, Batch)
             exchange.request_ids = {r.id for r in requests}
             queue = exchange.open_queue()
@@ -891,7 +986,12 @@ class McpHttpApp:
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                     await exchange.finish_raw(_error_body(None, INVALID_REQUEST, "Session not found"), 404)
                     return
-                tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
+                # A closed POST connection is not a cancellation in these revisions: the
+                # request goes on and its messages are kept for a resuming GET.
+                tg.start_soon(self._watch_post, receive, exchange)
+                poll = self.options.sse_poll_after
+                if poll is not None and sse_ok and session.conn.version == "2025-11-25":
+                    tg.start_soon(self._poll_later, exchange, poll)
                 async with queue:
                     async for message in queue:
                         if exchange.is_final(message):
@@ -911,12 +1011,26 @@ class McpHttpApp:
 
     @staticmethod
     async def _watch_legacy(receive: Receive, scope: anyio.CancelScope) -> None:
-        """Stop streaming when the client goes away; the request itself keeps running."""
+        """Stop streaming when the client goes away."""
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 scope.cancel()
                 return
+
+    @staticmethod
+    async def _watch_post(receive: Receive, exchange: _Exchange) -> None:
+        """Notice a client that left: stop writing, keep recording for resumption."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                exchange.http_closed = True
+                return
+
+    async def _poll_later(self, exchange: _Exchange, delay: float) -> None:
+        await anyio.sleep(delay)
+        if not exchange.done:
+            await exchange.poll_close(self.options.sse_retry_ms)
 
     async def _get(
         self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
@@ -935,10 +1049,55 @@ class McpHttpApp:
         if session is None or session.sse_transport:
             await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
+        replay = self._replay_for(session, headers.get("last-event-id"))
+        if replay is not None:
+            await self._resume(receive, send, cors, session, *replay)
+            return
         if session.standalone is not None and not session.standalone.done:
             await self._plain(send, 409, _error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
             return
         await self._stream(receive, send, cors, session, endpoint=None)
+
+    @staticmethod
+    def _replay_for(session: _LegacySession, last: str | None) -> tuple[_Replay, int] | None:
+        """The stream a `Last-Event-ID` names in this session, and the last seq seen."""
+        if not last:
+            return None
+        number, _, seq = last.partition(".")
+        if not (number.isdigit() and seq.isdigit()):
+            return None
+        replay = session.replays.get(int(number))
+        if replay is None:
+            return None
+        return replay, int(seq)
+
+    async def _resume(
+        self, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]],
+        session: _LegacySession, replay: _Replay, seen: int,
+    ) -> None:
+        """Replay a stream's events after `seen`, then follow it until its answer."""
+        async with anyio.create_task_group() as tg:
+            exchange = _Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
+            tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
+            try:
+                async with exchange._lock:
+                    await exchange._start_sse()
+                while True:
+                    pending = [(seq, data) for seq, data in replay.events if seq > seen]
+                    for seq, data in pending:
+                        async with exchange._lock:
+                            await exchange._chunk(
+                                b"id: " + replay.event_id(seq) + b"\nevent: message\ndata: " + data + b"\n\n"
+                            )
+                        seen = seq
+                    if replay.finished and seen >= replay.seq:
+                        break
+                    await replay.changed()
+                await exchange.close()
+            finally:
+                exchange.done = True
+                session.last_seen = time.monotonic()
+                tg.cancel_scope.cancel()
 
     async def _stream(
         self, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]],
@@ -1060,6 +1219,7 @@ async def serve_http(
     max_body: int = 4 * 1024 * 1024,
     legacy_sse: bool = True,
     keepalive: float = 15.0,
+    sse_poll_after: float | None = None,
     on_ready: Callable[[str], None] | None = None,
     options: HttpOptions | None = None,
 ) -> None:
@@ -1088,6 +1248,7 @@ async def serve_http(
     if options is None:
         options = HttpOptions(
             path=path, max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
+            sse_poll_after=sse_poll_after,
         )
     options = replace(options, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins)
     path = options.path

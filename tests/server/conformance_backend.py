@@ -397,19 +397,22 @@ class ConformanceBackend:
         return {"completion": {"values": [w for w in words if w.startswith(value)], "hasMore": False}}
 
 
-async def _main(port: int) -> None:
+async def _main(port: int, poll: float | None) -> None:
     from mcpcli.server import Server, serve_http
 
     def ready(url: str) -> None:
         print(url, flush=True)
 
-    await serve_http(Server(ConformanceBackend()), port=port, on_ready=ready)
+    await serve_http(Server(ConformanceBackend()), port=port, on_ready=ready, sse_poll_after=poll)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--sse-poll-after", type=float, default=None,
+                        help="close slow 2025-11-25 POST streams after this many seconds (SEP-1699)")
+    args = parser.parse_args()
     try:
-        anyio.run(_main, parser.parse_args().port)
+        anyio.run(_main, args.port, args.sse_poll_after)
     except KeyboardInterrupt:
         pass

@@ -26,6 +26,7 @@ class DemoBackend:
         self.subscribe = subscribe
         self.started = anyio.Event()
         self.cancelled = anyio.Event()
+        self.gate = anyio.Event()
         self.calls = 0
         self.runs: dict[str, int] = {}
         self.files: dict[str, str] = {"mem://greeting": "hello"}
@@ -61,7 +62,7 @@ class DemoBackend:
             {"name": name, "description": f"the {name} tool", "inputSchema": schema}
             for name in (
                 "echo", "slow", "progress", "log", "elicit", "sample", "roots", "two_questions",
-                "twice", "fail", "crash", "needs_sampling", "change",
+                "twice", "fail", "crash", "needs_sampling", "change", "gate",
             )
         ]
         tools.append(
@@ -156,6 +157,11 @@ class DemoBackend:
         if name == "change":
             self.changed(str(arguments.get("text", "tools")))
             return text("changed")
+        if name == "gate":  # reports progress, then waits until the test opens the gate
+            await ctx.progress(1, 2, "waiting")
+            self.started.set()
+            await self.gate.wait()
+            return text("opened")
         if name == "region":
             return text(f"{arguments.get('region')}/{arguments.get('count')}")
         if name.startswith("extra_"):

@@ -103,6 +103,6 @@ def messages(response: httpx.Response) -> list[JSON]:
         return [response.json()]
     found = []
     for line in response.text.splitlines():
-        if line.startswith("data:"):
+        if line.startswith("data:") and line[5:].strip():  # a priming event has no data
             found.append(json.loads(line[5:].strip()))
     return found

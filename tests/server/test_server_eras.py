@@ -103,8 +103,8 @@ async def test_pagination_follows_signed_cursors_and_rejects_forged_ones() -> No
     for protocol in ("2026-07-28", "2025-11-25"):
         async with connect(server, protocol) as client:
             tools = await client.list_tools()
-            assert len(tools["tools"]) == 264
-            assert len({t["name"] for t in tools["tools"]}) == 264
+            assert len(tools["tools"]) == 265
+            assert len({t["name"] for t in tools["tools"]}) == 265
             first = await client.request("tools/list")
             assert len(first["tools"]) == 100 and isinstance(first["nextCursor"], str)
             last = await client.request("tools/list", {"cursor": first["nextCursor"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import anyio
@@ -440,3 +441,86 @@ async def test_stopping_the_server_ends_streams_and_calls(backend: DemoBackend, 
                     await backend.started.wait()
                 # serve_http was cancelled here; the streams must have ended with it.
             assert backend.cancelled.is_set()
+
+
+def _events(text: str) -> list[dict[str, str]]:
+    """SSE events as dicts of their fields (id, event, data, retry)."""
+    events: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line:
+            if current:
+                events.append(current)
+            current = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(":")
+            current[name] = value[1:] if value.startswith(" ") else value
+    if current:
+        events.append(current)
+    return events
+
+
+async def _session(http: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    init = await http.post(url, json={**INIT, "params": {**INIT["params"], "protocolVersion": version}},
+                           headers=LEGACY_HEADERS)
+    session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": version}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    return session
+
+
+async def test_sse_events_have_ids_and_2025_11_25_streams_are_primed(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        for version, primed in (("2025-11-25", True), ("2025-06-18", False)):
+            session = await _session(http, url, version)
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "progress", "_meta": {"progressToken": 1}}}
+            events = _events((await http.post(url, json=call, headers=session)).text)
+            if primed:
+                assert events[0]["data"] == "" and events[0]["id"].endswith(".0")
+                events = events[1:]
+            stream = events[0]["id"].split(".")[0]
+            assert [e["id"] for e in events] == [f"{stream}.{n}" for n in range(1, len(events) + 1)]
+            assert '"result"' in events[-1]["data"]
+
+
+async def test_a_dropped_post_stream_is_resumed_with_last_event_id(backend: DemoBackend, server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        session = await _session(http, url)
+        call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "gate", "_meta": {"progressToken": 1}}}
+        last = ""
+        async with http.stream("POST", url, json=call, headers=session) as stream:
+            with anyio.fail_after(5):
+                async for line in stream.aiter_lines():
+                    if line.startswith("id:"):
+                        last = line[3:].strip()
+                    if "notifications/progress" in line:
+                        break
+        # The connection is gone; the call goes on. Let it finish, then resume.
+        backend.gate.set()
+        resumed = await http.get(url, headers={**session, "Accept": "text/event-stream", "Last-Event-ID": last})
+        events = _events(resumed.text)
+        assert [json.loads(e["data"])["result"]["content"][0]["text"] for e in events if e.get("data")] == ["opened"]
+        assert all(e["id"].split(".")[0] == last.split(".")[0] for e in events)
+
+
+async def test_server_closes_slow_streams_for_polling(backend: DemoBackend, server: Server) -> None:
+    async with running(server, sse_poll_after=0.05) as url, httpx.AsyncClient(timeout=10) as http:
+        session = await _session(http, url)
+        call = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "gate"}}
+        first = await http.post(url, json=call, headers=session)  # ends without the answer
+        events = _events(first.text)
+        assert events[0]["retry"] == "500"
+        assert events[0]["data"] == ""
+        assert not any('"result"' in e.get("data", "") for e in events)
+        backend.gate.set()
+        resumed = await http.get(url, headers={**session, "Accept": "text/event-stream",
+                                               "Last-Event-ID": events[-1]["id"]})
+        data = [e["data"] for e in _events(resumed.text) if e.get("data")]
+        assert json.loads(data[-1])["result"]["content"][0]["text"] == "opened"
+        # Sessions of older revisions are never polled.
+        old = await _session(http, url, "2025-06-18")
+        backend.gate = anyio.Event()
+        backend.gate.set()
+        answer = await http.post(url, json={**call, "id": 7}, headers=old)
+        assert messages(answer)[-1]["result"]["content"][0]["text"] == "opened"
