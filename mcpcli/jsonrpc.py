@@ -179,6 +179,8 @@ def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ParseError(f"invalid JSON: {exc}") from None
+    except RecursionError:  # "[[[[..." a peer can send to crash a naive reader
+        raise ParseError("invalid JSON: nested too deeply") from None
     if isinstance(obj, list):
         if not allow_batch:
             raise ParseError("JSON-RPC batches are not supported", INVALID_REQUEST)

@@ -69,6 +69,7 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.protocol import ALL_VERSIONS, HEADER_MISMATCH, LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import ModernError, Server, ServerConnection
+from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
 if TYPE_CHECKING:
@@ -747,7 +748,7 @@ class McpHttpApp:
             return
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             await self._plain(send, 400, _error_body(None, PARSE_ERROR, "Parse error: invalid JSON"), cors)
             return
         sid = headers.get("mcp-session-id")
@@ -937,6 +938,8 @@ class McpHttpApp:
             if isinstance(data, list):
                 if not data:
                     raise jsonrpc.ParseError("empty batch", INVALID_REQUEST)
+                if len(data) > MAX_BATCH:
+                    raise jsonrpc.ParseError(f"more than {MAX_BATCH} messages in a batch", INVALID_REQUEST)
                 parsed: Message | Batch = Batch([jsonrpc.parse_obj(item) for item in data])
             else:
                 parsed = jsonrpc.parse_obj(data)
@@ -1171,6 +1174,12 @@ class McpHttpApp:
             parsed = jsonrpc.parse(body, allow_batch=True)
         except jsonrpc.ParseError as exc:
             await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            return
+        except RecursionError:
+            await self._plain(send, 400, _error_body(None, PARSE_ERROR, "Parse error: nested too deeply"), cors)
+            return
+        if isinstance(parsed, Batch) and len(parsed.messages) > MAX_BATCH:
+            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Invalid request: batch too large"), cors)
             return
         session.last_seen = time.monotonic()
         try:

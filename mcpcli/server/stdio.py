@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["MAX_MESSAGE_BYTES", "serve_stdio", "stdio_streams"]
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: Bound on the messages of one JSON-RPC batch (2025-03-26), each one a task.
+MAX_BATCH = 256
 _CHUNK = 1 << 16
 
 
@@ -189,6 +191,12 @@ class _Reader:
             message = jsonrpc.parse(line, allow_batch=True)
         except jsonrpc.ParseError as exc:
             await self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
+            return True
+        except RecursionError:  # absurdly deep nesting
+            await self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
+            return True
+        if isinstance(message, jsonrpc.Batch) and len(message.messages) > MAX_BATCH:
+            await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
             return True
         try:
             await self.inbox.send(Envelope(message))

@@ -524,3 +524,19 @@ async def test_server_closes_slow_streams_for_polling(backend: DemoBackend, serv
         backend.gate.set()
         answer = await http.post(url, json={**call, "id": 7}, headers=old)
         assert messages(answer)[-1]["result"]["content"][0]["text"] == "opened"
+
+
+async def test_nesting_bombs_and_huge_batches_over_http(server: Server) -> None:
+    from mcpcli.server.stdio import MAX_BATCH
+
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        response = await http.post(url, content=b"[" * 100_000, headers=MODERN_HEADERS)
+        assert (response.status_code, response.json()["error"]["code"]) == (400, -32700)
+        init = await http.post(url, json={**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}},
+                               headers=LEGACY_HEADERS)
+        session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        batch = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(MAX_BATCH + 1)]
+        response = await http.post(url, json=batch, headers=session)
+        assert (response.status_code, response.json()["error"]["code"]) == (400, -32600)
+        sse = url.rsplit("/", 1)[0] + "/messages?sessionId=x"
+        assert (await http.post(sse, content=b"[" * 100_000)).status_code == 404  # unknown session first

@@ -156,3 +156,21 @@ def test_a_client_that_goes_away_mid_call_cancels_it(protocol: str) -> None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+def test_nesting_bombs_and_huge_batches_are_refused() -> None:
+    from mcpcli.server.stdio import MAX_BATCH
+
+    ping = {"jsonrpc": "2.0", "method": "ping"}
+    batch = [{**ping, "id": n} for n in range(MAX_BATCH + 1)]
+    out = _exchange([
+        b"[" * 100_000 + b"\n",
+        _init("2025-03-26"),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+        json.dumps(batch).encode() + b"\n",
+        b'{"jsonrpc":"2.0","id":"last","method":"ping"}\n',
+    ])
+    errors = [m["error"] for m in out if "error" in m]
+    assert errors[0]["code"] == -32700
+    assert errors[1]["code"] == -32600 and "batch" in errors[1]["message"]
+    assert out[-1] == {"jsonrpc": "2.0", "id": "last", "result": {}}
