@@ -427,9 +427,9 @@ class ServerConnection:
         self.sink.active = False
         #: 2026 `subscriptions/listen` streams open on this connection.
         self.listens: set[_Sink] = set()
-        #: At end of input, finish the requests already received (stdio) rather than
-        #: cancelling them (an ended HTTP session).
-        self.finish_on_close = True
+        #: At end of input, how long the requests already received may take to finish
+        #: before they are cancelled (stdio: a grace period; an ended HTTP session: none).
+        self.close_grace = 0.0
 
     async def on_request(self, request: Request, ctx: Any) -> JSON:
         return await self.server._dispatch(self, request, ctx)
@@ -602,11 +602,13 @@ class Server:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(conn.drain)
                     await session.wait_closed()
-                    if conn.finish_on_close:
-                        # `printf '...' | mcp serve` gets every answer; listens end gracefully.
-                        for sink in list(conn.listens):
-                            sink.close()
-                        await session.wait_idle()
+                    for sink in list(conn.listens):
+                        sink.close()  # listen streams end with their final result
+                    if conn.close_grace > 0:
+                        # Quick answers still go out (`printf '...' | mcp serve`); then the
+                        # rest is cancelled, as a shutdown should.
+                        with anyio.move_on_after(conn.close_grace):
+                            await session.wait_idle()
                     tg.cancel_scope.cancel()
             finally:
                 self._sinks.discard(conn.sink)

@@ -917,7 +917,6 @@ class McpHttpApp:
             oldest.close()
             self._sessions.pop(oldest.id, None)
         conn = self.server.connection(transport, self._principal)
-        conn.finish_on_close = False  # an ended session cancels what still runs
         session = _LegacySession(self, conn, sse_transport=sse_transport)
         self._sessions[session.id] = session
         assert self._tg is not None, "use `async with McpHttpApp(...)`"

@@ -6,8 +6,9 @@ while it runs, so a stray `print()` or a child process that inherits descriptor
 1 cannot corrupt the stream. Lines that are not JSON-RPC get an error response
 (-32700 parse error, -32600 invalid request) with the id when it can be read;
 lines longer than the frame cap get -32600 and are skipped. At end of input
-the server answers the requests it already read, then stops; if the client
-closes our stdout (it went away), running calls are cancelled at once.
+(the client shutting us down) requests already read get `EOF_GRACE` seconds to
+finish and are then cancelled; if the client closes our stdout (it went away),
+running calls are cancelled at once.
 
 Pipes and sockets (the usual case: a client spawned us) are read and written
 with the event loop's non-blocking pipe transports; terminals and regular files
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["MAX_MESSAGE_BYTES", "serve_stdio", "stdio_streams"]
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: After end of input, how long requests already read may take to finish before they
+#: are cancelled (the client is shutting us down; it will signal us soon anyway).
+EOF_GRACE = 2.0
 #: Bound on the messages of one JSON-RPC batch (2025-03-26), each one a task.
 MAX_BATCH = 256
 _CHUNK = 1 << 16
@@ -281,6 +285,7 @@ async def serve_stdio(
     stdout_fd: int = 1,
     protect_stdout: bool = True,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    eof_grace: float = EOF_GRACE,
 ) -> None:
     """Serve `server` on stdin/stdout until end of input (the `mcp serve` default)."""
     saved_stdout = sys.stdout
@@ -305,7 +310,9 @@ async def serve_stdio(
                 tg.cancel_scope.cancel()
 
             tg.start_soon(client_gone)
-            await server.serve(streams, transport="stdio")
+            connection = server.connection("stdio")
+            connection.close_grace = eof_grace
+            await server.serve(streams, connection=connection)
             tg.cancel_scope.cancel()
     finally:
         if out_fd != stdout_fd:

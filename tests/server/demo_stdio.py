@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +35,8 @@ class NoisyBackend(DemoBackend):
 
 
 async def main() -> None:
-    await serve_stdio(Server(NoisyBackend()))
+    grace = float(os.environ.get("DEMO_EOF_GRACE", "2"))
+    await serve_stdio(Server(NoisyBackend()), eof_grace=grace)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,10 +125,14 @@ def test_end_of_input_answers_what_was_read_and_ends_listens() -> None:
     assert by_id["sub"]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub"
 
 
+@pytest.mark.parametrize("how", ["client gone", "end of input"])
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
-def test_a_client_that_goes_away_mid_call_cancels_it(protocol: str) -> None:
+def test_a_call_still_running_at_shutdown_is_cancelled(protocol: str, how: str) -> None:
+    """Closing our stdout cancels at once; end of input after a short grace period."""
+    env = {**os.environ, "DEMO_EOF_GRACE": "0.2"}
     proc = subprocess.Popen(
-        [sys.executable, DEMO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, DEMO], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env,
     )
     assert proc.stdin is not None
     assert proc.stdout is not None
@@ -145,7 +150,8 @@ def test_a_client_that_goes_away_mid_call_cancels_it(protocol: str) -> None:
         for line in proc.stderr:  # bounded by the timeout below
             if b"slow: started" in line:
                 break
-        proc.stdout.close()  # the client is gone: nobody reads our answers any more
+        if how == "client gone":
+            proc.stdout.close()  # nobody reads our answers any more
         proc.stdin.close()
         proc.wait(timeout=10)
         rest = proc.stderr.read()
@@ -156,6 +162,8 @@ def test_a_client_that_goes_away_mid_call_cancels_it(protocol: str) -> None:
             proc.kill()
             proc.wait()
         proc.stderr.close()
+        if not proc.stdout.closed:
+            proc.stdout.close()
 
 
 def test_nesting_bombs_and_huge_batches_are_refused() -> None:
