@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -305,6 +304,8 @@ class Config:
 
     def _save(self, doc: JSON) -> None:
         """Write atomically (temp file, fsync, rename) so a crash never loses the file."""
+        import tempfile
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".mcp.", suffix=".json", dir=self.path.parent)
         try:
