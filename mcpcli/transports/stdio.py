@@ -266,11 +266,12 @@ class StdioTransport:
         presses Ctrl-C (`notifications/cancelled`) still reaches the server; it
         ends when the write stream closes, and shutdown stops it if it hangs.
         """
-        with anyio.CancelScope(shield=True) as scope, inbox:
+        with anyio.CancelScope(shield=True) as scope:
             self._writer_scope = scope
             try:
-                async for envelope in inbox:
-                    await pipe.write(jsonrpc.encode(envelope.message) + b"\n")
+                async with inbox:
+                    async for envelope in inbox:
+                        await pipe.write(jsonrpc.encode(envelope.message) + b"\n")
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 pass  # the server went away; the stdout reader reports how
         assert self._writer_done is not None
