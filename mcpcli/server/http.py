@@ -1198,6 +1198,8 @@ def _bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    # A name like "localhost" may resolve to ::1 first; IPv4 is what most clients try.
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, _, proto, _, address = infos[0]
     # proto must say TCP: asyncio only sets TCP_NODELAY on accepted sockets that do
     # (without it, Nagle + delayed ACKs add ~40 ms to every keep-alive response).
