@@ -263,3 +263,16 @@ async def test_ping_is_legacy_only(server: Server) -> None:
         with pytest.raises(RPCError) as info:
             await client.request("ping")
         assert info.value.code == -32601
+
+
+async def test_completion_for_resources_and_bad_references(server: Server) -> None:
+    async with connect(server, "2025-11-25") as client:
+        result = await client.complete({"type": "ref/resource", "uri": "mem://items/{id}"}, "id", "b")
+        assert result["completion"]["values"] == ["bob"]
+        for bad in ({"type": "ref/tool", "name": "x"}, {"type": "ref/prompt"}, "greet"):
+            with pytest.raises(RPCError) as info:
+                await client.request("completion/complete", {"ref": bad, "argument": {"name": "a", "value": ""}})
+            assert info.value.code == -32602
+        with pytest.raises(RPCError) as info:
+            await client.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "a"}})
+        assert info.value.code == -32602

@@ -540,3 +540,19 @@ async def test_nesting_bombs_and_huge_batches_over_http(server: Server) -> None:
         assert (response.status_code, response.json()["error"]["code"]) == (400, -32600)
         sse = url.rsplit("/", 1)[0] + "/messages?sessionId=x"
         assert (await http.post(sse, content=b"[" * 100_000)).status_code == 404  # unknown session first
+
+
+async def test_json_only_clients_and_cors_preflight(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        body, headers = modern_request("tools/call", {"name": "progress", "_meta": {"progressToken": 1}})
+        response = await http.post(url, json=body, headers={**headers, "Accept": "application/json"})
+        assert response.headers["content-type"] == "application/json"  # notifications were dropped
+        assert response.json()["result"]["content"][0]["text"] == "done"
+        port = url.split(":")[2].split("/")[0]
+        origin = f"http://localhost:{port}"
+        preflight = await http.options(url, headers={"Origin": origin, "Access-Control-Request-Method": "POST"})
+        assert preflight.status_code == 204
+        assert preflight.headers["access-control-allow-origin"] == origin
+        assert "mcp-session-id" in preflight.headers["access-control-allow-headers"]
+        foreign = await http.options(url, headers={"Origin": "https://evil.example.com"})
+        assert foreign.status_code == 403

@@ -149,3 +149,17 @@ async def test_cancelled_listen_stops_delivery(backend: DemoBackend, server: Ser
         with anyio.fail_after(5):
             while any(sink.methods for sink in server._sinks):
                 await anyio.sleep(0.01)
+
+
+async def test_changes_announced_from_another_thread_arrive(backend: DemoBackend, server: Server) -> None:
+    got = anyio.Event()
+
+    def note(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            got.set()
+
+    async with connect(server, "2025-11-25", on_notification=note) as client:
+        await client.call_tool("echo")  # initialized has arrived by now
+        await anyio.to_thread.run_sync(backend.changed, "tools")  # e.g. a file watcher thread
+        with anyio.fail_after(5):
+            await got.wait()
