@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -53,32 +54,42 @@ ErrorReporter = Callable[[Exception], None]
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
 
-# Time spent waiting for the user (a browser sign-in started by a 401) does not count
-# against request timeouts: `user_interaction()` stops every request's clock meanwhile.
-_interactions = 0
-_paused_total = 0.0
-_paused_since = 0.0
+class _PauseClock:
+    """Time during which request clocks stand still because a person is busy.
+
+    A browser sign-in started by a 401 can take minutes; it must not time out the
+    request that triggered it, nor others waiting meanwhile. Process-wide on
+    purpose: the sign-in runs in the transport, far from the waiting requests.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self._total = 0.0
+        self._since = 0.0
+
+    def paused_so_far(self) -> float:
+        ongoing = anyio.current_time() - self._since if self.depth else 0.0
+        return self._total + ongoing
+
+    @contextmanager
+    def pause(self) -> Iterator[None]:
+        if self.depth == 0:
+            self._since = anyio.current_time()
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if self.depth == 0:
+                self._total += anyio.current_time() - self._since
 
 
-def _paused_time() -> float:
-    ongoing = anyio.current_time() - _paused_since if _interactions else 0.0
-    return _paused_total + ongoing
+_CLOCK = _PauseClock()
 
 
-class user_interaction:  # used like a function: `with user_interaction():`
-    """While active, pending requests do not time out; the time is added to their deadlines."""
-
-    def __enter__(self) -> None:
-        global _interactions, _paused_since
-        if _interactions == 0:
-            _paused_since = anyio.current_time()
-        _interactions += 1
-
-    def __exit__(self, *exc: object) -> None:
-        global _interactions, _paused_total
-        _interactions -= 1
-        if _interactions == 0:
-            _paused_total += anyio.current_time() - _paused_since
+def user_interaction() -> AbstractContextManager[None]:
+    """`with user_interaction():` stops every request's timeout clock meanwhile."""
+    return _CLOCK.pause()
 
 
 def rpc_error_from(error: ErrorObject) -> RPCError:
@@ -320,13 +331,14 @@ class Session:
             on_progress,
         )
         self._pending[request_id] = pending
-        paused_at_start = _paused_time()
+        paused_at_start = _CLOCK.paused_so_far()
         try:
             await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
             while not pending.done.is_set():
-                remaining = pending.deadline + (_paused_time() - paused_at_start) - anyio.current_time()
-                if _interactions:
-                    remaining = max(remaining, 0.5)
+                paused = _CLOCK.paused_so_far() - paused_at_start
+                remaining = pending.deadline + paused - anyio.current_time()
+                if _CLOCK.depth:
+                    remaining = max(remaining, 0.5)  # look again once the person is done
                 if remaining <= 0:
                     if cancel_on_timeout and method != "initialize":
                         await self._cancel_remote(request_id, "timed out")
