@@ -110,3 +110,14 @@ def free_port() -> int:
 def fake_server(*args: str) -> list[str]:
     """argv running the scriptable fake stdio server with a scenario."""
     return [sys.executable, str(FAKES / "fake_stdio_server.py"), *args]
+
+
+def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:
+    """Poll `predicate` until it is true; fail after `timeout` seconds (never a fixed sleep)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)

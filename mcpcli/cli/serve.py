@@ -65,6 +65,12 @@ def _check_watch_safety(path: str) -> None:
 @click.option("--auth-token", envvar="MCP_SERVE_TOKEN", metavar="TOKEN",
               help="Require 'Authorization: Bearer TOKEN' on HTTP (required beyond loopback; "
                    "prefer the MCP_SERVE_TOKEN variable).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also accept this Host header on HTTP (a reverse proxy's public name); "
+                   "repeatable, '*' for any. Loopback names are always accepted on a loopback bind.")
+@click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
+              help="Also accept requests from this browser Origin (https://app.example); "
+                   "repeatable, '*' for any. Loopback origins are accepted by default.")
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--watch", is_flag=True,
               help="Reload FILE when it changes and announce list_changed; an invalid change keeps "
@@ -81,6 +87,8 @@ def serve(
     file: str | None,
     http: str | None,
     auth_token: str | None,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
     check: bool,
     watch: bool,
     print_schema: bool,
@@ -136,6 +144,8 @@ def serve(
     if watch:
         _check_watch_safety(file)
     address = parse_http_address(http) if http is not None else None
+    if (allow_hosts or allow_origins) and address is None:
+        raise UsageError("--allow-host and --allow-origin apply to --http only")
     if address is not None and address[0] not in LOOPBACK and not auth_token:
         raise UsageError(
             f"--http {http}: binding beyond loopback needs --auth-token (or MCP_SERVE_TOKEN)",
@@ -165,7 +175,9 @@ def serve(
 
                 await serve_stdio(server)
             else:
-                await _serve_http(app, server, address, auth_token, file)
+                await _serve_http(
+                    app, server, address, auth_token, file, allow_hosts, allow_origins
+                )
             tg.cancel_scope.cancel()
 
     try:
@@ -174,12 +186,32 @@ def serve(
         backend.close()
 
 
-async def _serve_http(app: App, server: Any, address: tuple[str, int], token: str | None, file: str) -> None:
+async def _serve_http(
+    app: App,
+    server: Any,
+    address: tuple[str, int],
+    token: str | None,
+    file: str,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+) -> None:
     from mcpcli.server import serve_http
+    from mcpcli.server.http import LOOPBACK_NAMES, is_loopback
 
     host, port = address
 
     def ready(url: str) -> None:
         app.info(f"serving {file} at {url}")
 
-    await serve_http(server, host=host, port=port, auth_token=token, on_ready=ready)
+    hosts = None
+    if allow_hosts:
+        # Extra names add to what the bind already accepts; they never replace loopback.
+        base = LOOPBACK_NAMES if is_loopback(host) else (*LOOPBACK_NAMES, host)
+        hosts = (*base, *allow_hosts)
+    origins = None
+    if allow_origins:
+        origins = (*LOOPBACK_NAMES, *allow_origins)
+    await serve_http(
+        server, host=host, port=port, auth_token=token, on_ready=ready,
+        allowed_hosts=hosts, allowed_origins=origins,
+    )
