@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO, free_port, mcp, wait_until
 
 INIT = {
