@@ -125,9 +125,32 @@ def memory_keyring() -> Iterator[None]:
     keyring.set_keyring(previous)
 
 
+@pytest.fixture
+def fake_home(isolated_env: Path) -> Path:
+    """The temporary HOME every test runs with (other clients' configs go here)."""
+    return isolated_env
+
+
 @pytest.fixture(scope="session")
 def peers() -> Peers:
     return peers_from_env()
+
+
+@pytest.fixture
+def everything(peers: Peers) -> list[str]:
+    """argv of @modelcontextprotocol/server-everything over stdio."""
+    return peers.everything_stdio()
+
+
+@pytest.fixture
+def sdk_server(peers: Peers) -> list[str]:
+    """argv of tests/peers/sdk_server.py under the official SDK's own interpreter."""
+    return [peers.sdk(), str(Path(__file__).resolve().parent / "peers" / "sdk_server.py")]
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable
 
 
 @pytest.fixture
