@@ -106,6 +106,9 @@ def _browser_url_problem(url: str) -> str | None:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
         return "it is not a valid URL"
+    if "[" in parts.netloc.rpartition("@")[2] and not _valid_bracketed_host(host):
+        # Python 3.11+ rejects this in urlsplit; 3.10 does not, so check it ourselves.
+        return "it is not a valid URL (a bracketed host must be an IPv6 address)"
     scheme = parts.scheme.lower()
     if scheme not in ("https", "http"):
         return f"scheme {scheme or '(none)'!r} is not allowed (only https, or http on loopback)"
@@ -118,6 +121,15 @@ def _browser_url_problem(url: str) -> str | None:
     if any(c in url for c in "\"'`<>\\^{}|"):
         return "it contains characters a shell or launcher could interpret"
     return None
+
+
+def _valid_bracketed_host(host: str | None) -> bool:
+    import ipaddress
+
+    try:
+        return isinstance(ipaddress.ip_address((host or "").split("%", 1)[0]), ipaddress.IPv6Address)
+    except ValueError:
+        return False
 
 
 def check_endpoint_url(url: object, what: str, *, insecure_ok: bool = False) -> str:
