@@ -67,7 +67,18 @@ else:
 
 
 class Transport(Protocol):
-    """Anything that can open a connection to an MCP peer."""
+    """Anything that can open a connection to an MCP peer.
+
+    Optional attributes a transport may have, which `mcpcli.client.Client` reads:
+
+    * `request_headers(client, method, params) -> Mapping | None`: extra headers
+      for one outgoing request (HTTP: `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`);
+    * `legacy_only: bool`: the transport predates the modern era (HTTP+SSE), so
+      the client skips the `server/discover` probe;
+    * `probe_silence_is_legacy: bool` (default True): whether a probe that gets no
+      answer means a legacy server (stdio) or an error (HTTP always answers);
+    * `cache_key: str`: where this server's cacheable results live (a URL).
+    """
 
     #: A short label for messages and `mcp info`: "stdio", "streamable-http", ...
     name: str
