@@ -78,10 +78,11 @@ class Transport(Protocol):
     * `probe_silence_is_legacy: bool` (default True): whether a probe that gets no
       answer means a legacy server (stdio) or an error (HTTP always answers);
     * `cache_key: str`: where this server's cacheable results live (a URL);
-    * `filter_tools(tools) -> list`: drop tools the transport cannot call (HTTP:
-      invalid `x-mcp-header` declarations, as the 2026-07-28 spec requires);
-    * `open_standalone_stream()`: an async context manager for the legacy GET
-      stream that carries server-initiated messages (subscriptions);
+    * `filter_tools(tools) -> (kept, [(name, reason), ...])`: drop tools the
+      transport cannot call (HTTP: invalid `x-mcp-header` declarations, as the
+      2026-07-28 spec requires);
+    * `async open_standalone_stream()`: open the legacy GET stream that carries
+      server-initiated messages (subscriptions);
     * `describe() -> str`: a human description for `mcp info`.
     """
 
