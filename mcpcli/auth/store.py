@@ -8,17 +8,14 @@ Two parts:
   sign-in without touching the keyring;
 * the **secrets** (access token, refresh token, client secret), keyed by
   authorization server (issuer) and resource. By default in the OS keyring
-  through `keyring`; every keyring call runs in a daemon thread with a time
-  limit (a locked Secret Service can block forever). Keyring backends that are
-  not a real keyring (`fail`, `null`, `keyrings.alt` plaintext files) count as
-  "no keyring": we then stop with an error that names the options instead of
-  writing plaintext silently. `--token-store file` / `MCP_TOKEN_STORE=file`
-  opts into `$XDG_STATE_HOME/mcpcli/auth/tokens.json` (0600 in a 0700
-  directory, atomic writes, symlinks refused).
+  (`KeyringSecrets` in keyring_secrets.py: time-limited calls, no plaintext
+  fallback). `--token-store file` / `MCP_TOKEN_STORE=file` opts into
+  `$XDG_STATE_HOME/mcpcli/auth/tokens.json` (0600 in a 0700 directory, atomic
+  writes, symlinks refused).
 
-Writers hold an exclusive lock file (`auth/lock`) so concurrent `mcp`
-processes never lose an update; `TokenStore.locked()` is also what serialises
-token refreshes across processes.
+Writers hold an exclusive lock file (`auth/lock`, `FileLock` in lock.py) so
+concurrent `mcp` processes never lose an update; `TokenStore.locked()` is also
+what serialises token refreshes across processes.
 """
 
 from __future__ import annotations
@@ -28,13 +25,14 @@ import json
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from mcpcli.auth.keyring_secrets import KeyringSecrets
+from mcpcli.auth.lock import FileLock, ensure_private_dir
 from mcpcli.errors import AuthError, UsageError
 
 __all__ = [
@@ -44,8 +42,6 @@ __all__ = [
     "store_mode",
 ]
 
-T = TypeVar("T")
-SERVICE = "mcpcli"
 STORE_MODES = ("keyring", "file")
 #: Secret kinds kept per (issuer, resource).
 KINDS = ("access_token", "refresh_token", "client_secret")
@@ -74,13 +70,6 @@ def store_mode(explicit: str | None = None) -> str:
             f"unknown token store {mode!r}", hint="use --token-store keyring or --token-store file"
         )
     return mode
-
-
-def keyring_timeout() -> float:
-    try:
-        return max(0.1, float(os.environ.get("MCP_KEYRING_TIMEOUT", "10")))
-    except ValueError:
-        return 10.0
 
 
 # -- records ---------------------------------------------------------------------------
@@ -162,146 +151,7 @@ class Secrets:
         return f"Secrets(<redacted: {', '.join(have) or 'none'}>)"
 
 
-# -- running keyring calls with a time limit --------------------------------------------
-
-
-def call_with_timeout(fn: Callable[[], T], timeout: float, what: str) -> T:
-    """Run `fn` in a daemon thread; give up after `timeout` seconds (the thread may linger)."""
-    done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name=f"mcpcli-{what}", daemon=True).start()
-    if not done.wait(timeout):
-        raise AuthError(
-            f"the keyring did not respond within {timeout:g}s ({what}); it may be locked, "
-            "or waiting for a password prompt that cannot be shown",
-            hint="unlock the keyring, or use --token-store file (MCP_TOKEN_STORE=file)",
-        )
-    if "error" in box:
-        raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
-
-
-_NO_KEYRING_HINT = (
-    "use --token-store file (or MCP_TOKEN_STORE=file) to keep tokens in a 0600 file under "
-    "the XDG state directory, run inside `dbus-run-session` with an unlocked keyring, "
-    "or pass a token with MCP_BEARER_TOKEN"
-)
-
-
-def _not_a_keyring(backend: Any) -> str | None:
-    """Why `backend` is no real keyring (None if it is one)."""
-    cls = type(backend)
-    module = cls.__module__
-    name = f"{module}.{cls.__qualname__}"
-    if module.startswith("keyring.backends.fail") or module.startswith("keyring.backends.null"):
-        return name
-    if module.startswith("keyrings.alt"):
-        return f"{name} (a plaintext file, not a keyring)"
-    if module.startswith("keyring.backends.chainer"):
-        inner = [b for b in getattr(backend, "backends", []) if _not_a_keyring(b) is None]
-        if not inner:
-            return f"{name} (no usable backend inside)"
-    return None
-
-
-class KeyringSecrets:
-    """Secrets in the OS keyring, every call bounded by a timeout."""
-
-    name = "keyring"
-
-    def __init__(self, timeout: float | None = None) -> None:
-        self.timeout = keyring_timeout() if timeout is None else timeout
-        self._backend: Any = None
-
-    def backend(self) -> Any:
-        if self._backend is None:
-
-            def load() -> Any:
-                import keyring
-
-                return keyring.get_keyring()
-
-            try:
-                backend = call_with_timeout(load, self.timeout, "loading the keyring")
-            except AuthError:
-                raise
-            except Exception as exc:  # a bad PYTHON_KEYRING_BACKEND raises ModuleNotFoundError
-                raise AuthError(
-                    f"no usable keyring to store sign-ins in ({type(exc).__name__}: {_first_line(exc)})",
-                    hint=_NO_KEYRING_HINT,
-                ) from None
-            why = _not_a_keyring(backend)
-            if why is not None:
-                raise AuthError(
-                    f"no usable keyring to store sign-ins in (keyring backend: {why})",
-                    hint=_NO_KEYRING_HINT,
-                )
-            self._backend = backend
-        return self._backend
-
-    def _call(self, what: str, fn: Callable[[Any], T]) -> T:
-        backend = self.backend()
-        try:
-            return call_with_timeout(lambda: fn(backend), self.timeout, what)
-        except AuthError:
-            raise
-        except Exception as exc:
-            raise AuthError(
-                f"the keyring failed ({what}): {type(exc).__name__}: {_first_line(exc)}",
-                hint=_NO_KEYRING_HINT,
-            ) from None
-
-    def get(self, key: str) -> str | None:
-        value = self._call("reading a secret", lambda b: b.get_password(SERVICE, key))
-        return value if isinstance(value, str) else None
-
-    def set(self, key: str, value: str) -> None:
-        self._call("saving a secret", lambda b: b.set_password(SERVICE, key, value))
-
-    def delete(self, key: str) -> None:
-        def remove(b: Any) -> None:
-            import keyring.errors
-
-            try:
-                b.delete_password(SERVICE, key)
-            except keyring.errors.PasswordDeleteError:
-                pass
-
-        self._call("deleting a secret", remove)
-
-    def location(self) -> str:
-        try:
-            backend = self.backend()
-        except AuthError:
-            return "OS keyring (unavailable)"
-        return f"OS keyring ({type(backend).__module__}.{type(backend).__qualname__})"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text.splitlines()[0][:200]
-
-
 # -- private files ------------------------------------------------------------------------
-
-
-def _ensure_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        mode = path.stat().st_mode & 0o777
-        if os.name == "posix" and mode & 0o077:
-            os.chmod(path, 0o700)
-    except OSError:
-        pass
 
 
 def read_private_json(path: Path) -> dict[str, Any] | None:
@@ -337,7 +187,7 @@ def read_private_json(path: Path) -> dict[str, Any] | None:
 
 def write_private_json(path: Path, doc: dict[str, Any]) -> None:
     """Atomically replace `path` (temp file, fsync, rename), mode 0600 whatever the umask."""
-    _ensure_dir(path.parent)
+    ensure_private_dir(path.parent)
     if path.is_symlink():
         raise AuthError(f"refusing to write {path}: it is a symbolic link")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -388,118 +238,6 @@ class FileSecrets:
 
     def location(self) -> str:
         return f"file {self.path}"
-
-
-# -- the lock ------------------------------------------------------------------------------
-
-
-class FileLock:
-    """An exclusive inter-process lock on a file (flock on POSIX, msvcrt on Windows).
-
-    Re-entrant for the same object: nested `acquire()`s only count. Acquiring
-    blocks (up to `timeout`), so call it from a worker thread in async code.
-    """
-
-    def __init__(self, path: Path, timeout: float = 60.0) -> None:
-        self.path = path
-        self.timeout = timeout
-        self._fd: int | None = None
-        self._depth = 0
-        self._mutex = threading.Lock()
-
-    def acquire(self) -> None:
-        with self._mutex:
-            if self._depth:
-                self._depth += 1
-                return
-        _ensure_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            _lock(fd, blocking=False)
-        except OSError:
-            self._wait(fd)
-        with self._mutex:
-            self._fd = fd
-            self._depth = 1
-
-    def _wait(self, fd: int) -> None:
-        """Queue for the lock in the kernel (a daemon thread), giving up after the timeout.
-
-        If we give up, the waiting thread releases the lock and closes the
-        descriptor as soon as it gets it, so nothing stays locked behind us.
-        """
-        done = threading.Event()
-        guard = threading.Lock()
-        state = {"acquired": False, "abandoned": False}
-        failed: list[OSError] = []
-
-        def block() -> None:
-            try:
-                _lock(fd, blocking=True)
-            except OSError as exc:
-                failed.append(exc)
-            with guard:
-                if state["abandoned"]:
-                    if not failed:
-                        _unlock(fd)
-                    os.close(fd)
-                    return
-                state["acquired"] = not failed
-            done.set()
-
-        threading.Thread(target=block, name="mcpcli-lock", daemon=True).start()
-        if not done.wait(self.timeout):
-            with guard:
-                if not state["acquired"] and not failed:
-                    state["abandoned"] = True
-                    raise AuthError(
-                        f"another mcp process has held the sign-in lock ({self.path}) "
-                        f"for more than {self.timeout:g}s"
-                    )
-        if failed:
-            os.close(fd)
-            raise AuthError(f"cannot lock {self.path}: {failed[0].strerror}")
-
-    def release(self) -> None:
-        with self._mutex:
-            self._depth -= 1
-            if self._depth > 0 or self._fd is None:
-                return
-            fd, self._fd = self._fd, None
-        try:
-            _unlock(fd)
-        finally:
-            os.close(fd)
-
-    def __enter__(self) -> FileLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def _lock(fd: int, *, blocking: bool) -> None:
-    if os.name == "nt":  # pragma: no cover - Windows: LK_LOCK retries for 10 s, then fails
-        import msvcrt
-
-        msvcrt.locking(fd, msvcrt.LK_LOCK if blocking else msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def _unlock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover - Windows
-        import msvcrt
-
-        os.lseek(fd, 0, 0)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]
-    else:
-        import fcntl
-
-        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 # -- the store ----------------------------------------------------------------------------
