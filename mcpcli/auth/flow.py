@@ -22,11 +22,8 @@ opened only after the URL is checked. Machines use the client-credentials grant
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import IO, TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import anyio
@@ -48,6 +45,8 @@ from mcpcli.auth.discovery import (
     require_pkce,
 )
 from mcpcli.auth.pkce import Pkce, new_state
+from mcpcli.auth.scopes import select_scope, union_scopes, with_offline_access
+from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings, read_key_file
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import (
     ClientInfo,
@@ -60,6 +59,7 @@ from mcpcli.auth.tokens import (
     revoke_token,
     scrub,
 )
+from mcpcli.auth.ui import AuthUI, read_line
 from mcpcli.auth.urls import check_browser_url, escape_for_display, host_is_private
 from mcpcli.errors import AuthError, McpCliError, UsageError
 
@@ -85,213 +85,13 @@ MAX_401 = 3
 MAX_STEP_UPS = 2
 #: The limits above count within this many seconds (a long session may sign in again later).
 LIMIT_WINDOW = 120.0
-#: Grants that need no user: a new token is simply requested again when one expires.
-MACHINE_GRANTS = ("client_credentials", "enterprise")
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"  # noqa: S105
 ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"  # noqa: S105
 ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
-DEFAULT_LOGIN_TIMEOUT = 300.0
-
-
-# -- settings --------------------------------------------------------------------------
-
-
-@dataclass
-class AuthSettings:
-    """How to sign in to one server: flags, then the config entry's `oauth` object, then env."""
-
-    name: str | None = None
-    client_id: str | None = None
-    client_secret: str | None = None
-    scope: str | None = None
-    client_metadata_url: str | None = None
-    grant: str = "authorization_code"
-    private_key_pem: str | None = None
-    private_key_file: str | None = None
-    signing_alg: str | None = None
-    callback_port: int = 0
-    no_browser: bool = False
-    timeout: float = DEFAULT_LOGIN_TIMEOUT
-    token_store: str | None = None
-    insecure: bool = False
-    #: Enterprise-managed authorization (SEP-990): the IdP's token endpoint, our client id
-    #: there, and the user's ID token from the enterprise sign-on.
-    idp_token_endpoint: str | None = None
-    idp_client_id: str | None = None
-    id_token: str | None = None
-
-    def __repr__(self) -> str:
-        return f"AuthSettings(name={self.name!r}, client_id={self.client_id!r}, <secrets redacted>)"
-
-    @classmethod
-    def build(
-        cls,
-        entry: ServerEntry | None = None,
-        extra: Mapping[str, Any] | None = None,
-        *,
-        insecure: bool = False,
-    ) -> AuthSettings:
-        extra = dict(extra or {})
-        conf = _entry_oauth(entry)
-        env = os.environ
-
-        def pick(key: str, conf_key: str, env_key: str | None = None) -> Any:
-            if extra.get(key) not in (None, ""):
-                return extra[key]
-            if conf.get(conf_key) not in (None, ""):
-                return conf[conf_key]
-            if env_key and env.get(env_key):
-                return env[env_key]
-            return None
-
-        scope = pick("scope", "scope", "MCP_OAUTH_SCOPE")
-        if scope is None and isinstance(conf.get("scopes"), list):
-            scope = " ".join(str(s) for s in conf["scopes"])
-        grant = pick("grant", "grantType", "MCP_OAUTH_GRANT") or "authorization_code"
-        grant = {"client-credentials": "client_credentials", "clientCredentials": "client_credentials",
-                 "id-jag": "enterprise", "jwt-bearer": "enterprise"}.get(str(grant), str(grant))
-        if grant not in ("authorization_code", *MACHINE_GRANTS):
-            raise UsageError(
-                f"unknown OAuth grant {grant!r} (authorization_code, client_credentials or enterprise)"
-            )
-        key_file = pick("private_key_file", "privateKeyFile", "MCP_OAUTH_PRIVATE_KEY_FILE")
-        key_pem = pick("private_key_pem", "privateKey", "MCP_OAUTH_PRIVATE_KEY")
-        if key_file and not key_pem:
-            key_pem = _read_key_file(str(key_file))
-        timeout = pick("auth_timeout", "timeout", "MCP_AUTH_TIMEOUT")
-        port = pick("callback_port", "callbackPort")
-        try:
-            timeout_f = float(timeout) if timeout is not None else DEFAULT_LOGIN_TIMEOUT
-            port_i = int(port) if port is not None else 0
-        except (TypeError, ValueError):
-            raise UsageError("oauth timeout/callbackPort must be numbers") from None
-        return cls(
-            name=entry.name if entry is not None and entry.source not in ("argv", "") else None,
-            client_id=pick("client_id", "clientId", "MCP_OAUTH_CLIENT_ID"),
-            client_secret=pick("client_secret", "clientSecret", "MCP_OAUTH_CLIENT_SECRET"),
-            scope=str(scope) if scope else None,
-            client_metadata_url=pick("client_metadata_url", "clientMetadataUrl", "MCP_OAUTH_CLIENT_METADATA_URL"),
-            grant=grant,
-            private_key_pem=key_pem,
-            private_key_file=str(key_file) if key_file else None,
-            signing_alg=pick("signing_alg", "signingAlgorithm", "MCP_OAUTH_SIGNING_ALG"),
-            callback_port=port_i,
-            no_browser=bool(extra.get("no_browser")),
-            timeout=timeout_f,
-            token_store=extra.get("token_store") or conf.get("tokenStore"),
-            insecure=insecure,
-            idp_token_endpoint=pick("idp_token_endpoint", "idpTokenEndpoint", "MCP_OAUTH_IDP_TOKEN_ENDPOINT"),
-            idp_client_id=pick("idp_client_id", "idpClientId", "MCP_OAUTH_IDP_CLIENT_ID"),
-            id_token=extra.get("id_token") or env.get("MCP_OAUTH_ID_TOKEN") or None,
-        )
-
-
-def _entry_oauth(entry: ServerEntry | None) -> dict[str, Any]:
-    """The entry's `oauth` object with `${VAR}` interpolated in string values."""
-    if entry is None:
-        return {}
-    raw = entry.raw.get("oauth")
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise UsageError(f"server {entry.name!r}: 'oauth' must be an object")
-    from mcpcli.config import interpolate
-
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if isinstance(value, str):
-            value = interpolate(value, where=f"server {entry.name!r} oauth.{key}")
-        out[key] = value
-    return out
-
-
-def _read_key_file(path: str) -> str:
-    try:
-        with open(os.path.expanduser(path), encoding="utf-8") as fh:
-            return fh.read(64 * 1024)
-    except OSError as exc:
-        raise UsageError(f"cannot read private key {path}: {exc.strerror}") from None
-
-
-# -- talking to the user -------------------------------------------------------------------
-
-
-@dataclass
-class AuthUI:
-    """Where sign-in talks to the user: messages on stderr, a pasted URL from stdin."""
-
-    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
-    stdin: IO[str] = field(default_factory=lambda: sys.stdin)
-    prog: str = "mcp"
-
-    def notice(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: {message}\n")
-        self.stderr.flush()
-
-    @property
-    def stdin_tty(self) -> bool:
-        try:
-            return self.stdin.isatty()
-        except (AttributeError, ValueError):
-            return False
-
-
-async def _read_line(stream: IO[str]) -> str:
-    """One line from `stream` without a thread that could outlive the process."""
-    import threading
-
-    done = threading.Event()
-    box: dict[str, str] = {}
-
-    def reader() -> None:
-        try:
-            box["line"] = stream.readline()
-        except (OSError, ValueError):
-            box["line"] = ""
-        finally:
-            done.set()
-
-    threading.Thread(target=reader, name="mcpcli-paste", daemon=True).start()
-    while not await anyio.to_thread.run_sync(done.wait, 0.25):
-        pass
-    return box.get("line", "")
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def _scopes(text: str | None) -> list[str]:
-    return [s for s in (text or "").split() if s]
-
-
-def union_scopes(*texts: str | None) -> str | None:
-    seen: list[str] = []
-    for text in texts:
-        for s in _scopes(text):
-            if s not in seen:
-                seen.append(s)
-    return " ".join(seen) or None
-
-
-def select_scope(settings: AuthSettings, disc: Discovery, challenge: Challenge | None) -> str | None:
-    """--scope, else the challenge's scope, else the PRM's scopes_supported, else none."""
-    if settings.scope:
-        return settings.scope
-    if challenge is not None and challenge.scope:
-        return challenge.scope
-    if disc.resource.scopes_supported:
-        return " ".join(disc.resource.scopes_supported)
-    return None
-
-
-def with_offline_access(scope: str | None, server: AuthServer) -> str | None:
-    """Ask for a refresh token with `offline_access` when the AS lists it (and we send a scope)."""
-    if not scope or not server.scopes_supported or "offline_access" not in server.scopes_supported:
-        return scope
-    if "offline_access" in _scopes(scope):
-        return scope
-    return f"{scope} offline_access"
 
 
 def _count_recent(events: list[float]) -> int:
@@ -324,7 +124,7 @@ def _client_from_record(rec: Record, secrets: Secrets, settings: AuthSettings) -
         secret = settings.client_secret
     key = settings.private_key_pem
     if key is None and rec.private_key_file:
-        key = _read_key_file(rec.private_key_file)
+        key = read_key_file(rec.private_key_file)
     return ClientInfo(
         client_id=rec.client_id,
         client_secret=secret,
@@ -552,7 +352,7 @@ class Flow:
 
                 async def from_paste() -> None:
                     while True:
-                        line = await _read_line(ui.stdin)
+                        line = await read_line(ui.stdin)
                         if line == "":
                             return  # EOF: keep waiting for the listener
                         cb = parse_callback_url(line)
