@@ -27,7 +27,6 @@ import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,23 +46,18 @@ from mcpcli.jsonrpc import (
 from mcpcli.protocol import (
     ALL_VERSIONS,
     CACHEABLE_METHODS,
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
-    LOG_LEVEL_KEY,
-    LOG_LEVELS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     RESOURCE_NOT_FOUND,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     Era,
 )
 from mcpcli.server._state import Signer, request_digest
 from mcpcli.server.backend import Backend, CallContext, InputDeclined, ResourceNotFound
+from mcpcli.server.meta import LEVEL_RANK, ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
 
@@ -77,7 +71,6 @@ log = logging.getLogger("mcpcli.server")
 JSON = dict[str, Any]
 Invoke = Callable[["_Call"], Awaitable[JSON]]
 
-_LEVEL_RANK = {level: rank for rank, level in enumerate(LOG_LEVELS)}
 #: Which client capability each kind of `ask` needs.
 _ASK_CAPABILITY = {
     "elicitation/create": "elicitation",
@@ -96,14 +89,6 @@ _MAX_STATE_ANSWERS = 256 * 1024
 _SINK_BUFFER = 64
 
 
-class ModernError(RPCError):
-    """A 2026-07-28 protocol error with the HTTP status the spec requires for it."""
-
-    def __init__(self, code: int, message: str, data: Any = None, *, status: int = 400) -> None:
-        super().__init__(code, message, data)
-        self.status = status
-
-
 class Outlet(Protocol):
     """Where messages related to one request go (its stdio session, its HTTP stream).
 
@@ -115,16 +100,6 @@ class Outlet(Protocol):
     async def send_request(
         self, method: str, params: JSON | None = None, *, timeout: float | None = None
     ) -> JSON: ...
-
-
-@dataclass(slots=True)
-class _Meta:
-    """The validated per-request `_meta` of a 2026-07-28 request."""
-
-    version: str
-    capabilities: JSON
-    client_info: JSON
-    log_level: str | None
 
 
 class _Rq:
@@ -236,7 +211,7 @@ class _Call:
             pass
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        rank = _LEVEL_RANK.get(level)
+        rank = LEVEL_RANK.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")
         rq = self._rq
@@ -246,7 +221,7 @@ class _Call:
                 return
         else:
             threshold = rq.conn.log_level if rq.conn is not None else None
-        if threshold is not None and rank < _LEVEL_RANK[threshold]:
+        if threshold is not None and rank < LEVEL_RANK[threshold]:
             return
         params: JSON = {"level": level, "data": data}
         if logger is not None:
@@ -759,36 +734,10 @@ class Server:
             result["instructions"] = instructions
         return result
 
-    def modern_meta(self, params: JSON | None) -> _Meta:
-        """Validate the required `_meta` of a 2026-07-28 request (-32602 when malformed)."""
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if not isinstance(meta, dict):
-            raise ModernError(
-                INVALID_PARAMS,
-                "Invalid params: missing _meta (io.modelcontextprotocol/protocolVersion and "
-                "io.modelcontextprotocol/clientCapabilities are required)",
-            )
-        version = meta.get(PROTOCOL_VERSION_KEY)
-        if not isinstance(version, str) or not version:
-            raise ModernError(INVALID_PARAMS, f"Invalid params: _meta lacks {PROTOCOL_VERSION_KEY}")
-        caps = meta.get(CLIENT_CAPABILITIES_KEY)
-        if not isinstance(caps, dict):
-            raise ModernError(
-                INVALID_PARAMS, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}"
-            )
-        level = meta.get(LOG_LEVEL_KEY)
-        if level is not None and level not in _LEVEL_RANK:
-            raise ModernError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
-        info = meta.get(CLIENT_INFO_KEY)
-        return _Meta(version, caps, info if isinstance(info, dict) else {}, level)
-
-    def check_version(self, version: str) -> None:
-        if version not in MODERN_VERSIONS:
-            raise ModernError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(ALL_VERSIONS), "requested": version},
-            )
+    #: Validate the required `_meta` of a 2026-07-28 request (-32602 when malformed).
+    modern_meta = staticmethod(parse_meta)
+    #: Refuse a protocol revision this server does not serve statelessly (-32022).
+    check_version = staticmethod(check_version)
 
     async def handle_modern(
         self,
@@ -797,7 +746,7 @@ class Server:
         *,
         transport: str,
         principal: str = "",
-        meta: _Meta | None = None,
+        meta: RequestMeta | None = None,
         connection: ServerConnection | None = None,
     ) -> JSON:
         """Answer one stateless 2026-07-28 request; raise `RPCError` (maybe `ModernError`).
@@ -847,7 +796,7 @@ class Server:
 
     async def _h_set_level(self, rq: _Rq) -> JSON:
         level = rq.params.get("level")
-        if level not in _LEVEL_RANK:
+        if level not in LEVEL_RANK:
             raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         assert rq.conn is not None
         rq.conn.log_level = level

@@ -73,7 +73,7 @@ from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
 if TYPE_CHECKING:
-    from mcpcli.server.core import _Meta
+    from mcpcli.server.meta import RequestMeta
 
 __all__ = ["HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
 
@@ -782,7 +782,7 @@ class McpHttpApp:
 
     # -- stateless (2026-07-28) ------------------------------------------------------------
 
-    def _check_headers(self, headers: _Headers, message: Request, meta: _Meta) -> str | None:
+    def _check_headers(self, headers: _Headers, message: Request, meta: RequestMeta) -> str | None:
         """Why the Mcp-* headers do not match the body, or None when they do."""
         try:
             version = headers.only("mcp-protocol-version")
