@@ -28,7 +28,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -53,10 +53,10 @@ from mcpcli.protocol import (
     RESOURCE_NOT_FOUND,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
-    Era,
 )
 from mcpcli.server._state import Signer, request_digest
-from mcpcli.server.backend import Backend, CallContext, InputDeclined, ResourceNotFound
+from mcpcli.server.backend import Backend, InputDeclined, ResourceNotFound
+from mcpcli.server.calls import Call, Invoke, Outlet, Rq
 from mcpcli.server.meta import LEVEL_RANK, ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
@@ -69,14 +69,7 @@ __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
 log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
-Invoke = Callable[["_Call"], Awaitable[JSON]]
 
-#: Which client capability each kind of `ask` needs.
-_ASK_CAPABILITY = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
 _LIST_CHANGED = {
     "tools": "notifications/tools/list_changed",
     "prompts": "notifications/prompts/list_changed",
@@ -89,211 +82,11 @@ _MAX_STATE_ANSWERS = 256 * 1024
 _SINK_BUFFER = 64
 
 
-class Outlet(Protocol):
-    """Where messages related to one request go (its stdio session, its HTTP stream).
-
-    `mcpcli.session.RequestContext` is one; the stateless HTTP path has its own.
-    """
-
-    async def notify(self, method: str, params: JSON | None = None) -> None: ...
-
-    async def send_request(
-        self, method: str, params: JSON | None = None, *, timeout: float | None = None
-    ) -> JSON: ...
-
-
-class _Rq:
-    """One request being handled: its params and the facts of its era."""
-
-    __slots__ = (
-        "caps",
-        "channel",
-        "conn",
-        "era",
-        "info",
-        "log_level",
-        "method",
-        "outlet",
-        "params",
-        "principal",
-        "request",
-        "transport",
-        "version",
-    )
-
-    def __init__(
-        self,
-        request: Request,
-        params: JSON,
-        outlet: Outlet,
-        era: Era,
-        version: str,
-        caps: JSON,
-        info: JSON,
-        log_level: str | None,
-        conn: ServerConnection | None,
-        transport: str,
-        principal: str,
-    ) -> None:
-        self.request = request
-        self.method = request.method
-        self.params = params
-        self.outlet = outlet
-        self.era: Era = era
-        self.version = version
-        self.caps = caps
-        self.info = info
-        self.log_level = log_level
-        self.conn = conn
-        self.transport = transport
-        self.principal = principal
-        #: The connection a request arrived on, in either era (None: stateless HTTP).
-        self.channel: ServerConnection | None = conn
-
-
-def _valid_answer(method: str, value: Any) -> bool:
-    """Whether an input response is a plausible result of the asked method."""
-    if not isinstance(value, dict):
-        return False
-    if method == "elicitation/create":
-        return value.get("action") in ("accept", "decline", "cancel")
-    if method == "sampling/createMessage":
-        return "content" in value
-    if method == "roots/list":
-        return isinstance(value.get("roots"), list)
-    return True
-
-
-class _Call:
-    """The `CallContext` a backend gets for one tools/call, prompts/get or resources/read."""
-
-    def __init__(self, server: Server, rq: _Rq) -> None:
-        self._server = server
-        #: Answers received so far (2026 era), by the keys the backend chose.
-        self.answers: JSON = {}
-        self.cont: _Continuation | None = None
-        self.rebind(rq)
-
-    def rebind(self, rq: _Rq) -> None:
-        """Attach to a (new) request: a resumed 2026 call reports on the retry's stream."""
-        self._rq = rq
-        self.era: Era = rq.era
-        self.protocol_version: str = rq.version
-        self.client_capabilities: JSON = rq.caps
-        self.client_info: JSON = rq.info
-        self.transport: str = rq.transport
-        #: Who is calling (the HTTP principal; "" on stdio).
-        self.principal: str = rq.principal
-        meta = rq.params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        valid = isinstance(token, (str, int)) and not isinstance(token, bool)
-        self._progress_token: str | int | None = token if valid else None
-        self._last_progress: float | None = None
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        token = self._progress_token
-        if token is None:
-            return
-        # Progress must strictly increase; a stale value is dropped, not sent.
-        if self._last_progress is not None and progress <= self._last_progress:
-            return
-        self._last_progress = progress
-        params: JSON = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        try:
-            await self._rq.outlet.notify("notifications/progress", params)
-        except ConnectionClosed:
-            pass
-
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        rank = LEVEL_RANK.get(level)
-        if rank is None:
-            raise ValueError(f"unknown log level {level!r}")
-        rq = self._rq
-        if rq.era == "modern":
-            threshold = rq.log_level  # no logLevel in _meta: no log messages at all
-            if threshold is None:
-                return
-        else:
-            threshold = rq.conn.log_level if rq.conn is not None else None
-        if threshold is not None and rank < LEVEL_RANK[threshold]:
-            return
-        params: JSON = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        try:
-            await rq.outlet.notify("notifications/message", params)
-        except ConnectionClosed:
-            pass
-
-    def _check(self, requests: dict[str, JSON]) -> None:
-        if not isinstance(requests, dict) or not requests:
-            raise ValueError("ask() needs a non-empty mapping of key -> {method, params}")
-        missing: list[str] = []
-        caps = self.client_capabilities
-        for key, item in requests.items():
-            method = item.get("method") if isinstance(item, dict) else None
-            capability = _ASK_CAPABILITY.get(method) if isinstance(method, str) else None
-            if capability is None:
-                raise ValueError(f"ask({key!r}): unsupported method {method!r}")
-            params = item.get("params")
-            if params is not None and not isinstance(params, dict):
-                raise ValueError(f"ask({key!r}): params must be an object")
-            declared = caps.get(capability)
-            if not isinstance(declared, dict):
-                missing.append(capability)
-            elif capability == "elicitation":
-                mode = params.get("mode", "form") if params else "form"
-                # `{}` means form only; otherwise the mode must be declared.
-                supported = set(declared) if declared else {"form"}
-                if mode not in supported:
-                    missing.append(capability)
-        if missing:
-            raise InputDeclined(capabilities=sorted(set(missing)))
-
-    async def ask(self, requests: dict[str, JSON]) -> dict[str, JSON]:
-        self._check(requests)
-        if self.era == "legacy":
-            return await self._ask_legacy(requests)
-        while True:
-            missing = {
-                key: {"method": item["method"], "params": item.get("params") or {}}
-                for key, item in requests.items()
-                if not _valid_answer(item["method"], self.answers.get(key))
-            }
-            if not missing:
-                return {key: self.answers[key] for key in requests}
-            if self.cont is None:
-                raise RuntimeError("ask() is only possible during tools/call, prompts/get or resources/read")
-            await self.cont.suspend(missing)
-
-    async def _ask_legacy(self, requests: dict[str, JSON]) -> dict[str, JSON]:
-        outlet = self._rq.outlet
-        results: dict[str, JSON] = {}
-
-        async def one(key: str, item: JSON) -> None:
-            results[key] = await outlet.send_request(item["method"], item.get("params") or {})
-
-        if len(requests) == 1:
-            [(key, item)] = requests.items()
-            await one(key, item)
-        else:
-            async with anyio.create_task_group() as tg:
-                for key, item in requests.items():
-                    tg.start_soon(one, key, item)
-        return {key: results[key] for key in requests}
-
-
 class _Continuation:
     """A 2026 backend call that runs in the server's task group, so that it can be
     parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
 
-    def __init__(self, server: Server, call: _Call) -> None:
+    def __init__(self, server: Server, call: Call) -> None:
         self.server = server
         self.call = call
         call.cont = self
@@ -706,7 +499,7 @@ class Server:
         handler = self._legacy.get(method)
         if handler is None:
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        rq = _Rq(
+        rq = Rq(
             request, params, ctx, "legacy", conn.version, conn.client_capabilities,
             conn.client_info, conn.log_level, conn, conn.transport, conn.principal,
         )
@@ -762,7 +555,7 @@ class Server:
         handler = self._modern.get(request.method)
         if handler is None:
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: {request.method}", status=404)
-        rq = _Rq(
+        rq = Rq(
             request, params, outlet, "modern", meta.version, meta.capabilities,
             meta.client_info, meta.log_level, None, transport, principal,
         )
@@ -791,10 +584,10 @@ class Server:
         if kind not in self.backend.capabilities():
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: this server has no {kind}", status=404)
 
-    async def _h_ping(self, rq: _Rq) -> JSON:
+    async def _h_ping(self, rq: Rq) -> JSON:
         return {}
 
-    async def _h_set_level(self, rq: _Rq) -> JSON:
+    async def _h_set_level(self, rq: Rq) -> JSON:
         level = rq.params.get("level")
         if level not in LEVEL_RANK:
             raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
@@ -802,7 +595,7 @@ class Server:
         rq.conn.log_level = level
         return {}
 
-    async def _h_discover(self, rq: _Rq) -> JSON:
+    async def _h_discover(self, rq: Rq) -> JSON:
         result: JSON = {
             "supportedVersions": list(ALL_VERSIONS),
             "capabilities": self.capabilities(rq.version),
@@ -813,7 +606,7 @@ class Server:
         return result
 
     async def _page(
-        self, rq: _Rq, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
+        self, rq: Rq, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
     ) -> JSON:
         cursor = rq.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
@@ -828,23 +621,23 @@ class Server:
             result["nextCursor"] = self._signer.cursor(rq.method, end)
         return result
 
-    async def _h_tools_list(self, rq: _Rq) -> JSON:
+    async def _h_tools_list(self, rq: Rq) -> JSON:
         self._require("tools")
         return await self._page(rq, "tools", self.backend.list_tools)
 
-    async def _h_prompts_list(self, rq: _Rq) -> JSON:
+    async def _h_prompts_list(self, rq: Rq) -> JSON:
         self._require("prompts")
         return await self._page(rq, "prompts", self.backend.list_prompts)
 
-    async def _h_resources_list(self, rq: _Rq) -> JSON:
+    async def _h_resources_list(self, rq: Rq) -> JSON:
         self._require("resources")
         return await self._page(rq, "resources", self.backend.list_resources)
 
-    async def _h_templates_list(self, rq: _Rq) -> JSON:
+    async def _h_templates_list(self, rq: Rq) -> JSON:
         self._require("resources")
         return await self._page(rq, "resourceTemplates", self.backend.list_resource_templates)
 
-    async def _h_tools_call(self, rq: _Rq) -> JSON:
+    async def _h_tools_call(self, rq: Rq) -> JSON:
         self._require("tools")
         name = rq.params.get("name")
         if not isinstance(name, str):
@@ -858,7 +651,7 @@ class Server:
         args: JSON = arguments
         return await self._invoke(rq, lambda call: backend.call_tool(name, args, call))
 
-    async def _h_prompts_get(self, rq: _Rq) -> JSON:
+    async def _h_prompts_get(self, rq: Rq) -> JSON:
         self._require("prompts")
         name = rq.params.get("name")
         if not isinstance(name, str):
@@ -874,7 +667,7 @@ class Server:
         args: dict[str, str] = arguments
         return await self._invoke(rq, lambda call: backend.get_prompt(name, args, call))
 
-    async def _h_resources_read(self, rq: _Rq) -> JSON:
+    async def _h_resources_read(self, rq: Rq) -> JSON:
         self._require("resources")
         uri = rq.params.get("uri")
         if not isinstance(uri, str):
@@ -890,19 +683,19 @@ class Server:
             code = INVALID_PARAMS if rq.era == "modern" else RESOURCE_NOT_FOUND
             raise RPCError(code, exc.rpc_message, data) from None
 
-    async def _h_subscribe(self, rq: _Rq) -> JSON:
+    async def _h_subscribe(self, rq: Rq) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
         rq.conn.subscriptions.add(uri)
         return {}
 
-    async def _h_unsubscribe(self, rq: _Rq) -> JSON:
+    async def _h_unsubscribe(self, rq: Rq) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
         rq.conn.subscriptions.discard(uri)
         return {}
 
-    def _subscription_uri(self, rq: _Rq) -> str:
+    def _subscription_uri(self, rq: Rq) -> str:
         if not self._subscribable(self.backend.capabilities()):
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         uri = rq.params.get("uri")
@@ -910,7 +703,7 @@ class Server:
             raise RPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
         return uri
 
-    async def _h_complete(self, rq: _Rq) -> JSON:
+    async def _h_complete(self, rq: Rq) -> JSON:
         self._require("completions")
         ref = rq.params.get("ref")
         argument = rq.params.get("argument")
@@ -948,7 +741,7 @@ class Server:
                     out[key] = completion[key]
         return {"completion": out}
 
-    async def _h_listen(self, rq: _Rq) -> JSON:
+    async def _h_listen(self, rq: Rq) -> JSON:
         wanted = rq.params.get("notifications", {})
         if not isinstance(wanted, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
@@ -996,10 +789,10 @@ class Server:
 
     # -- calling the backend -------------------------------------------------------------
 
-    async def _invoke(self, rq: _Rq, invoke: Invoke) -> JSON:
+    async def _invoke(self, rq: Rq, invoke: Invoke) -> JSON:
         if rq.era == "legacy":
             try:
-                return await invoke(_Call(self, rq))
+                return await invoke(Call(self, rq))
             except InputDeclined as exc:
                 raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
         try:
@@ -1011,7 +804,7 @@ class Server:
                 {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
             ) from None
 
-    async def _mrtr(self, rq: _Rq, invoke: Invoke) -> JSON:
+    async def _mrtr(self, rq: Rq, invoke: Invoke) -> JSON:
         params = rq.params
         responses: JSON = {}
         if "inputResponses" in params:
@@ -1047,7 +840,7 @@ class Server:
         else:
             if self._tg is None:
                 raise RuntimeError("the server is not running (use `async with server:`)")
-            call = _Call(self, rq)
+            call = Call(self, rq)
             call.answers = answers
             cont = _Continuation(self, call)
             self._tg.start_soon(cont.run, invoke)
@@ -1082,6 +875,3 @@ class Server:
             continuation=cid, digest=digest, principal=principal, ttl=self.input_ttl, answers=answers
         )
 
-
-def _assert_call_context(call: _Call) -> CallContext:  # pragma: no cover - typing only
-    return call
