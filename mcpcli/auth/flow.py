@@ -1,6 +1,6 @@
-"""OAuth 2.1 for MCP servers: the authenticator the HTTP transports call, and `login`.
+"""OAuth 2.1 for MCP servers: the entry point that picks the authenticator for a server.
 
-`build_authenticator` picks, per server:
+`build_authenticator` (called by `mcpcli.auth.authenticator_for`) picks, per server:
 
 * `NoAuth` for `--no-auth` (and when the config already sends an
   `Authorization` header): nothing is added, a 401 is an error;
@@ -18,32 +18,30 @@ the protected-resource metadata publishes it, the RFC 9207 `iss` check before
 the code is used, a loopback redirect listener on 127.0.0.1, and the browser
 opened only after the URL is checked. Machines use the client-credentials grant
 (`client_secret_basic`/`_post` or `private_key_jwt`).
+
+Where the parts live:
+
+* settings.py: `AuthSettings` (flags, then the config entry's `oauth`, then env);
+* scopes.py: which scope to ask for; ui.py: `AuthUI` (stderr notices, pasted URL);
+* authenticator.py: `NoAuth`, `StaticBearer`, `OAuthAuthenticator` (refresh, 401, step-up);
+* signin.py: `Flow` (one server's sign-in: discovery, the record to store, refresh);
+* authcode.py: the browser flow; machine.py: client credentials and enterprise (ID-JAG);
+* clients.py: which OAuth client to present; tokens.py: the token endpoint,
+  client authentication, registration and revocation;
+* commands.py: what `mcp auth login/token/logout` do.
+
+The names below stay importable from here (cli/auth.py and the tests use them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import anyio
-
-from mcpcli.auth.clients import client_from_record
-from mcpcli.auth.discovery import (
-    Challenge,
-    Fetcher,
-    parse_www_authenticate,
-)
-from mcpcli.auth.scopes import select_scope, union_scopes
-from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
-from mcpcli.auth.signin import Flow, SignIn, server_from_record, strip_fragment
-from mcpcli.auth.store import Record, Secrets, TokenStore
-from mcpcli.auth.tokens import (
-    ClientInfo,
-    OAuthError,
-    revoke_token,
-)
+from mcpcli.auth.authenticator import NoAuth, OAuthAuthenticator, StaticBearer
+from mcpcli.auth.commands import access_token, login, logout, probe_challenge
+from mcpcli.auth.settings import AuthSettings
+from mcpcli.auth.signin import Flow, SignIn
 from mcpcli.auth.ui import AuthUI
-from mcpcli.auth.urls import escape_for_display
-from mcpcli.errors import AuthError, McpCliError, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.auth import Authenticator
@@ -53,290 +51,17 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthSettings",
     "AuthUI",
+    "Flow",
     "NoAuth",
     "OAuthAuthenticator",
+    "SignIn",
     "StaticBearer",
+    "access_token",
     "build_authenticator",
     "login",
     "logout",
+    "probe_challenge",
 ]
-
-#: 401s answered per connection before giving up (a server that refuses fresh tokens).
-MAX_401 = 3
-#: Step-up re-authorizations per connection (the first sign-in + 2 = at most 3 attempts).
-MAX_STEP_UPS = 2
-#: The limits above count within this many seconds (a long session may sign in again later).
-LIMIT_WINDOW = 120.0
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-
-def _count_recent(events: list[float]) -> int:
-    """Record one event now; how many happened within the last LIMIT_WINDOW seconds."""
-    import time
-
-    now = time.monotonic()
-    events[:] = [t for t in events if now - t < LIMIT_WINDOW] + [now]
-    return len(events)
-
-
-async def _in_thread(fn: Any, *args: Any) -> Any:
-    return await anyio.to_thread.run_sync(fn, *args)
-
-
-# -- the authenticators --------------------------------------------------------------------
-
-
-class NoAuth:
-    """Adds nothing; a 401 is an error."""
-
-    def __init__(self, server_url: str, reason: str) -> None:
-        self.server_url = server_url
-        self.reason = reason
-
-    async def authorization(self) -> str | None:
-        return None
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        raise AuthError(
-            f"{escape_for_display(self.server_url)} refused the request (HTTP {status}); {self.reason}",
-            hint="drop --no-auth to sign in, or run `mcp auth login`" if "no-auth" in self.reason else None,
-        )
-
-
-class StaticBearer:
-    """`--bearer-token` / MCP_BEARER_TOKEN: sent as is, never refreshed."""
-
-    def __init__(self, server_url: str, token: str) -> None:
-        self.server_url = server_url
-        self._token = token
-
-    def __repr__(self) -> str:
-        return "StaticBearer(<redacted>)"
-
-    async def authorization(self) -> str | None:
-        return f"Bearer {self._token}"
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        what = "lacks a scope the request needs" if status == 403 else "was not accepted"
-        raise AuthError(
-            f"the bearer token given for {escape_for_display(self.server_url)} {what} (HTTP {status})",
-            hint="check --bearer-token / MCP_BEARER_TOKEN, or unset it to sign in with OAuth",
-        )
-
-
-class OAuthAuthenticator:
-    """Stored tokens, refresh, and sign-in on demand for one server URL."""
-
-    def __init__(
-        self,
-        server_url: str,
-        settings: AuthSettings,
-        *,
-        mode: str = "interactive",
-        store: TokenStore | None = None,
-        ui: AuthUI | None = None,
-    ) -> None:
-        self.server_url = strip_fragment(server_url)
-        self.settings = settings
-        self.mode = mode
-        self.store = store or TokenStore(settings.token_store)
-        self.flow = Flow(self.server_url, settings, self.store, mode=mode, ui=ui)
-        self._record: Record | None = None
-        self._secrets: Secrets | None = None
-        self._loaded = False
-        self._lock = anyio.Lock()
-        self._generation = 0
-        self._challenges_401: list[float] = []
-        self._step_ups: list[float] = []
-        self._refreshed_token: str | None = None
-        self._handed_out = False
-
-    def __repr__(self) -> str:
-        return f"OAuthAuthenticator({self.server_url!r}, mode={self.mode!r})"
-
-    # -- the seam
-    async def authorization(self) -> str | None:
-        if not self._loaded:
-            async with self._lock:
-                if not self._loaded:
-                    await self._load()
-        rec, secrets = self._record, self._secrets
-        if rec is None or secrets is None or not secrets.access_token:
-            return None
-        if rec.expired() and (secrets.refresh_token or rec.grant in MACHINE_GRANTS):
-            async with self._lock:
-                if self._record is rec:  # nobody refreshed while we waited
-                    try:
-                        await self._refresh()
-                    except McpCliError:
-                        pass  # the request goes out with the old token; its 401 decides
-        token = self._secrets.access_token if self._secrets else None
-        if token:
-            self._handed_out = True
-        return f"Bearer {token}" if token else None
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        generation = self._generation
-        async with self._lock:
-            if not self._loaded:
-                await self._load()
-            if self._generation != generation:
-                return True  # another request already signed in again
-            if status == 401 and not self._handed_out and self._secrets and self._secrets.access_token:
-                return True  # a stored sign-in exists that the request did not carry yet
-            challenge = parse_www_authenticate(www_authenticate)
-            if status == 403:
-                return await self._step_up(challenge)
-            if status == 401:
-                return await self._on_401(challenge)
-            return False
-
-    # -- internals
-    async def _load(self) -> None:
-        self._loaded = True
-        rec = await _in_thread(self.store.find, self.server_url)
-        if rec is None:
-            return
-        try:
-            secrets = await _in_thread(self.store.secrets_of, rec)
-        except AuthError as exc:
-            # The keyring is unavailable: carry on without stored tokens (a 401 explains).
-            self.flow.ui.notice(f"warning: cannot read the stored sign-in: {exc.message}")
-            return
-        self._record, self._secrets = rec, secrets
-
-    async def _save(self, sign_in: SignIn) -> None:
-        try:
-            await _in_thread(self.store.save, sign_in.record, sign_in.secrets)
-        except AuthError as exc:
-            self.flow.ui.notice(f"warning: signed in, but the tokens could not be stored: {exc.message}")
-        self._record, self._secrets = sign_in.record, sign_in.secrets
-        self._generation += 1
-
-    async def _refresh(self) -> bool:
-        """Refresh under the inter-process lock, adopting another process's refresh if it won."""
-        rec, secrets = self._record, self._secrets
-        if rec is None or secrets is None:
-            return False
-        lock = self.store.locked()
-        await _in_thread(lock.acquire)
-        try:
-            stored = await _in_thread(self.store.find, self.server_url)
-            if stored is not None and stored.issuer == rec.issuer:
-                fresh = await _in_thread(self.store.secrets_of, stored)
-                if fresh.access_token and fresh.access_token != secrets.access_token and not stored.expired():
-                    self._record, self._secrets = stored, fresh
-                    self._generation += 1
-                    return True
-                rec, secrets = stored, fresh
-            try:
-                sign_in = await self.flow.refresh(rec, secrets)
-            except OAuthError as exc:
-                if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
-                    # The refresh token is dead: forget the tokens, keep nothing half-valid.
-                    await _in_thread(self.store.delete, rec)
-                    self._record, self._secrets = None, None
-                raise
-            await self._save(sign_in)
-            self._refreshed_token = sign_in.secrets.access_token
-            return True
-        finally:
-            lock.release()
-
-    def _previous(self) -> tuple[Record, Secrets] | None:
-        if self._record is None or self._secrets is None:
-            return None
-        return self._record, self._secrets
-
-    async def _sign_in(self, challenge: Challenge | None, scope: str | None = None) -> bool:
-        prefer = self._record.issuer if self._record else None
-        disc = await self.flow.discover(challenge, prefer_issuer=prefer)
-        previous = self._previous()
-        if previous is not None and previous[0].issuer != disc.server.issuer:
-            # The server moved to another authorization server (SEP-2352): nothing of the
-            # old one (client registration, tokens) may be presented to the new one.
-            old = previous[0]
-            if old.registration == "pre-registered" and not self.settings.client_id:
-                raise AuthError(
-                    f"the authorization server of {escape_for_display(self.server_url)} changed from "
-                    f"{escape_for_display(old.issuer or '?')!r} to {escape_for_display(disc.server.issuer or '?')!r}; "
-                    "the pre-registered client belongs to the old one",
-                    hint="register a client with the new authorization server and run `mcp auth login --client-id ...`",
-                )
-            previous = None
-        chosen = scope if scope is not None else select_scope(self.settings, disc, challenge)
-        if self.settings.grant in MACHINE_GRANTS:
-            sign_in = await self.flow.machine(disc, chosen, self.settings.grant)
-        elif previous is not None and previous[0].grant in MACHINE_GRANTS:
-            client = client_from_record(previous[0], previous[1], self.settings)
-            sign_in = await self.flow.machine(disc, chosen, previous[0].grant, client)
-        else:
-            sign_in = await self.flow.authorization_code(disc, chosen, previous)
-        await self._save(sign_in)
-        return True
-
-    async def _on_401(self, challenge: Challenge | None) -> bool:
-        if self.mode == "none":
-            raise AuthError(f"{escape_for_display(self.server_url)} requires authorization (--no-auth given)")
-        if _count_recent(self._challenges_401) > MAX_401:
-            raise AuthError(
-                f"{escape_for_display(self.server_url)} keeps refusing authorization (HTTP 401) after signing in",
-                hint="the server may not accept tokens from its own authorization server; check its configuration",
-            )
-        rec, secrets = self._record, self._secrets
-        if rec is not None and secrets is not None and secrets.access_token:
-            # Did another process refresh or sign in meanwhile?
-            stored = await _in_thread(self.store.find, self.server_url)
-            if stored is not None:
-                fresh = await _in_thread(self.store.secrets_of, stored)
-                if fresh.access_token and fresh.access_token != secrets.access_token:
-                    self._record, self._secrets = stored, fresh
-                    self._generation += 1
-                    return True
-            same_as = True
-            if challenge is not None and challenge.resource_metadata:
-                try:
-                    disc = await self.flow.discover(challenge, prefer_issuer=rec.issuer)
-                    same_as = disc.server.issuer == rec.issuer
-                except AuthError:
-                    same_as = True
-            if same_as and self._refreshed_token != secrets.access_token and (
-                secrets.refresh_token or rec.grant in MACHINE_GRANTS
-            ):
-                try:
-                    if await self._refresh():
-                        return True
-                except OAuthError:
-                    pass  # fall through to a new sign-in
-        return await self._sign_in(challenge)
-
-    async def _step_up(self, challenge: Challenge | None) -> bool:
-        if challenge is None or challenge.error != "insufficient_scope":
-            return False
-        if self.mode == "none":
-            return False
-        if _count_recent(self._step_ups) > MAX_STEP_UPS:
-            needed = challenge.scope or "(unspecified)"
-            raise AuthError(
-                f"{escape_for_display(self.server_url)} still reports insufficient_scope (needs "
-                f"{escape_for_display(needed)}) after {MAX_STEP_UPS} attempts to get more scope",
-                hint="the account may not be allowed that scope",
-            )
-        previous = self._record.requested_scope or self._record.scope if self._record else None
-        scope = union_scopes(previous, challenge.scope) if challenge.scope else previous
-        if scope is None and self.settings.scope:
-            scope = self.settings.scope
-        if self.mode == "stored-only" and not (
-            self.settings.grant in MACHINE_GRANTS or (self._record and self._record.grant in MACHINE_GRANTS)
-        ):
-            raise AuthError(
-                f"{escape_for_display(self.server_url)} needs more scope ({escape_for_display(challenge.scope or '?')}) "
-                "and --stored-auth-only forbids signing in again",
-                hint=f"run `mcp auth login {self.settings.name or self.server_url} --scope '{scope or ''}'`",
-            )
-        return await self._sign_in(challenge, scope=scope)
 
 
 def build_authenticator(server_url: str, entry: ServerEntry, options: ConnectOptions) -> Authenticator:
@@ -354,128 +79,3 @@ def build_authenticator(server_url: str, entry: ServerEntry, options: ConnectOpt
     return OAuthAuthenticator(
         server_url, settings, mode=options.auth, ui=ui if isinstance(ui, AuthUI) else None
     )
-
-
-# -- the commands' operations ------------------------------------------------------------------
-
-
-async def probe_challenge(fetcher: Fetcher, server_url: str) -> Challenge | None:
-    """POST an unauthenticated `initialize` to learn the server's 401 challenge, if any."""
-    from mcpcli.transports._http import fetch
-
-    body = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "mcpcli", "version": "auth-probe"},
-        },
-    }
-    try:
-        resp = await fetch(
-            "POST",
-            server_url,
-            headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
-            json_body=body,
-            insecure=fetcher.insecure,
-            timeout=15.0,
-            max_bytes=64 * 1024,
-        )
-    except AuthError:
-        raise
-    except Exception:
-        return None
-    if resp.status not in (401, 403):
-        return None
-    values = [v for k, v in resp.header_list if k == "www-authenticate"]
-    return parse_www_authenticate(values) or Challenge(scheme="Bearer")
-
-
-async def login(
-    server_url: str,
-    settings: AuthSettings,
-    *,
-    ui: AuthUI | None = None,
-    store: TokenStore | None = None,
-    mode: str = "interactive",
-) -> Record:
-    """`mcp auth login`: discover, sign in (or use client credentials), store; returns the record."""
-    store = store or TokenStore(settings.token_store)
-    flow = Flow(server_url, settings, store, mode=mode, ui=ui)
-    await _in_thread(store.check_writable)
-    challenge = await probe_challenge(flow.fetcher, flow.server_url)
-    previous_rec = await _in_thread(store.find, flow.server_url)
-    previous: tuple[Record, Secrets] | None = None
-    if previous_rec is not None:
-        try:
-            previous = (previous_rec, await _in_thread(store.secrets_of, previous_rec))
-        except AuthError:
-            previous = None
-    disc = await flow.discover(
-        challenge,
-        prefer_issuer=previous_rec.issuer if previous_rec else None,
-        legacy_fallback=challenge is not None,
-    )
-    if previous is not None and previous[0].issuer != disc.server.issuer:
-        previous = None
-    scope = select_scope(settings, disc, challenge)
-    if settings.grant in MACHINE_GRANTS:
-        sign_in = await flow.machine(disc, scope, settings.grant)
-    else:
-        sign_in = await flow.authorization_code(disc, scope, previous)
-    await _in_thread(store.save, sign_in.record, sign_in.secrets)
-    return sign_in.record
-
-
-async def access_token(
-    server_url: str, settings: AuthSettings, *, store: TokenStore | None = None
-) -> str:
-    """`mcp auth token`: the stored access token, refreshed if it expired."""
-    auth = OAuthAuthenticator(server_url, settings, mode="stored-only", store=store)
-    header = await auth.authorization()
-    rec = auth._record
-    if header is None or rec is None:
-        raise AuthError(
-            f"not signed in to {escape_for_display(server_url)}",
-            hint=f"run `mcp auth login {settings.name or server_url}`",
-        )
-    if rec.expired(margin=0):
-        raise AuthError(
-            f"the stored token for {escape_for_display(server_url)} has expired and could not be refreshed",
-            hint=f"run `mcp auth login {settings.name or server_url}`",
-        )
-    return header.split(" ", 1)[1]
-
-
-async def logout(
-    rec: Record, settings: AuthSettings, *, store: TokenStore, revoke: bool = True
-) -> bool:
-    """Revoke (RFC 7009, best effort, 5 s) and forget one sign-in; True if revocation succeeded."""
-    revoked = False
-    if revoke and rec.revocation_endpoint:
-        try:
-            secrets = await _in_thread(store.secrets_of, rec)
-        except AuthError:
-            secrets = Secrets()
-        fetcher = Fetcher(rec.server_url, insecure=settings.insecure, timeout=5.0)
-        server = server_from_record(rec)
-        try:
-            client = client_from_record(rec, secrets, settings)
-        except UsageError:
-            client = ClientInfo(client_id=rec.client_id)
-        with anyio.move_on_after(10):
-            for token, hint in ((secrets.refresh_token, "refresh_token"), (secrets.access_token, "access_token")):
-                if not token:
-                    continue
-                try:
-                    revoked = (
-                        await revoke_token(fetcher, server, client, token, hint, rec.revocation_auth_method)
-                        or revoked
-                    )
-                except Exception:  # noqa: S112 - best effort; the local copy goes regardless
-                    continue
-    await _in_thread(store.delete, rec)
-    return revoked
-
