@@ -23,7 +23,8 @@ from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 
 if TYPE_CHECKING:
-    from mcpcli.server.core import Server, ServerConnection, _Continuation
+    from mcpcli.server.core import Server, ServerConnection
+    from mcpcli.server.mrtr import Continuation
 
 __all__ = ["Call", "Invoke", "Outlet", "Rq"]
 
@@ -120,7 +121,7 @@ class Call:
         self._server = server
         #: Answers received so far (2026 era), by the keys the backend chose.
         self.answers: JSON = {}
-        self.cont: _Continuation | None = None
+        self.cont: Continuation | None = None
         self.rebind(rq)
 
     def rebind(self, rq: Rq) -> None:

@@ -20,10 +20,7 @@ are cancelled with their continuation) and the MRTR continuations.
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -36,7 +33,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpcli.errors import ConnectionClosed, RPCError
 from mcpcli.jsonrpc import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -48,20 +44,21 @@ from mcpcli.protocol import (
     CACHEABLE_METHODS,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     PROTOCOL_VERSION_KEY,
     RESOURCE_NOT_FOUND,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
 )
-from mcpcli.server._state import Signer, request_digest
-from mcpcli.server.backend import Backend, InputDeclined, ResourceNotFound
-from mcpcli.server.calls import Call, Invoke, Outlet, Rq
+from mcpcli.server._state import Signer
+from mcpcli.server.backend import Backend, ResourceNotFound
+from mcpcli.server.calls import Outlet, Rq
 from mcpcli.server.meta import LEVEL_RANK, ModernError, RequestMeta, check_version, parse_meta
+from mcpcli.server.mrtr import call_backend
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
+    from mcpcli.server.mrtr import Continuation
     from mcpcli.transports.memory import InProcessTransport
 
 __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
@@ -76,73 +73,8 @@ _LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 _UPDATED = "notifications/resources/updated"
-#: Bound on the accumulated answers carried inside a requestState.
-_MAX_STATE_ANSWERS = 256 * 1024
 #: How many change notifications may wait for one slow subscriber before we drop.
 _SINK_BUFFER = 64
-
-
-class _Continuation:
-    """A 2026 backend call that runs in the server's task group, so that it can be
-    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
-
-    def __init__(self, server: Server, call: Call) -> None:
-        self.server = server
-        self.call = call
-        call.cont = self
-        self.scope = anyio.CancelScope()
-        self.cid: str | None = None
-        self.finished = False
-        self._round = anyio.Event()
-        self._resume: anyio.Event | None = None
-        self._outcome: tuple[str, Any] = ("cancelled", None)
-
-    @property
-    def dead(self) -> bool:
-        return self.finished or self.scope.cancel_called
-
-    async def run(self, invoke: Invoke) -> None:
-        try:
-            with self.scope:
-                try:
-                    result = await invoke(self.call)
-                except Exception as exc:
-                    self._report("error", exc)
-                else:
-                    self._report("done", result)
-        finally:
-            self.finished = True
-            if self.cid is not None and self.server._parked.get(self.cid) is self:
-                del self.server._parked[self.cid]
-            if not self._round.is_set():
-                self._report("cancelled", None)
-
-    def _report(self, kind: str, value: Any) -> None:
-        self._outcome = (kind, value)
-        self._round.set()
-
-    async def suspend(self, missing: dict[str, JSON]) -> None:
-        """Called by the backend (inside ask): hand the request back, wait for the retry."""
-        self._resume = anyio.Event()
-        self._report("input", missing)
-        await self._resume.wait()
-
-    def resume(self) -> None:
-        self.scope.deadline = math.inf
-        if self._resume is not None:
-            self._resume.set()
-
-    async def next_round(self) -> tuple[str, Any]:
-        try:
-            await self._round.wait()
-        except BaseException:
-            # The request was cancelled (client closed the stream, notifications/cancelled).
-            self.scope.cancel()
-            raise
-        outcome = self._outcome
-        if outcome[0] == "input":
-            self._round = anyio.Event()  # for the round after the client's retry
-        return outcome
 
 
 class _Sink:
@@ -263,7 +195,7 @@ class Server:
         self.input_ttl = input_ttl
         self.max_parked = max_parked
         self._signer = Signer(secret)
-        self._parked: OrderedDict[str, _Continuation] = OrderedDict()
+        self._parked: OrderedDict[str, Continuation] = OrderedDict()
         self._sinks: set[_Sink] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
@@ -649,7 +581,7 @@ class Server:
             raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         backend = self.backend
         args: JSON = arguments
-        return await self._invoke(rq, lambda call: backend.call_tool(name, args, call))
+        return await call_backend(self, rq, lambda call: backend.call_tool(name, args, call))
 
     async def _h_prompts_get(self, rq: Rq) -> JSON:
         self._require("prompts")
@@ -665,7 +597,7 @@ class Server:
             raise RPCError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
         backend = self.backend
         args: dict[str, str] = arguments
-        return await self._invoke(rq, lambda call: backend.get_prompt(name, args, call))
+        return await call_backend(self, rq, lambda call: backend.get_prompt(name, args, call))
 
     async def _h_resources_read(self, rq: Rq) -> JSON:
         self._require("resources")
@@ -674,7 +606,7 @@ class Server:
             raise RPCError(INVALID_PARAMS, "Invalid params: resources/read needs a uri")
         backend = self.backend
         try:
-            return await self._invoke(rq, lambda call: backend.read_resource(uri, call))
+            return await call_backend(self, rq, lambda call: backend.read_resource(uri, call))
         except RPCError as exc:
             if not isinstance(exc, ResourceNotFound) and exc.code != RESOURCE_NOT_FOUND:
                 raise
@@ -786,92 +718,3 @@ class Server:
             sink.receive.close()
         # The server ended the subscription (shutdown): a graceful final result.
         return {"_meta": dict(tag)}
-
-    # -- calling the backend -------------------------------------------------------------
-
-    async def _invoke(self, rq: Rq, invoke: Invoke) -> JSON:
-        if rq.era == "legacy":
-            try:
-                return await invoke(Call(self, rq))
-            except InputDeclined as exc:
-                raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
-        try:
-            return await self._mrtr(rq, invoke)
-        except InputDeclined as exc:
-            raise ModernError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"Missing required client capability: {', '.join(exc.capabilities) or exc}",
-                {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
-            ) from None
-
-    async def _mrtr(self, rq: Rq, invoke: Invoke) -> JSON:
-        params = rq.params
-        responses: JSON = {}
-        if "inputResponses" in params:
-            given = params["inputResponses"]
-            if not isinstance(given, dict):
-                raise RPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-            for key, value in given.items():
-                if not isinstance(value, dict):
-                    raise RPCError(
-                        INVALID_PARAMS,
-                        f"Invalid params: inputResponses[{key!r}] must be a result object",
-                    )
-            responses = given
-        digest: str | None = None  # computed only when a round trip is involved
-        answers: JSON = {}
-        cont: _Continuation | None = None
-        if "requestState" in params:
-            digest = request_digest(rq.method, params)
-            state = self._signer.open_request_state(
-                params["requestState"], digest=digest, principal=rq.principal
-            )
-            answers.update(state["a"])
-            cid = state.get("c")
-            if isinstance(cid, str):
-                cont = self._parked.pop(cid, None)
-            if cont is not None and cont.dead:
-                cont = None
-        answers.update(responses)
-        if cont is not None:
-            cont.call.rebind(rq)
-            cont.call.answers.update(responses)
-            cont.resume()
-        else:
-            if self._tg is None:
-                raise RuntimeError("the server is not running (use `async with server:`)")
-            call = Call(self, rq)
-            call.answers = answers
-            cont = _Continuation(self, call)
-            self._tg.start_soon(cont.run, invoke)
-        kind, value = await cont.next_round()
-        if kind == "done":
-            result: JSON = value
-            return result
-        if kind == "error":
-            raise value
-        if kind == "cancelled":
-            raise RPCError(INTERNAL_ERROR, "the call was cancelled")
-        if digest is None:
-            digest = request_digest(rq.method, params)
-        return {
-            "resultType": "input_required",
-            "inputRequests": value,
-            "requestState": self._park(cont, digest, rq.principal),
-        }
-
-    def _park(self, cont: _Continuation, digest: str, principal: str) -> str:
-        cid = secrets.token_urlsafe(12)
-        cont.cid = cid
-        while len(self._parked) >= self.max_parked:
-            _, oldest = self._parked.popitem(last=False)
-            oldest.scope.cancel()
-        self._parked[cid] = cont
-        cont.scope.deadline = anyio.current_time() + self.input_ttl
-        answers = cont.call.answers
-        if len(json.dumps(answers, default=str)) > _MAX_STATE_ANSWERS:
-            answers = {}  # a re-run would ask again; the parked call has them anyway
-        return self._signer.request_state(
-            continuation=cid, digest=digest, principal=principal, ttl=self.input_ttl, answers=answers
-        )
-

@@ -1,0 +1,208 @@
+"""Calling the backend, and the 2026-07-28 multi-round-trip requests (MRTR).
+
+`call_backend` runs one tools/call, prompts/get or resources/read in the request's era.
+A legacy call runs in the handler task and asks the client with server to client
+requests. A 2026 call runs as a `Continuation` in the server's task group: when
+the backend asks for input the request is answered with an `InputRequiredResult`
+whose signed `requestState` names the parked call; the client's retry (with the
+same request, its `inputResponses` and that state) resumes it. A retry whose
+call is gone (expired, evicted, another process) re-runs the backend with the
+answers carried in the state.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcpcli.errors import RPCError
+from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcpcli.server._state import request_digest
+from mcpcli.server.backend import InputDeclined
+from mcpcli.server.calls import Call, Invoke, Rq
+from mcpcli.server.meta import ModernError
+
+if TYPE_CHECKING:
+    from mcpcli.server.core import Server
+
+__all__ = ["Continuation", "call_backend"]
+
+JSON = dict[str, Any]
+
+#: Bound on the accumulated answers carried inside a requestState.
+_MAX_STATE_ANSWERS = 256 * 1024
+
+
+class Continuation:
+    """A 2026 backend call that runs in the server's task group, so that it can be
+    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
+
+    def __init__(self, server: Server, call: Call) -> None:
+        self.server = server
+        self.call = call
+        call.cont = self
+        self.scope = anyio.CancelScope()
+        self.cid: str | None = None
+        self.finished = False
+        self._round = anyio.Event()
+        self._resume: anyio.Event | None = None
+        self._outcome: tuple[str, Any] = ("cancelled", None)
+
+    @property
+    def dead(self) -> bool:
+        return self.finished or self.scope.cancel_called
+
+    async def run(self, invoke: Invoke) -> None:
+        try:
+            with self.scope:
+                try:
+                    result = await invoke(self.call)
+                except Exception as exc:
+                    self._report("error", exc)
+                else:
+                    self._report("done", result)
+        finally:
+            self.finished = True
+            if self.cid is not None and self.server._parked.get(self.cid) is self:
+                del self.server._parked[self.cid]
+            if not self._round.is_set():
+                self._report("cancelled", None)
+
+    def _report(self, kind: str, value: Any) -> None:
+        self._outcome = (kind, value)
+        self._round.set()
+
+    async def suspend(self, missing: dict[str, JSON]) -> None:
+        """Called by the backend (inside ask): hand the request back, wait for the retry."""
+        self._resume = anyio.Event()
+        self._report("input", missing)
+        await self._resume.wait()
+
+    def resume(self) -> None:
+        self.scope.deadline = math.inf
+        if self._resume is not None:
+            self._resume.set()
+
+    async def next_round(self) -> tuple[str, Any]:
+        try:
+            await self._round.wait()
+        except BaseException:
+            # The request was cancelled (client closed the stream, notifications/cancelled).
+            self.scope.cancel()
+            raise
+        outcome = self._outcome
+        if outcome[0] == "input":
+            self._round = anyio.Event()  # for the round after the client's retry
+        return outcome
+
+
+async def call_backend(server: Server, rq: Rq, invoke: Invoke) -> JSON:
+    """Run a backend call in the request's era; `InputDeclined` becomes that era's error."""
+    if rq.era == "legacy":
+        try:
+            return await invoke(Call(server, rq))
+        except InputDeclined as exc:
+            raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
+    try:
+        return await _run_round(server, rq, invoke)
+    except InputDeclined as exc:
+        raise ModernError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: {', '.join(exc.capabilities) or exc}",
+            {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
+        ) from None
+
+
+async def _run_round(server: Server, rq: Rq, invoke: Invoke) -> JSON:
+    """One MRTR round: start or resume the call, then its result or the input it needs."""
+    params = rq.params
+    responses = _input_responses(params)
+    digest: str | None = None  # computed only when a round trip is involved
+    answers: JSON = {}
+    cont: Continuation | None = None
+    if "requestState" in params:
+        digest = request_digest(rq.method, params)
+        cont = _open_state(server, rq, digest, answers)
+    answers.update(responses)
+    if cont is not None:
+        cont.call.rebind(rq)
+        cont.call.answers.update(responses)
+        cont.resume()
+    else:
+        if server._tg is None:
+            raise RuntimeError("the server is not running (use `async with server:`)")
+        call = Call(server, rq)
+        call.answers = answers
+        cont = Continuation(server, call)
+        server._tg.start_soon(cont.run, invoke)
+    kind, value = await cont.next_round()
+    if kind == "done":
+        result: JSON = value
+        return result
+    if kind == "error":
+        raise value
+    if kind == "cancelled":
+        raise RPCError(INTERNAL_ERROR, "the call was cancelled")
+    if digest is None:
+        digest = request_digest(rq.method, params)
+    return {
+        "resultType": "input_required",
+        "inputRequests": value,
+        "requestState": _park(server, cont, digest, rq.principal),
+    }
+
+
+def _input_responses(params: JSON) -> JSON:
+    """The request's `inputResponses` (-32602 unless an object of result objects)."""
+    responses: JSON = {}
+    if "inputResponses" in params:
+        given = params["inputResponses"]
+        if not isinstance(given, dict):
+            raise RPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+        for key, value in given.items():
+            if not isinstance(value, dict):
+                raise RPCError(
+                    INVALID_PARAMS,
+                    f"Invalid params: inputResponses[{key!r}] must be a result object",
+                )
+        responses = given
+    return responses
+
+
+def _open_state(server: Server, rq: Rq, digest: str, answers: JSON) -> Continuation | None:
+    """Verify the request's `requestState`, add its answers to `answers`, and find
+    the parked call it names (None when that call is gone)."""
+    state = server._signer.open_request_state(
+        rq.params["requestState"], digest=digest, principal=rq.principal
+    )
+    answers.update(state["a"])
+    cont: Continuation | None = None
+    cid = state.get("c")
+    if isinstance(cid, str):
+        cont = server._parked.pop(cid, None)
+    if cont is not None and cont.dead:
+        cont = None
+    return cont
+
+
+def _park(server: Server, cont: Continuation, digest: str, principal: str) -> str:
+    """Keep a call waiting for input (evicting the oldest beyond `max_parked`);
+    the signed requestState that resumes it."""
+    cid = secrets.token_urlsafe(12)
+    cont.cid = cid
+    while len(server._parked) >= server.max_parked:
+        _, oldest = server._parked.popitem(last=False)
+        oldest.scope.cancel()
+    server._parked[cid] = cont
+    cont.scope.deadline = anyio.current_time() + server.input_ttl
+    answers = cont.call.answers
+    if len(json.dumps(answers, default=str)) > _MAX_STATE_ANSWERS:
+        answers = {}  # a re-run would ask again; the parked call has them anyway
+    return server._signer.request_state(
+        continuation=cid, digest=digest, principal=principal, ttl=server.input_ttl, answers=answers
+    )
