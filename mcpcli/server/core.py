@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli.errors import ConnectionClosed, RPCError
 from mcpcli.jsonrpc import (
@@ -54,6 +53,13 @@ from mcpcli.server.backend import Backend, ResourceNotFound
 from mcpcli.server.calls import Outlet, Rq
 from mcpcli.server.meta import LEVEL_RANK, ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.server.mrtr import call_backend
+from mcpcli.server.subscriptions import (
+    Sink,
+    change_message,
+    legacy_methods,
+    listen_filter,
+    subscribable,
+)
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
 
@@ -66,44 +72,6 @@ __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
 log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
-
-_LIST_CHANGED = {
-    "tools": "notifications/tools/list_changed",
-    "prompts": "notifications/prompts/list_changed",
-    "resources": "notifications/resources/list_changed",
-}
-_UPDATED = "notifications/resources/updated"
-#: How many change notifications may wait for one slow subscriber before we drop.
-_SINK_BUFFER = 64
-
-
-class _Sink:
-    """One subscriber to change notifications: a legacy connection or a listen stream."""
-
-    def __init__(self, methods: frozenset[str], uris: set[str]) -> None:
-        self.methods = methods
-        self.uris = uris
-        self.active = True
-        send, receive = anyio.create_memory_object_stream[tuple[str, JSON]](_SINK_BUFFER)
-        self.send: MemoryObjectSendStream[tuple[str, JSON]] = send
-        self.receive: MemoryObjectReceiveStream[tuple[str, JSON]] = receive
-
-    def offer(self, method: str, params: JSON) -> None:
-        if not self.active or method not in self.methods:
-            return
-        if method == _UPDATED and params.get("uri") not in self.uris:
-            return
-        try:
-            self.send.send_nowait((method, params))
-        except anyio.WouldBlock:
-            log.debug("dropping %s for a slow subscriber", method)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-
-    def close(self) -> None:
-        self.active = False
-        self.send.close()
-
 
 class ServerConnection:
     """The state of one connection: a stdio process, an in-memory pair, a legacy HTTP session.
@@ -123,10 +91,10 @@ class ServerConnection:
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self.session: Session | None = None
-        self.sink = _Sink(frozenset(), self.subscriptions)
+        self.sink = Sink(frozenset(), self.subscriptions)
         self.sink.active = False
         #: 2026 `subscriptions/listen` streams open on this connection.
-        self.listens: set[_Sink] = set()
+        self.listens: set[Sink] = set()
         #: At end of input, how long the requests already received may take to finish
         #: before they are cancelled (stdio: a grace period; an ended HTTP session: none).
         self.close_grace = 0.0
@@ -196,7 +164,7 @@ class Server:
         self.max_parked = max_parked
         self._signer = Signer(secret)
         self._parked: OrderedDict[str, Continuation] = OrderedDict()
-        self._sinks: set[_Sink] = set()
+        self._sinks: set[Sink] = set()
         self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
         self._depth = 0
@@ -344,7 +312,7 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if "resources" in declared:
             resources: JSON = {"listChanged": True}
-            if self._subscribable(declared):
+            if subscribable(declared):
                 resources["subscribe"] = True
             caps["resources"] = resources
         if "completions" in declared and version != "2024-11-05":
@@ -352,17 +320,8 @@ class Server:
         caps["logging"] = {}
         return caps
 
-    @staticmethod
-    def _subscribable(declared: JSON) -> bool:
-        resources = declared.get("resources")
-        return isinstance(resources, dict) and bool(resources.get("subscribe"))
-
     def _legacy_notifications(self) -> frozenset[str]:
-        declared = self.backend.capabilities()
-        methods = {_LIST_CHANGED[kind] for kind in ("tools", "prompts", "resources") if kind in declared}
-        if self._subscribable(declared):
-            methods.add(_UPDATED)
-        return frozenset(methods)
+        return legacy_methods(self.backend.capabilities())
 
     async def tool(self, name: str) -> JSON | None:
         """A tool's definition (cached until the backend announces a tools change)."""
@@ -386,15 +345,10 @@ class Server:
     def _fan_out(self, kind: str, uri: str | None) -> None:
         if kind == "tools":
             self._tools = None
-        if kind == "resource":
-            if uri is None:
-                return
-            method, params = _UPDATED, {"uri": uri}
-        elif kind in _LIST_CHANGED:
-            method, params = _LIST_CHANGED[kind], {}
-        else:
-            log.debug("ignoring unknown change kind %r", kind)
+        message = change_message(kind, uri)
+        if message is None:
             return
+        method, params = message
         self._server_info = dict(self.backend.server_info())
         for sink in list(self._sinks):
             sink.offer(method, params)
@@ -628,7 +582,7 @@ class Server:
         return {}
 
     def _subscription_uri(self, rq: Rq) -> str:
-        if not self._subscribable(self.backend.capabilities()):
+        if not subscribable(self.backend.capabilities()):
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         uri = rq.params.get("uri")
         if not isinstance(uri, str):
@@ -677,29 +631,10 @@ class Server:
         wanted = rq.params.get("notifications", {})
         if not isinstance(wanted, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
-        declared = self.backend.capabilities()
-        honoured: JSON = {}
-        methods: set[str] = set()
-        for flag, kind in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
-            if wanted.get(flag) is True and kind in declared:
-                honoured[flag] = True
-                methods.add(_LIST_CHANGED[kind])
-        uris: set[str] = set()
-        subscriptions = wanted.get("resourceSubscriptions")
-        if subscriptions is not None:
-            if not isinstance(subscriptions, list) or not all(isinstance(u, str) for u in subscriptions):
-                raise RPCError(INVALID_PARAMS, "Invalid params: resourceSubscriptions must be URIs")
-            if subscriptions and self._subscribable(declared):
-                honoured["resourceSubscriptions"] = list(dict.fromkeys(subscriptions))
-                uris.update(subscriptions)
-                methods.add(_UPDATED)
+        honoured, methods, uris = listen_filter(wanted, self.backend.capabilities())
         sid = rq.request.id
         tag = {SUBSCRIPTION_ID_KEY: sid}
-        sink = _Sink(frozenset(methods), uris)
+        sink = Sink(frozenset(methods), uris)
         self._sinks.add(sink)
         if rq.channel is not None:
             rq.channel.listens.add(sink)

@@ -1,0 +1,125 @@
+"""Change notifications and who receives them.
+
+A backend announces changes (`tools`, `prompts`, `resources` lists; one
+`resource` by URI); the server offers the matching notification to every
+`Sink`. A legacy connection has one sink, active once initialized, for the
+`list_changed` kinds its server declares and the URIs it subscribed to
+(`resources/subscribe`); each 2026-07-28 `subscriptions/listen` stream has its
+own, for what it asked and the server honoured. A slow subscriber loses
+notifications rather than holding up the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli.errors import RPCError
+from mcpcli.jsonrpc import INVALID_PARAMS
+
+__all__ = [
+    "LIST_CHANGED",
+    "UPDATED",
+    "Sink",
+    "change_message",
+    "legacy_methods",
+    "listen_filter",
+    "subscribable",
+]
+
+log = logging.getLogger("mcpcli.server")
+
+JSON = dict[str, Any]
+
+LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+UPDATED = "notifications/resources/updated"
+#: How many change notifications may wait for one slow subscriber before we drop.
+_SINK_BUFFER = 64
+#: `subscriptions/listen` flags and the capability each needs.
+_LISTEN_FLAGS = (
+    ("toolsListChanged", "tools"),
+    ("promptsListChanged", "prompts"),
+    ("resourcesListChanged", "resources"),
+)
+
+
+class Sink:
+    """One subscriber to change notifications: a legacy connection or a listen stream."""
+
+    def __init__(self, methods: frozenset[str], uris: set[str]) -> None:
+        self.methods = methods
+        self.uris = uris
+        self.active = True
+        send, receive = anyio.create_memory_object_stream[tuple[str, JSON]](_SINK_BUFFER)
+        self.send: MemoryObjectSendStream[tuple[str, JSON]] = send
+        self.receive: MemoryObjectReceiveStream[tuple[str, JSON]] = receive
+
+    def offer(self, method: str, params: JSON) -> None:
+        if not self.active or method not in self.methods:
+            return
+        if method == UPDATED and params.get("uri") not in self.uris:
+            return
+        try:
+            self.send.send_nowait((method, params))
+        except anyio.WouldBlock:
+            log.debug("dropping %s for a slow subscriber", method)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def close(self) -> None:
+        self.active = False
+        self.send.close()
+
+
+def subscribable(declared: JSON) -> bool:
+    """Whether the backend's declared capabilities allow resource subscriptions."""
+    resources = declared.get("resources")
+    return isinstance(resources, dict) and bool(resources.get("subscribe"))
+
+
+def legacy_methods(declared: JSON) -> frozenset[str]:
+    """The notifications an initialized legacy connection receives."""
+    methods = {LIST_CHANGED[kind] for kind in ("tools", "prompts", "resources") if kind in declared}
+    if subscribable(declared):
+        methods.add(UPDATED)
+    return frozenset(methods)
+
+
+def change_message(kind: str, uri: str | None) -> tuple[str, JSON] | None:
+    """The notification announcing a backend change (None: nothing to announce)."""
+    if kind == "resource":
+        if uri is None:
+            return None
+        return UPDATED, {"uri": uri}
+    if kind in LIST_CHANGED:
+        return LIST_CHANGED[kind], {}
+    log.debug("ignoring unknown change kind %r", kind)
+    return None
+
+
+def listen_filter(wanted: JSON, declared: JSON) -> tuple[JSON, set[str], set[str]]:
+    """What a `subscriptions/listen` request gets: the honoured notifications (its
+    acknowledgement), their methods and the resource URIs (-32602 when malformed)."""
+    honoured: JSON = {}
+    methods: set[str] = set()
+    for flag, kind in _LISTEN_FLAGS:
+        if wanted.get(flag) is True and kind in declared:
+            honoured[flag] = True
+            methods.add(LIST_CHANGED[kind])
+    uris: set[str] = set()
+    subscriptions = wanted.get("resourceSubscriptions")
+    if subscriptions is not None:
+        if not isinstance(subscriptions, list) or not all(isinstance(u, str) for u in subscriptions):
+            raise RPCError(INVALID_PARAMS, "Invalid params: resourceSubscriptions must be URIs")
+        if subscriptions and subscribable(declared):
+            honoured["resourceSubscriptions"] = list(dict.fromkeys(subscriptions))
+            uris.update(subscriptions)
+            methods.add(UPDATED)
+    return honoured, methods, uris
