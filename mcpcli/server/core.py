@@ -16,6 +16,11 @@ the stateless HTTP path calls `handle_modern` directly. The runtime owns
 pagination (opaque signed cursors), log-level filtering, strictly increasing
 progress, cancellation (the Session cancels the handler task; parked 2026 calls
 are cancelled with their continuation) and the MRTR continuations.
+
+This module is the dispatcher and the connection state; the rest lives in
+`meta` (2026 `_meta` validation), `handlers` (one per method), `calls` (the
+backend's `CallContext`), `mrtr` (continuations, signed requestState) and
+`subscriptions` (change notifications).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -39,27 +43,18 @@ from mcpcli.jsonrpc import (
     Request,
 )
 from mcpcli.protocol import (
-    ALL_VERSIONS,
     CACHEABLE_METHODS,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
     PROTOCOL_VERSION_KEY,
-    RESOURCE_NOT_FOUND,
     SERVER_INFO_KEY,
-    SUBSCRIPTION_ID_KEY,
 )
 from mcpcli.server._state import Signer
-from mcpcli.server.backend import Backend, ResourceNotFound
+from mcpcli.server.backend import Backend
 from mcpcli.server.calls import Outlet, Rq
-from mcpcli.server.meta import LEVEL_RANK, ModernError, RequestMeta, check_version, parse_meta
-from mcpcli.server.mrtr import call_backend
-from mcpcli.server.subscriptions import (
-    Sink,
-    change_message,
-    legacy_methods,
-    listen_filter,
-    subscribable,
-)
+from mcpcli.server.handlers import Handlers
+from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
+from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, subscribable
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
 
@@ -72,6 +67,7 @@ __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
 log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
+
 
 class ServerConnection:
     """The state of one connection: a stdio process, an in-memory pair, a legacy HTTP session.
@@ -173,32 +169,9 @@ class Server:
         self._server_info: JSON = dict(backend.server_info())
         self._tools: dict[str, JSON] | None = None
         backend.set_change_listener(self._on_change)
-        self._legacy = {
-            "ping": self._h_ping,
-            "logging/setLevel": self._h_set_level,
-            "tools/list": self._h_tools_list,
-            "tools/call": self._h_tools_call,
-            "prompts/list": self._h_prompts_list,
-            "prompts/get": self._h_prompts_get,
-            "resources/list": self._h_resources_list,
-            "resources/templates/list": self._h_templates_list,
-            "resources/read": self._h_resources_read,
-            "resources/subscribe": self._h_subscribe,
-            "resources/unsubscribe": self._h_unsubscribe,
-            "completion/complete": self._h_complete,
-        }
-        self._modern = {
-            "server/discover": self._h_discover,
-            "tools/list": self._h_tools_list,
-            "tools/call": self._h_tools_call,
-            "prompts/list": self._h_prompts_list,
-            "prompts/get": self._h_prompts_get,
-            "resources/list": self._h_resources_list,
-            "resources/templates/list": self._h_templates_list,
-            "resources/read": self._h_resources_read,
-            "completion/complete": self._h_complete,
-            "subscriptions/listen": self._h_listen,
-        }
+        handlers = Handlers(self)
+        self._legacy = handlers.legacy()
+        self._modern = handlers.modern()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -463,193 +436,3 @@ class Server:
             if out.get("cacheScope") not in ("public", "private"):
                 out["cacheScope"] = self.cache_scope
         return out
-
-    # -- handlers ------------------------------------------------------------------------
-
-    def _require(self, kind: str) -> None:
-        if kind not in self.backend.capabilities():
-            raise ModernError(METHOD_NOT_FOUND, f"Method not found: this server has no {kind}", status=404)
-
-    async def _h_ping(self, rq: Rq) -> JSON:
-        return {}
-
-    async def _h_set_level(self, rq: Rq) -> JSON:
-        level = rq.params.get("level")
-        if level not in LEVEL_RANK:
-            raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
-        assert rq.conn is not None
-        rq.conn.log_level = level
-        return {}
-
-    async def _h_discover(self, rq: Rq) -> JSON:
-        result: JSON = {
-            "supportedVersions": list(ALL_VERSIONS),
-            "capabilities": self.capabilities(rq.version),
-        }
-        instructions = self.backend.instructions()
-        if instructions:
-            result["instructions"] = instructions
-        return result
-
-    async def _page(
-        self, rq: Rq, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
-    ) -> JSON:
-        cursor = rq.params.get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: cursor must be a string")
-        offset = self._signer.offset(rq.method, cursor) if cursor else 0
-        items = await fetch()
-        end = offset + self.page_size
-        if offset == 0 and len(items) <= end:
-            return {key: items}
-        result: JSON = {key: items[offset:end]}
-        if end < len(items):
-            result["nextCursor"] = self._signer.cursor(rq.method, end)
-        return result
-
-    async def _h_tools_list(self, rq: Rq) -> JSON:
-        self._require("tools")
-        return await self._page(rq, "tools", self.backend.list_tools)
-
-    async def _h_prompts_list(self, rq: Rq) -> JSON:
-        self._require("prompts")
-        return await self._page(rq, "prompts", self.backend.list_prompts)
-
-    async def _h_resources_list(self, rq: Rq) -> JSON:
-        self._require("resources")
-        return await self._page(rq, "resources", self.backend.list_resources)
-
-    async def _h_templates_list(self, rq: Rq) -> JSON:
-        self._require("resources")
-        return await self._page(rq, "resourceTemplates", self.backend.list_resource_templates)
-
-    async def _h_tools_call(self, rq: Rq) -> JSON:
-        self._require("tools")
-        name = rq.params.get("name")
-        if not isinstance(name, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: tools/call needs a tool name")
-        arguments = rq.params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-        backend = self.backend
-        args: JSON = arguments
-        return await call_backend(self, rq, lambda call: backend.call_tool(name, args, call))
-
-    async def _h_prompts_get(self, rq: Rq) -> JSON:
-        self._require("prompts")
-        name = rq.params.get("name")
-        if not isinstance(name, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: prompts/get needs a prompt name")
-        arguments = rq.params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict) or not all(
-            isinstance(v, str) for v in arguments.values()
-        ):
-            raise RPCError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
-        backend = self.backend
-        args: dict[str, str] = arguments
-        return await call_backend(self, rq, lambda call: backend.get_prompt(name, args, call))
-
-    async def _h_resources_read(self, rq: Rq) -> JSON:
-        self._require("resources")
-        uri = rq.params.get("uri")
-        if not isinstance(uri, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: resources/read needs a uri")
-        backend = self.backend
-        try:
-            return await call_backend(self, rq, lambda call: backend.read_resource(uri, call))
-        except RPCError as exc:
-            if not isinstance(exc, ResourceNotFound) and exc.code != RESOURCE_NOT_FOUND:
-                raise
-            data = exc.data if isinstance(exc.data, dict) else {}
-            data = {**data, "uri": data.get("uri", uri)}
-            code = INVALID_PARAMS if rq.era == "modern" else RESOURCE_NOT_FOUND
-            raise RPCError(code, exc.rpc_message, data) from None
-
-    async def _h_subscribe(self, rq: Rq) -> JSON:
-        uri = self._subscription_uri(rq)
-        assert rq.conn is not None
-        rq.conn.subscriptions.add(uri)
-        return {}
-
-    async def _h_unsubscribe(self, rq: Rq) -> JSON:
-        uri = self._subscription_uri(rq)
-        assert rq.conn is not None
-        rq.conn.subscriptions.discard(uri)
-        return {}
-
-    def _subscription_uri(self, rq: Rq) -> str:
-        if not subscribable(self.backend.capabilities()):
-            raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
-        uri = rq.params.get("uri")
-        if not isinstance(uri, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
-        return uri
-
-    async def _h_complete(self, rq: Rq) -> JSON:
-        self._require("completions")
-        ref = rq.params.get("ref")
-        argument = rq.params.get("argument")
-        context = rq.params.get("context")
-        if (
-            not isinstance(ref, dict)
-            or ref.get("type") not in ("ref/prompt", "ref/resource")
-            or not isinstance(ref.get("name" if ref.get("type") == "ref/prompt" else "uri"), str)
-        ):
-            raise RPCError(INVALID_PARAMS, "Invalid params: ref must be a ref/prompt or ref/resource")
-        if (
-            not isinstance(argument, dict)
-            or not isinstance(argument.get("name"), str)
-            or not isinstance(argument.get("value"), str)
-        ):
-            raise RPCError(INVALID_PARAMS, "Invalid params: argument needs a name and a value")
-        if context is None:
-            context = {}
-        elif not isinstance(context, dict):
-            raise RPCError(INVALID_PARAMS, "Invalid params: context must be an object")
-        result = await self.backend.complete(ref, argument, context)
-        completion = result.get("completion") if isinstance(result, dict) else None
-        if not isinstance(completion, dict):
-            completion = {}
-        values = completion.get("values")
-        values = [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
-        out: JSON = {"values": values[:100]}
-        if len(values) > 100:
-            out["hasMore"] = True
-            total = completion.get("total")
-            out["total"] = total if isinstance(total, int) and total >= len(values) else len(values)
-        else:
-            for key in ("total", "hasMore"):
-                if key in completion:
-                    out[key] = completion[key]
-        return {"completion": out}
-
-    async def _h_listen(self, rq: Rq) -> JSON:
-        wanted = rq.params.get("notifications", {})
-        if not isinstance(wanted, dict):
-            raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
-        honoured, methods, uris = listen_filter(wanted, self.backend.capabilities())
-        sid = rq.request.id
-        tag = {SUBSCRIPTION_ID_KEY: sid}
-        sink = Sink(frozenset(methods), uris)
-        self._sinks.add(sink)
-        if rq.channel is not None:
-            rq.channel.listens.add(sink)
-        try:
-            await rq.outlet.notify(
-                "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
-            )
-            async with sink.receive:
-                async for method, params in sink.receive:
-                    await rq.outlet.notify(method, {**params, "_meta": tag})
-        finally:
-            self._sinks.discard(sink)
-            if rq.channel is not None:
-                rq.channel.listens.discard(sink)
-            sink.close()
-            sink.receive.close()
-        # The server ended the subscription (shutdown): a graceful final result.
-        return {"_meta": dict(tag)}
