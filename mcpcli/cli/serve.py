@@ -125,7 +125,7 @@ def serve(
     if file is None:
         raise UsageError("missing FILE", hint="mcp serve tools.yaml (or --example, --print-schema)")
 
-    from mcpcli.serve.model import load_config
+    from mcpcli.serve.load import load_config
 
     try:
         config = load_config(file)

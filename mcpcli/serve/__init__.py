@@ -1,6 +1,6 @@
 """`mcp serve tools.yaml`: tools, resources and prompts backed by commands and files.
 
-* `model` loads and checks a tools.yaml file into an immutable `Config`
+* `load` loads and checks a tools.yaml file into an immutable `model.Config`
   (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`);
 * `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`;
 * `invoke` turns arguments into argv/env/stdin, `process` runs the command in its

@@ -29,6 +29,7 @@ from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.serve import templating
 from mcpcli.serve.channel import ChannelDirectory, ChannelServer
 from mcpcli.serve.invoke import ArgumentProblems, build_command, check_arguments
+from mcpcli.serve.load import load_config
 from mcpcli.serve.model import (
     MISSING,
     Config,
@@ -38,7 +39,6 @@ from mcpcli.serve.model import (
     Resource,
     RunSpec,
     Tool,
-    load_config,
 )
 from mcpcli.serve.process import RunResult, SpawnError, run_process, signal_name
 from mcpcli.serve.results import Masker, error_result, tool_result

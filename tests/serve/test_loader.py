@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, mcp
 
-from mcpcli.serve.model import ToolsFileError, load_config, parse_config
+from mcpcli.serve.load import ToolsFileError, load_config, parse_config
 
 HEAD = "version: 1\n"
 
