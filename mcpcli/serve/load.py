@@ -1,7 +1,7 @@
 """Load a tools.yaml file into an immutable, fully checked `Config` snapshot.
 
 Steps: strict YAML (`yamlstrict`), `${VAR}` interpolation, structural validation
-against the published JSON Schema (`tools.schema.json`), then semantic checks
+against the published JSON Schema (`structure`, `tools.schema.json`), then semantic checks
 (placeholders refer to declared parameters, no `{{ }}` in shell scripts, no
 parameter mapped into code-loading variables, defaults valid against their own
 schema, secrets resolvable...). Every problem carries `file:line:col`; all of
@@ -47,11 +47,11 @@ from mcpcli.serve.model import (
     When,
     parse_duration,
     parse_size,
-    schema_text,
 )
 from mcpcli.serve.model import (
     MISSING as _MISSING,
 )
+from mcpcli.serve.structure import describe_path, schema_problems
 from mcpcli.serve.templating import Template
 from mcpcli.serve.yamlstrict import Marks, Path, Problem, YamlProblems
 from mcpcli.serve.yamlstrict import load as load_yaml
@@ -120,7 +120,7 @@ def parse_config(data: bytes | str, path: str, *, environ: dict[str, str] | None
     raw = _interpolate(raw, (), marks, env, problems)
     if problems:
         raise ToolsFileError(problems)
-    problems.extend(_schema_problems(raw, marks))
+    problems.extend(schema_problems(raw, marks))
     if problems:
         raise ToolsFileError(_dedupe(problems))
     builder = _Builder(raw, marks, path, env)
@@ -166,138 +166,6 @@ def _interpolate(value: Any, path: Path, marks: Marks, env: dict[str, str], prob
         return ""
 
     return _VAR.sub(replace, value)
-
-
-# -- structural validation -------------------------------------------------------------------
-
-_SCHEMA_VALIDATOR: Any = None
-
-
-def _validator() -> Any:
-    global _SCHEMA_VALIDATOR
-    if _SCHEMA_VALIDATOR is None:
-        import jsonschema
-
-        _SCHEMA_VALIDATOR = jsonschema.Draft202012Validator(json.loads(schema_text()))
-    return _SCHEMA_VALIDATOR
-
-
-def describe_path(path: Path, data: Any) -> str:
-    """`tools[2].run.timeout` -> `tool 'grep': run.timeout` (names are friendlier than indexes)."""
-    out = ""
-    node = data
-    rest = list(path)
-    prefix = ""
-    if len(rest) >= 2 and rest[0] in ("tools", "prompts", "resources") and isinstance(rest[1], int):
-        section, index = rest[0], rest[1]
-        try:
-            item = data[section][index]
-        except (KeyError, IndexError, TypeError):
-            item = None
-        label = None
-        if isinstance(item, dict):
-            label = item.get("name") or item.get("uri") or item.get("uri_template")
-        kind = {"tools": "tool", "prompts": "prompt", "resources": "resource"}[section]
-        prefix = f"{kind} {label!r}" if isinstance(label, str) else f"{section}[{index}]"
-        rest = rest[2:]
-        node = item
-    for part in rest:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-        node = node[part] if isinstance(node, (dict, list)) else None
-    if prefix and out:
-        return f"{prefix}: {out}"
-    return prefix or out or "the file"
-
-
-_TYPE_NAMES = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "true or false",
-               "array": "a list", "object": "a mapping", "null": "nothing"}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
-
-
-def _schema_problems(data: JSON, marks: Marks) -> list[Problem]:
-    problems: list[Problem] = []
-    for error in _validator().iter_errors(data):
-        problems.extend(_explain(error, data, marks))
-    return problems
-
-
-def _explain(error: Any, data: JSON, marks: Marks) -> list[Problem]:
-    path = tuple(error.absolute_path)
-    where = describe_path(path, data)
-    validator = error.validator
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list((schema.get("properties") or {}).keys())
-        patterns = list((schema.get("patternProperties") or {}).keys())
-        out = []
-        for key in error.instance:
-            if key in allowed or any(re.match(p, str(key)) for p in patterns):
-                continue
-            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else (
-                "known keys: " + ", ".join(allowed) if allowed else None)
-            if not allowed and isinstance(schema.get("additionalProperties"), bool):
-                hint = None
-            out.append(marks.problem((*path, key), f"{describe_path((*path, key), data)}: unknown key {key!r}",
-                                     hint, key=True))
-        return out
-    if validator == "required":
-        missing = [r for r in error.validator_value if r not in error.instance]
-        return [marks.problem(path, f"{where}: missing required key {name!r}") for name in missing]
-    if validator == "type":
-        expected = error.validator_value
-        names = [expected] if isinstance(expected, str) else list(expected)
-        wanted = " or ".join(_TYPE_NAMES.get(n, n) for n in names)
-        hint = None
-        plain = marks.plain.get(path)
-        if "string" in names and plain is not None:
-            hint = f"quote it: '{plain}'"
-        return [marks.problem(path, f"{where}: expected {wanted}, got {_json_type(error.instance)}", hint)]
-    if validator == "enum":
-        options = ", ".join(json.dumps(o) for o in error.validator_value)
-        hint = None
-        if isinstance(error.instance, str):
-            close = difflib.get_close_matches(error.instance, [str(o) for o in error.validator_value], n=1)
-            hint = f"did you mean {close[0]!r}?" if close else None
-        return [marks.problem(path, f"{where}: {json.dumps(error.instance)} is not one of {options}", hint)]
-    if validator == "const":
-        return [marks.problem(path, f"{where}: must be {json.dumps(error.validator_value)}")]
-    if validator in ("anyOf", "oneOf"):
-        message = schema.get("errorMessage")
-        if not message:
-            import jsonschema
-
-            best = jsonschema.exceptions.best_match(error.context) if error.context else None
-            if best is not None:
-                return _explain(best, data, marks)
-            message = "has an unexpected form"
-        plain = marks.plain.get(path)
-        hint = f"quote it: '{plain}'" if plain is not None and not isinstance(error.instance, str) else None
-        return [marks.problem(path, f"{where}: {message}, got {_json_type(error.instance)}", hint)]
-    if validator == "pattern":
-        message = schema.get("errorMessage") or f"{error.instance!r} does not match {error.validator_value}"
-        return [marks.problem(path, f"{where}: {message}")]
-    if validator == "propertyNames":
-        return [marks.problem(path, f"{where}: {error.message}")]
-    return [marks.problem(path, f"{where}: {error.message}")]
 
 
 # -- semantic building ---------------------------------------------------------------------
