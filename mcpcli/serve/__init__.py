@@ -1,7 +1,8 @@
 """`mcp serve tools.yaml`: tools, resources and prompts backed by commands and files.
 
 * `load` loads and checks a tools.yaml file into an immutable `model.Config`
-  (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`);
+  (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`
+  checked by `structure`, then the `build*` modules check the meaning);
 * `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`;
 * `invoke` turns arguments into argv/env/stdin, `process` runs the command in its
   own process group, `results` maps the output to a CallToolResult;

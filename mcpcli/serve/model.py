@@ -1,8 +1,10 @@
 """The tools.yaml model: the immutable `Config` snapshot and what it is made of.
 
-`load.load_config` reads and checks a tools.yaml file into a `Config`. This
-module holds the dataclasses, the format's defaults and the small value parsers
-they share.
+`load.load_config` reads a tools.yaml file into a `Config`: strict YAML,
+`${VAR}` interpolation, structural validation against `tools.schema.json`
+(`structure`), then the `build*` modules check the meaning and build these
+objects. This module holds the dataclasses, the format's defaults and the small
+value parsers they share.
 
 A `Config` is never mutated: a reload builds a new one and swaps it, and a call
 keeps using the snapshot it started with.
