@@ -42,7 +42,7 @@ import secrets
 import socket
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -69,6 +69,17 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.protocol import ALL_VERSIONS, HEADER_MISMATCH, LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import ModernError, Server, ServerConnection
+from mcpcli.server.http_asgi import (
+    Disconnected,
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    plain,
+    read_body,
+)
+from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
@@ -79,10 +90,6 @@ __all__ = ["HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
 
 log = logging.getLogger("mcpcli.server.http")
 
-JSON = dict[str, Any]
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 TOKEN_ENV = "MCP_SERVE_TOKEN"  # noqa: S105 - the name of a variable, not a secret
@@ -128,10 +135,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
-
-
-def _error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
-    return jsonrpc.encode(ErrorResponse(request_id, ErrorObject(code, message, data)))
 
 
 def _decode_header_value(raw: str) -> str:
@@ -190,40 +193,6 @@ def _same_value(header: str, value: Any) -> bool:
     return False
 
 
-class _Headers:
-    """Request headers by lower-case name; a repeated header counts as ambiguous."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        values: dict[str, list[str]] = {}
-        for name, value in raw:
-            values.setdefault(name.decode("latin-1").lower(), []).append(
-                value.decode("latin-1").strip(" \t")
-            )
-        self._values = values
-
-    def get(self, name: str) -> str | None:
-        found = self._values.get(name)
-        return found[-1] if found else None
-
-    def only(self, name: str) -> str | None:
-        """The single value of a header; ValueError when it was sent more than once."""
-        found = self._values.get(name)
-        if not found:
-            return None
-        if len(found) > 1:
-            raise ValueError(f"{name} was sent more than once")
-        return found[0]
-
-    def names(self) -> Iterable[str]:
-        return self._values.keys()
-
-
-class _Disconnected(Exception):
-    """The client went away while we were reading its request."""
-
-
 #: Events kept per stream for clients that resume with Last-Event-ID, and streams per session.
 REPLAY_EVENTS = 256
 REPLAY_STREAMS = 64
@@ -262,202 +231,6 @@ class _Replay:
         await self._changed.wait()
 
 
-class _Exchange:
-    """One HTTP response carrying JSON-RPC messages: a single JSON body, or an SSE stream.
-
-    It is also the `Outlet` of a stateless request: notifications turn it into a
-    stream. Legacy sessions deliver routed messages through `offer`.
-    """
-
-    def __init__(
-        self,
-        send: Send,
-        tg: anyio.abc.TaskGroup,
-        *,
-        sse_ok: bool,
-        keepalive: float,
-        headers: list[tuple[bytes, bytes]] | None = None,
-        session: _LegacySession | None = None,
-    ) -> None:
-        self._send = send
-        self._tg = tg
-        self.sse_ok = sse_ok
-        self._keepalive = keepalive
-        self.headers = headers or []
-        #: The legacy session whose stream this is (event ids, resumption), if any.
-        self.session = session
-        self.replay: _Replay | None = None
-        self.sse = False
-        self.started = False
-        self.done = False
-        #: The HTTP response is over (the client left, or the server closed it for
-        #: polling) while messages may still come: they are only kept for resumption.
-        self.http_closed = False
-        self._lock = anyio.Lock()
-        self._last_write = 0.0
-        # Legacy routing: ids of the requests this exchange answers.
-        self.request_ids: set[RequestId] = set()
-        self.batch = False
-        self.queue_send: MemoryObjectSendStream[Message | Batch] | None = None
-        self.queue: MemoryObjectReceiveStream[Message | Batch] | None = None
-
-    def open_queue(self) -> MemoryObjectReceiveStream[Message | Batch]:
-        """Messages routed to this exchange by a legacy session (the caller closes it)."""
-        self.queue_send, self.queue = anyio.create_memory_object_stream[Message | Batch](256)
-        return self.queue
-
-    def close_queue(self) -> None:
-        if self.queue_send is not None:
-            self.queue_send.close()
-        if self.queue is not None:
-            self.queue.close()
-
-    # -- outlet (stateless requests) ---------------------------------------------------
-
-    async def notify(self, method: str, params: JSON | None = None) -> None:
-        await self.write(Notification(method, params))
-
-    async def send_request(
-        self, method: str, params: JSON | None = None, *, timeout: float | None = None
-    ) -> JSON:
-        raise RPCError(INTERNAL_ERROR, "a 2026-07-28 server cannot send requests to the client")
-
-    # -- writing -----------------------------------------------------------------------
-
-    async def _start_sse(self, retry_ms: int | None = None) -> None:
-        if self.started:
-            return
-        self.started = self.sse = True
-        headers = [
-            (b"content-type", b"text/event-stream"),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-            *self.headers,
-        ]
-        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
-        self._last_write = anyio.current_time()
-        session = self.session
-        if session is not None and not session.sse_transport:
-            self.replay = session.new_replay()
-            if session.conn.version == "2025-11-25":
-                # SEP-1699: a priming event (an id, no data) so the client can resume at once.
-                retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
-                await self._chunk(b"id: " + self.replay.event_id(0) + b"\n" + retry + b"data: \n\n")
-        if self._keepalive > 0:
-            self._tg.start_soon(self._keep_alive)
-
-    async def _keep_alive(self) -> None:
-        while True:
-            await anyio.sleep(max(0.05, self._last_write + self._keepalive - anyio.current_time()))
-            if self.done or self.http_closed:
-                return
-            if anyio.current_time() - self._last_write >= self._keepalive:
-                async with self._lock:
-                    if not (self.done or self.http_closed):
-                        await self._chunk(b":\n\n")
-
-    async def _chunk(self, data: bytes) -> None:
-        self._last_write = anyio.current_time()
-        await self._send({"type": "http.response.body", "body": data, "more_body": True})
-
-    async def event(self, data: bytes, event: bytes = b"message") -> None:
-        """One SSE event (starting the stream if needed), recorded for resumption."""
-        async with self._lock:
-            if not self.done:
-                await self._event(data, event)
-
-    async def _event(self, data: bytes, event: bytes = b"message", *, final: bool = False) -> None:
-        if not self.http_closed:
-            await self._start_sse()
-        ident = b""
-        if self.replay is not None and event == b"message":
-            ident = b"id: " + self.replay.event_id(self.replay.add(data, final=final)) + b"\n"
-        if not self.http_closed:
-            await self._chunk(ident + b"event: " + event + b"\ndata: " + data + b"\n\n")
-
-    async def write(self, message: Message | Batch) -> None:
-        """A message before the final one: it needs a stream (dropped if SSE is not accepted)."""
-        if not self.sse_ok:
-            log.debug("dropping a message: the client does not accept text/event-stream")
-            return
-        await self.event(jsonrpc.encode(message))
-
-    async def finish(self, message: Message | Batch, status: int = 200) -> None:
-        """The final message: a JSON body, or the last event of the stream."""
-        await self.finish_raw(jsonrpc.encode(message), status)
-
-    async def finish_raw(self, body: bytes, status: int = 200) -> None:
-        async with self._lock:
-            if self.done:
-                return
-            if self.sse:
-                await self._event(body, final=True)
-                if not self.http_closed:
-                    await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-            else:
-                self.started = True
-                headers = [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode("ascii")),
-                    *self.headers,
-                ]
-                await self._send({"type": "http.response.start", "status": status, "headers": headers})
-                await self._send({"type": "http.response.body", "body": body, "more_body": False})
-            self.done = True
-
-    async def poll_close(self, retry_ms: int) -> None:
-        """Close the HTTP response now, asking the client to resume after `retry_ms`;
-        the request goes on and its messages wait for the client's GET."""
-        async with self._lock:
-            if self.done or self.http_closed:
-                return
-            if not self.started:
-                await self._start_sse(retry_ms)
-            else:
-                await self._chunk(b"retry: %d\n\n" % retry_ms)
-            self.http_closed = True
-            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    async def close(self) -> None:
-        """End an SSE stream without a final message (or answer 202 if nothing was sent)."""
-        async with self._lock:
-            if self.done:
-                return
-            self.done = True
-            if self.replay is not None:
-                self.replay.finish()
-            if self.http_closed:
-                return
-            if self.started:
-                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-            else:
-                headers = [(b"content-length", b"0"), *self.headers]
-                await self._send({"type": "http.response.start", "status": 202, "headers": headers})
-                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    # -- legacy routing ----------------------------------------------------------------
-
-    def offer(self, message: Message | Batch) -> None:
-        if self.queue_send is None:
-            return
-        try:
-            self.queue_send.send_nowait(message)
-        except anyio.WouldBlock:
-            log.warning("dropping a message for a client that does not read its stream")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
-
-    def is_final(self, message: Message | Batch) -> bool:
-        if isinstance(message, Batch):
-            return True
-        if isinstance(message, (Response, ErrorResponse)):
-            if message.id is None:
-                return True
-            self.request_ids.discard(message.id)
-            return not self.request_ids
-        return False
-
-
 class _LegacySession:
     """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
 
@@ -470,8 +243,8 @@ class _LegacySession:
         inbox = anyio.create_memory_object_stream[Envelope | Exception](64)
         self.inbox, self._inbox_recv = inbox
         self._outbox, self._outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-        self.pending: dict[RequestId, _Exchange] = {}
-        self.standalone: _Exchange | None = None
+        self.pending: dict[RequestId, Exchange] = {}
+        self.standalone: Exchange | None = None
         self.last_seen = time.monotonic()
         self.ended = anyio.Event()
         self.replays: OrderedDict[int, _Replay] = OrderedDict()
@@ -512,8 +285,8 @@ class _LegacySession:
     async def _route(self) -> None:
         async for envelope in self._outbox_recv:
             message = envelope.message
-            target: _Exchange | None = None
-            context = envelope.context if isinstance(envelope.context, _Exchange) else None
+            target: Exchange | None = None
+            context = envelope.context if isinstance(envelope.context, Exchange) else None
             if self.sse_transport:
                 target = self.standalone
             elif isinstance(message, Batch):
@@ -593,12 +366,12 @@ class McpHttpApp:
             return
         if kind != "http":
             return
-        headers = _Headers(scope.get("headers") or [])
+        headers = Headers(scope.get("headers") or [])
         cors = self._cors(headers)
         refusal = self._refuse(headers)
         if refusal is not None:
             status, message = refusal
-            await self._plain(send, status, _error_body(None, INVALID_REQUEST, message), cors)
+            await plain(send, status, error_body(None, INVALID_REQUEST, message), cors)
             return
         method = scope["method"]
         path = scope.get("path", "")
@@ -607,8 +380,8 @@ class McpHttpApp:
             await self._preflight(send, cors)
             return
         if not self._authorized(headers):
-            await self._plain(
-                send, 401, _error_body(None, INVALID_REQUEST, "Unauthorized: a bearer token is required"),
+            await plain(
+                send, 401, error_body(None, INVALID_REQUEST, "Unauthorized: a bearer token is required"),
                 [*cors, (b"www-authenticate", b'Bearer realm="mcp"')],
             )
             return
@@ -621,14 +394,14 @@ class McpHttpApp:
                 elif method == "DELETE":
                     await self._delete(send, headers, cors)
                 else:
-                    await self._plain(send, 405, b"", [*cors, (b"allow", b"GET, POST, DELETE")])
+                    await plain(send, 405, b"", [*cors, (b"allow", b"GET, POST, DELETE")])
             elif options.legacy_sse and path == options.sse_path and method == "GET":
                 await self._sse_open(scope, receive, send, cors)
             elif options.legacy_sse and path == options.messages_path and method == "POST":
                 await self._sse_message(scope, receive, send, headers, cors)
             else:
-                await self._plain(send, 404, b"Not Found", cors, content_type=b"text/plain")
-        except _Disconnected:
+                await plain(send, 404, b"Not Found", cors, content_type=b"text/plain")
+        except Disconnected:
             return
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -643,7 +416,7 @@ class McpHttpApp:
 
     # -- checks ------------------------------------------------------------------------
 
-    def _refuse(self, headers: _Headers) -> tuple[int, str] | None:
+    def _refuse(self, headers: Headers) -> tuple[int, str] | None:
         """403 for a foreign Host or Origin (DNS rebinding), else None."""
         host = headers.get("host")
         if not self._any_host:
@@ -669,7 +442,7 @@ class McpHttpApp:
             return False
         return parts.scheme in ("http", "https") and (parts.hostname or "") in self._origin_hosts
 
-    def _cors(self, headers: _Headers) -> list[tuple[bytes, bytes]]:
+    def _cors(self, headers: Headers) -> list[tuple[bytes, bytes]]:
         origin = headers.get("origin")
         if origin is None or not self._origin_allowed(origin):
             return []
@@ -690,9 +463,9 @@ class McpHttpApp:
             ),
             (b"access-control-max-age", b"600"),
         ]
-        await self._plain(send, 204, b"", headers)
+        await plain(send, 204, b"", headers)
 
-    def _authorized(self, headers: _Headers) -> bool:
+    def _authorized(self, headers: Headers) -> bool:
         if self._token is None:
             return True
         value = headers.get("authorization") or ""
@@ -701,55 +474,20 @@ class McpHttpApp:
             return False
         return hmac.compare_digest(given.strip().encode("latin-1"), self._token)
 
-    async def _plain(
-        self,
-        send: Send,
-        status: int,
-        body: bytes,
-        extra: list[tuple[bytes, bytes]] | None = None,
-        *,
-        content_type: bytes = b"application/json",
-    ) -> None:
-        headers = [] if status == 204 else [(b"content-length", str(len(body)).encode("ascii"))]
-        if body:
-            headers.append((b"content-type", content_type))
-        await send({"type": "http.response.start", "status": status, "headers": [*headers, *(extra or [])]})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
-
-    async def _read_body(self, receive: Receive, headers: _Headers) -> bytes | None:
-        """The request body, or None when it exceeds the cap."""
-        cap = self.options.max_body
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > cap:
-            return None
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Disconnected
-            chunk = message.get("body", b"")
-            total += len(chunk)
-            if total > cap:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
     # -- POST on the endpoint ------------------------------------------------------------
 
     async def _post(
-        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
-        body = await self._read_body(receive, headers)
+        body = await read_body(receive, headers, self.options.max_body)
         if body is None:
-            await self._plain(send, 413, _error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
             return
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
-            await self._plain(send, 400, _error_body(None, PARSE_ERROR, "Parse error: invalid JSON"), cors)
+            await plain(send, 400, error_body(None, PARSE_ERROR, "Parse error: invalid JSON"), cors)
             return
         sid = headers.get("mcp-session-id")
         session = self._sessions.get(sid) if sid is not None else None
@@ -757,7 +495,7 @@ class McpHttpApp:
         meta = params.get("_meta") if isinstance(params, dict) else None
         modern_meta = isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
         if sid is not None and session is None and not modern_meta:
-            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         if session is not None:
             await self._legacy_post(receive, send, headers, cors, session, data)
@@ -771,9 +509,9 @@ class McpHttpApp:
             await self._modern_post(receive, send, headers, cors, data)
             return
         request_id = data.get("id") if isinstance(data, dict) else None
-        await self._plain(
+        await plain(
             send, 400,
-            _error_body(
+            error_body(
                 request_id if isinstance(request_id, (str, int)) else None, INVALID_REQUEST,
                 "Bad Request: no Mcp-Session-Id; send initialize first, or the 2026-07-28 _meta",
             ),
@@ -782,7 +520,7 @@ class McpHttpApp:
 
     # -- stateless (2026-07-28) ------------------------------------------------------------
 
-    def _check_headers(self, headers: _Headers, message: Request, meta: RequestMeta) -> str | None:
+    def _check_headers(self, headers: Headers, message: Request, meta: RequestMeta) -> str | None:
         """Why the Mcp-* headers do not match the body, or None when they do."""
         try:
             version = headers.only("mcp-protocol-version")
@@ -809,7 +547,7 @@ class McpHttpApp:
             return str(exc)
         return None
 
-    async def _check_param_headers(self, headers: _Headers, message: Request) -> str | None:
+    async def _check_param_headers(self, headers: Headers, message: Request) -> str | None:
         if message.method != "tools/call":
             return None
         params = message.params or {}
@@ -840,20 +578,20 @@ class McpHttpApp:
         return None
 
     async def _modern_post(
-        self, receive: Receive, send: Send, headers: _Headers,
+        self, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]], data: Any,
     ) -> None:
         try:
             message = jsonrpc.parse_obj(data)
         except jsonrpc.ParseError as exc:
-            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            await plain(send, 400, error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
             return
         if isinstance(message, Notification):
-            await self._plain(send, 202, b"", cors)
+            await plain(send, 202, b"", cors)
             return
         if not isinstance(message, Request):
-            await self._plain(
-                send, 400, _error_body(None, INVALID_REQUEST, "a 2026-07-28 client sends no responses"), cors
+            await plain(
+                send, 400, error_body(None, INVALID_REQUEST, "a 2026-07-28 client sends no responses"), cors
             )
             return
         rid = message.id
@@ -869,13 +607,13 @@ class McpHttpApp:
             if problem is not None:
                 raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
         except ModernError as exc:
-            body = _error_body(rid, exc.code, exc.rpc_message, exc.data)
-            await self._plain(send, exc.status, body, cors)
+            body = error_body(rid, exc.code, exc.rpc_message, exc.data)
+            await plain(send, exc.status, body, cors)
             return
         accept = headers.get("accept") or "*/*"
         sse_ok = "text/event-stream" in accept or "*/*" in accept
         async with anyio.create_task_group() as tg:
-            exchange = _Exchange(send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=cors)
+            exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=cors)
             tg.start_soon(self._watch, receive, exchange, tg.cancel_scope)
             status = 200
             response: Message
@@ -896,7 +634,7 @@ class McpHttpApp:
             tg.cancel_scope.cancel()
 
     @staticmethod
-    async def _watch(receive: Receive, exchange: _Exchange, scope: anyio.CancelScope) -> None:
+    async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:
         """Cancel the request when the client closes its connection (2026: that is cancellation)."""
         while True:
             message = await receive()
@@ -924,13 +662,13 @@ class McpHttpApp:
         return session
 
     async def _legacy_post(
-        self, receive: Receive, send: Send, headers: _Headers,
+        self, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]], session: _LegacySession | None, data: Any,
     ) -> None:
         version = headers.get("mcp-protocol-version")
         if version is not None and version not in ALL_VERSIONS:
-            await self._plain(
-                send, 400, _error_body(None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), cors
+            await plain(
+                send, 400, error_body(None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), cors
             )
             return
         try:
@@ -943,7 +681,7 @@ class McpHttpApp:
             else:
                 parsed = jsonrpc.parse_obj(data)
         except jsonrpc.ParseError as exc:
-            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            await plain(send, 400, error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
             return
         messages = parsed.messages if isinstance(parsed, Batch) else [parsed]
         requests = [m for m in messages if isinstance(m, Request)]
@@ -951,15 +689,15 @@ class McpHttpApp:
         if session is None:
             session = self._new_session("http", sse_transport=False)
             if session is None:
-                await self._plain(send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), cors)
+                await plain(send, 503, error_body(None, INVALID_REQUEST, "too many sessions"), cors)
                 return
             extra.append((b"mcp-session-id", session.id.encode("ascii")))
         session.last_seen = time.monotonic()
         ids = [r.id for r in requests]
         if len(set(ids)) != len(ids) or any(i in session.pending for i in ids):
             clash = next(i for i in ids if i in session.pending or ids.count(i) > 1)
-            await self._plain(
-                send, 409, _error_body(clash, INVALID_REQUEST, "duplicate request id: one is still pending"),
+            await plain(
+                send, 409, error_body(clash, INVALID_REQUEST, "duplicate request id: one is still pending"),
                 extra,
             )
             return
@@ -967,14 +705,14 @@ class McpHttpApp:
             try:
                 await session.inbox.send(Envelope(parsed))
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+                await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
                 return
-            await self._plain(send, 202, b"", cors)
+            await plain(send, 202, b"", cors)
             return
         accept = headers.get("accept") or "*/*"
         sse_ok = "text/event-stream" in accept or "*/*" in accept
         async with anyio.create_task_group() as tg:
-            exchange = _Exchange(
+            exchange = Exchange(
                 send, tg, sse_ok=sse_ok, keepalive=self.options.keepalive, headers=extra, session=session
             )
             exchange.batch = isinstance(parsed, Batch)
@@ -986,7 +724,7 @@ class McpHttpApp:
                 try:
                     await session.inbox.send(Envelope(parsed, context=exchange))
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    await exchange.finish_raw(_error_body(None, INVALID_REQUEST, "Session not found"), 404)
+                    await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
                     return
                 # A closed POST connection is not a cancellation in these revisions: the
                 # request goes on and its messages are kept for a resuming GET.
@@ -1021,7 +759,7 @@ class McpHttpApp:
                 return
 
     @staticmethod
-    async def _watch_post(receive: Receive, exchange: _Exchange) -> None:
+    async def _watch_post(receive: Receive, exchange: Exchange) -> None:
         """Notice a client that left: stop writing, keep recording for resumption."""
         while True:
             message = await receive()
@@ -1029,13 +767,13 @@ class McpHttpApp:
                 exchange.http_closed = True
                 return
 
-    async def _poll_later(self, exchange: _Exchange, delay: float) -> None:
+    async def _poll_later(self, exchange: Exchange, delay: float) -> None:
         await anyio.sleep(delay)
         if not exchange.done:
             await exchange.poll_close(self.options.sse_retry_ms)
 
     async def _get(
-        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
         sid = headers.get("mcp-session-id")
@@ -1045,18 +783,18 @@ class McpHttpApp:
                 # A 2024-11-05 client falling back from Streamable HTTP: HTTP+SSE right here.
                 await self._sse_open(scope, receive, send, cors)
                 return
-            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+            await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
             return
         session = self._sessions.get(sid)
         if session is None or session.sse_transport:
-            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         replay = self._replay_for(session, headers.get("last-event-id"))
         if replay is not None:
             await self._resume(receive, send, cors, session, *replay)
             return
         if session.standalone is not None and not session.standalone.done:
-            await self._plain(send, 409, _error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
+            await plain(send, 409, error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
             return
         await self._stream(receive, send, cors, session, endpoint=None)
 
@@ -1079,18 +817,14 @@ class McpHttpApp:
     ) -> None:
         """Replay a stream's events after `seen`, then follow it until its answer."""
         async with anyio.create_task_group() as tg:
-            exchange = _Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
+            exchange = Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
             tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
             try:
-                async with exchange._lock:
-                    await exchange._start_sse()
+                await exchange.start_stream()
                 while True:
                     pending = [(seq, data) for seq, data in replay.events if seq > seen]
                     for seq, data in pending:
-                        async with exchange._lock:
-                            await exchange._chunk(
-                                b"id: " + replay.event_id(seq) + b"\nevent: message\ndata: " + data + b"\n\n"
-                            )
+                        await exchange.replayed(replay.event_id(seq), data)
                         seen = seq
                     if replay.finished and seen >= replay.seq:
                         break
@@ -1107,15 +841,14 @@ class McpHttpApp:
     ) -> None:
         """The long-lived SSE stream of a session (GET stream, or the HTTP+SSE stream)."""
         async with anyio.create_task_group() as tg:
-            exchange = _Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
+            exchange = Exchange(send, tg, sse_ok=True, keepalive=self.options.keepalive, headers=cors)
             queue = exchange.open_queue()
             session.standalone = exchange
             try:
                 if endpoint is not None:
                     await exchange.event(endpoint.encode("utf-8"), b"endpoint")
                 else:
-                    async with exchange._lock:
-                        await exchange._start_sse()
+                    await exchange.start_stream()
                 tg.start_soon(self._watch_legacy, receive, tg.cancel_scope)
                 async with queue:
                     async for message in queue:
@@ -1131,17 +864,17 @@ class McpHttpApp:
                     session.close()  # HTTP+SSE: the stream is the session
                 tg.cancel_scope.cancel()
 
-    async def _delete(self, send: Send, headers: _Headers, cors: list[tuple[bytes, bytes]]) -> None:
+    async def _delete(self, send: Send, headers: Headers, cors: list[tuple[bytes, bytes]]) -> None:
         sid = headers.get("mcp-session-id")
         if sid is None:
-            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+            await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
             return
         session = self._sessions.pop(sid, None)
         if session is None:
-            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         session.close()
-        await self._plain(send, 200, b"", cors)
+        await plain(send, 200, b"", cors)
 
     # -- HTTP+SSE (2024-11-05) -----------------------------------------------------------
 
@@ -1150,43 +883,43 @@ class McpHttpApp:
     ) -> None:
         session = self._new_session("sse", sse_transport=True)
         if session is None:
-            await self._plain(send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), cors)
+            await plain(send, 503, error_body(None, INVALID_REQUEST, "too many sessions"), cors)
             return
         endpoint = f"{scope.get('root_path', '')}{self.options.messages_path}?sessionId={session.id}"
         await self._stream(receive, send, cors, session, endpoint=endpoint)
 
     async def _sse_message(
-        self, scope: Scope, receive: Receive, send: Send, headers: _Headers,
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
         session = self._sessions.get(sid)
         if session is None or not session.sse_transport:
-            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
-        body = await self._read_body(receive, headers)
+        body = await read_body(receive, headers, self.options.max_body)
         if body is None:
-            await self._plain(send, 413, _error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
             return
         try:
             parsed = jsonrpc.parse(body, allow_batch=True)
         except jsonrpc.ParseError as exc:
-            await self._plain(send, 400, _error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+            await plain(send, 400, error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
             return
         except RecursionError:
-            await self._plain(send, 400, _error_body(None, PARSE_ERROR, "Parse error: nested too deeply"), cors)
+            await plain(send, 400, error_body(None, PARSE_ERROR, "Parse error: nested too deeply"), cors)
             return
         if isinstance(parsed, Batch) and len(parsed.messages) > MAX_BATCH:
-            await self._plain(send, 400, _error_body(None, INVALID_REQUEST, "Invalid request: batch too large"), cors)
+            await plain(send, 400, error_body(None, INVALID_REQUEST, "Invalid request: batch too large"), cors)
             return
         session.last_seen = time.monotonic()
         try:
             await session.inbox.send(Envelope(parsed))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self._plain(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
-        await self._plain(send, 202, b"Accepted", cors, content_type=b"text/plain")
+        await plain(send, 202, b"Accepted", cors, content_type=b"text/plain")
 
 
 # -- running on uvicorn ------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""ASGI plumbing shared by the HTTP endpoints: request headers, bounded request
+bodies, plain responses and JSON-RPC error bodies. No web framework."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from mcpcli import jsonrpc
+from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
+
+__all__ = [
+    "JSON",
+    "Disconnected",
+    "Headers",
+    "Receive",
+    "Scope",
+    "Send",
+    "error_body",
+    "plain",
+    "read_body",
+]
+
+JSON = dict[str, Any]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return jsonrpc.encode(ErrorResponse(request_id, ErrorObject(code, message, data)))
+
+
+class Headers:
+    """Request headers by lower-case name; a repeated header counts as ambiguous."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        values: dict[str, list[str]] = {}
+        for name, value in raw:
+            values.setdefault(name.decode("latin-1").lower(), []).append(
+                value.decode("latin-1").strip(" \t")
+            )
+        self._values = values
+
+    def get(self, name: str) -> str | None:
+        found = self._values.get(name)
+        return found[-1] if found else None
+
+    def only(self, name: str) -> str | None:
+        """The single value of a header; ValueError when it was sent more than once."""
+        found = self._values.get(name)
+        if not found:
+            return None
+        if len(found) > 1:
+            raise ValueError(f"{name} was sent more than once")
+        return found[0]
+
+    def names(self) -> Iterable[str]:
+        return self._values.keys()
+
+
+class Disconnected(Exception):
+    """The client went away while we were reading its request."""
+
+
+async def plain(
+    send: Send,
+    status: int,
+    body: bytes,
+    extra: list[tuple[bytes, bytes]] | None = None,
+    *,
+    content_type: bytes = b"application/json",
+) -> None:
+    """A complete response with a fixed body (none for 204)."""
+    headers = [] if status == 204 else [(b"content-length", str(len(body)).encode("ascii"))]
+    if body:
+        headers.append((b"content-type", content_type))
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, *(extra or [])]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def read_body(receive: Receive, headers: Headers, cap: int) -> bytes | None:
+    """The request body, or None when it exceeds `cap` bytes; `Disconnected` if the client left."""
+    length = headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > cap:
+        return None
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > cap:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

@@ -1,0 +1,246 @@
+"""One HTTP response carrying JSON-RPC messages: a JSON body, or an SSE stream.
+
+A response starts as JSON and becomes a `text/event-stream` when a message
+related to the request has to go out before its answer (a notification, a
+server to client request), or when it is a session's long-lived stream. Open
+streams get `:` keep-alive comments. On a legacy session's stream every message
+event gets an id `<stream>.<seq>` and is recorded in the stream's `Replay`, so a
+client can resume with `Last-Event-ID`; a 2025-11-25 stream starts with a
+priming event and may be closed early for polling (SEP-1699).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli import jsonrpc
+from mcpcli.errors import RPCError
+from mcpcli.jsonrpc import (
+    INTERNAL_ERROR,
+    Batch,
+    ErrorResponse,
+    Message,
+    Notification,
+    RequestId,
+    Response,
+)
+from mcpcli.server.http_asgi import JSON, Send
+
+if TYPE_CHECKING:
+    from mcpcli.server.http import _LegacySession as LegacySession
+    from mcpcli.server.http import _Replay as Replay
+
+__all__ = ["Exchange"]
+
+log = logging.getLogger("mcpcli.server.http")
+
+
+class Exchange:
+    """One HTTP response carrying JSON-RPC messages: a single JSON body, or an SSE stream.
+
+    It is also the `Outlet` of a stateless request: notifications turn it into a
+    stream. Legacy sessions deliver routed messages through `offer`.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        tg: anyio.abc.TaskGroup,
+        *,
+        sse_ok: bool,
+        keepalive: float,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        session: LegacySession | None = None,
+    ) -> None:
+        self._send = send
+        self._tg = tg
+        self.sse_ok = sse_ok
+        self._keepalive = keepalive
+        self.headers = headers or []
+        #: The legacy session whose stream this is (event ids, resumption), if any.
+        self.session = session
+        self.replay: Replay | None = None
+        self.sse = False
+        self.started = False
+        self.done = False
+        #: The HTTP response is over (the client left, or the server closed it for
+        #: polling) while messages may still come: they are only kept for resumption.
+        self.http_closed = False
+        self._lock = anyio.Lock()
+        self._last_write = 0.0
+        # Legacy routing: ids of the requests this exchange answers.
+        self.request_ids: set[RequestId] = set()
+        self.batch = False
+        self.queue_send: MemoryObjectSendStream[Message | Batch] | None = None
+        self.queue: MemoryObjectReceiveStream[Message | Batch] | None = None
+
+    def open_queue(self) -> MemoryObjectReceiveStream[Message | Batch]:
+        """Messages routed to this exchange by a legacy session (the caller closes it)."""
+        self.queue_send, self.queue = anyio.create_memory_object_stream[Message | Batch](256)
+        return self.queue
+
+    def close_queue(self) -> None:
+        if self.queue_send is not None:
+            self.queue_send.close()
+        if self.queue is not None:
+            self.queue.close()
+
+    # -- outlet (stateless requests) ---------------------------------------------------
+
+    async def notify(self, method: str, params: JSON | None = None) -> None:
+        await self.write(Notification(method, params))
+
+    async def send_request(
+        self, method: str, params: JSON | None = None, *, timeout: float | None = None
+    ) -> JSON:
+        raise RPCError(INTERNAL_ERROR, "a 2026-07-28 server cannot send requests to the client")
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def _start_sse(self, retry_ms: int | None = None) -> None:
+        if self.started:
+            return
+        self.started = self.sse = True
+        headers = [
+            (b"content-type", b"text/event-stream"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *self.headers,
+        ]
+        await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        self._last_write = anyio.current_time()
+        session = self.session
+        if session is not None and not session.sse_transport:
+            self.replay = session.new_replay()
+            if session.conn.version == "2025-11-25":
+                # SEP-1699: a priming event (an id, no data) so the client can resume at once.
+                retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
+                await self._chunk(b"id: " + self.replay.event_id(0) + b"\n" + retry + b"data: \n\n")
+        if self._keepalive > 0:
+            self._tg.start_soon(self._keep_alive)
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await anyio.sleep(max(0.05, self._last_write + self._keepalive - anyio.current_time()))
+            if self.done or self.http_closed:
+                return
+            if anyio.current_time() - self._last_write >= self._keepalive:
+                async with self._lock:
+                    if not (self.done or self.http_closed):
+                        await self._chunk(b":\n\n")
+
+    async def _chunk(self, data: bytes) -> None:
+        self._last_write = anyio.current_time()
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def event(self, data: bytes, event: bytes = b"message") -> None:
+        """One SSE event (starting the stream if needed), recorded for resumption."""
+        async with self._lock:
+            if not self.done:
+                await self._event(data, event)
+
+    async def start_stream(self) -> None:
+        """Start the SSE stream now, before any message (a session's GET stream)."""
+        async with self._lock:
+            await self._start_sse()
+
+    async def replayed(self, event_id: bytes, data: bytes) -> None:
+        """Resend a recorded message event with its original id (resumption)."""
+        async with self._lock:
+            await self._chunk(b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n")
+
+    async def _event(self, data: bytes, event: bytes = b"message", *, final: bool = False) -> None:
+        if not self.http_closed:
+            await self._start_sse()
+        ident = b""
+        if self.replay is not None and event == b"message":
+            ident = b"id: " + self.replay.event_id(self.replay.add(data, final=final)) + b"\n"
+        if not self.http_closed:
+            await self._chunk(ident + b"event: " + event + b"\ndata: " + data + b"\n\n")
+
+    async def write(self, message: Message | Batch) -> None:
+        """A message before the final one: it needs a stream (dropped if SSE is not accepted)."""
+        if not self.sse_ok:
+            log.debug("dropping a message: the client does not accept text/event-stream")
+            return
+        await self.event(jsonrpc.encode(message))
+
+    async def finish(self, message: Message | Batch, status: int = 200) -> None:
+        """The final message: a JSON body, or the last event of the stream."""
+        await self.finish_raw(jsonrpc.encode(message), status)
+
+    async def finish_raw(self, body: bytes, status: int = 200) -> None:
+        async with self._lock:
+            if self.done:
+                return
+            if self.sse:
+                await self._event(body, final=True)
+                if not self.http_closed:
+                    await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                self.started = True
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode("ascii")),
+                    *self.headers,
+                ]
+                await self._send({"type": "http.response.start", "status": status, "headers": headers})
+                await self._send({"type": "http.response.body", "body": body, "more_body": False})
+            self.done = True
+
+    async def poll_close(self, retry_ms: int) -> None:
+        """Close the HTTP response now, asking the client to resume after `retry_ms`;
+        the request goes on and its messages wait for the client's GET."""
+        async with self._lock:
+            if self.done or self.http_closed:
+                return
+            if not self.started:
+                await self._start_sse(retry_ms)
+            else:
+                await self._chunk(b"retry: %d\n\n" % retry_ms)
+            self.http_closed = True
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def close(self) -> None:
+        """End an SSE stream without a final message (or answer 202 if nothing was sent)."""
+        async with self._lock:
+            if self.done:
+                return
+            self.done = True
+            if self.replay is not None:
+                self.replay.finish()
+            if self.http_closed:
+                return
+            if self.started:
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                headers = [(b"content-length", b"0"), *self.headers]
+                await self._send({"type": "http.response.start", "status": 202, "headers": headers})
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # -- legacy routing ----------------------------------------------------------------
+
+    def offer(self, message: Message | Batch) -> None:
+        if self.queue_send is None:
+            return
+        try:
+            self.queue_send.send_nowait(message)
+        except anyio.WouldBlock:
+            log.warning("dropping a message for a client that does not read its stream")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def is_final(self, message: Message | Batch) -> bool:
+        if isinstance(message, Batch):
+            return True
+        if isinstance(message, (Response, ErrorResponse)):
+            if message.id is None:
+                return True
+            self.request_ids.discard(message.id)
+            return not self.request_ids
+        return False
