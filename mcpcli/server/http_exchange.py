@@ -32,8 +32,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.server.http_asgi import JSON, Send
 
 if TYPE_CHECKING:
-    from mcpcli.server.http import _LegacySession as LegacySession
-    from mcpcli.server.http import _Replay as Replay
+    from mcpcli.server.http_sessions import LegacySession, Replay
 
 __all__ = ["Exchange"]
 

@@ -1,0 +1,241 @@
+"""The stateless 2026-07-28 path of Streamable HTTP.
+
+A POST without `Mcp-Session-Id` whose body carries `_meta` (or whose
+`MCP-Protocol-Version` header does not name a legacy revision) is one request,
+one response. Before it runs, the `MCP-Protocol-Version`, `Mcp-Method`,
+`Mcp-Name` and `Mcp-Param-*` headers (the last from the tool's `x-mcp-header`
+schema annotations; values may be `=?base64?...?=`) must match the body: 400 +
+-32020 otherwise. `_meta` errors are 400 (-32602, -32021, -32022), unknown and
+removed methods 404 + -32601. Closing the response stream cancels the request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcpcli import jsonrpc
+from mcpcli.errors import RPCError
+from mcpcli.jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    Response,
+)
+from mcpcli.protocol import HEADER_MISMATCH
+from mcpcli.server.http_asgi import Headers, Receive, Send, error_body, plain
+from mcpcli.server.http_exchange import Exchange
+from mcpcli.server.meta import ModernError, RequestMeta
+
+if TYPE_CHECKING:
+    from mcpcli.server.http import McpHttpApp
+
+__all__ = ["modern_post"]
+
+log = logging.getLogger("mcpcli.server.http")
+
+_SENTINEL_PREFIX = "=?base64?"
+_SENTINEL_SUFFIX = "?="
+_NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def _decode_header_value(raw: str) -> str:
+    """A header value as text: `=?base64?..?=` decoded; ValueError if it is not valid."""
+    if (
+        raw.startswith(_SENTINEL_PREFIX)
+        and raw.endswith(_SENTINEL_SUFFIX)
+        and len(raw) >= len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX)
+    ):
+        inner = raw[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
+        try:
+            return base64.b64decode(inner, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            raise ValueError("invalid base64 value") from None
+    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+        raise ValueError("invalid characters")
+    return raw
+
+
+def _header_params(schema: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(header name, property path) for every `x-mcp-header` reachable through `properties`."""
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for key, sub in properties.items():
+        if not isinstance(sub, dict):
+            continue
+        name = sub.get("x-mcp-header")
+        if isinstance(name, str) and name:
+            yield name, (*path, key)
+        yield from _header_params(sub, (*path, key))
+
+
+def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    value = arguments
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _same_value(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            number = float(header)
+        except ValueError:
+            return False
+        return math.isfinite(number) and number == value
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str | None:
+    """Why the Mcp-* headers do not match the body, or None when they do."""
+    try:
+        version = headers.only("mcp-protocol-version")
+        if version != meta.version:
+            return f"MCP-Protocol-Version header {version!r} does not match _meta {meta.version!r}"
+        method = headers.only("mcp-method")
+        if method is None:
+            return "missing Mcp-Method header"
+        if method != message.method:
+            return f"Mcp-Method header {method!r} does not match the body method {message.method!r}"
+        field = _NAME_METHODS.get(message.method)
+        params = message.params or {}
+        if field is not None and isinstance(params.get(field), str):
+            raw = headers.only("mcp-name")
+            if raw is None:
+                return "missing Mcp-Name header"
+            try:
+                name = _decode_header_value(raw)
+            except ValueError as exc:
+                return f"Mcp-Name header: {exc}"
+            if name != params[field]:
+                return f"Mcp-Name header {name!r} does not match the body {field} {params[field]!r}"
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+async def _check_param_headers(app: McpHttpApp, headers: Headers, message: Request) -> str | None:
+    """Why the Mcp-Param-* headers do not match the tool call's arguments, or None."""
+    if message.method != "tools/call":
+        return None
+    params = message.params or {}
+    name = params.get("name")
+    tool = await app.server.tool(name) if isinstance(name, str) else None
+    if tool is None:
+        return None
+    arguments = params.get("arguments")
+    for header, path in _header_params(tool.get("inputSchema")):
+        key = "mcp-param-" + header.lower()
+        try:
+            raw = headers.only(key)
+        except ValueError as exc:
+            return str(exc)
+        value = _lookup(arguments, path)
+        if value is None:
+            if raw is not None:
+                return f"Mcp-Param-{header} header sent but {'.'.join(path)} is absent"
+            continue
+        if raw is None:
+            return f"missing Mcp-Param-{header} header"
+        try:
+            decoded = _decode_header_value(raw)
+        except ValueError as exc:
+            return f"Mcp-Param-{header} header: {exc}"
+        if not _same_value(decoded, value):
+            return f"Mcp-Param-{header} header does not match {'.'.join(path)}"
+    return None
+
+
+async def _validate(app: McpHttpApp, headers: Headers, message: Request) -> RequestMeta:
+    """The request's `_meta`, once it and the headers check out (else `ModernError`)."""
+    if headers.get("mcp-protocol-version") is None:
+        raise ModernError(HEADER_MISMATCH, "Header mismatch: missing MCP-Protocol-Version header")
+    meta = app.server.modern_meta(message.params)
+    problem = _check_headers(headers, message, meta)
+    if problem is not None:
+        raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
+    app.server.check_version(meta.version)
+    problem = await _check_param_headers(app, headers, message)
+    if problem is not None:
+        raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
+    return meta
+
+
+async def modern_post(
+    app: McpHttpApp, receive: Receive, send: Send, headers: Headers,
+    cors: list[tuple[bytes, bytes]], data: Any,
+) -> None:
+    """Serve one stateless request: validate, run it, answer as JSON or SSE."""
+    try:
+        message = jsonrpc.parse_obj(data)
+    except jsonrpc.ParseError as exc:
+        await plain(send, 400, error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+        return
+    if isinstance(message, Notification):
+        await plain(send, 202, b"", cors)
+        return
+    if not isinstance(message, Request):
+        await plain(
+            send, 400, error_body(None, INVALID_REQUEST, "a 2026-07-28 client sends no responses"), cors
+        )
+        return
+    rid = message.id
+    try:
+        meta = await _validate(app, headers, message)
+    except ModernError as exc:
+        body = error_body(rid, exc.code, exc.rpc_message, exc.data)
+        await plain(send, exc.status, body, cors)
+        return
+    accept = headers.get("accept") or "*/*"
+    sse_ok = "text/event-stream" in accept or "*/*" in accept
+    async with anyio.create_task_group() as tg:
+        exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=app.options.keepalive, headers=cors)
+        tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
+        status = 200
+        response: Message
+        try:
+            result = await app.server.handle_modern(
+                message, exchange, transport="http", principal=app.principal, meta=meta
+            )
+            response = Response(rid, result)
+        except RPCError as exc:
+            status = exc.status if isinstance(exc, ModernError) else (
+                404 if exc.code == METHOD_NOT_FOUND else 200
+            )
+            response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
+        except Exception:
+            log.exception("handler for %s failed", message.method)
+            response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+        await exchange.finish(response, status)
+        tg.cancel_scope.cancel()
+
+
+async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:
+    """Cancel the request when the client closes its connection (2026: that is cancellation)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not exchange.done:
+                log.debug("client disconnected; cancelling the request")
+                scope.cancel()
+            return

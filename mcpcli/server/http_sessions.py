@@ -1,0 +1,407 @@
+"""Legacy sessions over Streamable HTTP (2025-03-26 .. 2025-11-25): their
+POST, GET and DELETE requests, their SSE streams and resumption.
+
+`initialize` without `_meta` creates a `LegacySession`: a JSON-RPC `Session`
+fed by POSTs, with an unguessable `Mcp-Session-Id`. Each POST with requests is
+answered on its own response (JSON, or SSE once related messages come first);
+messages unrelated to a pending request go to the session's GET stream.
+Batches are allowed under 2025-03-26. As the spec says, a closed POST stream is
+not a cancellation in these revisions (`notifications/cancelled` is): the
+request goes on and its events are kept (`Replay`) for a GET that resumes with
+`Last-Event-ID`. 2025-11-25 streams may be closed early for polling (SEP-1699).
+The 2024-11-05 HTTP+SSE transport (`mcpcli.server.http_legacy_sse`) uses the
+same sessions with a single stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpcli import jsonrpc
+from mcpcli.jsonrpc import (
+    INVALID_REQUEST,
+    Batch,
+    ErrorResponse,
+    Message,
+    Request,
+    RequestId,
+    Response,
+)
+from mcpcli.protocol import ALL_VERSIONS
+from mcpcli.server.http_asgi import Headers, Receive, Send, error_body, plain
+from mcpcli.server.http_exchange import Exchange
+from mcpcli.server.stdio import MAX_BATCH
+from mcpcli.transports import Envelope
+
+if TYPE_CHECKING:
+    from mcpcli.server.core import ServerConnection
+    from mcpcli.server.http import McpHttpApp
+
+__all__ = [
+    "REPLAY_EVENTS",
+    "REPLAY_STREAMS",
+    "LegacySession",
+    "Replay",
+    "delete",
+    "get",
+    "legacy_post",
+    "stream",
+]
+
+log = logging.getLogger("mcpcli.server.http")
+
+Cors = list[tuple[bytes, bytes]]
+
+#: Events kept per stream for clients that resume with Last-Event-ID, and streams per session.
+REPLAY_EVENTS = 256
+REPLAY_STREAMS = 64
+
+
+class Replay:
+    """The events of one SSE stream of a legacy session, for `Last-Event-ID` resumption.
+
+    Event ids are `<stream>.<seq>`, so an id names its stream (2025-11-25 asks for that).
+    """
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.seq = 0
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
+        self.finished = False
+        self._changed = anyio.Event()
+
+    def event_id(self, seq: int) -> bytes:
+        return f"{self.number}.{seq}".encode("ascii")
+
+    def add(self, data: bytes, *, final: bool = False) -> int:
+        self.seq += 1
+        self.events.append((self.seq, data))
+        self.finished = self.finished or final
+        self._changed.set()
+        self._changed = anyio.Event()
+        return self.seq
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        await self._changed.wait()
+
+
+class LegacySession:
+    """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
+
+    def __init__(self, app: McpHttpApp, conn: ServerConnection, *, sse_transport: bool) -> None:
+        self.app = app
+        self.id = secrets.token_urlsafe(24)  # visible ASCII, 192 bits
+        self.conn = conn
+        self.sse_transport = sse_transport
+        inbox: tuple[MemoryObjectSendStream[Envelope | Exception], MemoryObjectReceiveStream[Envelope | Exception]]
+        inbox = anyio.create_memory_object_stream[Envelope | Exception](64)
+        self.inbox, self._inbox_recv = inbox
+        self._outbox, self._outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+        self.pending: dict[RequestId, Exchange] = {}
+        self.standalone: Exchange | None = None
+        self.last_seen = time.monotonic()
+        self.ended = anyio.Event()
+        self.replays: OrderedDict[int, Replay] = OrderedDict()
+        self._streams = 0
+
+    def new_replay(self) -> Replay:
+        self._streams += 1
+        replay = Replay(self._streams)
+        self.replays[replay.number] = replay
+        while len(self.replays) > REPLAY_STREAMS:
+            self.replays.popitem(last=False)
+        return replay
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.pending) or self.standalone is not None
+
+    async def run(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._route)
+                await self.app.server.serve((self._inbox_recv, self._outbox), connection=self.conn)
+                tg.cancel_scope.cancel()
+        finally:
+            self.ended.set()
+            self.app.sessions.pop(self.id, None)
+            if self.standalone is not None and self.standalone.queue_send is not None:
+                self.standalone.queue_send.close()
+            for exchange in list(self.pending.values()):
+                if exchange.queue_send is not None:
+                    exchange.queue_send.close()
+            self._inbox_recv.close()
+            self._outbox_recv.close()
+
+    def close(self) -> None:
+        self.inbox.close()
+
+    async def _route(self) -> None:
+        async for envelope in self._outbox_recv:
+            message = envelope.message
+            target: Exchange | None = None
+            context = envelope.context if isinstance(envelope.context, Exchange) else None
+            if self.sse_transport:
+                target = self.standalone
+            elif isinstance(message, Batch):
+                target = context
+            elif isinstance(message, (Response, ErrorResponse)):
+                target = context if message.id is None else self.pending.get(message.id)
+            else:
+                related = envelope.related_request_id
+                target = self.pending.get(related) if related is not None else None
+                if target is None or target.done:
+                    target = self.standalone
+            if target is None:
+                log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
+                continue
+            target.offer(message)
+
+
+# -- POST ----------------------------------------------------------------------------------
+
+
+async def legacy_post(
+    app: McpHttpApp, receive: Receive, send: Send, headers: Headers,
+    cors: Cors, session: LegacySession | None, data: Any,
+) -> None:
+    """A POST to a session, or the `initialize` that creates one."""
+    version = headers.get("mcp-protocol-version")
+    if version is not None and version not in ALL_VERSIONS:
+        await plain(
+            send, 400, error_body(None, INVALID_REQUEST, f"Unsupported MCP-Protocol-Version: {version}"), cors
+        )
+        return
+    try:
+        parsed = _parse(data)
+    except jsonrpc.ParseError as exc:
+        await plain(send, 400, error_body(exc.id, exc.code, f"Invalid request: {exc}"), cors)
+        return
+    messages = parsed.messages if isinstance(parsed, Batch) else [parsed]
+    requests = [m for m in messages if isinstance(m, Request)]
+    extra: Cors = list(cors)
+    if session is None:
+        session = app.new_session("http", sse_transport=False)
+        if session is None:
+            await plain(send, 503, error_body(None, INVALID_REQUEST, "too many sessions"), cors)
+            return
+        extra.append((b"mcp-session-id", session.id.encode("ascii")))
+    session.last_seen = time.monotonic()
+    ids = [r.id for r in requests]
+    if len(set(ids)) != len(ids) or any(i in session.pending for i in ids):
+        clash = next(i for i in ids if i in session.pending or ids.count(i) > 1)
+        await plain(
+            send, 409, error_body(clash, INVALID_REQUEST, "duplicate request id: one is still pending"),
+            extra,
+        )
+        return
+    if not requests:
+        try:
+            await session.inbox.send(Envelope(parsed))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
+            return
+        await plain(send, 202, b"", cors)
+        return
+    await _answer(app, receive, send, headers, extra, session, parsed, requests)
+
+
+def _parse(data: Any) -> Message | Batch:
+    """The posted JSON as a message or a batch (ParseError when it is neither)."""
+    if isinstance(data, list):
+        if not data:
+            raise jsonrpc.ParseError("empty batch", INVALID_REQUEST)
+        if len(data) > MAX_BATCH:
+            raise jsonrpc.ParseError(f"more than {MAX_BATCH} messages in a batch", INVALID_REQUEST)
+        return Batch([jsonrpc.parse_obj(item) for item in data])
+    return jsonrpc.parse_obj(data)
+
+
+async def _answer(
+    app: McpHttpApp, receive: Receive, send: Send, headers: Headers, extra: Cors,
+    session: LegacySession, parsed: Message | Batch, requests: list[Request],
+) -> None:
+    """Hand the POSTed requests to the session and answer them on this response."""
+    accept = headers.get("accept") or "*/*"
+    sse_ok = "text/event-stream" in accept or "*/*" in accept
+    async with anyio.create_task_group() as tg:
+        exchange = Exchange(
+            send, tg, sse_ok=sse_ok, keepalive=app.options.keepalive, headers=extra, session=session
+        )
+        exchange.batch = isinstance(parsed, Batch)
+        exchange.request_ids = {r.id for r in requests}
+        queue = exchange.open_queue()
+        for request in requests:
+            session.pending[request.id] = exchange
+        try:
+            try:
+                await session.inbox.send(Envelope(parsed, context=exchange))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
+                return
+            # A closed POST connection is not a cancellation in these revisions: the
+            # request goes on and its messages are kept for a resuming GET.
+            tg.start_soon(_watch_post, receive, exchange)
+            poll = app.options.sse_poll_after
+            if poll is not None and sse_ok and session.conn.version == "2025-11-25":
+                tg.start_soon(_poll_later, app, exchange, poll)
+            async with queue:
+                async for message in queue:
+                    if exchange.is_final(message):
+                        await exchange.finish(message)
+                        break
+                    await exchange.write(message)
+                else:
+                    await exchange.close()  # the session ended under us
+        finally:
+            for request in requests:
+                if session.pending.get(request.id) is exchange:
+                    del session.pending[request.id]
+            exchange.done = True
+            exchange.close_queue()
+            session.last_seen = time.monotonic()
+            tg.cancel_scope.cancel()
+
+
+async def _watch_post(receive: Receive, exchange: Exchange) -> None:
+    """Notice a client that left: stop writing, keep recording for resumption."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            exchange.http_closed = True
+            return
+
+
+async def _poll_later(app: McpHttpApp, exchange: Exchange, delay: float) -> None:
+    await anyio.sleep(delay)
+    if not exchange.done:
+        await exchange.poll_close(app.options.sse_retry_ms)
+
+
+# -- GET: the session's stream, or resuming one ------------------------------------------------
+
+
+async def get(app: McpHttpApp, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
+    """A GET with `Mcp-Session-Id`: resume a stream (`Last-Event-ID`) or open the session's stream."""
+    sid = headers.get("mcp-session-id")
+    if sid is None:
+        await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+        return
+    session = app.sessions.get(sid)
+    if session is None or session.sse_transport:
+        await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
+        return
+    replay = _replay_for(session, headers.get("last-event-id"))
+    if replay is not None:
+        await _resume(app, receive, send, cors, session, *replay)
+        return
+    if session.standalone is not None and not session.standalone.done:
+        await plain(send, 409, error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
+        return
+    await stream(app, receive, send, cors, session, endpoint=None)
+
+
+def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] | None:
+    """The stream a `Last-Event-ID` names in this session, and the last seq seen."""
+    if not last:
+        return None
+    number, _, seq = last.partition(".")
+    if not (number.isdigit() and seq.isdigit()):
+        return None
+    replay = session.replays.get(int(number))
+    if replay is None:
+        return None
+    return replay, int(seq)
+
+
+async def _resume(
+    app: McpHttpApp, receive: Receive, send: Send, cors: Cors,
+    session: LegacySession, replay: Replay, seen: int,
+) -> None:
+    """Replay a stream's events after `seen`, then follow it until its answer."""
+    async with anyio.create_task_group() as tg:
+        exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
+        tg.start_soon(_watch_stream, receive, tg.cancel_scope)
+        try:
+            await exchange.start_stream()
+            while True:
+                pending = [(seq, data) for seq, data in replay.events if seq > seen]
+                for seq, data in pending:
+                    await exchange.replayed(replay.event_id(seq), data)
+                    seen = seq
+                if replay.finished and seen >= replay.seq:
+                    break
+                await replay.changed()
+            await exchange.close()
+        finally:
+            exchange.done = True
+            session.last_seen = time.monotonic()
+            tg.cancel_scope.cancel()
+
+
+async def stream(
+    app: McpHttpApp, receive: Receive, send: Send, cors: Cors,
+    session: LegacySession, *, endpoint: str | None,
+) -> None:
+    """The long-lived SSE stream of a session (GET stream, or the HTTP+SSE stream)."""
+    async with anyio.create_task_group() as tg:
+        exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
+        queue = exchange.open_queue()
+        session.standalone = exchange
+        try:
+            if endpoint is not None:
+                await exchange.event(endpoint.encode("utf-8"), b"endpoint")
+            else:
+                await exchange.start_stream()
+            tg.start_soon(_watch_stream, receive, tg.cancel_scope)
+            async with queue:
+                async for message in queue:
+                    await exchange.event(jsonrpc.encode(message))
+            await exchange.close()
+        finally:
+            exchange.done = True
+            exchange.close_queue()
+            if session.standalone is exchange:
+                session.standalone = None
+            session.last_seen = time.monotonic()
+            if endpoint is not None:
+                session.close()  # HTTP+SSE: the stream is the session
+            tg.cancel_scope.cancel()
+
+
+async def _watch_stream(receive: Receive, scope: anyio.CancelScope) -> None:
+    """Stop streaming when the client goes away."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scope.cancel()
+            return
+
+
+# -- DELETE ----------------------------------------------------------------------------------
+
+
+async def delete(app: McpHttpApp, send: Send, headers: Headers, cors: Cors) -> None:
+    """End a session at the client's request."""
+    sid = headers.get("mcp-session-id")
+    if sid is None:
+        await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
+        return
+    session = app.sessions.pop(sid, None)
+    if session is None:
+        await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
+        return
+    session.close()
+    await plain(send, 200, b"", cors)
