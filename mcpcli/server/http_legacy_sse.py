@@ -18,7 +18,7 @@ from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
 if TYPE_CHECKING:
-    from mcpcli.server.http import McpHttpApp
+    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = ["sse_message", "sse_open"]
 

@@ -39,7 +39,7 @@ from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 
 if TYPE_CHECKING:
-    from mcpcli.server.http import McpHttpApp
+    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = ["modern_post"]
 

@@ -42,7 +42,7 @@ from mcpcli.transports import Envelope
 
 if TYPE_CHECKING:
     from mcpcli.server.core import ServerConnection
-    from mcpcli.server.http import McpHttpApp
+    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = [
     "REPLAY_EVENTS",
