@@ -58,6 +58,17 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _allowed_hosts(host: str, allowed_hosts: Sequence[str] | None) -> Sequence[str]:
+    """The Host names to accept when listening on `host` (unless given)."""
+    if allowed_hosts is not None:
+        return allowed_hosts
+    if is_loopback(host):
+        return LOOPBACK_NAMES
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - deciding, not binding
+        return ("*",)  # any name may reach a wildcard bind; the token guards it
+    return (*LOOPBACK_NAMES, host)
+
+
 async def serve_http(
     server: Server,
     *,
@@ -88,65 +99,63 @@ async def serve_http(
             f"refusing to listen on {host} without a bearer token",
             hint=f"pass --auth-token or set {TOKEN_ENV}; or bind 127.0.0.1",
         )
-    hosts = allowed_hosts
-    if hosts is None:
-        if is_loopback(host):
-            hosts = LOOPBACK_NAMES
-        elif host in ("0.0.0.0", "::", ""):  # noqa: S104 - deciding, not binding
-            hosts = ("*",)  # any name may reach a wildcard bind; the token guards it
-        else:
-            hosts = (*LOOPBACK_NAMES, host)
+    hosts = _allowed_hosts(host, allowed_hosts)
     if options is None:
         options = HttpOptions(
             path=path, max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
             sse_poll_after=sse_poll_after,
         )
     options = replace(options, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins)
-    path = options.path
     sock = _bind(host, port)
     try:
-        import uvicorn
-
-        app = McpHttpApp(server, options)
-        config = uvicorn.Config(
-            app, lifespan="off", log_config=None, access_log=False, ws="none",
-            proxy_headers=False, server_header=False, timeout_graceful_shutdown=3,
-            limit_concurrency=1024,
-        )
-
-        class _Uvicorn(uvicorn.Server):
-            def install_signal_handlers(self) -> None:  # older uvicorn
-                pass
-
-            def capture_signals(self) -> Any:  # the caller owns signals; we stop on cancel
-                from contextlib import nullcontext
-
-                return nullcontext()
-
-        uv = _Uvicorn(config)
-        bound_host, bound_port = sock.getsockname()[:2]
-        async with app:
-            done = anyio.Event()
-
-            async def run() -> None:
-                try:
-                    with anyio.CancelScope(shield=True):
-                        await uv.serve(sockets=[sock])
-                finally:
-                    done.set()
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run)
-                if on_ready is not None:
-                    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-                    on_ready(f"http://{shown}:{bound_port}{path}")
-                try:
-                    await done.wait()
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        app.shutdown()
-                        uv.should_exit = True
-                        with anyio.move_on_after(10):
-                            await done.wait()
+        await _run(McpHttpApp(server, options), sock, options.path, on_ready)
     finally:
         sock.close()
+
+
+async def _run(
+    app: McpHttpApp, sock: socket.socket, path: str, on_ready: Callable[[str], None] | None
+) -> None:
+    """Run `app` on uvicorn on a listening socket until cancelled, then stop gracefully."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, lifespan="off", log_config=None, access_log=False, ws="none",
+        proxy_headers=False, server_header=False, timeout_graceful_shutdown=3,
+        limit_concurrency=1024,
+    )
+
+    class _Uvicorn(uvicorn.Server):
+        def install_signal_handlers(self) -> None:  # older uvicorn
+            pass
+
+        def capture_signals(self) -> Any:  # the caller owns signals; we stop on cancel
+            from contextlib import nullcontext
+
+            return nullcontext()
+
+    uv = _Uvicorn(config)
+    bound_host, bound_port = sock.getsockname()[:2]
+    async with app:
+        done = anyio.Event()
+
+        async def run() -> None:
+            try:
+                with anyio.CancelScope(shield=True):
+                    await uv.serve(sockets=[sock])
+            finally:
+                done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            if on_ready is not None:
+                shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+                on_ready(f"http://{shown}:{bound_port}{path}")
+            try:
+                await done.wait()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    app.shutdown()
+                    uv.should_exit = True
+                    with anyio.move_on_after(10):
+                        await done.wait()
