@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from typing import Any
 
 from mcpcli.serve import templating
 from mcpcli.serve.model import (
@@ -81,6 +82,19 @@ class BuildContext:
 
     def resolve_dir(self, text: str) -> str:
         return os.path.normpath(os.path.join(self.base_dir, os.path.expanduser(text)))
+
+    def schema(self, schema: JSON, path: Path, what: str) -> Any | None:
+        """A validator for `schema` (`what` names it); None, and a problem at `path`, if it is invalid."""
+        from mcpcli.validation import compile_schema
+
+        try:
+            return compile_schema(schema)
+        except Exception as exc:  # ValidationError; TypeError from a malformed $schema such as a list
+            detail = getattr(exc, "message", None) or str(exc)
+            # compile_schema words its error for an input schema; keep only what is wrong.
+            detail = detail.split("is not a valid JSON Schema: ", 1)[-1]
+            self.fail(path, f"{what} is not a valid JSON Schema: {detail}")
+            return None
 
     def template(self, text: str, path: Path, known: set[str]) -> Template | None:
         """Parse a `{{ name }}` template whose names must all be in `known`."""

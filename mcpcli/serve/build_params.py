@@ -14,7 +14,6 @@ import os
 import re
 from typing import Any
 
-from mcpcli.errors import ConfigError
 from mcpcli.serve.build_context import PARAM_NAME, BuildContext
 from mcpcli.serve.build_run import build_run
 from mcpcli.serve.model import JSON, MISSING, Param
@@ -29,7 +28,7 @@ _SCHEMA_KEYS = ("title", "description", "enum", "const", "minLength", "maxLength
                 "minItems", "maxItems", "uniqueItems", "examples")
 #: (keys, the parameter types they apply to, what to call those types).
 _APPLIES_TO = (
-    (("minLength", "maxLength", "pattern", "format"), ("string", "path"), "string"),
+    (("minLength", "maxLength", "pattern", "format"), ("string", "path"), "string and path"),
     (("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"), ("integer", "number"), "number"),
     (("minItems", "maxItems", "uniqueItems", "items"), ("array",), "array"),
     (("within", "must_exist", "kind"), ("path",), "path"),
@@ -83,7 +82,7 @@ def build_param(ctx: BuildContext, name: str, spec: JSON, path: Path, cwd: str, 
             schema[key] = value
     if ptype == "object" and "schema" not in spec:
         schema.setdefault("additionalProperties", True)
-    validator = _compile(ctx, schema, path)
+    validator = ctx.schema(schema, path, "the parameter's schema")
     if validator is None:
         return None
     required = spec.get("required", "default" not in spec)
@@ -124,8 +123,6 @@ def _param_schema(ctx: BuildContext, spec: JSON, path: Path, ptype: str) -> JSON
         except re.error as exc:
             ctx.fail((*path, "pattern"), f"invalid regular expression: {exc}")
             return None
-        if ptype not in ("string", "path"):
-            ctx.fail((*path, "pattern"), "pattern applies to string and path parameters only")
         schema["pattern"] = f"^(?:{pattern})$"
     for keys, types, what in _APPLIES_TO:
         for key in keys:
@@ -149,20 +146,6 @@ def _path_roots(ctx: BuildContext, spec: JSON, path: Path, cwd: str, schema: JSO
     note = "A path inside " + ", ".join(within)
     schema["description"] = (schema.get("description", "").rstrip(". ") + ". " + note).lstrip(". ")
     return within
-
-
-def _compile(ctx: BuildContext, schema: JSON, path: Path) -> Any:
-    """A validator for the parameter's schema; None (and a problem) if it does not compile."""
-    try:
-        from mcpcli.validation import compile_schema
-
-        return compile_schema(schema)
-    except ConfigError as exc:
-        ctx.fail(path, f"invalid schema: {exc.message}")
-        return None
-    except Exception as exc:
-        ctx.fail(path, f"invalid schema: {exc}")
-        return None
 
 
 def _check_default(ctx: BuildContext, spec: JSON, path: Path, schema: JSON, validator: Any, default: Any,

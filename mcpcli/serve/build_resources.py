@@ -111,6 +111,11 @@ def build_template(ctx: BuildContext, item: JSON, path: Path, source: str, commo
     if not names:
         ctx.fail((*path, "uri_template"), "a uri_template needs at least one {name}")
         return None
+    repeated = sorted({n for _, n in names if [m for _, m in names].count(n) > 1})
+    if repeated:
+        ctx.fail((*path, "uri_template"), f"{{{repeated[0]}}} appears more than once "
+                 "(each variable names one parameter)")
+        return None
     if source == "directory":
         ctx.fail(path, "a directory cannot be a template")
         return None

@@ -8,7 +8,6 @@ and any files become the CallToolResult.
 
 from __future__ import annotations
 
-from mcpcli.errors import ConfigError
 from mcpcli.serve.build_context import BuildContext
 from mcpcli.serve.build_params import build_params
 from mcpcli.serve.build_run import build_run
@@ -28,8 +27,8 @@ def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
         return None
     cwd = ctx.resolve_dir((run_raw or {}).get("cwd", ctx.defaults.get("cwd", ".")))
     raw_schema = item.get("input_schema")
-    if raw_schema is not None and not _check_input_schema(ctx, item, path, raw_schema, run_raw):
-        return None
+    # A bad input_schema is reported, and the rest of the tool is still checked.
+    schema_ok = raw_schema is None or _check_input_schema(ctx, item, path, raw_schema, run_raw)
     params = build_params(ctx, item.get("params") or {}, (*path, "params"), cwd)
     if len(params) != len(item.get("params") or {}):
         return None
@@ -41,7 +40,7 @@ def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
     if mock is not None and not _check_mock(ctx, mock, path, params):
         return None
     output = build_output(ctx, item.get("output") or {}, (*path, "output"))
-    if output is None:
+    if output is None or not schema_ok:
         return None
     # With output.files, MCP_OUTPUT_DIR is always exported, whether or not the command names it.
     return Tool(
@@ -69,12 +68,7 @@ def _check_input_schema(ctx: BuildContext, item: JSON, path: Path, raw_schema: J
     if raw_schema.get("type") != "object":
         ctx.fail((*path, "input_schema"), "the input schema must have type: object")
         return False
-    try:
-        from mcpcli.validation import compile_schema
-
-        compile_schema(raw_schema)
-    except ConfigError as exc:
-        ctx.fail((*path, "input_schema"), f"invalid schema: {exc.message}")
+    if ctx.schema(raw_schema, (*path, "input_schema"), "the tool's inputSchema") is None:
         return False
     if run_raw is not None and run_raw.get("stdin") != "json":
         ctx.fail((*path, "input_schema"), "a tool with input_schema reads its arguments with stdin: json")
@@ -107,12 +101,7 @@ def build_output(ctx: BuildContext, raw: JSON, path: Path) -> OutputSpec | None:
         if fmt != "json":
             ctx.fail((*path, "schema"), "schema (the outputSchema) goes with format: json")
             return None
-        try:
-            from mcpcli.validation import compile_schema
-
-            compile_schema(schema)
-        except ConfigError as exc:
-            ctx.fail((*path, "schema"), f"invalid output schema: {exc.message}")
+        if ctx.schema(schema, (*path, "schema"), "the tool's outputSchema") is None:
             return None
         if schema.get("type") != "object":
             ctx.fail((*path, "schema"), "the output schema must describe an object (type: object)",

@@ -287,3 +287,58 @@ def test_the_conformance_fixture_is_valid() -> None:
 def test_env_prefix_form_is_interpolated_too() -> None:
     config = parse_config(HEAD + "server: {name: '${env:NAME}'}\n", "t.yaml", environ={"NAME": "svc"})
     assert config.server["name"] == "svc"
+
+
+# -- problems that used to escape the collector -----------------------------------------
+
+
+def test_a_repeated_uri_template_variable_is_a_positioned_problem() -> None:
+    found = problems(HEAD + "resources:\n  - name: r\n    uri_template: 'x://{a}/{+a}'\n    text: 'hi {{ a }}'\n")
+    assert found == ["t.yaml:4:19: error: resource 'r': uri_template: {a} appears more than once "
+                     "(each variable names one parameter)"]
+
+
+@pytest.mark.parametrize("schema", ["{type: object, properties: 3}", "{type: object, $schema: [1]}"])
+def test_a_bad_input_schema_is_a_positioned_problem_and_checking_goes_on(schema: str) -> None:
+    found = problems(
+        HEAD + "tools:\n"
+        f"  - name: a\n    description: x\n    input_schema: {schema}\n    run: {{argv: [cat], stdin: json}}\n"
+        "  - name: b\n    description: y\n    run: {argv: [echo], timeout: 2h}\n"
+    )
+    assert len(found) == 2, found
+    assert found[0].startswith("t.yaml:5:19: error: tool 'a': input_schema: the tool's inputSchema is not a valid "
+                               "JSON Schema: "), found
+    assert found[1].startswith("t.yaml:9:34: error: tool 'b'") and "max_timeout" in found[1], found
+
+
+def test_a_bad_output_schema_says_which_schema_and_checking_goes_on() -> None:
+    found = problems(
+        HEAD + "tools:\n"
+        "  - name: a\n    description: x\n    run: {argv: [echo], timeout: 2h}\n"
+        "    output: {format: json, schema: {type: object, required: 5}}\n"
+    )
+    assert len(found) == 2, found
+    assert "max_timeout" in found[0]
+    assert found[1] == ("t.yaml:6:36: error: tool 'a': output.schema: the tool's outputSchema is not a "
+                        "valid JSON Schema: 5 is not of type 'array'"), found
+    assert "inputSchema" not in found[1]
+
+
+def test_pattern_on_an_integer_is_reported_once() -> None:
+    found = problems(one_tool("params:\n  n: {type: integer, pattern: '[0-9]+'}\nrun: {argv: [echo]}\n"))
+    assert found == ["t.yaml:6:35: error: tool 't': params.n.pattern: pattern applies to string and path "
+                     "parameters only (this one is integer)"]
+
+
+def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(HEAD + "resources:\n  - name: r\n    uri_template: 'x://{a}/{a}'\n    text: hi\n"
+                   "tools:\n  - name: a\n    description: x\n    input_schema: {type: object, properties: 3}\n"
+                   "    run: {argv: [cat], stdin: json}\n")
+    result = mcp("serve", "--check", str(bad))
+    assert result.code == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{bad}:4:19: error: resource 'r': uri_template: {{a}} appears more than once")
+    assert lines[1].startswith(f"{bad}:9:19: error: tool 'a': input_schema: ")
+    assert "internal error" not in result.stderr
