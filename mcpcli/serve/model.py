@@ -13,7 +13,6 @@ keeps using the snapshot it started with.
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -391,7 +390,3 @@ class Config:
 
     def secret_values(self) -> list[str]:
         return [v for v in self.secrets.values() if len(v) >= 6]
-
-
-def python_executable() -> str:
-    return sys.executable or "python3"

@@ -28,10 +28,8 @@ from dataclasses import dataclass
 
 import anyio
 
-__all__ = ["RunResult", "SpawnError", "kill_all_groups", "live_groups", "run_process"]
+__all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 
-#: Process groups of runs in progress (for an emergency stop of everything).
-_LIVE: set[int] = set()
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
 
@@ -60,16 +58,6 @@ class RunResult:
     @property
     def stderr_truncated(self) -> int:
         return self.stderr_total - len(self.stderr)
-
-
-def live_groups() -> set[int]:
-    return set(_LIVE)
-
-
-def kill_all_groups() -> None:
-    """SIGKILL every running call's process group (last resort at exit)."""
-    for pgid in list(_LIVE):
-        _signal_group(pgid, signal.SIGKILL)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:
@@ -333,7 +321,6 @@ async def run_process(
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
     pgid = child.pid
-    _LIVE.add(pgid)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
     timed_out = False
@@ -344,7 +331,6 @@ async def run_process(
     except BaseException:  # pragma: no cover - no event loop to watch with: do not leave it running
         _signal_group(pgid, signal.SIGKILL)
         child.popen.wait()
-        _LIVE.discard(pgid)
         for fd in (out_fd, err_fd, in_fd):
             if fd is not None:
                 os.close(fd)
@@ -375,7 +361,6 @@ async def run_process(
                 await _stop(watch, pgid, kill_grace)
             raise
     finally:
-        _LIVE.discard(pgid)
         watch.close()
         for fd in (out_fd, err_fd):
             os.close(fd)

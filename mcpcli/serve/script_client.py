@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "shim_main"]
+__all__ = ["main"]
 
 OK, DECLINED, USAGE, UNAVAILABLE, FAILED = 0, 1, 2, 4, 5
 FIELD_TYPES = ("string", "integer", "number", "boolean")
@@ -310,12 +310,3 @@ def main(argv: list[str] | None = None, prog: str = "mcp") -> int:
         return 130
     except BrokenPipeError:
         return OK
-
-
-def shim_main(argv: list[str]) -> int:
-    """The `mcp` put on a served script's PATH: fast path for `mcp script`, else the full CLI."""
-    if argv and argv[0] == "script":
-        return main(argv[1:])
-    from mcpcli.cli import main as cli_main
-
-    return cli_main(argv)
