@@ -3,9 +3,12 @@
 * `load` loads and checks a tools.yaml file into an immutable `model.Config`
   (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`
   checked by `structure`, then the `build*` modules check the meaning);
-* `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`;
-* `invoke` turns arguments into argv/env/stdin, `process` runs the command in its
-  own process group, `results` maps the output to a CallToolResult;
+* `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`,
+  one module per feature doing the work: `tool_calls`, `resources`, `prompts`,
+  `completion` (with `contents` for rendered text and file contents);
+* `runner` runs a command for a request (concurrency slots, environment, side
+  channel): `invoke` turns arguments into argv/env/stdin, `process` runs the
+  command in its own process group, `results` maps the output to a CallToolResult;
 * `channel` and `script_client` are the side channel (`mcp script ...`).
 
 The protocol itself (eras, transports, sessions) is `mcpcli.server`'s job.
