@@ -320,46 +320,11 @@ async def run_process(
         child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
-    pgid = child.pid
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
-    timed_out = False
-    overflowed = False
-    stopped = False
+    watch = _start_watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
     try:
-        watch = _Watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
-    except BaseException:  # pragma: no cover - no event loop to watch with: do not leave it running
-        _signal_group(pgid, signal.SIGKILL)
-        child.popen.wait()
-        for fd in (out_fd, err_fd, in_fd):
-            if fd is not None:
-                os.close(fd)
-        child.close()
-        raise
-    try:
-        try:
-            with anyio.move_on_after(timeout) as scope:
-                if watch.overflow is not None:
-                    await asyncio.wait([watch.exited, watch.overflow], return_when=asyncio.FIRST_COMPLETED)
-                    overflowed = watch.overflow.done() and not watch.exited.done()
-                else:
-                    await watch.wait_exit()
-            timed_out = scope.cancelled_caught
-            with anyio.CancelScope(shield=True):
-                if timed_out or overflowed:
-                    stopped = True
-                    await _stop(watch, pgid, kill_grace)
-                else:
-                    # The leader exited: stop anything it left in its group.
-                    await _stop(watch, pgid, min(kill_grace, 1.0))
-                if not watch.closed.done():
-                    with anyio.move_on_after(PIPE_GRACE):
-                        await asyncio.wait([watch.closed])
-        except BaseException:
-            # Cancelled from outside (client cancel, disconnect, shutdown).
-            with anyio.CancelScope(shield=True):
-                await _stop(watch, pgid, kill_grace)
-            raise
+        ending = await _wait_and_stop(watch, child.pid, timeout, kill_grace)
     finally:
         watch.close()
         for fd in (out_fd, err_fd):
@@ -374,11 +339,68 @@ async def run_process(
         stderr=err.value(),
         stdout_total=out.total,
         stderr_total=err.total,
-        timed_out=timed_out,
-        overflowed=overflowed,
+        timed_out=ending.timed_out,
+        overflowed=ending.overflowed,
         duration=time.monotonic() - started,
-        stopped_by_us=stopped,
+        stopped_by_us=ending.stopped,
     )
+
+
+def _start_watch(child: _Child, out_fd: int, err_fd: int, in_fd: int | None, stdin: bytes | None,
+                 out: _Sink, err: _Sink, *, watch_overflow: bool) -> _Watch:
+    """Watch a started child; if that fails, kill it and release everything before raising."""
+    try:
+        return _Watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=watch_overflow)
+    except BaseException:  # pragma: no cover - no event loop to watch with: do not leave it running
+        _signal_group(child.pid, signal.SIGKILL)
+        child.popen.wait()
+        for fd in (out_fd, err_fd, in_fd):
+            if fd is not None:
+                os.close(fd)
+        child.close()
+        raise
+
+
+@dataclass
+class _Ending:
+    """How a run ended, from our side."""
+
+    timed_out: bool = False
+    overflowed: bool = False  # output passed the cap and the run was stopped for it
+    stopped: bool = False  # we stopped it (timeout or overflow), rather than it exiting
+
+
+async def _wait_and_stop(watch: _Watch, pgid: int, timeout: float, kill_grace: float) -> _Ending:
+    """Wait for the leader to exit (or the timeout, or an overflow), then stop the whole group.
+
+    A cancellation from outside (client cancel, disconnect, shutdown) also stops
+    the group, shielded, before it goes on.
+    """
+    ending = _Ending()
+    try:
+        with anyio.move_on_after(timeout) as scope:
+            if watch.overflow is not None:
+                await asyncio.wait([watch.exited, watch.overflow], return_when=asyncio.FIRST_COMPLETED)
+                ending.overflowed = watch.overflow.done() and not watch.exited.done()
+            else:
+                await watch.wait_exit()
+        ending.timed_out = scope.cancelled_caught
+        with anyio.CancelScope(shield=True):
+            if ending.timed_out or ending.overflowed:
+                ending.stopped = True
+                await _stop(watch, pgid, kill_grace)
+            else:
+                # The leader exited: stop anything it left in its group.
+                await _stop(watch, pgid, min(kill_grace, 1.0))
+            if not watch.closed.done():
+                with anyio.move_on_after(PIPE_GRACE):
+                    await asyncio.wait([watch.closed])
+    except BaseException:
+        # Cancelled from outside (client cancel, disconnect, shutdown).
+        with anyio.CancelScope(shield=True):
+            await _stop(watch, pgid, kill_grace)
+        raise
+    return ending
 
 
 def signal_name(sig: int) -> str:

@@ -107,94 +107,133 @@ def tool_result(
     failed = run.timed_out or run.overflowed or run.signal is not None or run.returncode not in ok_codes
     stderr_text = _stream_text(run.stderr, run.stderr_truncated, output.max_bytes, mask).rstrip("\n")
     if failed:
-        content: list[JSON] = []
-        if run.stdout:
-            content.append({"type": "text", "text": _stream_text(run.stdout, run.stdout_truncated,
-                                                                  output.max_bytes, mask)})
-        if stderr_text and output.stderr != "never":
-            content.append({"type": "text", "text": "stderr:\n" + stderr_text})
-        content.append({"type": "text", "text": _status_line(run, timeout)})
-        return {"content": content, "isError": True}
-
-    def fail(message: str) -> JSON:
-        content = [{"type": "text", "text": message}]
-        if run.stdout:
-            excerpt, _ = _decode(run.stdout[:2000])
-            content.append({"type": "text", "text": "stdout:\n" + mask(excerpt)})
-        if stderr_text and output.stderr != "never":
-            content.append({"type": "text", "text": "stderr:\n" + stderr_text})
-        return {"content": content, "isError": True}
-
+        return _failed_run(run, output, timeout, mask, stderr_text)
+    done = _Finished(run, output, mask, stderr_text)
     fmt = output.format
-    result: JSON
     if fmt == "text":
-        text, binary = _decode(run.stdout)
-        if binary:
-            note = (f"the output is binary ({format_size(run.stdout_total)}); attached as "
-                    "application/octet-stream")
-            if run.stdout_truncated:
-                note += _truncation_note(run.stdout_truncated, output.max_bytes)
-            result = {"content": [
-                {"type": "text", "text": note},
-                {"type": "resource", "resource": {"uri": STDOUT_URI, "mimeType": "application/octet-stream",
-                                                  "blob": base64.b64encode(run.stdout).decode("ascii")}},
-            ]}
-        else:
-            text = mask(text)
-            if run.stdout_truncated:
-                text += _truncation_note(run.stdout_truncated, output.max_bytes)
-            result = {"content": [{"type": "text", "text": text}]}
+        result = _text_output(done)
     elif fmt == "json":
-        if run.stdout_truncated:
-            return fail(f"the JSON output was cut at output.max_bytes={format_size(output.max_bytes)} "
-                        f"({format_size(run.stdout_total)} produced); raise max_bytes")
-        raw = run.stdout.decode("utf-8", errors="replace").strip()
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            return fail(f"the tool's output is not valid JSON: {exc}")
-        value = mask.json(value)
-        if validate_output is not None:
-            problems = validate_output(value)
-            if problems:
-                return fail("the tool's output does not match its outputSchema: " + "; ".join(problems[:5]))
-        structured = value
-        if not isinstance(value, dict) and structured_objects_only:
-            structured = {"result": value}
-        result = {
-            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
-            "structuredContent": structured,
-        }
+        result = _json_output(done, structured_objects_only, validate_output)
     elif fmt in ("image", "audio", "blob"):
-        if run.stdout_truncated:
-            return fail(f"the {fmt} output was cut at output.max_bytes={format_size(output.max_bytes)}; "
-                        "raise max_bytes")
-        if not run.stdout:
-            return fail(f"the tool produced no output (expected {output.mime_type} data)")
-        data = base64.b64encode(run.stdout).decode("ascii")
-        if fmt == "blob":
-            block: JSON = {"type": "resource", "resource": {"uri": STDOUT_URI, "mimeType": output.mime_type,
-                                                            "blob": data}}
-        else:
-            block = {"type": fmt, "data": data, "mimeType": output.mime_type}
-        result = {"content": [block]}
+        result = _binary_output(done)
     else:  # mcp
-        if run.stdout_truncated:
-            return fail(f"the result was cut at output.max_bytes={format_size(output.max_bytes)}; raise max_bytes")
-        try:
-            value = json.loads(run.stdout.decode("utf-8", errors="replace"))
-        except ValueError as exc:
-            return fail(f"the tool's output is not a valid MCP result (not JSON: {exc})")
-        problem = check_mcp_result(value, structured_objects_only=structured_objects_only)
-        if problem:
-            return fail(f"the tool's output is not a valid MCP result: {problem}")
-        result = {k: v for k, v in value.items() if k in ("content", "structuredContent", "isError", "_meta")}
-        result = mask.json(result)
+        result = _mcp_output(done, structured_objects_only)
+    if done.rejected:  # the output was unusable: no extras after the excerpt
+        return result
     if stderr_text and output.stderr == "always":
         result["content"].append({"type": "text", "text": "stderr:\n" + stderr_text})
     if output_dir is not None and output.files:
         result["content"].extend(attach_files(output_dir, output.files, mask))
     return result
+
+
+def _failed_run(run: RunResult, output: OutputSpec, timeout: float, mask: Masker, stderr_text: str) -> JSON:
+    """A run that failed (exit code, signal, timeout, overflow): what it printed, and why it ended."""
+    content: list[JSON] = []
+    if run.stdout:
+        content.append({"type": "text", "text": _stream_text(run.stdout, run.stdout_truncated,
+                                                              output.max_bytes, mask)})
+    if stderr_text and output.stderr != "never":
+        content.append({"type": "text", "text": "stderr:\n" + stderr_text})
+    content.append({"type": "text", "text": _status_line(run, timeout)})
+    return {"content": content, "isError": True}
+
+
+class _Finished:
+    """A run that succeeded, whose output is being turned into a result."""
+
+    def __init__(self, run: RunResult, output: OutputSpec, mask: Masker, stderr_text: str) -> None:
+        self.run = run
+        self.output = output
+        self.mask = mask
+        self.stderr_text = stderr_text
+        self.rejected = False
+
+    def fail(self, message: str) -> JSON:
+        """The output cannot be used as declared: an error result with an excerpt of it."""
+        self.rejected = True
+        content = [{"type": "text", "text": message}]
+        if self.run.stdout:
+            excerpt, _ = _decode(self.run.stdout[:2000])
+            content.append({"type": "text", "text": "stdout:\n" + self.mask(excerpt)})
+        if self.stderr_text and self.output.stderr != "never":
+            content.append({"type": "text", "text": "stderr:\n" + self.stderr_text})
+        return {"content": content, "isError": True}
+
+
+def _text_output(done: _Finished) -> JSON:
+    run, output = done.run, done.output
+    text, binary = _decode(run.stdout)
+    if binary:
+        note = (f"the output is binary ({format_size(run.stdout_total)}); attached as "
+                "application/octet-stream")
+        if run.stdout_truncated:
+            note += _truncation_note(run.stdout_truncated, output.max_bytes)
+        return {"content": [
+            {"type": "text", "text": note},
+            {"type": "resource", "resource": {"uri": STDOUT_URI, "mimeType": "application/octet-stream",
+                                              "blob": base64.b64encode(run.stdout).decode("ascii")}},
+        ]}
+    text = done.mask(text)
+    if run.stdout_truncated:
+        text += _truncation_note(run.stdout_truncated, output.max_bytes)
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def _json_output(done: _Finished, structured_objects_only: bool,
+                 validate_output: Callable[[Any], list[str]] | None) -> JSON:
+    run, output = done.run, done.output
+    if run.stdout_truncated:
+        return done.fail(f"the JSON output was cut at output.max_bytes={format_size(output.max_bytes)} "
+                         f"({format_size(run.stdout_total)} produced); raise max_bytes")
+    raw = run.stdout.decode("utf-8", errors="replace").strip()
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return done.fail(f"the tool's output is not valid JSON: {exc}")
+    value = done.mask.json(value)
+    if validate_output is not None:
+        problems = validate_output(value)
+        if problems:
+            return done.fail("the tool's output does not match its outputSchema: " + "; ".join(problems[:5]))
+    structured = value
+    if not isinstance(value, dict) and structured_objects_only:
+        structured = {"result": value}
+    return {
+        "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
+        "structuredContent": structured,
+    }
+
+
+def _binary_output(done: _Finished) -> JSON:
+    run, output, fmt = done.run, done.output, done.output.format
+    if run.stdout_truncated:
+        return done.fail(f"the {fmt} output was cut at output.max_bytes={format_size(output.max_bytes)}; "
+                         "raise max_bytes")
+    if not run.stdout:
+        return done.fail(f"the tool produced no output (expected {output.mime_type} data)")
+    data = base64.b64encode(run.stdout).decode("ascii")
+    if fmt == "blob":
+        block: JSON = {"type": "resource", "resource": {"uri": STDOUT_URI, "mimeType": output.mime_type,
+                                                        "blob": data}}
+    else:
+        block = {"type": fmt, "data": data, "mimeType": output.mime_type}
+    return {"content": [block]}
+
+
+def _mcp_output(done: _Finished, structured_objects_only: bool) -> JSON:
+    run, output = done.run, done.output
+    if run.stdout_truncated:
+        return done.fail(f"the result was cut at output.max_bytes={format_size(output.max_bytes)}; raise max_bytes")
+    try:
+        value = json.loads(run.stdout.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        return done.fail(f"the tool's output is not a valid MCP result (not JSON: {exc})")
+    problem = check_mcp_result(value, structured_objects_only=structured_objects_only)
+    if problem:
+        return done.fail(f"the tool's output is not a valid MCP result: {problem}")
+    result = {k: v for k, v in value.items() if k in ("content", "structuredContent", "isError", "_meta")}
+    return dict(done.mask.json(result))
 
 
 _BLOCK_TYPES = {"text", "image", "audio", "resource", "resource_link"}

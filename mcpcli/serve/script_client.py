@@ -151,107 +151,140 @@ def _out(text: str) -> None:
 
 
 def _run(args: Any) -> int:
-    if args.command == "progress":
-        payload: dict[str, Any] = {"op": "progress", "progress": _num(args.progress)}
-        if args.total is not None:
-            payload["total"] = _num(args.total)
-        if args.message:
-            payload["message"] = args.message
-        _send(payload)
-        return OK
-    if args.command == "log":
-        text = " ".join(args.message)
-        data: Any = text
-        if args.json:
-            try:
-                data = json.loads(text)
-            except ValueError:
-                raise _Exit(USAGE, "--json: MESSAGE is not valid JSON") from None
-        payload = {"op": "log", "level": args.level, "data": data}
-        if args.logger:
-            payload["logger"] = args.logger
-        _send(payload)
-        return OK
-    if args.command == "elicit":
-        if args.schema:
-            try:
-                schema = json.loads(args.schema)
-            except ValueError:
-                raise _Exit(USAGE, "--schema is not valid JSON") from None
-            if not isinstance(schema, dict):
-                raise _Exit(USAGE, "--schema must be a JSON object")
-        else:
-            props: dict[str, Any] = {}
-            for spec in args.field:
-                name, prop = _field_schema(spec)
-                props[name] = prop
-            for spec in args.choice:
-                name, _, values = spec.partition("=")
-                options = [v for v in values.split(",") if v]
-                if not name or not options:
-                    raise _Exit(USAGE, f"--choice {spec!r}: expected NAME=A,B,C")
-                props[name] = {"type": "string", "enum": options}
-            schema = {"type": "object", "properties": props}
-            if props:
-                schema["required"] = list(props)
-        answer = _ask(args.key, "elicitation/create", {"message": args.message, "requestedSchema": schema})
-        accepted = isinstance(answer, dict) and answer.get("action") == "accept"
-        if args.get:
-            content = answer.get("content") if accepted and isinstance(answer.get("content"), dict) else {}
-            value = content.get(args.get)
-            if accepted and value is not None:
-                _out(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-        elif args.content:
-            _out(json.dumps(answer.get("content", {}) if accepted else {}, ensure_ascii=False))
-        else:
-            _out(json.dumps(answer, ensure_ascii=False))
-        return OK if accepted else DECLINED
-    if args.command == "sample":
-        params: dict[str, Any] = {
-            "messages": [{"role": "user", "content": {"type": "text", "text": args.prompt}}],
-            "maxTokens": args.max_tokens,
-        }
-        if args.system:
-            params["systemPrompt"] = args.system
-        answer = _ask(args.key, "sampling/createMessage", params)
-        if args.json:
-            _out(json.dumps(answer, ensure_ascii=False))
-            return OK
-        content = answer.get("content") if isinstance(answer, dict) else None
-        blocks = content if isinstance(content, list) else [content]
-        texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-        _out("\n".join(texts))
-        return OK
-    if args.command == "roots":
-        answer = _ask(args.key, "roots/list", {})
-        if args.uris:
-            roots = answer.get("roots", []) if isinstance(answer, dict) else []
-            for root in roots:
-                if isinstance(root, dict) and isinstance(root.get("uri"), str):
-                    _out(root["uri"])
-            return OK
+    command = _COMMANDS.get(args.command)
+    if command is None:  # pragma: no cover - argparse only accepts the known commands
+        raise _Exit(USAGE, f"unknown command {args.command!r}")
+    return command(args)
+
+
+def _progress(args: Any) -> int:
+    payload: dict[str, Any] = {"op": "progress", "progress": _num(args.progress)}
+    if args.total is not None:
+        payload["total"] = _num(args.total)
+    if args.message:
+        payload["message"] = args.message
+    _send(payload)
+    return OK
+
+
+def _log(args: Any) -> int:
+    text = " ".join(args.message)
+    data: Any = text
+    if args.json:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise _Exit(USAGE, "--json: MESSAGE is not valid JSON") from None
+    payload = {"op": "log", "level": args.level, "data": data}
+    if args.logger:
+        payload["logger"] = args.logger
+    _send(payload)
+    return OK
+
+
+def _elicit(args: Any) -> int:
+    answer = _ask(args.key, "elicitation/create", {"message": args.message, "requestedSchema": _elicit_schema(args)})
+    accepted = isinstance(answer, dict) and answer.get("action") == "accept"
+    if args.get:
+        content = answer.get("content") if accepted and isinstance(answer.get("content"), dict) else {}
+        value = content.get(args.get)
+        if accepted and value is not None:
+            _out(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    elif args.content:
+        _out(json.dumps(answer.get("content", {}) if accepted else {}, ensure_ascii=False))
+    else:
+        _out(json.dumps(answer, ensure_ascii=False))
+    return OK if accepted else DECLINED
+
+
+def _elicit_schema(args: Any) -> dict[str, Any]:
+    """The requestedSchema: --schema as given, else built from --field and --choice."""
+    if args.schema:
+        try:
+            schema = json.loads(args.schema)
+        except ValueError:
+            raise _Exit(USAGE, "--schema is not valid JSON") from None
+        if not isinstance(schema, dict):
+            raise _Exit(USAGE, "--schema must be a JSON object")
+        return schema
+    props: dict[str, Any] = {}
+    for spec in args.field:
+        name, prop = _field_schema(spec)
+        props[name] = prop
+    for spec in args.choice:
+        name, _, values = spec.partition("=")
+        options = [v for v in values.split(",") if v]
+        if not name or not options:
+            raise _Exit(USAGE, f"--choice {spec!r}: expected NAME=A,B,C")
+        props[name] = {"type": "string", "enum": options}
+    schema = {"type": "object", "properties": props}
+    if props:
+        schema["required"] = list(props)
+    return schema
+
+
+def _sample(args: Any) -> int:
+    params: dict[str, Any] = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": args.prompt}}],
+        "maxTokens": args.max_tokens,
+    }
+    if args.system:
+        params["systemPrompt"] = args.system
+    answer = _ask(args.key, "sampling/createMessage", params)
+    if args.json:
         _out(json.dumps(answer, ensure_ascii=False))
         return OK
-    if args.command == "changed":
-        if (args.kind == "resource") != (args.uri is not None):
-            raise _Exit(USAGE, "give a URI with `resource`, and only then")
-        payload = {"op": "changed", "kind": args.kind}
-        if args.uri is not None:
-            payload["uri"] = args.uri
-        _send(payload)
+    content = answer.get("content") if isinstance(answer, dict) else None
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    _out("\n".join(texts))
+    return OK
+
+
+def _roots(args: Any) -> int:
+    answer = _ask(args.key, "roots/list", {})
+    if args.uris:
+        roots = answer.get("roots", []) if isinstance(answer, dict) else []
+        for root in roots:
+            if isinstance(root, dict) and isinstance(root.get("uri"), str):
+                _out(root["uri"])
         return OK
-    if args.command == "ask":
-        text = sys.stdin.read() if args.requests == "-" else args.requests
-        try:
-            requests = json.loads(text)
-        except ValueError:
-            raise _Exit(USAGE, "REQUESTS is not valid JSON") from None
-        if not isinstance(requests, dict):
-            raise _Exit(USAGE, "REQUESTS must be a JSON object {KEY: {method, params}}")
-        reply = _send({"op": "ask", "requests": requests})
-        _out(json.dumps(reply.get("result") or {}, ensure_ascii=False))
-        return OK
-    raise _Exit(USAGE, f"unknown command {args.command!r}")  # pragma: no cover
+    _out(json.dumps(answer, ensure_ascii=False))
+    return OK
+
+
+def _changed(args: Any) -> int:
+    if (args.kind == "resource") != (args.uri is not None):
+        raise _Exit(USAGE, "give a URI with `resource`, and only then")
+    payload = {"op": "changed", "kind": args.kind}
+    if args.uri is not None:
+        payload["uri"] = args.uri
+    _send(payload)
+    return OK
+
+
+def _ask_raw(args: Any) -> int:
+    text = sys.stdin.read() if args.requests == "-" else args.requests
+    try:
+        requests = json.loads(text)
+    except ValueError:
+        raise _Exit(USAGE, "REQUESTS is not valid JSON") from None
+    if not isinstance(requests, dict):
+        raise _Exit(USAGE, "REQUESTS must be a JSON object {KEY: {method, params}}")
+    reply = _send({"op": "ask", "requests": requests})
+    _out(json.dumps(reply.get("result") or {}, ensure_ascii=False))
+    return OK
+
+
+_COMMANDS = {
+    "progress": _progress,
+    "log": _log,
+    "elicit": _elicit,
+    "sample": _sample,
+    "roots": _roots,
+    "changed": _changed,
+    "ask": _ask_raw,
+}
 
 
 def _num(value: float) -> float | int:
