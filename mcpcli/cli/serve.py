@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import math
 import os
 import stat
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.errors import ConfigError, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from mcpcli.serve.model import Config
 
 __all__ = ["parse_http_address", "serve"]
 
@@ -57,6 +62,18 @@ def _check_watch_safety(path: str) -> None:
             )
 
 
+@dataclass(frozen=True)
+class _Http:
+    """The --http flags, checked."""
+
+    host: str
+    port: int
+    token: str | None
+    allow_hosts: tuple[str, ...]
+    allow_origins: tuple[str, ...]
+    sse_poll_after: float | None
+
+
 @click.command("serve", context_settings=CONTEXT_SETTINGS)
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option("--http", "http", metavar="[HOST:]PORT",
@@ -71,6 +88,11 @@ def _check_watch_safety(path: str) -> None:
 @click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
               help="Also accept requests from this browser Origin (https://app.example); "
                    "repeatable, '*' for any. Loopback origins are accepted by default.")
+@click.option("--sse-poll-after", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="With --http: when a 2025-11-25 client's call streams over SSE and has not "
+                   "answered after SECONDS, close the stream (after an event id and a retry hint); "
+                   "the client resumes with GET and Last-Event-ID and gets the rest there "
+                   "(SSE polling, SEP-1699). Default: streams stay open.")
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--watch", is_flag=True,
               help="Reload FILE when it changes and announce list_changed; an invalid change keeps "
@@ -89,6 +111,7 @@ def serve(
     auth_token: str | None,
     allow_hosts: tuple[str, ...],
     allow_origins: tuple[str, ...],
+    sse_poll_after: float | None,
     check: bool,
     watch: bool,
     print_schema: bool,
@@ -107,24 +130,47 @@ def serve(
       mcp tools list tools.yaml                 # try it without a server
     Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags; 4 cannot listen.
     """
+    if _print_only(app, print_schema, print_example):
+        return
+    file = _file_to_serve(file, example)
+    config = _load(app, file, check)
+    if config is None or check:
+        return
+    if watch:
+        _check_watch_safety(file)
+    settings = _http_settings(http, auth_token, allow_hosts, allow_origins, sse_poll_after)
+    _serve(app, file, config, settings, watch=watch, quiet=quiet)
+
+
+def _print_only(app: App, print_schema: bool, print_example: bool) -> bool:
+    """--print-schema and --print-example: print, and say the command is done."""
     from mcpcli import serve as serve_pkg
 
     if print_schema:
         app.stdout.write(serve_pkg.schema_text())
-        app.stdout.flush()
-        return
-    if print_example:
+    elif print_example:
         with open(serve_pkg.example_path(), encoding="utf-8") as fh:
             app.stdout.write(fh.read())
-        app.stdout.flush()
-        return
+    else:
+        return False
+    app.stdout.flush()
+    return True
+
+
+def _file_to_serve(file: str | None, example: bool) -> str:
     if example:
         if file is not None:
             raise UsageError("give FILE or --example, not both")
-        file = serve_pkg.example_path()
+        from mcpcli.serve import example_path
+
+        return example_path()
     if file is None:
         raise UsageError("missing FILE", hint="mcp serve tools.yaml (or --example, --print-schema)")
+    return file
 
+
+def _load(app: App, file: str, check: bool) -> Config | None:
+    """The checked file (its warnings printed), or None once its problems are printed (exit 2)."""
     from mcpcli.serve.load import load_config
 
     try:
@@ -132,7 +178,7 @@ def serve(
     except ConfigError as exc:
         _print_problems(app, exc)
         app.exit_code = ExitCode.USAGE
-        return
+        return None
     for warning in config.warnings:
         app.stderr.write(warning.format("warning") + "\n")
     if check:
@@ -140,18 +186,30 @@ def serve(
                   f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "
                   f"{len(config.prompts)} prompt{'s' * (len(config.prompts) != 1)}")
         app.info(f"{file}: valid ({counts})")
-        return
-    if watch:
-        _check_watch_safety(file)
-    address = parse_http_address(http) if http is not None else None
-    if (allow_hosts or allow_origins) and address is None:
-        raise UsageError("--allow-host and --allow-origin apply to --http only")
-    if address is not None and address[0] not in LOOPBACK and not auth_token:
+    return config
+
+
+def _http_settings(http: str | None, token: str | None, allow_hosts: tuple[str, ...],
+                   allow_origins: tuple[str, ...], sse_poll_after: float | None) -> _Http | None:
+    """The checked --http flags; None for stdio (where the HTTP-only flags are usage errors)."""
+    if http is None:
+        if allow_hosts or allow_origins:
+            raise UsageError("--allow-host and --allow-origin apply to --http only")
+        if sse_poll_after is not None:
+            raise UsageError("--sse-poll-after applies to --http only")
+        return None
+    host, port = parse_http_address(http)
+    if host not in LOOPBACK and not token:
         raise UsageError(
             f"--http {http}: binding beyond loopback needs --auth-token (or MCP_SERVE_TOKEN)",
             hint="anyone who can reach the port could run the tools",
         )
+    if sse_poll_after is not None and not math.isfinite(sse_poll_after):
+        raise UsageError(f"--sse-poll-after {sse_poll_after}: expected a number of seconds")
+    return _Http(host, port, token, allow_hosts, allow_origins, sse_poll_after)
 
+
+def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool) -> None:
     from mcpcli.serve.backend import ToolsBackend
 
     def warn(line: str) -> None:
@@ -170,14 +228,12 @@ def serve(
         async with anyio.create_task_group() as tg:
             if watch:
                 tg.start_soon(backend.watch)
-            if address is None:
+            if http is None:
                 from mcpcli.server import serve_stdio
 
                 await serve_stdio(server)
             else:
-                await _serve_http(
-                    app, server, address, auth_token, file, allow_hosts, allow_origins
-                )
+                await _serve_http(app, server, http, file)
             tg.cancel_scope.cancel()
 
     try:
@@ -186,32 +242,22 @@ def serve(
         backend.close()
 
 
-async def _serve_http(
-    app: App,
-    server: Any,
-    address: tuple[str, int],
-    token: str | None,
-    file: str,
-    allow_hosts: tuple[str, ...],
-    allow_origins: tuple[str, ...],
-) -> None:
+async def _serve_http(app: App, server: Any, http: _Http, file: str) -> None:
     from mcpcli.server import serve_http
     from mcpcli.server.http import LOOPBACK_NAMES, is_loopback
-
-    host, port = address
 
     def ready(url: str) -> None:
         app.info(f"serving {file} at {url}")
 
     hosts = None
-    if allow_hosts:
+    if http.allow_hosts:
         # Extra names add to what the bind already accepts; they never replace loopback.
-        base = LOOPBACK_NAMES if is_loopback(host) else (*LOOPBACK_NAMES, host)
-        hosts = (*base, *allow_hosts)
+        base = LOOPBACK_NAMES if is_loopback(http.host) else (*LOOPBACK_NAMES, http.host)
+        hosts = (*base, *http.allow_hosts)
     origins = None
-    if allow_origins:
-        origins = (*LOOPBACK_NAMES, *allow_origins)
+    if http.allow_origins:
+        origins = (*LOOPBACK_NAMES, *http.allow_origins)
     await serve_http(
-        server, host=host, port=port, auth_token=token, on_ready=ready,
-        allowed_hosts=hosts, allowed_origins=origins,
+        server, host=http.host, port=http.port, auth_token=http.token, on_ready=ready,
+        allowed_hosts=hosts, allowed_origins=origins, sse_poll_after=http.sse_poll_after,
     )

@@ -1,7 +1,8 @@
-"""The serve package's shape: no dead helpers.
+"""The serve package's shape: within the style guide's sizes, and no dead helpers.
 
-A helper nothing calls is noise a reader has to check. Read from the source
-with `ast`; nothing is imported.
+The style guide (team research/style.md) sets modules of at most about 500 lines
+and functions of at most about 60; a helper nothing calls is noise a reader
+has to check. Both are read from the source with `ast`; nothing is imported.
 """
 
 from __future__ import annotations
@@ -13,8 +14,29 @@ from collections import Counter
 from helpers import REPO
 
 SERVE = REPO / "mcpcli" / "serve"
+OWN = [*sorted(SERVE.glob("*.py")), REPO / "mcpcli" / "cli" / "serve.py", REPO / "mcpcli" / "cli" / "script.py"]
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
 _ALL = re.compile(r"^__all__ = \[.*?\]", re.S | re.M)
 _WORD = re.compile(r"\w+")
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_serve_modules_and_functions_stay_within_the_size_guide() -> None:
+    too_long = []
+    for path in OWN:
+        source = path.read_text()
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            too_long.append(f"{path.relative_to(REPO)}: {lines} lines")
+        for func in _functions(ast.parse(source)):
+            length = (func.end_lineno or func.lineno) - func.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                too_long.append(f"{path.relative_to(REPO)}:{func.lineno}: {func.name}() is {length} lines")
+    assert too_long == []
 
 
 def _word_counts() -> Counter[str]:
