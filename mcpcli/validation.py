@@ -37,18 +37,19 @@ def _registry() -> Any:
     return Registry(retrieve=_no_retrieval)  # type: ignore[call-arg]
 
 
-def compile_schema(schema: dict[str, Any]) -> Validator:
-    """A validator for `schema`; raises `ValidationError` when the schema itself is bad."""
+def compile_schema(schema: dict[str, Any], *, what: str = "the tool's inputSchema") -> Validator:
+    """A validator for `schema`; `ValidationError` (naming it as `what`) when the schema is bad."""
     import jsonschema
     from jsonschema.validators import validator_for
 
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if dialect is not None and not isinstance(dialect, str):
+        raise ValidationError(f"{what} is not a valid JSON Schema: $schema must be a string")
     cls = validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise ValidationError(
-            f"the tool's inputSchema is not a valid JSON Schema: {exc.message}"
-        ) from None
+        raise ValidationError(f"{what} is not a valid JSON Schema: {exc.message}") from None
     return cls(schema, registry=_registry(), format_checker=cls.FORMAT_CHECKER)
 
 

@@ -14,6 +14,7 @@ import os
 import re
 from typing import Any
 
+from mcpcli.errors import ValidationError
 from mcpcli.serve import templating
 from mcpcli.serve.model import (
     DEFAULT_MAX_CONCURRENT,
@@ -88,12 +89,9 @@ class BuildContext:
         from mcpcli.validation import compile_schema
 
         try:
-            return compile_schema(schema)
-        except Exception as exc:  # ValidationError; TypeError from a malformed $schema such as a list
-            detail = getattr(exc, "message", None) or str(exc)
-            # compile_schema words its error for an input schema; keep only what is wrong.
-            detail = detail.split("is not a valid JSON Schema: ", 1)[-1]
-            self.fail(path, f"{what} is not a valid JSON Schema: {detail}")
+            return compile_schema(schema, what=what)
+        except ValidationError as exc:
+            self.fail(path, exc.message)
             return None
 
     def template(self, text: str, path: Path, known: set[str]) -> Template | None:
