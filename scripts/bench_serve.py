@@ -25,6 +25,22 @@ import time
 from pathlib import Path
 
 SCRIPT = "echo ok"
+#: The official Python SDK's server running the same command per call, for comparison
+#: (`--sdk`; run by the SDK's own interpreter from scripts/install-peers).
+SDK_SERVER = """
+import asyncio, sys
+import anyio
+from mcp.server.mcpserver import MCPServer
+server = MCPServer("bench")
+@server.tool()
+async def trivial() -> str:
+    proc = await asyncio.create_subprocess_exec(
+        "sh", "-c", SCRIPT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL)
+    out, _ = await proc.communicate()
+    return out.decode()
+anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=int(sys.argv[1])))
+""".replace("SCRIPT", repr(SCRIPT))
 TOOLS = f"""version: 1
 tools:
   - name: trivial
@@ -176,6 +192,17 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     return status, got, data
 
 
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
 def _cpu_seconds(pid: int) -> float:
     """utime + stime of one process (not its children), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
@@ -188,7 +215,13 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--era", choices=["modern", "legacy"], default="modern")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sdk", action="store_true",
+                        help="also measure the official Python SDK's server (legacy era) in each round")
     args = parser.parse_args()
+    sdk_python = Path(__file__).resolve().parent.parent / ".cache/sdk-venv/bin/python"
+    if args.sdk and not sdk_python.exists():
+        print("--sdk: run scripts/install-peers first (.cache/sdk-venv)", file=sys.stderr)
+        return 2
 
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
@@ -199,21 +232,22 @@ def main() -> int:
             [sys.executable, "-m", "mcpcli", "serve", "--quiet", str(tools), "--http", f"127.0.0.1:{port}"],
             cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
+        sdk_port = free_port()
+        sdk = subprocess.Popen(
+            [str(sdk_python), "-c", SDK_SERVER, str(sdk_port)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ) if args.sdk else None
         try:
             url = f"http://127.0.0.1:{port}/mcp"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        print("server did not start", file=sys.stderr)
-                        return 1
-                    time.sleep(0.05)
+            sdk_url = f"http://127.0.0.1:{sdk_port}/mcp"
+            for check_port, proc in ((port, server), (sdk_port, sdk)):
+                if proc is not None and not _wait_listening(check_port, proc):
+                    print("a server did not start", file=sys.stderr)
+                    return 1
             warm = max(32, args.calls // 10)
             asyncio.run(served_rate(url, warm, args.concurrency, args.era))
             rounds: list[tuple[float, float, float, float, float, float, int]] = []
+            sdk_rates: list[float] = []
             for _ in range(args.rounds):
                 # Interleaved, so a neighbour's load hits every measurement alike.
                 spawn = raw_spawn_rate(args.calls, args.concurrency)
@@ -226,7 +260,12 @@ def main() -> int:
                 bench_cpu = (time.process_time() - bench_cpu) / args.calls
                 server_cpu = (_cpu_seconds(server.pid) - server_cpu) / args.calls
                 rounds.append((spawn, raw, served, raw_cpu, server_cpu, bench_cpu, errors))
+                if sdk is not None:
+                    sdk_rates.append(asyncio.run(served_rate(sdk_url, args.calls, args.concurrency, "legacy"))[0] / raw)
         finally:
+            if sdk is not None:
+                sdk.terminate()
+                sdk.wait(timeout=10)
             server.terminate()
             try:
                 server.wait(timeout=10)
@@ -249,6 +288,9 @@ def main() -> int:
     print(f"served / raw fork+exec:                 {statistics.median(ratios):8.1f} %   (target >= 80 %; "
           f"rounds: {', '.join(f'{x:.0f}' for x in ratios)})")
     print(f"served / bare posix_spawn:              {statistics.median(r[2] / r[0] * 100 for r in rounds):8.1f} %")
+    if sdk_rates:
+        print(f"official SDK server / raw fork+exec:    {statistics.median(sdk_rates) * 100:8.1f} %   "
+              "(the same command per call, legacy era)")
     print(f"CPU per call: raw spawner {median(3) * 1e6:.0f} us; server {median(4) * 1e6:.0f} us "
           f"(+ load generator {median(5) * 1e6:.0f} us)")
     return 0 if errors == 0 else 1
