@@ -11,8 +11,8 @@ results are answered and retried, pages are followed.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli import __version__
+from mcpcli import tasks as _tasks
 from mcpcli.errors import (
     McpCliError,
     ProtocolError,
@@ -49,6 +50,7 @@ from mcpcli.protocol import (
     pick_version,
 )
 from mcpcli.session import ProgressHandler, RequestContext, Session, Tracer
+from mcpcli.tasks import TaskOptions
 from mcpcli.transports import Envelope, Transport
 
 __all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription"]
@@ -59,6 +61,8 @@ JSON = dict[str, Any]
 Elicitor = Callable[[JSON], Awaitable[JSON]]
 Sampler = Callable[[JSON], Awaitable[JSON]]
 NotificationCallback = Callable[[str, JSON], None]
+#: Sees notifications before anyone else; True means it consumed the notification.
+NotificationTap = Callable[[str, JSON], bool]
 
 #: Bound on multi-round-trip retries of one request.
 MAX_INPUT_ROUNDS = 16
@@ -146,6 +150,7 @@ class Client:
         self._session: Session | None = None
         self._stack: AsyncExitStack | None = None
         self._subscriptions: list[Subscription] = []
+        self._taps: list[NotificationTap] = []
         self._tools: dict[str, JSON] | None = None
         #: The era came from a cached `server/discover` result (HTTP), not a live probe.
         self.era_from_cache = False
@@ -402,17 +407,23 @@ class Client:
         *,
         on_progress: ProgressHandler | None = None,
         timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
     ) -> JSON:
-        """Send one MCP request in the negotiated era and return its final result."""
+        """Send one MCP request in the negotiated era and return its final result.
+
+        A `progressToken` already in `params["_meta"]` is kept (a task's progress
+        outlives the request); otherwise the request's id is the token.
+        """
+        limits = {"timeout": timeout, "max_timeout": max_timeout}
         if self.era_from_cache:
             try:
-                return await self._request(method, params, on_progress=on_progress, timeout=timeout)
+                return await self._request(method, params, on_progress=on_progress, **limits)
             except (RPCError, TransportError) as exc:
                 if not _looks_legacy(exc):
                     raise
                 log.debug("%s failed (%s); the cached era may be stale: probing again", method, exc)
                 await self.renegotiate()
-        return await self._request(method, params, on_progress=on_progress, timeout=timeout)
+        return await self._request(method, params, on_progress=on_progress, **limits)
 
     async def _request(
         self,
@@ -421,23 +432,30 @@ class Client:
         *,
         on_progress: ProgressHandler | None,
         timeout: float | bool | None,
+        max_timeout: float | bool | None,
     ) -> JSON:
         params = dict(params or {})
+        given = params.get("_meta")
+        own_token = isinstance(given, dict) and "progressToken" in given
+        limits: dict[str, Any] = {
+            "on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout,
+            "progress_token": not own_token,
+        }
         if self.era == "legacy":
             return await self.session.request(
-                method, params, on_progress=on_progress, timeout=timeout,
-                headers=self.request_headers(method, params),
+                method, params, headers=self.request_headers(method, params), **limits
             )
         base = params
         for _round in range(MAX_INPUT_ROUNDS):
             sent = dict(base)
             meta = dict(sent.get("_meta") or {})
             meta.update(self._meta(self.protocol_version))
+            if method in _tasks.DECLARE_ON:
+                meta[CLIENT_CAPABILITIES_KEY] = _tasks.with_extension(meta[CLIENT_CAPABILITIES_KEY])
             sent["_meta"] = meta
             try:
                 result = await self.session.request(
-                    method, sent, on_progress=on_progress, timeout=timeout,
-                    headers=self.request_headers(method, sent),
+                    method, sent, headers=self.request_headers(method, sent), **limits
                 )
             except UnsupportedVersionError as exc:
                 choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
@@ -449,6 +467,8 @@ class Client:
             if kind == "complete":
                 self.era_from_cache = False  # the era works
                 return result
+            if kind == "task" and method in _tasks.TASK_CREATING_METHODS:
+                return result  # the caller drives the task (call_tool does)
             if kind != "input_required":
                 raise ProtocolError(f"{method}: unknown resultType {kind!r}")
             if method not in MRTR_METHODS:
@@ -458,6 +478,10 @@ class Client:
             if "requestState" in result:
                 base["requestState"] = result["requestState"]
         raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
+
+    async def fulfil_input_requests(self, requests: Any) -> JSON:
+        """Answer a map of input requests (MRTR, or a task's) with the client's features."""
+        return await self._fulfil(requests)
 
     async def _fulfil(self, requests: Any) -> JSON:
         if requests is None:
@@ -487,10 +511,28 @@ class Client:
         raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _on_request(self, request: Request, ctx: RequestContext) -> JSON:
-        return await self._serve_client_request(request.method, request.params or {})
+        result = await self._serve_client_request(request.method, request.params or {})
+        related = ctx.meta.get(_tasks.RELATED_TASK_KEY)
+        if isinstance(related, dict):
+            # A request on behalf of a task (2025-11-25): the answer says which task.
+            result = dict(result)
+            result["_meta"] = {**(result.get("_meta") or {}), _tasks.RELATED_TASK_KEY: related}
+        return result
+
+    @contextmanager
+    def tap(self, tap: NotificationTap) -> Iterator[None]:
+        """While the block runs, `tap` sees every notification first (and may consume it)."""
+        self._taps.append(tap)
+        try:
+            yield
+        finally:
+            self._taps.remove(tap)
 
     async def _on_notification(self, note: Notification, envelope: Envelope) -> None:
         params = note.params or {}
+        for tap in list(self._taps):
+            if tap(note.method, params):
+                return
         meta = params.get("_meta")
         sid = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
         if note.method == "notifications/subscriptions/acknowledged":
@@ -605,11 +647,29 @@ class Client:
         return self._tools.get(name)
 
     async def call_tool(
-        self, name: str, arguments: JSON | None = None, *, on_progress: ProgressHandler | None = None
+        self,
+        name: str,
+        arguments: JSON | None = None,
+        *,
+        on_progress: ProgressHandler | None = None,
+        task: TaskOptions | None = None,
     ) -> JSON:
+        """Call a tool and return its result, running it as a task where the server
+        wants one (see `mcpcli.tasks`): the task is followed to its end, unless
+        `task.detach` asks for the CreateTaskResult itself."""
+        options = task or TaskOptions()
         params: JSON = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        token = await _tasks.augment(self, name, params, options)
+        result = await self._call_tool(params, on_progress)
+        created = _tasks.task_of(result, self.era)
+        if created is None or options.detach:
+            return result
+        waiter = _tasks.TaskWaiter(self, created, options, on_progress=on_progress, progress_token=token)
+        return await waiter.wait()
+
+    async def _call_tool(self, params: JSON, on_progress: ProgressHandler | None) -> JSON:
         mirrors = getattr(self.transport, "request_headers", None) is not None
         if mirrors and self.era == "modern" and self._tools is None:
             # Over HTTP the tool's x-mcp-header parameters travel as headers too.
@@ -624,6 +684,25 @@ class Client:
             log.debug("tools/call: header mismatch (%s); listing tools again", exc)
             await self.list_tools()
             return await self.request("tools/call", params, on_progress=on_progress)
+
+    # -- tasks -----------------------------------------------------------------------
+
+    async def get_task(self, task_id: str) -> JSON:
+        """A task's state (`tasks/get`)."""
+        return await self.request("tasks/get", {"taskId": task_id})
+
+    async def cancel_task(self, task_id: str) -> JSON:
+        """Ask the server to cancel a task (`tasks/cancel`)."""
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
+    async def list_tasks(self) -> JSON:
+        """Every task the server lists (2025-11-25; the 2026-07-28 extension has no tasks/list)."""
+        return await self._pages("tasks/list", "tasks")
+
+    async def wait_task(self, task_id: str, options: TaskOptions | None = None) -> JSON:
+        """Follow an existing task to its end and return its result (`mcp tasks result`)."""
+        task = _tasks.Task.from_wire(await self.get_task(task_id))
+        return await _tasks.TaskWaiter(self, task, options or TaskOptions()).wait()
 
     async def list_resources(self) -> JSON:
         return await self._pages("resources/list", "resources")

@@ -34,6 +34,8 @@ __all__ = [
     "server_detail",
     "server_info",
     "servers_table",
+    "task_detail",
+    "tasks_table",
     "templates_table",
     "tool_detail",
     "tool_signature",
@@ -113,6 +115,10 @@ def tool_detail(console: Console, tool: JSON) -> None:
     if tool.get("description"):
         console.print()
         console.print(_s(tool["description"], one_line=False))
+    execution = _obj(tool.get("execution"))
+    if execution.get("taskSupport") in ("required", "optional"):
+        console.print()
+        console.print(f"runs as a task: {_s(execution['taskSupport'])}")
     annotations = tool.get("annotations")
     if isinstance(annotations, dict):
         hints = [k.removesuffix("Hint") for k, v in annotations.items() if k.endswith("Hint") and v]
@@ -294,6 +300,49 @@ def call_result(console: Console, result: JSON, save_dir: str | None = None) -> 
         console.print_json(data=structured)
     if not content and structured is None:
         console.print("(no content)", style="dim")
+
+
+# -- tasks ---------------------------------------------------------------------------
+
+
+def _duration(ms: Any) -> str:
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return "unlimited" if ms is None else "?"
+    return f"{ms / 1000:g}s"
+
+
+def task_detail(console: Console, result: JSON) -> None:
+    """One task (`mcp tasks get`, `tools call --detach`), in either era's shape."""
+    task = _obj(result.get("task")) or result  # a 2025-11-25 CreateTaskResult nests it
+    rows = [("task", task.get("taskId")), ("status", task.get("status")),
+            ("message", task.get("statusMessage")), ("created", task.get("createdAt")),
+            ("updated", task.get("lastUpdatedAt"))]
+    if "ttlMs" in task or "ttl" in task:
+        rows.append(("ttl", _duration(task.get("ttlMs", task.get("ttl")))))
+    for key, value in rows:
+        if value is not None:
+            console.print(f"{key.ljust(8)} {_s(value)}")
+    requests = _obj(task.get("inputRequests"))
+    if requests:
+        console.print(f"{'input'.ljust(8)} waiting for: {_s(', '.join(requests))}")
+    error = _obj(task.get("error"))
+    if error:
+        console.print(f"{'error'.ljust(8)} {_s(error.get('message'))} (code {_s(error.get('code'))})")
+    if isinstance(task.get("result"), dict):
+        console.print()
+        call_result(console, task["result"])
+
+
+def tasks_table(console: Console, result: JSON) -> None:
+    items = [t for t in result.get("tasks", []) if isinstance(t, dict)]
+    if not items:
+        console.print("(no tasks)")
+        return
+    table = _table("TASK", "STATUS", "UPDATED", "MESSAGE")
+    for t in items:
+        table.add_row(_s(t.get("taskId")), _s(t.get("status")), _s(t.get("lastUpdatedAt")),
+                      _s(t.get("statusMessage"), limit=80))
+    console.print(table)
 
 
 # -- resources -----------------------------------------------------------------------

@@ -45,6 +45,8 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 
 #: Placeholder for the TARGET positional when the server command came after `--`.
 NO_TARGET = "\x00--"
+#: Bound on the interrupt hooks run on the first Ctrl-C.
+INTERRUPT_GRACE = 5.0
 
 
 @dataclass
@@ -62,6 +64,9 @@ class App:
     json_errors: bool = False
     #: The exit status for a command that finished without raising.
     exit_code: int = ExitCode.OK
+    #: Run (bounded, while the connection still works) on the first Ctrl-C, before
+    #: the command is cancelled: e.g. `tasks/cancel` for a task being waited for.
+    interrupt_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _config: Config | None = None
 
     @property
@@ -139,13 +144,25 @@ class App:
         outcome: list[T] = []
         signalled: list[int] = []
 
-        async def watch(scope: anyio.CancelScope) -> None:
+        async def interrupted(scope: anyio.CancelScope) -> None:
+            with anyio.move_on_after(INTERRUPT_GRACE):
+                for hook in list(self.interrupt_hooks):
+                    try:
+                        await hook()
+                    except McpCliError as exc:
+                        self.warn(str(exc))
+            scope.cancel()
+
+        async def watch(scope: anyio.CancelScope, tg: anyio.abc.TaskGroup) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for signum in signals:
                     signalled.append(signum)
-                    if len(signalled) == 1:
+                    if len(signalled) == 1 and self.interrupt_hooks:
+                        tg.start_soon(interrupted, scope)
+                    elif len(signalled) == 1:
                         scope.cancel()
                     else:
+                        scope.cancel()
                         from mcpcli.transports.stdio import kill_all
 
                         kill_all()
@@ -153,7 +170,7 @@ class App:
         async def main() -> None:
             async with anyio.create_task_group() as tg:
                 with anyio.CancelScope() as work:
-                    tg.start_soon(watch, work)
+                    tg.start_soon(watch, work, tg)
                     outcome.append(await fn())
                 tg.cancel_scope.cancel()
 

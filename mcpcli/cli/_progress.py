@@ -20,10 +20,39 @@ class ProgressBar:
     def __init__(self, app: App, description: str = "working") -> None:
         self._app = app
         self._description = description
+        self._message = ""
+        self._status = ""
         self._progress: Progress | None = None
         self._task: TaskID | None = None
 
     def __call__(self, params: dict[str, Any]) -> None:
+        self._start()
+        assert self._progress is not None
+        assert self._task is not None
+        total = params.get("total")
+        message = params.get("message")
+        self._message = sanitize(message, keep_newlines=False)[:60] if isinstance(message, str) else ""
+        self._progress.update(
+            self._task,
+            completed=float(params.get("progress") or 0),
+            total=float(total) if isinstance(total, (int, float)) else None,
+            description=self._label(),
+        )
+
+    def status(self, text: str) -> None:
+        """Show a background task's status (kept beside any progress message)."""
+        self._status = sanitize(text, keep_newlines=False)[:60]
+        self._start()
+        assert self._progress is not None
+        assert self._task is not None
+        self._progress.update(self._task, description=self._label())
+
+    def _label(self) -> str:
+        if self._status and self._message:
+            return f"{self._status} · {self._message}"
+        return self._status or self._message or self._description
+
+    def _start(self) -> None:
         if self._progress is None:
             from rich.console import Console
             from rich.progress import (
@@ -46,18 +75,7 @@ class ProgressBar:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task(self._description, total=None)
-        assert self._task is not None
-        total = params.get("total")
-        message = params.get("message")
-        self._progress.update(
-            self._task,
-            completed=float(params.get("progress") or 0),
-            total=float(total) if isinstance(total, (int, float)) else None,
-            description=sanitize(str(message), keep_newlines=False)[:60]
-            if isinstance(message, str)
-            else self._description,
-        )
+            self._task = self._progress.add_task(self._label(), total=None)
 
     def close(self) -> None:
         if self._progress is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from mcpcli.cli._app import (
 )
 from mcpcli.errors import ToolError, UsageError
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["tools"]
 
@@ -72,6 +75,39 @@ def show(app: App, target: str | None, tool: str, conn: Connection, out: Output)
     app.run(go)
 
 
+async def _call_and_print(
+    app: App, client: Client, out: Output, target: str | None, tool: str, arguments: dict[str, Any],
+    *, save_dir: str | None, as_task: bool, detach: bool,
+) -> dict[str, Any]:
+    """Call the tool (following its task, if it runs as one) and print the outcome."""
+    from mcpcli.cli._notify import progress_printer
+    from mcpcli.cli._tasks import (
+        announce_detached,
+        cancel_on_interrupt,
+        emit_call_result,
+        task_options,
+        warn_no_task,
+    )
+    from mcpcli.tasks import task_of
+
+    if as_task or detach:
+        warn_no_task(app, client, tool)
+    bar = progress_printer(app)
+    options = task_options(bar, mode="always" if as_task or detach else "auto", detach=detach)
+    try:
+        with cancel_on_interrupt(app, client, options):
+            result = await client.call_tool(tool, arguments, on_progress=bar, task=options)
+    finally:
+        if bar is not None:
+            bar.close()
+    created = task_of(result, client.era) if detach else None
+    if created is not None:
+        announce_detached(app, out, target, result, created)
+        return {}
+    emit_call_result(app, out, result, save_dir)
+    return result
+
+
 def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
     import difflib
 
@@ -92,6 +128,10 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
               help="Send the arguments without checking them against the tool's schema.")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the result to DIR.")
+@click.option("--task", "as_task", is_flag=True,
+              help="Run the tool as a task when it allows one (2025-11-25 servers).")
+@click.option("--detach", is_flag=True,
+              help="Start the tool as a task, print the task and exit; follow it with `mcp tasks`.")
 @connection_options
 @output_options
 @pass_app
@@ -103,6 +143,8 @@ def call(
     args_json: str | None,
     no_validate: bool,
     save_dir: str | None,
+    as_task: bool,
+    detach: bool,
     conn: Connection,
     out: Output,
 ) -> None:
@@ -114,11 +156,11 @@ def call(
       mcp tools call srv weather --arg city=Paris --arg days=3
       mcp tools call srv create --arg tags:='["a","b"]' --arg body=@note.md
       echo '{"city":"Oslo"}' | mcp tools call srv weather --args -
-    Exits 1 when the tool reports an error (isError).
+    Tools that run as tasks are followed until they finish (Ctrl-C cancels
+    the task); --detach prints the task instead.
+    Exits 1 when the tool reports an error (isError), 5 when its task fails.
     """
-    from mcpcli import render
     from mcpcli.args import build_arguments, read_json_source
-    from mcpcli.cli._notify import progress_printer
 
     stdin_reader = app.stdin.read
     base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
@@ -151,16 +193,8 @@ def call(
                 from mcpcli.validation import check
 
                 check(schema, arguments)
-            bar = progress_printer(app)
-            try:
-                result = await client.call_tool(tool, arguments, on_progress=bar)
-            finally:
-                if bar is not None:
-                    bar.close()
-            out.emit(result, human=lambda console, r: render.call_result(console, r, save_dir))
-            if save_dir and not out.human:
-                render.save_blobs(result, save_dir, app)
-            return result
+            return await _call_and_print(app, client, out, target, tool, arguments,
+                                         save_dir=save_dir, as_task=as_task, detach=detach)
 
     result = app.run(go)
     if result.get("isError"):

@@ -1,0 +1,437 @@
+"""Tasks in the client: tool calls that the server runs in the background.
+
+Two designs exist and the `Client` hides the difference:
+
+* 2025-11-25 core tasks (experimental, legacy era). The client *asks* for a task
+  by adding `params.task` to `tools/call`, when the server declares
+  `capabilities.tasks.requests.tools.call` and the tool's
+  `execution.taskSupport` is "required" (or "optional" and the caller wants a
+  task). The answer is `CreateTaskResult {task: {...}}`; the client polls
+  `tasks/get` (honouring `pollInterval`), and fetches the outcome with
+  `tasks/result`, which blocks until the task ends and is also where the
+  server's requests for input (elicitation, sampling) arrive while the task
+  waits in `input_required`.
+* The 2026-07-28 extension `io.modelcontextprotocol/tasks`. The client declares
+  the extension in each request's `_meta` client capabilities; the server
+  *decides* to answer `tools/call` with a flat `resultType: "task"`. The client
+  polls `tasks/get` (honouring `pollIntervalMs`): `completed` inlines the
+  `result`, `failed` inlines the JSON-RPC `error`, and `input_required` carries
+  `inputRequests`, answered with `tasks/update {taskId, inputResponses}`.
+
+Both end with `tasks/cancel` when the caller gives up (Ctrl-C, a timeout).
+`TaskWaiter` drives one task to its end and returns what `tools/call` would
+have returned.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
+    from mcpcli.session import ProgressHandler
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "Task",
+    "TaskCancelled",
+    "TaskOptions",
+    "TaskWaiter",
+    "cancel_current",
+    "task_of",
+]
+
+log = logging.getLogger("mcpcli.tasks")
+
+JSON = dict[str, Any]
+TaskMode = Literal["auto", "always", "never"]
+
+#: The 2026-07-28 extension's identifier (client capabilities and server/discover).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: `_meta` key tying messages to a task (2025-11-25).
+RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
+#: Requests that may be answered with a task (the extension supports only tools/call).
+TASK_CREATING_METHODS = frozenset({"tools/call"})
+#: Requests on which a modern client declares the extension.
+DECLARE_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+#: Bounds on the server's suggested poll interval, in seconds.
+MIN_POLL = 0.05
+MAX_POLL = 30.0
+#: Used when the server suggests none.
+DEFAULT_POLL = 1.0
+#: How long cancelling a task on the way out may take.
+CANCEL_GRACE = 5.0
+#: Bound on how many times one input request key is answered (a server that re-asks forever).
+MAX_INPUT_ROUNDS = 64
+
+_tokens = itertools.count(1)
+
+
+class TaskCancelled(McpCliError):
+    """The task ended `cancelled` without the caller asking (someone else cancelled it)."""
+
+    exit_code = RPCError.exit_code
+    kind = "task-cancelled"
+
+
+@dataclass
+class TaskOptions:
+    """How `Client.call_tool` treats tasks.
+
+    `mode`: "auto" asks a 2025-11-25 server for a task only when the tool
+    requires one; "always" also when the tool allows one (`--task`); "never"
+    never asks (a tool that requires a task then fails on the server).
+    2026-07-28 servers decide on their own whatever the mode.
+    """
+
+    mode: TaskMode = "auto"
+    #: Requested lifetime in milliseconds (2025-11-25 `task.ttl`; the server may change it).
+    ttl_ms: int | None = None
+    #: Return the CreateTaskResult at once instead of waiting for the outcome.
+    detach: bool = False
+    #: Called whenever the task's status or status message changes (and once when created).
+    on_status: Callable[[Task], None] | None = None
+    #: Bound on the whole wait in seconds; None means the client's max_timeout.
+    max_wait: float | None = None
+    #: Filled in as soon as the server has created a task (so a caller can cancel it).
+    current: Task | None = None
+
+
+@dataclass
+class Task:
+    """One task's state, the same in both eras."""
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    #: Suggested poll interval (ms), if the server gave one.
+    poll_interval_ms: float | None = None
+    ttl_ms: float | None = None
+    #: The object as the server sent it (tasks/get result, or the created task).
+    raw: JSON = field(default_factory=dict)
+    #: Set once we have sent tasks/cancel for it.
+    cancel_requested: bool = False
+
+    @classmethod
+    def from_wire(cls, obj: JSON) -> Task:
+        """A task from `tasks/get`, `tasks/list`, a status notification or a CreateTaskResult."""
+        task_id = obj.get("taskId")
+        status = obj.get("status")
+        if not isinstance(task_id, str) or not task_id:
+            raise ProtocolError("the server sent a task without a taskId")
+        if not isinstance(status, str):
+            raise ProtocolError(f"task {task_id}: no status")
+        message = obj.get("statusMessage")
+        poll = obj.get("pollIntervalMs", obj.get("pollInterval"))
+        ttl = obj.get("ttlMs", obj.get("ttl"))
+        return cls(
+            task_id=task_id,
+            status=status,
+            status_message=message if isinstance(message, str) else None,
+            poll_interval_ms=_ms(poll),
+            ttl_ms=_ms(ttl),
+            raw=obj,
+        )
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def poll_delay(self) -> float:
+        """Seconds until the next poll: the server's interval, bounded, with 10% jitter."""
+        base = self.poll_interval_ms / 1000 if self.poll_interval_ms is not None else DEFAULT_POLL
+        base = min(max(base, MIN_POLL), MAX_POLL)
+        return base * random.uniform(1.0, 1.1)  # noqa: S311 - jitter, not a secret
+
+
+def _ms(value: Any) -> float | None:
+    """A non-negative duration in milliseconds, or None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+def task_of(result: JSON, era: str) -> Task | None:
+    """The task a `tools/call` result created, or None for an ordinary result."""
+    if era == "modern":
+        if result.get("resultType") != "task":
+            return None
+        return Task.from_wire(result)
+    created = result.get("task")
+    if isinstance(created, dict) and "content" not in result and "taskId" in created:
+        return Task.from_wire(created)
+    return None
+
+
+def server_accepts_tasks(capabilities: JSON) -> bool:
+    """A 2025-11-25 server's `tasks.requests.tools.call` capability."""
+    tasks = capabilities.get("tasks")
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
+
+
+def task_support(tool: JSON | None) -> str:
+    """A tool's `execution.taskSupport` ("forbidden" when absent)."""
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    value = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return value if value in ("required", "optional", "forbidden") else "forbidden"
+
+
+def should_augment(capabilities: JSON, tool: JSON | None, mode: TaskMode) -> bool:
+    """Whether a legacy `tools/call` carries `params.task`."""
+    if mode == "never" or not server_accepts_tasks(capabilities):
+        return False
+    support = task_support(tool)
+    return support == "required" or (support == "optional" and mode == "always")
+
+
+async def augment(client: Client, name: str, params: JSON, options: TaskOptions) -> str | None:
+    """Ask a 2025-11-25 server for a task when the tool needs (or allows) one.
+
+    Adds `params.task` (and a progress token that outlives the request's id, so
+    the task's progress can be shown) and returns the token; None when the call
+    stays an ordinary one.
+    """
+    if client.era != "legacy" or options.mode == "never":
+        return None
+    if not server_accepts_tasks(client.capabilities):
+        return None
+    tool = await client.get_tool(name)
+    if not should_augment(client.capabilities, tool, options.mode):
+        return None
+    params["task"] = {"ttl": options.ttl_ms} if options.ttl_ms is not None else {}
+    token = f"mcpcli-task-{next(_tokens)}"
+    params["_meta"] = {"progressToken": token}
+    return token
+
+
+def with_extension(capabilities: JSON) -> JSON:
+    """Client capabilities that also declare the tasks extension."""
+    caps = dict(capabilities)
+    extensions = dict(caps.get("extensions") or {})
+    extensions[TASKS_EXTENSION] = {}
+    caps["extensions"] = extensions
+    return caps
+
+
+class TaskWaiter:
+    """Drives one task to its end; `await wait()` returns the final `tools/call` result."""
+
+    def __init__(
+        self,
+        client: Client,
+        task: Task,
+        options: TaskOptions,
+        *,
+        on_progress: ProgressHandler | None = None,
+        progress_token: str | None = None,
+    ) -> None:
+        self.client = client
+        self.task = task
+        self.options = options
+        self.on_progress = on_progress
+        self.progress_token = progress_token
+        self._nudge = anyio.Event()
+        self._answered: dict[str, int] = {}
+        options.current = task
+
+    # -- the whole wait ------------------------------------------------------------
+
+    async def wait(self) -> JSON:
+        limit = self.options.max_wait
+        if limit is None:
+            limit = self.client.options.max_timeout
+        self._report(self.task)
+        try:
+            with self.client.tap(self._on_notification):
+                with anyio.move_on_after(limit) as scope:
+                    if self.client.era == "modern":
+                        return await self._wait_modern()
+                    return await self._wait_legacy()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.cancel()
+            raise
+        assert scope.cancelled_caught
+        await self.cancel()
+        raise RequestTimeout(
+            f"task {self.task.task_id} did not finish within {limit:g}s (cancelled it)",
+            hint="raise --max-timeout to wait longer",
+        )
+
+    async def cancel(self) -> None:
+        """Ask the server to cancel the task (once; bounded; failures only logged)."""
+        task = self.task
+        if task.cancel_requested or task.terminal:
+            return
+        task.cancel_requested = True
+        with anyio.move_on_after(CANCEL_GRACE):
+            try:
+                await self.client.cancel_task(task.task_id)
+            except (RPCError, TransportError, RequestTimeout) as exc:
+                log.debug("tasks/cancel %s failed: %s", task.task_id, exc)
+
+    # -- 2026-07-28 ----------------------------------------------------------------
+
+    async def _wait_modern(self) -> JSON:
+        task = self.task
+        while True:
+            if task.status == "completed":
+                result = task.raw.get("result")
+                if not isinstance(result, dict):
+                    raise ProtocolError(f"task {task.task_id} completed without a result")
+                return result
+            if task.status == "failed":
+                raise _failure(task)
+            if task.status == "cancelled":
+                raise _cancelled(task)
+            if task.status == "input_required":
+                await self._answer_inputs(task.raw.get("inputRequests"))
+            await self._sleep(task)
+            task = await self._poll()
+
+    async def _answer_inputs(self, requests: Any) -> None:
+        if not isinstance(requests, dict) or not requests:
+            return
+        fresh = {k: v for k, v in requests.items() if k not in self._answered}
+        if not fresh:
+            return  # already answered; the server has not caught up yet
+        for key in fresh:
+            self._answered[key] = self._answered.get(key, 0) + 1
+        if len(self._answered) > MAX_INPUT_ROUNDS:
+            raise ProtocolError(f"task {self.task.task_id}: the server kept asking for input")
+        responses = await self.client.fulfil_input_requests(fresh)
+        await self.client.request(
+            "tasks/update", {"taskId": self.task.task_id, "inputResponses": responses}
+        )
+        self._nudge.set()  # look again at once: the server may be done
+
+    # -- 2025-11-25 ----------------------------------------------------------------
+
+    async def _wait_legacy(self) -> JSON:
+        """Poll until the task ends or needs input, then block on `tasks/result`.
+
+        `tasks/result` is where a waiting task's requests for input arrive (the
+        session answers them with the client's features); polling carries on
+        beside it so the status stays current.
+        """
+        task = self.task
+        while not (task.terminal or task.status == "input_required"):
+            await self._sleep(task)
+            task = await self._poll()
+        outcome: list[JSON] = []
+        async with anyio.create_task_group() as tg:
+
+            async def keep_polling() -> None:
+                while True:
+                    await self._sleep(self.task)
+                    await self._poll()
+
+            if not task.terminal:
+                tg.start_soon(keep_polling)
+            outcome.append(await self._legacy_result())
+            tg.cancel_scope.cancel()
+        result = outcome[0]
+        if self.task.status == "cancelled" and "content" not in result:
+            raise _cancelled(self.task)
+        return result
+
+    async def _legacy_result(self) -> JSON:
+        try:
+            return await self.client.request(
+                "tasks/result", {"taskId": self.task.task_id}, timeout=None, max_timeout=None,
+                on_progress=self.on_progress,
+            )
+        except RPCError as exc:
+            # A cancelled task has no result; say so rather than echo the server's wording.
+            try:
+                latest = await self._poll()
+            except McpCliError:
+                raise exc from None
+            if latest.status == "cancelled":
+                raise _cancelled(latest) from None
+            raise
+
+    # -- shared --------------------------------------------------------------------
+
+    async def _poll(self) -> Task:
+        result = await self.client.request("tasks/get", {"taskId": self.task.task_id})
+        self._update(Task.from_wire(result))
+        return self.task
+
+    def _update(self, task: Task) -> None:
+        if task.task_id != self.task.task_id:
+            return
+        old = self.task
+        task.cancel_requested = old.cancel_requested
+        if old.terminal and not task.terminal:
+            return  # a late notification must not resurrect a finished task
+        self.task = self.options.current = task
+        if (task.status, task.status_message) != (old.status, old.status_message):
+            self._report(task)
+        if task.terminal or task.status == "input_required":
+            self._nudge.set()
+
+    def _report(self, task: Task) -> None:
+        if self.options.on_status is not None:
+            self.options.on_status(task)
+
+    async def _sleep(self, task: Task) -> None:
+        with anyio.move_on_after(task.poll_delay()):
+            await self._nudge.wait()
+        self._nudge = anyio.Event()
+
+    def _on_notification(self, method: str, params: JSON) -> bool:
+        """Status notifications and progress for this task (True when consumed)."""
+        if method == "notifications/tasks/status" or method == "notifications/tasks":
+            if params.get("taskId") != self.task.task_id:
+                return False
+            try:
+                self._update(Task.from_wire(params))
+            except ProtocolError:
+                return False
+            return True
+        if method == "notifications/progress" and self.progress_token is not None:
+            if params.get("progressToken") != self.progress_token:
+                return False
+            if self.on_progress is not None:
+                self.on_progress(params)
+            return True
+        return False
+
+
+async def cancel_current(client: Client, options: TaskOptions) -> Task | None:
+    """Cancel the task `options` is waiting for, if any is still running (Ctrl-C)."""
+    task = options.current
+    if task is None or task.terminal or task.cancel_requested:
+        return None
+    task.cancel_requested = True
+    await client.cancel_task(task.task_id)
+    return task
+
+
+def _failure(task: Task) -> McpCliError:
+    error = task.raw.get("error")
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        message = error.get("message")
+        return RPCError(error["code"], message if isinstance(message, str) else "task failed",
+                        error.get("data"))
+    detail = f": {task.status_message}" if task.status_message else ""
+    return RPCError(-32603, f"task {task.task_id} failed{detail}")
+
+
+def _cancelled(task: Task) -> TaskCancelled:
+    detail = f" ({task.status_message})" if task.status_message else ""
+    return TaskCancelled(f"task {task.task_id} was cancelled{detail}")
