@@ -104,6 +104,9 @@ class TaskOptions:
     on_status: Callable[[Task], None] | None = None
     #: Bound on the whole wait in seconds; None means the client's max_timeout.
     max_wait: float | None = None
+    #: Cancel the task when the wait is given up (timeout, cancellation). Off when
+    #: merely watching a task someone else started (`mcp tasks result`).
+    cancel_on_exit: bool = True
     #: Filled in as soon as the server has created a task (so a caller can cancel it).
     current: Task | None = None
 
@@ -261,13 +264,18 @@ class TaskWaiter:
                         return await self._wait_modern()
                     return await self._wait_legacy()
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                await self.cancel()
+            if self.options.cancel_on_exit:
+                with anyio.CancelScope(shield=True):
+                    await self.cancel()
             raise
         assert scope.cancelled_caught
-        await self.cancel()
+        if self.options.cancel_on_exit:
+            await self.cancel()
+            outcome = "cancelled it"
+        else:
+            outcome = f"it is still {self.task.status}"
         raise RequestTimeout(
-            f"task {self.task.task_id} did not finish within {limit:g}s (cancelled it)",
+            f"task {self.task.task_id} did not finish within {limit:g}s ({outcome})",
             hint="raise --max-timeout to wait longer",
         )
 
@@ -362,6 +370,8 @@ class TaskWaiter:
                 raise exc from None
             if latest.status == "cancelled":
                 raise _cancelled(latest) from None
+            if latest.status == "failed":
+                raise _in_task(exc, latest) from None
             raise
 
     # -- shared --------------------------------------------------------------------
@@ -423,13 +433,21 @@ async def cancel_current(client: Client, options: TaskOptions) -> Task | None:
 
 
 def _failure(task: Task) -> McpCliError:
+    """The JSON-RPC error a failed 2026-07-28 task carries (exit 5)."""
     error = task.raw.get("error")
     if isinstance(error, dict) and isinstance(error.get("code"), int):
         message = error.get("message")
-        return RPCError(error["code"], message if isinstance(message, str) else "task failed",
-                        error.get("data"))
+        exc = RPCError(error["code"], message if isinstance(message, str) else "task failed",
+                       error.get("data"))
+        return _in_task(exc, task)
     detail = f": {task.status_message}" if task.status_message else ""
     return RPCError(-32603, f"task {task.task_id} failed{detail}")
+
+
+def _in_task(exc: RPCError, task: Task) -> RPCError:
+    """The same error, its message saying which task it ended."""
+    exc.message = f"task {task.task_id} failed: {exc.message}"
+    return exc
 
 
 def _cancelled(task: Task) -> TaskCancelled:

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tools": ("mcpcli.cli.tools:tools", "List, inspect and call tools."),
     "resources": ("mcpcli.cli.resources:resources", "List, read and watch resources."),
     "prompts": ("mcpcli.cli.prompts:prompts", "List prompts and render them."),
+    "tasks": ("mcpcli.cli.tasks:tasks", "Follow, inspect and cancel background tasks."),
     "complete": ("mcpcli.cli.complete:complete", "Ask the server to complete an argument value."),
     "ping": ("mcpcli.cli.ping:ping", "Check that a server answers and time the round trip."),
     "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
