@@ -15,12 +15,20 @@ Errors: raise `mcpcli.errors.RPCError` for protocol errors (unknown tool:
 -32602, resource not found: the runtime maps `ResourceNotFound` to the right
 code per era). Tool failures are results with `isError: true`, not exceptions.
 Cancellation arrives as anyio cancellation of the backend coroutine.
+
+Tasks (optional): a backend whose `capabilities()` include `"tasks"` implements
+`task_policy(name)`, saying per tool whether a call may (or must) run as a task
+and when it becomes one. The runtime does the rest (the 2026-07-28 extension
+`io.modelcontextprotocol/tasks`, and the 2025-11-25 core tasks): the backend's
+`call_tool` runs as usual, its `ask()` and `progress()` reach the task instead
+of the request, and `tasks/cancel` cancels it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
@@ -32,6 +40,8 @@ __all__ = [
     "ChangeListener",
     "InputDeclined",
     "ResourceNotFound",
+    "TaskPolicy",
+    "TaskSupport",
 ]
 
 JSON = dict[str, Any]
@@ -39,6 +49,27 @@ JSON = dict[str, Any]
 #: Called by a backend when something it serves changed:
 #: kind is "tools", "resources", "prompts" (list changed) or "resource" (with the URI).
 ChangeListener = Callable[[str, "str | None"], None]
+
+
+TaskSupport = Literal["forbidden", "optional", "required"]
+
+
+@dataclass(frozen=True)
+class TaskPolicy:
+    """How calls of one tool may run as tasks (`Backend.task_policy`).
+
+    `support` is the tool's `execution.taskSupport`: "optional" calls become a
+    task when they are still running `after` seconds after they started (or
+    resumed with the client's input); a "required" tool needs a client that
+    can take a task (others get -32021 in 2026-07-28). A task is kept `ttl`
+    seconds from its creation (None: until evicted), and clients are asked to
+    poll every `poll_interval` seconds.
+    """
+
+    support: TaskSupport = "forbidden"
+    after: float = 1.0
+    ttl: float | None = 3600.0
+    poll_interval: float = 1.0
 
 
 class ResourceNotFound(RPCError):
@@ -110,7 +141,8 @@ class Backend(Protocol):
     def capabilities(self) -> JSON:
         """Which primitives exist: keys among tools, resources, prompts, completions,
         with `{"subscribe": true}` under resources when `on_change("resource", uri)`
-        will be called. The runtime adds logging and listChanged itself."""
+        will be called, and `tasks` when the backend implements `task_policy`.
+        The runtime adds logging and listChanged itself."""
         ...
 
     def set_change_listener(self, listener: ChangeListener | None) -> None:
@@ -122,6 +154,14 @@ class Backend(Protocol):
     async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
         """A CallToolResult. Unknown tool: raise RPCError(-32602)."""
         ...
+
+    # Optional, with the "tasks" capability:
+    #
+    #     def task_policy(self, name: str) -> TaskPolicy | None:
+    #         """How tool `name` runs as a task; None (or support "forbidden"): never."""
+    #
+    # A tool's listing should then carry `"execution": {"taskSupport": ...}`
+    # (2025-11-25) when its support is not "forbidden".
 
     async def list_resources(self) -> list[JSON]: ...
 

@@ -6,7 +6,8 @@ messages go). `Call` is the `mcpcli.server.backend.CallContext` of one
 tools/call, prompts/get or resources/read: strictly increasing progress, log
 messages filtered by the client's level, and `ask()`, which becomes server to
 client requests (legacy era) or MRTR rounds through the call's continuation
-(2026-07-28, see `mcpcli.server.mrtr`).
+(2026-07-28, see `mcpcli.server.mrtr`). Once a call has become a task
+(`mcpcli.server.tasks`), its input requests and progress go to the task.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from mcpcli.server.meta import LEVEL_RANK
 if TYPE_CHECKING:
     from mcpcli.server.core import Server, ServerConnection
     from mcpcli.server.mrtr import Continuation
+    from mcpcli.server.tasks import Task
 
-__all__ = ["Call", "Invoke", "Outlet", "Rq"]
+__all__ = ["Call", "Invoke", "Outlet", "Rq", "valid_answer"]
 
 JSON = dict[str, Any]
 Invoke = Callable[["Call"], Awaitable[JSON]]
@@ -101,7 +103,7 @@ class Rq:
         self.channel: ServerConnection | None = conn
 
 
-def _valid_answer(method: str, value: Any) -> bool:
+def valid_answer(method: str, value: Any) -> bool:
     """Whether an input response is a plausible result of the asked method."""
     if not isinstance(value, dict):
         return False
@@ -122,6 +124,8 @@ class Call:
         #: Answers received so far (2026 era), by the keys the backend chose.
         self.answers: JSON = {}
         self.cont: Continuation | None = None
+        #: The task this call runs as, once it became one.
+        self.task: Task | None = None
         self.rebind(rq)
 
     def rebind(self, rq: Rq) -> None:
@@ -144,12 +148,15 @@ class Call:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
         token = self._progress_token
-        if token is None:
+        if token is None and self.task is None:
             return
         # Progress must strictly increase; a stale value is dropped, not sent.
         if self._last_progress is not None and progress <= self._last_progress:
             return
         self._last_progress = progress
+        if self.task is not None:
+            self.task.note_progress(progress, total, message)
+            return
         params: JSON = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -164,6 +171,8 @@ class Call:
         rank = LEVEL_RANK.get(level)
         if rank is None:
             raise ValueError(f"unknown log level {level!r}")
+        if self.task is not None:
+            return  # a task has no request stream to log on
         rq = self._rq
         if rq.era == "modern":
             threshold = rq.log_level  # no logLevel in _meta: no log messages at all
@@ -208,13 +217,15 @@ class Call:
 
     async def ask(self, requests: dict[str, JSON]) -> dict[str, JSON]:
         self._check(requests)
+        if self.task is not None:
+            return await self.task.ask(requests)
         if self.era == "legacy":
             return await self._ask_legacy(requests)
         while True:
             missing = {
                 key: {"method": item["method"], "params": item.get("params") or {}}
                 for key, item in requests.items()
-                if not _valid_answer(item["method"], self.answers.get(key))
+                if not valid_answer(item["method"], self.answers.get(key))
             }
             if not missing:
                 return {key: self.answers[key] for key in requests}

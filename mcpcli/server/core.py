@@ -46,6 +46,7 @@ from mcpcli.protocol import (
     CACHEABLE_METHODS,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
+    MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
 )
@@ -55,6 +56,8 @@ from mcpcli.server.calls import Outlet, Rq
 from mcpcli.server.handlers import Handlers
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, subscribable
+from mcpcli.server.task_handlers import TaskHandlers
+from mcpcli.server.tasks import TASKS_EXTENSION, TaskStore
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
 
@@ -146,6 +149,7 @@ class Server:
         cache_scope: str = "public",
         input_ttl: float = 600.0,
         max_parked: int = 128,
+        max_tasks: int = 1000,
         secret: bytes | None = None,
     ) -> None:
         if page_size < 1:
@@ -169,9 +173,13 @@ class Server:
         self._server_info: JSON = dict(backend.server_info())
         self._tools: dict[str, JSON] | None = None
         backend.set_change_listener(self._on_change)
+        #: Tool calls running as tasks (`tasks`, `task_handlers`).
+        self.tasks = TaskStore(self, max_tasks=max_tasks)
+        self.task_handlers = TaskHandlers(self, self.tasks)
         handlers = Handlers(self)
         self._legacy = handlers.legacy()
         self._modern = handlers.modern()
+        self._modern.update(self.task_handlers.modern())
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -291,6 +299,8 @@ class Server:
         if "completions" in declared and version != "2024-11-05":
             caps["completions"] = {}
         caps["logging"] = {}
+        if "tasks" in declared and version in MODERN_VERSIONS:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def _legacy_notifications(self) -> frozenset[str]:
@@ -323,6 +333,10 @@ class Server:
             return
         method, params = message
         self._server_info = dict(self.backend.server_info())
+        self._offer(method, params)
+
+    def _offer(self, method: str, params: JSON) -> None:
+        """Offer a notification to every subscriber (each takes what it asked for)."""
         for sink in list(self._sinks):
             sink.offer(method, params)
 

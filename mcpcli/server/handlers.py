@@ -20,7 +20,7 @@ from mcpcli.server.backend import ResourceNotFound
 from mcpcli.server.calls import Rq
 from mcpcli.server.meta import LEVEL_RANK, ModernError
 from mcpcli.server.mrtr import call_backend
-from mcpcli.server.subscriptions import Sink, listen_filter, subscribable
+from mcpcli.server.subscriptions import TASK_STATUS, Sink, listen_filter, subscribable
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
@@ -148,7 +148,10 @@ class Handlers:
             raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         backend = self.server.backend
         args: JSON = arguments
-        return await call_backend(self.server, rq, lambda call: backend.call_tool(name, args, call))
+        escalation = self.server.task_handlers.escalation(rq, name)
+        return await call_backend(
+            self.server, rq, lambda call: backend.call_tool(name, args, call), escalation
+        )
 
     async def prompts_get(self, rq: Rq) -> JSON:
         self._require("prompts")
@@ -237,13 +240,18 @@ class Handlers:
         if not isinstance(wanted, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
         honoured, methods, uris = listen_filter(wanted, self.server.backend.capabilities())
+        task_ids = self.server.task_handlers.follow(rq, wanted.get("taskIds"))
+        if task_ids:
+            honoured["taskIds"] = task_ids
+            methods.add(TASK_STATUS)
         sid = rq.request.id
         tag = {SUBSCRIPTION_ID_KEY: sid}
-        sink = Sink(frozenset(methods), uris)
+        sink = Sink(frozenset(methods), uris, frozenset(task_ids))
         sinks = self.server._sinks
         sinks.add(sink)
         if rq.channel is not None:
             rq.channel.listens.add(sink)
+        self.server.tasks.followers += bool(task_ids)
         try:
             await rq.outlet.notify(
                 "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
@@ -252,6 +260,7 @@ class Handlers:
                 async for method, params in sink.receive:
                     await rq.outlet.notify(method, {**params, "_meta": tag})
         finally:
+            self.server.tasks.followers -= bool(task_ids)
             sinks.discard(sink)
             if rq.channel is not None:
                 rq.channel.listens.discard(sink)

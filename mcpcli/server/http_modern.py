@@ -3,8 +3,9 @@
 A POST without `Mcp-Session-Id` whose body carries `_meta` (or whose
 `MCP-Protocol-Version` header does not name a legacy revision) is one request,
 one response. Before it runs, the `MCP-Protocol-Version`, `Mcp-Method`,
-`Mcp-Name` and `Mcp-Param-*` headers (the last from the tool's `x-mcp-header`
-schema annotations; values may be `=?base64?...?=`) must match the body: 400 +
+`Mcp-Name` (the task id for tasks/*) and `Mcp-Param-*` headers (the last from
+the tool's `x-mcp-header` schema annotations; values may be `=?base64?...?=`)
+must match the body: 400 +
 -32020 otherwise. `_meta` errors are 400 (-32602, -32021, -32022), unknown and
 removed methods 404 + -32601. Closing the response stream cancels the request.
 """
@@ -47,7 +48,15 @@ log = logging.getLogger("mcpcli.server.http")
 
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
-_NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension routes by task (SEP-2663).
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def _decode_header_value(raw: str) -> str:

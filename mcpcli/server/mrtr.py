@@ -8,6 +8,10 @@ whose signed `requestState` names the parked call; the client's retry (with the
 same request, its `inputResponses` and that state) resumes it. A retry whose
 call is gone (expired, evicted, another process) re-runs the backend with the
 answers carried in the state.
+
+A tools/call that may become a task (`mcpcli.server.tasks.Escalation`) waits
+for its round only `after` seconds; a call still working then is adopted by a
+task and the request is answered with the task's `CreateTaskResult`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from mcpcli.server.meta import ModernError
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
+    from mcpcli.server.tasks import Escalation
 
-__all__ = ["Continuation", "call_backend"]
+__all__ = ["Continuation", "call_backend", "input_responses"]
 
 JSON = dict[str, Any]
 
@@ -88,9 +93,17 @@ class Continuation:
         if self._resume is not None:
             self._resume.set()
 
-    async def next_round(self) -> tuple[str, Any]:
+    async def next_round(self, timeout: float | None = None) -> tuple[str, Any] | None:
+        """The call's next outcome: ("done", result), ("error", exc), ("input", requests)
+        or ("cancelled", None); None when `timeout` seconds pass first."""
         try:
-            await self._round.wait()
+            if timeout is None:
+                await self._round.wait()
+            else:
+                with anyio.move_on_after(timeout):
+                    await self._round.wait()
+                if not self._round.is_set():
+                    return None
         except BaseException:
             # The request was cancelled (client closed the stream, notifications/cancelled).
             self.scope.cancel()
@@ -101,15 +114,19 @@ class Continuation:
         return outcome
 
 
-async def call_backend(server: Server, rq: Rq, invoke: Invoke) -> JSON:
-    """Run a backend call in the request's era; `InputDeclined` becomes that era's error."""
+async def call_backend(
+    server: Server, rq: Rq, invoke: Invoke, escalation: Escalation | None = None
+) -> JSON:
+    """Run a backend call in the request's era; `InputDeclined` becomes that era's error.
+
+    With an `escalation` (2026 only), a call that outlasts it becomes a task."""
     if rq.era == "legacy":
         try:
             return await invoke(Call(server, rq))
         except InputDeclined as exc:
             raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
     try:
-        return await _run_round(server, rq, invoke)
+        return await _run_round(server, rq, invoke, escalation)
     except InputDeclined as exc:
         raise ModernError(
             MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -118,10 +135,11 @@ async def call_backend(server: Server, rq: Rq, invoke: Invoke) -> JSON:
         ) from None
 
 
-async def _run_round(server: Server, rq: Rq, invoke: Invoke) -> JSON:
-    """One MRTR round: start or resume the call, then its result or the input it needs."""
+async def _run_round(server: Server, rq: Rq, invoke: Invoke, escalation: Escalation | None) -> JSON:
+    """One MRTR round: start or resume the call, then its result or the input it needs
+    (or, with an escalation, the task it became)."""
     params = rq.params
-    responses = _input_responses(params)
+    responses = input_responses(params)
     digest: str | None = None  # computed only when a round trip is involved
     answers: JSON = {}
     cont: Continuation | None = None
@@ -140,7 +158,18 @@ async def _run_round(server: Server, rq: Rq, invoke: Invoke) -> JSON:
         call.answers = answers
         cont = Continuation(server, call)
         server._tg.start_soon(cont.run, invoke)
-    kind, value = await cont.next_round()
+    outcome = None
+    if escalation is not None:
+        if escalation.after > 0:
+            outcome = await cont.next_round(escalation.after)
+        if outcome is None:
+            created = escalation.adopt(cont, rq)
+            if created is not None:
+                return created
+    if outcome is None:
+        outcome = await cont.next_round()
+    assert outcome is not None
+    kind, value = outcome
     if kind == "done":
         result: JSON = value
         return result
@@ -157,7 +186,7 @@ async def _run_round(server: Server, rq: Rq, invoke: Invoke) -> JSON:
     }
 
 
-def _input_responses(params: JSON) -> JSON:
+def input_responses(params: JSON) -> JSON:
     """The request's `inputResponses` (-32602 unless an object of result objects)."""
     responses: JSON = {}
     if "inputResponses" in params:

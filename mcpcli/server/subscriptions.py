@@ -5,7 +5,8 @@ A backend announces changes (`tools`, `prompts`, `resources` lists; one
 `Sink`. A legacy connection has one sink, active once initialized, for the
 `list_changed` kinds its server declares and the URIs it subscribed to
 (`resources/subscribe`); each 2026-07-28 `subscriptions/listen` stream has its
-own, for what it asked and the server honoured. A slow subscriber loses
+own, for what it asked and the server honoured (including the status of
+tasks it follows, `notifications/tasks`). A slow subscriber loses
 notifications rather than holding up the others.
 """
 
@@ -22,6 +23,7 @@ from mcpcli.jsonrpc import INVALID_PARAMS
 
 __all__ = [
     "LIST_CHANGED",
+    "TASK_STATUS",
     "UPDATED",
     "Sink",
     "change_message",
@@ -40,6 +42,8 @@ LIST_CHANGED = {
     "resources": "notifications/resources/list_changed",
 }
 UPDATED = "notifications/resources/updated"
+#: The tasks extension's status notification (for the task ids a listen stream follows).
+TASK_STATUS = "notifications/tasks"
 #: How many change notifications may wait for one slow subscriber before we drop.
 _SINK_BUFFER = 64
 #: `subscriptions/listen` flags and the capability each needs.
@@ -53,9 +57,12 @@ _LISTEN_FLAGS = (
 class Sink:
     """One subscriber to change notifications: a legacy connection or a listen stream."""
 
-    def __init__(self, methods: frozenset[str], uris: set[str]) -> None:
+    def __init__(
+        self, methods: frozenset[str], uris: set[str], task_ids: frozenset[str] = frozenset()
+    ) -> None:
         self.methods = methods
         self.uris = uris
+        self.task_ids = task_ids
         self.active = True
         send, receive = anyio.create_memory_object_stream[tuple[str, JSON]](_SINK_BUFFER)
         self.send: MemoryObjectSendStream[tuple[str, JSON]] = send
@@ -65,6 +72,8 @@ class Sink:
         if not self.active or method not in self.methods:
             return
         if method == UPDATED and params.get("uri") not in self.uris:
+            return
+        if method == TASK_STATUS and params.get("taskId") not in self.task_ids:
             return
         try:
             self.send.send_nowait((method, params))
