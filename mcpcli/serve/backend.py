@@ -23,7 +23,7 @@ from mcpcli.serve import completion, prompts, resources, tool_calls
 from mcpcli.serve.load import load_config
 from mcpcli.serve.model import JSON, Config
 from mcpcli.serve.runner import Runner
-from mcpcli.server.backend import CallContext, ChangeListener
+from mcpcli.server.backend import CallContext, ChangeListener, TaskPolicy
 
 __all__ = ["ToolsBackend"]
 
@@ -65,12 +65,20 @@ class ToolsBackend:
         return self._config.instructions
 
     def capabilities(self) -> JSON:
-        return {
+        caps: JSON = {
             "tools": {},
             "resources": {"subscribe": True},
             "prompts": {},
             "completions": {},
         }
+        if self._config.has_tasks:
+            caps["tasks"] = {}
+        return caps
+
+    def task_policy(self, name: str) -> TaskPolicy | None:
+        """How calls of tool `name` may run as tasks (its `task:` setting)."""
+        tool = self._config.tools.get(name)
+        return tool.task if tool is not None else None
 
     def set_change_listener(self, listener: ChangeListener | None) -> None:
         self._listener = listener

@@ -3,7 +3,8 @@
 A tool runs a command (`run:`) or returns a canned answer (`mock:`), never
 both; its arguments are declared with `params:` or given whole as an
 `input_schema:` (read with `stdin: json`); `output:` says how stdout, stderr
-and any files become the CallToolResult.
+and any files become the CallToolResult; `task:` whether calls may run as
+tasks, and when they become one.
 """
 
 from __future__ import annotations
@@ -11,10 +12,22 @@ from __future__ import annotations
 from mcpcli.serve.build_context import BuildContext
 from mcpcli.serve.build_params import build_params
 from mcpcli.serve.build_run import build_run
-from mcpcli.serve.model import DEFAULT_MAX_BYTES, JSON, FileSpec, OutputSpec, Param, Tool
+from mcpcli.serve.model import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TASK_AFTER,
+    DEFAULT_TASK_POLL,
+    DEFAULT_TASK_TTL,
+    JSON,
+    FileSpec,
+    OutputSpec,
+    Param,
+    RunSpec,
+    Tool,
+)
 from mcpcli.serve.yamlstrict import Path
+from mcpcli.server.backend import TaskPolicy
 
-__all__ = ["build_output", "build_tool"]
+__all__ = ["build_output", "build_task", "build_tool"]
 
 
 def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
@@ -40,7 +53,8 @@ def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
     if mock is not None and not _check_mock(ctx, mock, path, params):
         return None
     output = build_output(ctx, item.get("output") or {}, (*path, "output"))
-    if output is None or not schema_ok:
+    task_ok, task = build_task(ctx, item, path, run)
+    if output is None or not schema_ok or not task_ok:
         return None
     # With output.files, MCP_OUTPUT_DIR is always exported, whether or not the command names it.
     return Tool(
@@ -56,7 +70,33 @@ def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
         meta=item.get("_meta"),
         requires=tuple(item.get("requires", ())),
         raw_input_schema=raw_schema,
+        task=task,
     )
+
+
+def build_task(ctx: BuildContext, item: JSON, path: Path,
+               run: RunSpec | None) -> tuple[bool, TaskPolicy | None]:
+    """The tool's `task:` (or the default's): whether it is valid, and the policy (None: never)."""
+    if "task" in item:
+        raw, where = item["task"], (*path, "task")
+    else:
+        raw, where = ctx.defaults.get("task", "forbidden"), ("defaults", "task")
+    setting: JSON = {"mode": raw} if isinstance(raw, str) else raw
+    mode = setting["mode"]
+    after = ctx.duration(setting, "after", where, DEFAULT_TASK_AFTER.get(mode, 0.0))
+    ttl = ctx.duration(setting, "ttl", where, DEFAULT_TASK_TTL)
+    poll = ctx.duration(setting, "poll_interval", where, DEFAULT_TASK_POLL)
+    if mode == "forbidden":
+        return True, None
+    if ttl <= 0 or poll <= 0:
+        ctx.fail(where, "ttl and poll_interval must be more than 0")
+        return False, None
+    timeout = min(run.timeout, ctx.limits.max_timeout) if run is not None else 0.0
+    if ttl < timeout:
+        ctx.fail(where, f"the task's ttl ({ttl:g}s) is shorter than the tool's timeout ({timeout:g}s)",
+                 "a task would be dropped while it still runs: raise ttl or lower the timeout")
+        return False, None
+    return True, TaskPolicy(support=mode, after=after, ttl=ttl, poll_interval=poll)
 
 
 def _check_input_schema(ctx: BuildContext, item: JSON, path: Path, raw_schema: JSON,

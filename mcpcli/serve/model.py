@@ -19,6 +19,7 @@ from typing import Any
 
 from mcpcli.serve.templating import Template
 from mcpcli.serve.yamlstrict import Problem
+from mcpcli.server.backend import TaskPolicy
 
 __all__ = [
     "DEFAULT_INHERIT_ENV",
@@ -45,6 +46,9 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_CONCURRENT = 16
 DEFAULT_QUEUE_TIMEOUT = 30.0
 DEFAULT_MAX_BYTES = 1024 * 1024
+DEFAULT_TASK_AFTER = {"optional": 1.0, "required": 0.0}
+DEFAULT_TASK_TTL = 3600.0
+DEFAULT_TASK_POLL = 1.0
 
 _DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
 _SIZE = re.compile(r"^([0-9]+(?:\.[0-9]+)?)\s*(B|KB|KiB|MB|MiB|GB|GiB)?$")
@@ -216,6 +220,8 @@ class Tool:
     requires: tuple[str, ...] = ()
     #: A complete inputSchema given by the author instead of params.
     raw_input_schema: JSON | None = None
+    #: How calls may run as tasks (`task:`); None: never.
+    task: TaskPolicy | None = None
 
     @cached_property
     def input_schema(self) -> JSON:
@@ -237,6 +243,8 @@ class Tool:
         entry["inputSchema"] = self.input_schema
         if self.output_schema is not None:
             entry["outputSchema"] = self.output_schema
+        if self.task is not None:
+            entry["execution"] = {"taskSupport": self.task.support}
         if self.annotations:
             entry["annotations"] = dict(self.annotations)
         if self.icons:
@@ -387,6 +395,11 @@ class Config:
     @property
     def templates(self) -> list[Resource]:
         return [r for r in self.resources if r.kind == "template"]
+
+    @cached_property
+    def has_tasks(self) -> bool:
+        """Whether some tool may run as a task."""
+        return any(tool.task is not None for tool in self.tools.values())
 
     def secret_values(self) -> list[str]:
         return [v for v in self.secrets.values() if len(v) >= 6]

@@ -1,7 +1,9 @@
 """From a finished process to a CallToolResult, following the tool's `output:` rules.
 
 Nothing is guessed from the content: the tool declares what its stdout is (text,
-json, image/audio/blob with a MIME type, or a complete MCP result). Exit codes
+json, image/audio/blob with a MIME type, or a complete MCP result; with `mcp` a
+`{"error": {code, message, data?}}` answers the request with that JSON-RPC
+error, a protocol error, raised as `RPCError`). Exit codes
 outside `ok_exit_codes`, deaths by signal and timeouts are `isError` results
 carrying stderr and the reason. Secrets are masked in every text we return.
 """
@@ -17,6 +19,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.errors import RPCError
 from mcpcli.serve.model import FileSpec, OutputSpec, format_size
 from mcpcli.serve.process import RunResult, signal_name
 
@@ -229,6 +232,13 @@ def _mcp_output(done: _Finished, structured_objects_only: bool) -> JSON:
         value = json.loads(run.stdout.decode("utf-8", errors="replace"))
     except ValueError as exc:
         return done.fail(f"the tool's output is not a valid MCP result (not JSON: {exc})")
+    if isinstance(value, dict) and "error" in value and "content" not in value:
+        error = value["error"]
+        if not (isinstance(error, dict) and type(error.get("code")) is int
+                and isinstance(error.get("message"), str)):
+            return done.fail("the tool's output is not a valid MCP error: "
+                             "error must be {code: integer, message: text, data?}")
+        raise RPCError(error["code"], done.mask(error["message"]), done.mask.json(error.get("data")))
     problem = check_mcp_result(value, structured_objects_only=structured_objects_only)
     if problem:
         return done.fail(f"the tool's output is not a valid MCP result: {problem}")

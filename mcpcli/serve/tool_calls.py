@@ -108,16 +108,20 @@ async def _run_tool(runner: Runner, config: Config, tool: Tool, spec: RunSpec, v
         except anyio.get_cancelled_exc_class():
             audit(f"call tool={tool.name} status=cancelled duration={time.monotonic() - started:.3f}s")
             raise
-        result = tool_result(
-            run,
-            tool.output,
-            ok_codes=spec.ok_exit_codes,
-            timeout=spec.timeout,
-            mask=mask,
-            structured_objects_only=ctx.era == "legacy",
-            output_dir=output_dir,
-            validate_output=_output_validator(tool),
-        )
+        try:
+            result = tool_result(
+                run,
+                tool.output,
+                ok_codes=spec.ok_exit_codes,
+                timeout=spec.timeout,
+                mask=mask,
+                structured_objects_only=ctx.era == "legacy",
+                output_dir=output_dir,
+                validate_output=_output_validator(tool),
+            )
+        except RPCError as exc:  # format mcp: the tool answered with a JSON-RPC error
+            audit(f"call tool={tool.name} status=protocol-error code={exc.code} duration={run.duration:.3f}s")
+            raise
         audit(_audit_line(tool, run, result))
         return result
     raise AssertionError("unreachable")  # pragma: no cover
