@@ -8,7 +8,13 @@ from typing import Any
 import anyio
 
 from mcpcli.errors import RPCError
-from mcpcli.server.backend import CallContext, ChangeListener, InputDeclined, ResourceNotFound
+from mcpcli.server.backend import (
+    CallContext,
+    ChangeListener,
+    InputDeclined,
+    ResourceNotFound,
+    TaskPolicy,
+)
 
 JSON = dict[str, Any]
 
@@ -234,3 +240,33 @@ def _elicit(message: str) -> JSON:
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
         },
     }
+
+
+class TaskBackend(DemoBackend):
+    """The demo backend with tasks: `policies` maps tool names to their TaskPolicy."""
+
+    def __init__(self, policies: dict[str, TaskPolicy], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.policies = policies
+
+    def capabilities(self) -> JSON:
+        return {**super().capabilities(), "tasks": {}}
+
+    def task_policy(self, name: str) -> TaskPolicy | None:
+        return self.policies.get(name)
+
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        if name in ("same_key", "ask_then_gate", "protocol_error"):
+            self.runs[name] = self.runs.get(name, 0) + 1
+        if name == "same_key":  # the same key twice: the task must not reuse it
+            first = await ctx.ask({"k": _elicit("First?")})
+            second = await ctx.ask({"k": _elicit("Second?")})
+            return text(first["k"]["content"]["name"] + "+" + second["k"]["content"]["name"])
+        if name == "ask_then_gate":  # input first (MRTR), then long work (a task)
+            answer = await ctx.ask({"user_name": _elicit("Name?")})
+            self.started.set()
+            await self.gate.wait()
+            return text(f"Hello, {answer['user_name']['content']['name']}!")
+        if name == "protocol_error":
+            raise RPCError(-32000, "the job broke", {"why": "test"})
+        return await super().call_tool(name, arguments, ctx)
