@@ -152,8 +152,8 @@ class Task:
         if self.terminal:
             return
         self.status = status
-        if message is not None or status != "working":
-            self.message = message
+        if message is not None or status == "completed":
+            self.message = message  # progress notes stay while it works or waits
         self.updated = time.time()
         if status in TERMINAL:
             self.pending.clear()  # a waiting ask() ends with the work's cancellation
