@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from mcpcli.cli._app import App
+    from mcpcli.client import ClientFeatures
 
 __all__ = ["ProgressBar"]
 
@@ -22,16 +23,19 @@ class ProgressBar:
         self._description = description
         self._message = ""
         self._status = ""
+        self._paused = 0
         self._progress: Progress | None = None
         self._task: TaskID | None = None
 
     def __call__(self, params: dict[str, Any]) -> None:
-        self._start()
-        assert self._progress is not None
-        assert self._task is not None
         total = params.get("total")
         message = params.get("message")
         self._message = sanitize(message, keep_newlines=False)[:60] if isinstance(message, str) else ""
+        if self._paused:
+            return
+        self._start()
+        assert self._progress is not None
+        assert self._task is not None
         self._progress.update(
             self._task,
             completed=float(params.get("progress") or 0),
@@ -42,6 +46,8 @@ class ProgressBar:
     def status(self, text: str) -> None:
         """Show a background task's status (kept beside any progress message)."""
         self._status = sanitize(text, keep_newlines=False)[:60]
+        if self._paused:
+            return
         self._start()
         assert self._progress is not None
         assert self._task is not None
@@ -76,6 +82,23 @@ class ProgressBar:
             )
             self._progress.start()
             self._task = self._progress.add_task(self._label(), total=None)
+
+    def pause_for_prompts(self, features: ClientFeatures) -> None:
+        """Hide the bar while an elicitation prompts a person (a live bar would draw over it)."""
+        ask = features.elicit
+
+        async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+            shown = self._progress is not None
+            self.close()
+            self._paused += 1
+            try:
+                return await ask(params)
+            finally:
+                self._paused -= 1
+                if shown:
+                    self._start()
+
+        features.elicit = elicit
 
     def close(self) -> None:
         if self._progress is not None:

@@ -106,6 +106,8 @@ def result(
     async def go() -> dict[str, Any]:
         async with app.client(target, conn) as client:
             bar = progress_printer(app)
+            if bar is not None:
+                bar.pause_for_prompts(client.options.features)
             options = task_options(bar)
             options.cancel_on_exit = False
             try:

@@ -93,6 +93,8 @@ async def _call_and_print(
     if as_task or detach:
         warn_no_task(app, client, tool)
     bar = progress_printer(app)
+    if bar is not None:
+        bar.pause_for_prompts(client.options.features)
     options = task_options(bar, mode="always" if as_task or detach else "auto", detach=detach)
     try:
         with cancel_on_interrupt(app, client, options):

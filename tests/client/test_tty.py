@@ -256,3 +256,25 @@ def test_prompt_messages_and_info_on_a_terminal(everything: list[str]) -> None:
     term.expect(r"protocol\s+2025-11-25 \(legacy era\)")
     term.expect(r"instructions:")
     assert term.wait() == 0
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def test_task_status_shows_on_a_terminal(everything: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "simulate-research-query", "--arg", "topic=otters",
+                             "-q", "--", *everything))
+    term.expect(r"task working: Analyzing content")
+    term.expect(r"Research Report: otters")
+    assert term.wait() == 0, term.output
+
+
+def test_a_task_asks_for_input_at_the_terminal(everything: list[str]) -> None:
+    term = Terminal(mcp_argv("tools", "call", "simulate-research-query", "--arg", "topic=python",
+                             "--arg", "ambiguous=true", "-q", "--", *everything))
+    term.expect(r"could have multiple interpretations")
+    term.answer(r"\[c\]ancel \[a\]: ", "a")
+    term.expect(r"3\) Monty Python comedy group")
+    term.answer(r"Clarification: ", "3")
+    term.expect(r"Research Report: python \(comedy\)")
+    assert term.wait() == 0, term.output

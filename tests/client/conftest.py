@@ -1,0 +1,52 @@
+"""Fixtures for the client tests: the fake task server over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from helpers import free_port
+
+FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
+
+
+@dataclass
+class TaskHTTP:
+    url: str
+    record: Path
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture
+def task_http(tmp_path: Path) -> Iterator[TaskHTTP]:
+    """The fake task server (2026-07-28) on 127.0.0.1; its tasks outlive each `mcp` command."""
+    port = free_port()
+    record = tmp_path / "http-record.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE_TASKS), "--http", str(port), "--record", str(record), "--work", "1"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not _listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the fake task server did not start")
+            time.sleep(0.02)
+        yield TaskHTTP(f"http://127.0.0.1:{port}/mcp", record)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
