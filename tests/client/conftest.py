@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from helpers import free_port
 
 FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
@@ -47,6 +46,62 @@ def task_http(tmp_path: Path) -> Iterator[TaskHTTP]:
                 raise RuntimeError("the fake task server did not start")
             time.sleep(0.02)
         yield TaskHTTP(f"http://127.0.0.1:{port}/mcp", record)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
+TASK_TOOLS = """\
+version: 1
+tools:
+  - name: slow
+    description: takes a moment, reporting progress
+    task: {mode: required, after: 0s, poll_interval: 100ms}
+    run:
+      shell: sh
+      script: |
+        mcp script progress 1 2 -m halfway
+        sleep 1
+        echo "slow done"
+  - name: confirm
+    description: asks, then answers
+    task: {mode: optional, after: 0s, poll_interval: 100ms}
+    run:
+      shell: sh
+      script: |
+        ok=$(mcp script elicit "Go on?" --field ok:boolean --key go --get ok) || exit 1
+        echo "answer: $ok"
+  - name: hang
+    description: never finishes
+    task: {mode: required, after: 0s, poll_interval: 100ms}
+    run: {argv: [sleep, "100"]}
+"""
+
+
+@pytest.fixture
+def task_tools(tmp_path: Path) -> Path:
+    """A tools.yaml whose tools run as tasks under `mcp serve`."""
+    path = tmp_path / "tools.yaml"
+    path.write_text(TASK_TOOLS)
+    return path
+
+
+@pytest.fixture
+def served_tasks(task_tools: Path) -> Iterator[str]:
+    """`mcp serve` over HTTP with the task tools; yields its URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpcli", "serve", str(task_tools), "--http", str(port)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("mcp serve did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(10)

@@ -303,7 +303,7 @@ def serve_stdio() -> None:
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         message = json.loads(body)
         record(message, {k.lower(): v for k, v in self.headers.items()})
@@ -319,7 +319,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.send_response(405)
         self.send_header("Content-Length", "0")
         self.end_headers()
