@@ -57,6 +57,7 @@ from mcpcli.server.handlers import Handlers
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, subscribable
 from mcpcli.server.task_handlers import TaskHandlers
+from mcpcli.server.task_legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks import TASKS_EXTENSION, TaskStore
 from mcpcli.session import Session
 from mcpcli.transports import Envelope, Streams
@@ -176,8 +177,10 @@ class Server:
         #: Tool calls running as tasks (`tasks`, `task_handlers`).
         self.tasks = TaskStore(self, max_tasks=max_tasks)
         self.task_handlers = TaskHandlers(self, self.tasks)
+        self.legacy_tasks = LegacyTasks(self, self.task_handlers)
         handlers = Handlers(self)
         self._legacy = handlers.legacy()
+        self._legacy.update(self.legacy_tasks.handlers())
         self._modern = handlers.modern()
         self._modern.update(self.task_handlers.modern())
 
@@ -299,8 +302,11 @@ class Server:
         if "completions" in declared and version != "2024-11-05":
             caps["completions"] = {}
         caps["logging"] = {}
-        if "tasks" in declared and version in MODERN_VERSIONS:
-            caps["extensions"] = {TASKS_EXTENSION: {}}
+        if "tasks" in declared:
+            if version in MODERN_VERSIONS:
+                caps["extensions"] = {TASKS_EXTENSION: {}}
+            elif version == TASKS_VERSION:
+                caps["tasks"] = self.legacy_tasks.capability()
         return caps
 
     def _legacy_notifications(self) -> frozenset[str]:

@@ -17,7 +17,7 @@ from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpcli.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
 from mcpcli.server.backend import ResourceNotFound
-from mcpcli.server.calls import Rq
+from mcpcli.server.calls import Call, Rq
 from mcpcli.server.meta import LEVEL_RANK, ModernError
 from mcpcli.server.mrtr import call_backend
 from mcpcli.server.subscriptions import TASK_STATUS, Sink, listen_filter, subscribable
@@ -148,10 +148,17 @@ class Handlers:
             raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
         backend = self.server.backend
         args: JSON = arguments
+
+        def invoke(call: Call) -> Awaitable[JSON]:
+            return backend.call_tool(name, args, call)
+
+        if rq.era == "legacy":
+            created = self.server.legacy_tasks.start(rq, name, invoke)
+            if created is not None:
+                return created
+            return await call_backend(self.server, rq, invoke)
         escalation = self.server.task_handlers.escalation(rq, name)
-        return await call_backend(
-            self.server, rq, lambda call: backend.call_tool(name, args, call), escalation
-        )
+        return await call_backend(self.server, rq, invoke, escalation)
 
     async def prompts_get(self, rq: Rq) -> JSON:
         self._require("prompts")

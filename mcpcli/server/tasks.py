@@ -111,10 +111,11 @@ class Task:
         self.error: JSON | None = None
         #: Outstanding input requests by wire key, and the answers not yet taken.
         self.pending: dict[str, JSON] = {}
-        self._answers: dict[str, JSON] = {}
+        self._answers: dict[str, JSON | Exception] = {}
         self._issued = 0
         self._used: set[str] = set()
         self._answered = anyio.Event()
+        self._changed = anyio.Event()
         self.ended = anyio.Event()
         self._scope: anyio.CancelScope | None = None
 
@@ -133,6 +134,17 @@ class Task:
         out["lastUpdatedAt"] = _iso(self.updated)
         out["ttlMs"] = self.ttl_ms
         out["pollIntervalMs"] = self.poll_ms
+        return out
+
+    def legacy_fields(self) -> JSON:
+        """The `Task` of 2025-11-25 (`ttl` and `pollInterval`, in milliseconds)."""
+        out: JSON = {"taskId": self.id, "status": self.status}
+        if self.message is not None:
+            out["statusMessage"] = self.message
+        out["createdAt"] = _iso(self.created)
+        out["lastUpdatedAt"] = _iso(self.updated)
+        out["ttl"] = self.ttl_ms
+        out["pollInterval"] = self.poll_ms
         return out
 
     def detailed(self) -> JSON:
@@ -154,11 +166,20 @@ class Task:
         self.status = status
         if message is not None or status == "completed":
             self.message = message  # progress notes stay while it works or waits
-        self.updated = time.time()
         if status in TERMINAL:
             self.pending.clear()  # a waiting ask() ends with the work's cancellation
             self.ended.set()
+        self._touch()
+
+    def _touch(self) -> None:
+        """Something changed: wake whoever waits for a change, tell the listeners."""
+        self.updated = time.time()
+        self._changed.set()
+        self._changed = anyio.Event()
         self.store.changed(self)
+
+    async def wait_change(self) -> None:
+        await self._changed.wait()
 
     def note_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The backend's progress, as the status message of a working task."""
@@ -166,8 +187,7 @@ class Task:
             return
         text = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
         self.message = f"{text}: {message}" if message else text
-        self.updated = time.time()
-        self.store.changed(self)
+        self._touch()
 
     def finish(self, kind: str, value: Any) -> None:
         """The work ended: `done` (a result), `error` (an exception) or `cancelled`."""
@@ -212,7 +232,11 @@ class Task:
         finally:
             for name in wire.values():
                 self.pending.pop(name, None)
-        return {key: self._answers.pop(name) for key, name in wire.items()}
+        taken = {key: self._answers.pop(name) for key, name in wire.items()}
+        for value in taken.values():
+            if isinstance(value, Exception):
+                raise value
+        return {key: value for key, value in taken.items() if not isinstance(value, Exception)}
 
     def update(self, responses: JSON) -> None:
         """`tasks/update`: take the answers to outstanding requests; ignore any other key."""
@@ -224,13 +248,20 @@ class Task:
             del self.pending[key]
             self._answers[key] = value
             taken = True
-        if not taken:
-            return
+        if taken:
+            self._took()
+
+    def reject(self, key: str, exc: Exception) -> None:
+        """The client could not answer request `key`: the backend's ask() raises `exc`."""
+        if self.pending.pop(key, None) is not None:
+            self._answers[key] = exc
+            self._took()
+
+    def _took(self) -> None:
         if not self.pending:
             self._set("working")
         else:
-            self.updated = time.time()
-            self.store.changed(self)
+            self._touch()
         self._answered.set()
         self._answered = anyio.Event()
 
