@@ -215,3 +215,59 @@ async def test_a_mcp_format_error_is_a_json_rpc_error_outside_tasks(make_backend
                        "    run: {argv: [printf, '{\"error\": {\"code\": \"x\"}}']}\n    output: {format: mcp}\n")
     result = await bad.call_tool("b", {}, FakeContext())
     assert result["isError"] is True and "not a valid MCP error" in result["content"][0]["text"]
+
+
+# -- a real peer: the official TypeScript SDK's experimental (2025-11-25) task client -------------
+
+TS_TOOLS = """
+version: 1
+tools:
+  - name: confirm
+    description: asks, then answers
+    task: optional
+    run:
+      shell: sh
+      script: |
+        ok=$(mcp script elicit "Go on?" --field confirm:boolean --key go --get confirm) || exit 1
+        echo "answer: $ok"
+  - name: fail
+    description: fails
+    task: required
+    run: {shell: sh, script: "echo nope >&2; exit 3"}
+  - name: hang
+    description: hangs until cancelled
+    task: required
+    run: {shell: sh, script: "sleep 100 & wait", kill_grace: 0.5s}
+"""
+
+
+def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_file: Any) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    sdk = REPO / ".cache/npm/node_modules/@modelcontextprotocol/sdk"
+    if not peers.node or not (sdk / "dist/esm/experimental/tasks/client.js").exists():
+        pytest.skip("the TypeScript SDK (with server-everything) is not installed")
+    script = Path(__file__).with_name("ts_tasks_client.mjs")
+    done = subprocess.run([peers.node, str(script), str(sdk), sys.executable, str(tools_file(TS_TOOLS))],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert out["tools"] == {"confirm": {"taskSupport": "optional"}, "fail": {"taskSupport": "required"},
+                            "hang": {"taskSupport": "required"}}
+    kinds = [m["type"] for m in out["confirm"]]
+    assert kinds[0] == "taskCreated" and kinds[-1] == "result"
+    assert {"type": "taskStatus", "status": "input_required"} in out["confirm"]
+    result = out["confirm"][-1]["result"]
+    assert result["content"] == [{"type": "text", "text": "answer: true\n"}]
+    task_id = result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+    [asked] = out["elicited"]
+    assert asked["message"] == "Go on?"
+    assert asked["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    assert out["fail"][-1]["result"]["isError"] is True
+    assert out["cancelled"]["status"] == "cancelled" and out["cancelled"]["ttl"] == 60000
+    assert out["listed"] == ["cancelled", "completed", "completed"]

@@ -367,3 +367,108 @@ async def test_over_http_tasks_route_by_mcp_name_and_outlive_their_request() -> 
         assert (response.status_code, messages(response)[-1]["error"]["code"]) == (400, -32021)
         status, reply = await post("tasks/cancel", {"taskId": "unknown-task"})
         assert reply["error"]["code"] == -32602
+
+
+# -- 2025-11-25 core tasks (experimental) --------------------------------------------------
+
+
+@asynccontextmanager
+async def legacy(server: Server, version: str = "2025-11-25",
+                 answer: Any = None) -> AsyncIterator[tuple[Session, JSON, list[JSON]]]:
+    """An initialized legacy session whose client answers server requests with `answer`."""
+    asked: list[JSON] = []
+
+    async def on_request(request: Any, ctx: Any) -> JSON:
+        asked.append({"method": request.method, "params": request.params})
+        if isinstance(answer, Exception):
+            raise answer
+        return answer if answer is not None else named("Ada")
+
+    async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_side)
+        async with Session(client_side, on_request=on_request) as s:
+            init = await s.request("initialize", {"protocolVersion": version, "capabilities": {"elicitation": {}},
+                                                  "clientInfo": {"name": "t", "version": "0"}})
+            await s.notify("notifications/initialized", {})
+            yield s, init, asked
+        tg.cancel_scope.cancel()
+
+
+async def test_legacy_tasks_from_creation_to_tasks_result() -> None:
+    _, server = tasks_server(elicit=TaskPolicy("optional"), slow=REQUIRED)
+    async with legacy(server) as (s, init, asked):
+        assert init["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        assert "extensions" not in init["capabilities"]
+        created = await s.request("tools/call", {"name": "elicit", "arguments": {}, "task": {"ttl": 60000}})
+        task = created["task"]
+        assert set(task) == {"taskId", "status", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"}
+        assert (task["status"], task["ttl"], task["pollInterval"]) == ("working", 60000, 1000)
+        got = await s.request("tasks/get", {"taskId": task["taskId"]})
+        assert got["taskId"] == task["taskId"] and got["status"] in ("working", "input_required")
+        # tasks/result blocks, relays the input request (tagged with the task), then answers.
+        result = await s.request("tasks/result", {"taskId": task["taskId"]})
+        assert result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+        assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+        [request] = asked
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+        # Cancel: a running task is answered cancelled; a finished one is -32602.
+        running = (await s.request("tools/call", {"name": "slow", "arguments": {}, "task": {}}))["task"]
+        cancelled = await s.request("tasks/cancel", {"taskId": running["taskId"]})
+        assert cancelled["status"] == "cancelled"
+        for finished in (task["taskId"], running["taskId"]):
+            with pytest.raises(RPCError) as info:
+                await s.request("tasks/cancel", {"taskId": finished})
+            assert info.value.code == -32602
+        with pytest.raises(RPCError) as info:
+            await s.request("tasks/result", {"taskId": running["taskId"]})
+        assert info.value.code == -32603
+
+
+async def test_legacy_task_support_is_negotiated_per_tool() -> None:
+    _, server = tasks_server(slow=REQUIRED, echo=TaskPolicy("optional"))
+    async with legacy(server) as (s, _, _):
+        with pytest.raises(RPCError) as info:  # required: only as a task
+            await s.request("tools/call", {"name": "slow", "arguments": {}})
+        assert info.value.code == -32601
+        with pytest.raises(RPCError) as info:  # forbidden: never as a task
+            await s.request("tools/call", {"name": "log", "arguments": {}, "task": {}})
+        assert info.value.code == -32601
+        for bad in ({"task": "soon"}, {"task": {"ttl": -5}}):
+            with pytest.raises(RPCError) as info:
+                await s.request("tools/call", {"name": "echo", "arguments": {}, **bad})
+            assert info.value.code == -32602
+        plain = await s.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        assert plain["content"][0]["text"] == "hi"
+        with pytest.raises(RPCError) as info:
+            await s.request("tasks/get", {"taskId": "unknown"})
+        assert info.value.code == -32602
+    # Older revisions have no tasks: the hint is ignored, a required tool is refused.
+    async with legacy(server, "2025-06-18") as (s, init, _):
+        assert "tasks" not in init["capabilities"]
+        hinted = await s.request("tools/call", {"name": "echo", "arguments": {"text": "x"}, "task": {}})
+        assert hinted["content"][0]["text"] == "x"
+        with pytest.raises(RPCError) as info:
+            await s.request("tools/call", {"name": "slow", "arguments": {}, "task": {}})
+        assert info.value.code == -32601
+        with pytest.raises(RPCError) as info:
+            await s.request("tasks/list", {})
+        assert info.value.code == -32601
+
+
+async def test_legacy_tasks_list_pages_and_a_refused_input_fails_the_task() -> None:
+    backend = TaskBackend({"echo": TaskPolicy("optional"), "elicit": TaskPolicy("optional")})
+    server = Server(backend, page_size=2)
+    async with legacy(server, answer=RPCError(-32000, "user went away")) as (s, _, asked):
+        ids = [(await s.request("tools/call", {"name": "echo", "arguments": {}, "task": {}}))["task"]["taskId"]
+               for _ in range(3)]
+        first = await s.request("tasks/list", {})
+        assert [t["taskId"] for t in first["tasks"]] == ids[:2]
+        second = await s.request("tasks/list", {"cursor": first["nextCursor"]})
+        assert [t["taskId"] for t in second["tasks"]] == ids[2:] and "nextCursor" not in second
+        task_id = (await s.request("tools/call", {"name": "elicit", "arguments": {}, "task": {}}))["task"]["taskId"]
+        with pytest.raises(RPCError) as info:
+            await s.request("tasks/result", {"taskId": task_id})
+        assert (info.value.code, info.value.rpc_message) == (-32000, "user went away")
+        assert (await s.request("tasks/get", {"taskId": task_id}))["status"] == "failed"
+        assert len(asked) == 1
