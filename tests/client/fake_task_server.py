@@ -75,8 +75,10 @@ TOOLS: list[JSON] = [
 
 
 class Task:
-    def __init__(self, tool: str, args: JSON) -> None:
+    def __init__(self, tool: str, args: JSON, token: Any = None) -> None:
         self.id = f"task-{next(ids)}-{int(time.time() * 1000) % 100000}"
+        self.token = token  # the tools/call's progress token (legacy: progress outlives the call)
+        self.polls = 0
         self.tool, self.args = tool, args
         self.status, self.message = "working", "started"
         self.created = time.monotonic()
@@ -155,7 +157,7 @@ def call_tool(params: JSON, declared: bool) -> JSON:
             raise RpcError(-32601, f"Tool {name} requires task augmentation")
         raise RpcError(-32021, "Missing required client capability",
                        {"requiredCapabilities": {"extensions": {EXT: {}}}})
-    task = Task(str(name), args)
+    task = Task(str(name), args, (params.get("_meta") or {}).get("progressToken"))
     TASKS[task.id] = task
     if opts.legacy:
         return {"task": task.wire(detailed=False)}
@@ -255,6 +257,10 @@ def legacy(method: str, params: JSON) -> JSON:
         if method == "tasks/get":
             task = find(params)
             task.advance()
+            if task.token is not None and task.status == "working":
+                task.polls += 1
+                write({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": task.token, "progress": task.polls, "message": "polled"}})
             return task.wire(detailed=False)
         if method == "tasks/list":
             return {"tasks": [t.wire(detailed=False) for t in TASKS.values()]}
