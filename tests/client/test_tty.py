@@ -18,6 +18,7 @@ import termios
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -277,4 +278,20 @@ def test_a_task_asks_for_input_at_the_terminal(everything: list[str]) -> None:
     term.expect(r"3\) Monty Python comedy group")
     term.answer(r"Clarification: ", "3")
     term.expect(r"Research Report: python \(comedy\)")
+    assert term.wait() == 0, term.output
+
+
+def test_detached_task_and_tasks_get_read_well_on_a_terminal(task_http: Any) -> None:
+    term = Terminal(mcp_argv("tools", "call", task_http.url, "slow", "--arg", "text=x", "--detach"))
+    task_id = term.expect(r"task\s+task-\S+").split()[-1]
+    term.expect(r"status\s+working")
+    term.expect(rf"follow it with `mcp tasks result {re.escape(task_http.url)} {task_id}`")
+    assert term.wait() == 0, term.output
+
+    term = Terminal(mcp_argv("tasks", "result", task_http.url, task_id))
+    term.expect(r"done: x")
+    assert term.wait() == 0, term.output
+    term = Terminal(mcp_argv("tasks", "get", task_http.url, task_id))
+    term.expect(r"status\s+completed")
+    term.expect(r"done: x")  # the inlined result, rendered like a tool result
     assert term.wait() == 0, term.output
