@@ -19,8 +19,9 @@ are cancelled with their continuation) and the MRTR continuations.
 
 This module is the dispatcher and the connection state; the rest lives in
 `meta` (2026 `_meta` validation), `handlers` (one per method), `calls` (the
-backend's `CallContext`), `mrtr` (continuations, signed requestState) and
-`subscriptions` (change notifications).
+backend's `CallContext`), `mrtr` (continuations, signed requestState),
+`subscriptions` (change notifications) and `tasks` with `task_handlers` and
+`task_legacy` (tool calls that run as tasks).
 """
 
 from __future__ import annotations

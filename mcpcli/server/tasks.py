@@ -17,7 +17,9 @@ The `TaskStore` holds the tasks of one server: created before the
 caller's principal, dropped `ttl` after creation (a running one is cancelled
 then) and bounded in number (the oldest finished ones go first). Status
 changes are offered to `subscriptions/listen` streams that asked for the task.
-The protocol methods are in `task_handlers`.
+The protocol methods are in `task_handlers` (2026-07-28) and `task_legacy`
+(2025-11-25, where the client asks for a task with `params.task` and input
+requests reach it through `tasks/result`).
 """
 
 from __future__ import annotations
@@ -116,7 +118,6 @@ class Task:
         self._used: set[str] = set()
         self._answered = anyio.Event()
         self._changed = anyio.Event()
-        self.ended = anyio.Event()
         self._scope: anyio.CancelScope | None = None
 
     @property
@@ -168,7 +169,6 @@ class Task:
             self.message = message  # progress notes stay while it works or waits
         if status in TERMINAL:
             self.pending.clear()  # a waiting ask() ends with the work's cancellation
-            self.ended.set()
         self._touch()
 
     def _touch(self) -> None:
@@ -369,9 +369,3 @@ class TaskStore:
         """Offer the task's new state to the listen streams that follow it."""
         if self.followers:
             self.server._offer(TASK_NOTIFICATION, task.detailed())
-
-    def cancel_all(self) -> None:
-        """Server shutdown: every running task is cancelled."""
-        for task in self._tasks.values():
-            if task._scope is not None and not task.terminal:
-                task._scope.cancel()
