@@ -55,7 +55,12 @@ class TaskHandlers:
         return {"tasks/get": self.get, "tasks/update": self.update, "tasks/cancel": self.cancel}
 
     def enabled(self) -> bool:
+        """Whether the backend runs tasks now (a reload may change it)."""
         return "tasks" in self.server.backend.capabilities()
+
+    def served(self) -> bool:
+        """Whether the task methods exist: the backend runs tasks, or some task is still kept."""
+        return len(self.store) > 0 or self.enabled()
 
     def policy(self, name: str) -> TaskPolicy | None:
         """The tool's task policy, when it may run as a task at all."""
@@ -84,7 +89,7 @@ class TaskHandlers:
             return []
         if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
             raise RPCError(INVALID_PARAMS, "Invalid params: taskIds must be a list of task ids")
-        if not wanted or not self.enabled():
+        if not wanted or not self.served():
             return []
         if not declares_tasks(rq.caps):
             raise missing_extension("notifications/tasks")
@@ -94,7 +99,7 @@ class TaskHandlers:
     # -- 2026-07-28 ------------------------------------------------------------------
 
     def _task(self, rq: Rq) -> Any:
-        if not self.enabled():
+        if not self.served():
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: {rq.method}", status=404)
         if not declares_tasks(rq.caps):
             raise missing_extension(rq.method)

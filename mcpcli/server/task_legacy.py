@@ -98,7 +98,7 @@ class LegacyTasks:
     # -- the methods -------------------------------------------------------------------
 
     def _find(self, rq: Rq) -> Task:
-        if rq.version != TASKS_VERSION or not self.tasks.enabled():
+        if rq.version != TASKS_VERSION or not self.tasks.served():
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         return self.store.find(rq.params.get("taskId"), rq.principal)
 
@@ -113,7 +113,7 @@ class LegacyTasks:
         return task.legacy_fields()
 
     async def list(self, rq: Rq) -> JSON:
-        if rq.version != TASKS_VERSION or not self.tasks.enabled():
+        if rq.version != TASKS_VERSION or not self.tasks.served():
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         cursor = rq.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):

@@ -271,3 +271,17 @@ def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_f
     assert out["fail"][-1]["result"]["isError"] is True
     assert out["cancelled"]["status"] == "cancelled" and out["cancelled"]["ttl"] == 60000
     assert out["listed"] == ["cancelled", "completed", "completed"]
+
+
+async def test_tasks_stay_reachable_after_a_reload_removes_task_support(make_backend: Any, tmp_path: Path) -> None:
+    backend = make_backend(TOOLS)
+    async with serving(backend) as s:
+        created = await req(s, "tools/call", {"name": "confirm", "arguments": {}})
+        await until(s, created["taskId"], "input_required")
+        (tmp_path / "tools.yaml").write_text("version: 1\ntools:\n  - {name: a, description: x, mock: {text: a}}\n")
+        assert backend.reload()
+        assert "extensions" not in (await req(s, "server/discover", {}))["capabilities"]
+        await req(s, "tasks/update", {"taskId": created["taskId"],
+                                      "inputResponses": {"go": {"action": "accept", "content": {"ok": True}}}})
+        done = await until(s, created["taskId"], "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "answer: true\n"}]
