@@ -55,17 +55,22 @@ def emit_call_result(app: App, out: Output, result: JSON, save_dir: str | None) 
         render.save_blobs(result, save_dir, app)
 
 
-def announce_detached(app: App, out: Output, target: str | None, result: JSON, task: Task) -> None:
+def announce_detached(
+    app: App, out: Output, target: str | None, result: JSON, task: Task, *, era: str
+) -> None:
     """`--detach`: print the CreateTaskResult, and on stderr how to follow the task."""
     from mcpcli import render
     from mcpcli.cli._app import NO_TARGET
 
     out.emit(result, human=render.task_detail)
-    if target is None or target == NO_TARGET:
+    if target is None or target == NO_TARGET or app.resolve(target).transport in ("stdio", "yaml"):
         app.warn(f"task {task.task_id} ends with this stdio server, which exits now")
         return
-    app.info(f"task {task.task_id} is {task.status}; follow it with "
-             f"`{app.prog} tasks result {target} {task.task_id}`")
+    follow = f"`{app.prog} tasks result {target} {task.task_id}`"
+    if era == "legacy":
+        # 2025-11-25 servers may keep tasks per session (server-everything does).
+        follow = f"{follow} if the server keeps tasks across sessions"
+    app.info(f"task {task.task_id} is {task.status}; follow it with {follow}")
 
 
 def warn_no_task(app: App, client: Client, tool: str) -> None:

@@ -104,7 +104,7 @@ async def _call_and_print(
             bar.close()
     created = task_of(result, client.era) if detach else None
     if created is not None:
-        announce_detached(app, out, target, result, created)
+        announce_detached(app, out, target, result, created, era=client.era)
         return {}
     emit_call_result(app, out, result, save_dir)
     return result

@@ -1,4 +1,5 @@
-"""Fixtures for the client tests: the fake task server over HTTP."""
+"""Fixtures for the client tests: task servers listening on 127.0.0.1 (the fake one,
+`mcp serve` with task tools, server-everything's Streamable HTTP mode)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import free_port
+from helpers import Peers, free_port
 
 FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
 
@@ -30,25 +32,41 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+@contextmanager
+def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server (in its own process group) until it listens on `port`; yield its /mcp URL."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})}, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{argv[:3]} did not listen on port {port}")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
 @pytest.fixture
 def task_http(tmp_path: Path) -> Iterator[TaskHTTP]:
     """The fake task server (2026-07-28) on 127.0.0.1; its tasks outlive each `mcp` command."""
     port = free_port()
     record = tmp_path / "http-record.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, str(FAKE_TASKS), "--http", str(port), "--record", str(record), "--work", "1"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while not _listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the fake task server did not start")
-            time.sleep(0.02)
-        yield TaskHTTP(f"http://127.0.0.1:{port}/mcp", record)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+    argv = [sys.executable, str(FAKE_TASKS), "--http", str(port), "--record", str(record), "--work", "1"]
+    with listening(argv, port) as url:
+        yield TaskHTTP(url, record)
+
+
+@pytest.fixture
+def everything_http(peers: Peers) -> Iterator[str]:
+    """server-everything in Streamable HTTP mode (2025-11-25 tasks, kept per session)."""
+    port = free_port()
+    with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:
+        yield url
 
 
 TASK_TOOLS = """\
@@ -90,18 +108,5 @@ def task_tools(tmp_path: Path) -> Path:
 def served_tasks(task_tools: Path) -> Iterator[str]:
     """`mcp serve` over HTTP with the task tools; yields its URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpcli", "serve", str(task_tools), "--http", str(port)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("mcp serve did not start")
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+    with listening([sys.executable, "-m", "mcpcli", "serve", str(task_tools), "--http", str(port)], port) as url:
+        yield url

@@ -99,6 +99,16 @@ def test_task_flag_on_a_tool_that_forbids_tasks_warns_and_calls_normally(everyth
 
 
 @pytest.mark.peer
+def test_a_task_asks_for_input_over_streamable_http(everything_http: str) -> None:
+    """The elicitation arrives on the tasks/result response stream."""
+    r = mcp("tools", "call", everything_http, "simulate-research-query", "--arg", "topic=python",
+            "--arg", "ambiguous=true", "--elicit-json", '{"interpretation": "comedy"}', "--trace")
+    assert r.code == 0, r
+    assert "# Research Report: python (comedy)" in r.json["content"][0]["text"]
+    assert sent(r.stderr, "tasks/result")
+
+
+@pytest.mark.peer
 def test_tasks_list_on_a_legacy_server(everything: list[str]) -> None:
     r = mcp("tasks", "list", "-q", "--", *everything)
     assert r.code == 0, r
