@@ -285,3 +285,18 @@ async def test_tasks_stay_reachable_after_a_reload_removes_task_support(make_bac
                                       "inputResponses": {"go": {"action": "accept", "content": {"ok": True}}}})
         done = await until(s, created["taskId"], "completed")
         assert done["result"]["content"] == [{"type": "text", "text": "answer: true\n"}]
+
+
+async def test_stopping_the_server_ends_running_tasks(make_backend: Any, tmp_path: Path) -> None:
+    backend = make_backend(TOOLS)
+    async with serving(backend) as s:
+        await req(s, "tools/call", {"name": "hang", "arguments": {}})
+        pgid_file = tmp_path / "pgid"
+        with anyio.fail_after(10):
+            while not (pgid_file.exists() and pgid_file.read_text().strip()):
+                await anyio.sleep(0.02)
+        pgid = int(pgid_file.read_text())
+        assert group_alive(pgid)
+    with anyio.fail_after(5):
+        while group_alive(pgid):
+            await anyio.sleep(0.02)
