@@ -72,7 +72,7 @@ MAX_POLL = 30.0
 DEFAULT_POLL = 1.0
 #: How long cancelling a task on the way out may take.
 CANCEL_GRACE = 5.0
-#: Bound on how many times one input request key is answered (a server that re-asks forever).
+#: Bound on the input requests one task may make (a server that asks forever).
 MAX_INPUT_ROUNDS = 64
 
 _tokens = itertools.count(1)
@@ -247,7 +247,8 @@ class TaskWaiter:
         self.on_progress = on_progress
         self.progress_token = progress_token
         self._nudge = anyio.Event()
-        self._answered: dict[str, int] = {}
+        #: Input request keys already answered (unique for the task's lifetime).
+        self._answered: set[str] = set()
         options.current = task
 
     # -- the whole wait ------------------------------------------------------------
@@ -295,6 +296,9 @@ class TaskWaiter:
 
     async def _wait_modern(self) -> JSON:
         task = self.task
+        if task.terminal:
+            # A CreateTaskResult never inlines the outcome: fetch it.
+            task = await self._poll()
         while True:
             if task.status == "completed":
                 result = task.raw.get("result")
@@ -316,8 +320,7 @@ class TaskWaiter:
         fresh = {k: v for k, v in requests.items() if k not in self._answered}
         if not fresh:
             return  # already answered; the server has not caught up yet
-        for key in fresh:
-            self._answered[key] = self._answered.get(key, 0) + 1
+        self._answered.update(fresh)
         if len(self._answered) > MAX_INPUT_ROUNDS:
             raise ProtocolError(f"task {self.task.task_id}: the server kept asking for input")
         responses = await self.client.fulfil_input_requests(fresh)

@@ -15,6 +15,7 @@ Tools (each one a task unless said otherwise):
   fail      fails with JSON-RPC error -32099 "boom"
   toolerr   completes with an isError result
   forever   never finishes
+  instant   a task that is already completed when created
   quick     never a task: an ordinary result
   opt       (legacy) taskSupport "optional": a task only when asked
 
@@ -69,6 +70,7 @@ TOOLS: list[JSON] = [
     {"name": "fail", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
     {"name": "toolerr", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
     {"name": "forever", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
+    {"name": "instant", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
     {"name": "quick", "inputSchema": schema(text="string")},
     {"name": "opt", "inputSchema": schema(text="string"), "execution": {"taskSupport": "optional"}},
 ]
@@ -97,6 +99,8 @@ class Task:
         elif tool == "fail":
             self.status, self.message = "failed", "it broke"
             self.error = {"code": -32099, "message": "boom"}
+        elif tool == "instant":
+            self.finish({"content": [{"type": "text", "text": "already done"}]})
         elif tool == "toolerr":
             self.finish({"content": [{"type": "text", "text": "bad input"}], "isError": True})
         elif tool == "ask" and self.answer is not None:
@@ -159,6 +163,8 @@ def call_tool(params: JSON, declared: bool) -> JSON:
                        {"requiredCapabilities": {"extensions": {EXT: {}}}})
     task = Task(str(name), args, (params.get("_meta") or {}).get("progressToken"))
     TASKS[task.id] = task
+    if name == "instant":
+        task.advance()
     if opts.legacy:
         return {"task": task.wire(detailed=False)}
     return {"resultType": "task", **task.wire(detailed=False)}

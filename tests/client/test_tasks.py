@@ -166,6 +166,13 @@ def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
     assert not [m for m in methods(log) if m.startswith("tasks/")]
 
 
+@pytest.mark.parametrize("era", [(), ("--legacy",)], ids=["modern", "legacy"])
+def test_a_task_created_already_finished(era: tuple[str, ...]) -> None:
+    r = mcp("tools", "call", "instant", "--", *task_server(*era))
+    assert r.code == 0, r
+    assert r.json["content"][0]["text"] == "already done"
+
+
 def test_modern_max_timeout_cancels_the_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp("tools", "call", "forever", "--max-timeout", "0.5", "--",
