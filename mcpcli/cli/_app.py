@@ -158,11 +158,10 @@ class App:
                 async for signum in signals:
                     signalled.append(signum)
                     if len(signalled) == 1 and self.interrupt_hooks:
-                        tg.start_soon(interrupted, scope)
-                    elif len(signalled) == 1:
-                        scope.cancel()
-                    else:
-                        scope.cancel()
+                        tg.start_soon(interrupted, scope)  # e.g. tasks/cancel, then cancel
+                        continue
+                    scope.cancel()
+                    if len(signalled) > 1:
                         from mcpcli.transports.stdio import kill_all
 
                         kill_all()

@@ -136,7 +136,7 @@ def _explicit_output(ctx: click.Context) -> bool:
 
 def _single_content(result: dict[str, Any], uri: str) -> bytes:
     from mcpcli.errors import ProtocolError, UsageError
-    from mcpcli.render import _decoded
+    from mcpcli.render import decoded
 
     contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
     if len(contents) != 1:
@@ -147,7 +147,7 @@ def _single_content(result: dict[str, Any], uri: str) -> bytes:
     item = contents[0]
     if isinstance(item.get("text"), str):
         return str(item["text"]).encode("utf-8")
-    data = _decoded(item.get("blob"))
+    data = decoded(item.get("blob"))
     if data is None:
         raise ProtocolError(f"{uri}: the content has neither text nor valid base64 blob")
     return data

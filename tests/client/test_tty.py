@@ -198,7 +198,7 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(everything: list[str]) ->
 def test_human_tables_and_content_on_a_terminal(everything: list[str]) -> None:
     term = Terminal(mcp_argv("tools", "list", "-q", "--", *everything))
     term.expect(r"TOOL\s+DESCRIPTION")
-    term.expect(r"get-sum\(a: number, b: number\)\s+Returns the sum of two numbers")
+    term.expect(r"get-sum\(a, b\)\s+Returns the sum of two numbers")
     assert term.wait() == 0
     term = Terminal(mcp_argv("tools", "call", "get-tiny-image", "-q", "--", *everything))
     term.expect(r"\[image image/png, 3\.\d KiB\] \(use --save-dir DIR to save it\)")

@@ -1,0 +1,51 @@
+"""Small helpers shared by the renderers: safe text, sizes, tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpcli.output import sanitize
+
+JSON = dict[str, Any]
+
+
+def _s(value: Any, *, one_line: bool = True, limit: int | None = None) -> str:
+    text = sanitize(str(value if value is not None else ""), keep_newlines=not one_line)
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _obj(value: Any) -> JSON:
+    """`value` if it is a JSON object, else an empty one (server data is untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _first_line(text: Any) -> str:
+    return str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def _table(*columns: str) -> Any:
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for i, name in enumerate(columns):
+        if i == 0:
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, overflow="fold")
+    return table
+
+
+def _duration(ms: Any) -> str:
+    if not isinstance(ms, (int, float)) or isinstance(ms, bool):
+        return "unlimited" if ms is None else "?"
+    return f"{ms / 1000:g}s"
