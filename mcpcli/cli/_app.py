@@ -15,7 +15,6 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -23,6 +22,8 @@ import click
 from mcpcli.errors import ExitCode, Interrupted, McpCliError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcpcli.client import Client, ClientOptions
     from mcpcli.config import Config, ServerEntry
     from mcpcli.connect import ConnectOptions
