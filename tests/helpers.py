@@ -69,24 +69,29 @@ class Peers:
     def everything_stdio(self) -> list[str]:
         """The argv that runs server-everything over stdio."""
         if not self.server_everything or not self.node:
-            _missing("server-everything (run scripts/install-peers)")
+            require("server-everything (run scripts/install-peers)")
         return [self.node, self.server_everything, "stdio"]  # type: ignore[list-item]
 
     def everything(self, mode: str) -> list[str]:
         if not self.server_everything or not self.node:
-            _missing("server-everything (run scripts/install-peers)")
+            require("server-everything (run scripts/install-peers)")
         return [self.node, self.server_everything, mode]  # type: ignore[list-item]
 
     def sdk(self) -> str:
         if not self.sdk_python:
-            _missing("the official Python SDK (run scripts/install-peers)")
+            require("the official Python SDK (run scripts/install-peers)")
         return self.sdk_python  # type: ignore[return-value]
 
 
-def _missing(what: str) -> None:
+def require(what: str) -> None:
+    """A needed peer or tool is missing: skip, or fail under scripts/test (CI), which
+    installs every peer and sets MCPCLI_REQUIRE_PEERS, so nothing is silently skipped."""
     if os.environ.get("MCPCLI_REQUIRE_PEERS"):
         pytest.fail(f"required peer is not installed: {what}")
     pytest.skip(f"peer not installed: {what}")
+
+
+
 
 
 def peers_from_env() -> Peers:

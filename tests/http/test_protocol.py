@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from helpers import mcp
+from helpers import mcp, require
 from httpfake import (
     ECHO_TOOL,
     FakeHTTP,
@@ -436,7 +436,7 @@ def test_proxy_from_the_environment(fake: Fake) -> None:
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
     if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+        require("the openssl command (to make a self-signed certificate)")
     where = tmp_path_factory.mktemp("tls")
     key, cert = where / "key.pem", where / "cert.pem"
     subprocess.run(

@@ -246,11 +246,11 @@ def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_f
     import subprocess
     import sys
 
-    from helpers import REPO
+    from helpers import REPO, require
 
     sdk = REPO / ".cache/npm/node_modules/@modelcontextprotocol/sdk"
     if not peers.node or not (sdk / "dist/esm/experimental/tasks/client.js").exists():
-        pytest.skip("the TypeScript SDK (with server-everything) is not installed")
+        require("the TypeScript SDK (installed with server-everything by scripts/install-peers)")
     script = Path(__file__).with_name("ts_tasks_client.mjs")
     done = subprocess.run([peers.node, str(script), str(sdk), sys.executable, str(tools_file(TS_TOOLS))],
                           capture_output=True, text=True, timeout=60, check=False)
