@@ -324,7 +324,7 @@ class TaskStore:
             return None
         if policy.ttl is not None and (ttl is None or ttl > policy.ttl):
             ttl = policy.ttl
-        task = Task(self, secrets.token_urlsafe(18), principal, policy, ttl)
+        task = Task(self, secrets.token_hex(16), principal, policy, ttl)
         self._tasks[task.id] = task
         if ttl is not None:
             if len(self._expiry) > 2 * self.max_tasks + 64:  # entries of evicted tasks

@@ -286,6 +286,15 @@ async def test_tasks_belong_to_their_principal() -> None:
         assert info.value.code == -32602
 
 
+async def test_task_ids_are_safe_to_pass_on_a_command_line() -> None:
+    # An id starting with "-" would read as an option in `mcp tasks result T ID`.
+    _, server = tasks_server(slow=NOW)
+    async with server:
+        ids = [task.id for task in (server.tasks.create("alice", NOW) for _ in range(200)) if task]
+    assert len(set(ids)) == 200
+    assert all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids), ids
+
+
 @asynccontextmanager
 async def listening(server: Server) -> AsyncIterator[tuple[Session, list[JSON]]]:
     """A raw session that records the notifications it receives."""
