@@ -169,11 +169,11 @@ def schema_types(schema: Any, root: Any = None) -> list[str]:
     if isinstance(declared, list):
         return [t for t in declared if isinstance(t, str)]
     if "const" in schema:
-        return [_json_type(schema["const"])]
+        return [json_type(schema["const"])]
     if isinstance(schema.get("enum"), list):
         out: list[str] = []
         for value in schema["enum"]:
-            t = _json_type(value)
+            t = json_type(value)
             if t not in out:
                 out.append(t)
         return out
@@ -190,7 +190,8 @@ def schema_types(schema: Any, root: Any = None) -> list[str]:
     return types
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -264,7 +265,7 @@ def coerce(text: str, schema: Any, *, key: str, root: Any = None) -> Any:
             stripped = text.strip()
             if stripped[:1] in ("[", "{"):
                 value = _loads(stripped, what=f"--arg {key}")
-                if _json_type(value) == t:
+                if json_type(value) == t:
                     return value
             elif t == "array":
                 items = schema.get("items") if isinstance(schema, dict) else None

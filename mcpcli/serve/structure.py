@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from mcpcli.args import json_type
 from mcpcli.serve.model import JSON, schema_text
 from mcpcli.serve.yamlstrict import Marks, Path, Problem
 
@@ -63,20 +64,20 @@ def describe_path(path: Path, data: Any) -> str:
     return prefix or out or "the file"
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
+_TYPE_PHRASES = {
+    "null": "nothing (null)",
+    "boolean": "a boolean",
+    "integer": "an integer",
+    "number": "a number",
+    "string": "text",
+    "array": "a list",
+    "object": "a mapping",
+}
+
+
+def _type_phrase(value: Any) -> str:
+    """What a YAML value is, in the words of someone writing tools.yaml."""
+    return _TYPE_PHRASES[json_type(value)]
 
 
 def schema_problems(data: JSON, marks: Marks) -> list[Problem]:
@@ -138,7 +139,7 @@ def _wrong_type(error: Any, path: Path, where: str, marks: Marks) -> Problem:
     plain = marks.plain.get(path)
     if "string" in names and plain is not None:
         hint = f"quote it: '{plain}'"
-    return marks.problem(path, f"{where}: expected {wanted}, got {_json_type(error.instance)}", hint)
+    return marks.problem(path, f"{where}: expected {wanted}, got {_type_phrase(error.instance)}", hint)
 
 
 def _not_one_of(error: Any, path: Path, where: str, marks: Marks) -> Problem:
@@ -162,4 +163,4 @@ def _no_alternative(error: Any, path: Path, where: str, schema: JSON, data: JSON
         message = "has an unexpected form"
     plain = marks.plain.get(path)
     hint = f"quote it: '{plain}'" if plain is not None and not isinstance(error.instance, str) else None
-    return [marks.problem(path, f"{where}: {message}, got {_json_type(error.instance)}", hint)]
+    return [marks.problem(path, f"{where}: {message}, got {_type_phrase(error.instance)}", hint)]
