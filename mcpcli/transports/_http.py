@@ -123,7 +123,21 @@ def _reason(exc: Exception) -> str:
     return text.splitlines()[0][:200]
 
 
-class HttpResponse:
+class Headers:
+    """Header access shared by every response class; `headers` has lower-cased names."""
+
+    headers: dict[str, str]
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def content_type(self) -> str:
+        """The media type, lower-cased, without parameters ("" when absent)."""
+        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+class HttpResponse(Headers):
     """A whole response (what `fetch` returns)."""
 
     def __init__(
@@ -145,9 +159,6 @@ class HttpResponse:
         import json
 
         return json.loads(self.body)
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
 
 
 async def fetch(
@@ -204,7 +215,7 @@ class ResponseStream(Protocol):
     async def peek(self, max_bytes: int = 200) -> bytes: ...
 
 
-class HttpStream:
+class HttpStream(Headers):
     """A response whose body is read incrementally (what the MCP transports need)."""
 
     def __init__(self, response: httpx.Response, url: str) -> None:
@@ -215,13 +226,6 @@ class HttpStream:
         self.header_list = [(k.lower(), v) for k, v in response.headers.multi_items()]
         self._display_url = url
 
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
-
-    @property
-    def content_type(self) -> str:
-        """The media type, lower-cased, without parameters ("" when absent)."""
-        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; a broken connection raises `TransportError`."""

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from mcpcli.errors import MessageTooLarge, TransportError
+from mcpcli.transports._http import Headers
 
 __all__ = ["PlainClient", "PlainStream"]
 
@@ -129,7 +130,7 @@ class _Reader:
         return data
 
 
-class PlainStream:
+class PlainStream(Headers):
     """A response with its body unread (the interface of `_http.HttpStream`)."""
 
     def __init__(
@@ -147,13 +148,6 @@ class PlainStream:
         self._mode = mode  # "none", "length", "chunked", "close"
         self._left = length
         self._display_url = reader._shown
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
-
-    @property
-    def content_type(self) -> str:
-        return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
 
     async def chunks(self) -> AsyncIterator[bytes]:
         reader = self._reader
