@@ -155,17 +155,38 @@ def check_endpoint_url(url: object, what: str, *, insecure_ok: bool = False) -> 
     return url
 
 
+#: NAT64 (RFC 6052 well-known prefix): the last 32 bits are an IPv4 address.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 form reaches (mapped, NAT64, 6to4, Teredo server), if any."""
+    if addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    if addr in _NAT64:
+        return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+    if addr.sixtofour is not None:
+        return addr.sixtofour
+    if addr.teredo is not None:
+        return addr.teredo[0]
+    return None
+
+
 def _is_private(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return bool(
-        addr.is_private
-        or addr.is_loopback
-        or addr.is_link_local
-        or addr.is_reserved
-        or addr.is_multicast
-        or addr.is_unspecified
-    )
+    """Anything but a globally routable unicast address.
+
+    The standard library's `is_global` follows the IANA special-purpose
+    registries, so it covers what a hand list misses: 100.64.0.0/10 (CGNAT,
+    where cloud metadata services such as 100.100.100.200 live), 0.0.0.0/8,
+    240.0.0.0/4, 198.18.0.0/15, fc00::/7, fe80::/10 and the rest. Multicast
+    counts as global there, so it is refused separately; IPv6 forms that
+    embed an IPv4 address are judged by that address.
+    """
+    if isinstance(addr, ipaddress.IPv6Address):
+        inner = _embedded_ipv4(addr)
+        if inner is not None:
+            return _is_private(inner)
+    return not addr.is_global or addr.is_multicast
 
 
 def host_is_private(host: str) -> bool:

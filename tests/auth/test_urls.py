@@ -165,3 +165,40 @@ def test_ssrf_guard_for_a_remote_server(url: str, monkeypatch: pytest.MonkeyPatc
     # ...and the check can be switched off explicitly.
     monkeypatch.setenv("MCP_OAUTH_ALLOW_PRIVATE", "1")
     assert anyio.run(Fetcher("https://mcp.example.com/mcp").guard, url, "token_endpoint") == url
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "10.0.0.1", "10.255.255.254", "172.16.0.1", "172.31.255.254", "192.168.1.1",
+        "127.0.0.1", "127.5.5.5", "169.254.0.1", "169.254.169.254",
+        "100.64.0.1", "100.100.100.200", "100.127.255.254",  # CGNAT: cloud metadata lives here
+        "0.0.0.0", "0.1.2.3", "224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+        "198.18.0.1", "192.0.0.1",
+        "::1", "[::1]", "::", "fe80::1", "febf::1", "fc00::1", "fd12:3456::1", "ff02::1", "ff0e::1",
+        "::ffff:10.0.0.1", "[::ffff:169.254.169.254]", "::ffff:100.100.100.200", "::ffff:127.0.0.1",
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+        "localhost",
+    ],
+)
+def test_private_ranges_are_refused(host: str) -> None:
+    """Every non-global range, however spelled, counts as private (SSRF guard)."""
+    from mcpcli.auth.urls import check_not_private, host_is_private
+
+    assert host_is_private(host)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    with pytest.raises(AuthError, match="blocked private-network URL"):
+        check_not_private(f"https://{shown}/token", "token_endpoint")
+
+
+@pytest.mark.parametrize(
+    "host", ["8.8.8.8", "1.1.1.1", "100.63.255.255", "100.128.0.1", "2001:4860:4860::8888",
+             "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"],
+)
+def test_global_addresses_are_allowed(host: str) -> None:
+    from mcpcli.auth.urls import check_not_private, host_is_private
+
+    assert not host_is_private(host)
+    shown = f"[{host}]" if ":" in host else host
+    check_not_private(f"https://{shown}/token", "token_endpoint")  # no exception
