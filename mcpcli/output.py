@@ -11,42 +11,40 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.errors import UsageError
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mcpcli.cli._app import App
 
-__all__ = ["Output", "sanitize"]
+__all__ = ["Output", "print_json", "sanitize"]
 
 JSON = dict[str, Any]
 HumanRenderer = Callable[["Console", Any], None]
 
-#: C0/C1 controls (but tab and newline), and the Unicode bidi overrides and isolates
-#: that can make text display differently from what it is ("Trojan Source").
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: The one escaper of server-controlled text (`mcpcli.text.printable`), under the
+#: name the renderers use.
+sanitize = printable
 
 
-def sanitize(text: str, *, keep_newlines: bool = True) -> str:
-    """Make server-controlled text safe for a terminal: escape control characters.
+def print_json(console: Console, data: Any) -> None:
+    """JSON for a person (rich highlighting), with unsafe characters as `\\uXXXX` escapes.
 
-    ANSI/OSC sequences, carriage returns and the like could otherwise rewrite the
-    screen or the clipboard (a known tool-poisoning trick).
+    rich's own `print_json` writes bidi overrides and other format characters
+    raw; escaping them in the JSON text keeps the value the same.
     """
-    if not keep_newlines:
-        text = text.replace("\n", " ").replace("\t", " ")
+    from rich.highlighter import JSONHighlighter
 
-    def esc(m: re.Match[str]) -> str:
-        code = ord(m.group(0))
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    from mcpcli.text import json_safe
 
-    return _CONTROL.sub(esc, text)
+    text = json_safe(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    console.print(JSONHighlighter()(text), soft_wrap=True)
 
 
 @dataclass
@@ -130,7 +128,7 @@ class Output:
             if human is not None:
                 human(self.console(), result)
             else:
-                self.console().print_json(data=result)
+                print_json(self.console(), result)
         elif self.mode == "jsonl" and items is not None and isinstance(result, dict):
             for item in result.get(items) or []:
                 self._emit_value(item, compact=True)
@@ -143,7 +141,7 @@ class Output:
         if self.mode == "human" and human is not None:
             human(self.console(), event)
         elif self.mode == "human":
-            self.console().print_json(data=event)
+            print_json(self.console(), event)
         else:
             self._emit_value(event, compact=True)
         self.stdout.flush()

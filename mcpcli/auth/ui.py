@@ -20,7 +20,9 @@ class AuthUI:
     prog: str = "mcp"
 
     def notice(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: {message}\n")
+        from mcpcli.text import printable
+
+        self.stderr.write(f"{self.prog}: {printable(message)}\n")
         self.stderr.flush()
 
     @property

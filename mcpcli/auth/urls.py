@@ -22,6 +22,7 @@ import socket
 from urllib.parse import urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError
+from mcpcli.text import printable
 
 __all__ = [
     "as_metadata_urls",
@@ -41,14 +42,9 @@ _PCT_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|7[fF])")
 
 
 def escape_for_display(text: str, limit: int = 300) -> str:
-    """A URL or value made safe for one line of an error message."""
-    out = []
-    for ch in text[:limit]:
-        if ord(ch) < 32 or ord(ch) == 127 or 0x80 <= ord(ch) <= 0x9F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out) + ("..." if len(text) > limit else "")
+    """A URL or value made safe for one line of an error message (tab, newline escaped too)."""
+    shown = printable(text[:limit]).replace("\t", "\\x09").replace("\n", "\\x0a")
+    return shown + ("..." if len(text) > limit else "")
 
 
 def is_loopback_host(host: str | None) -> bool:

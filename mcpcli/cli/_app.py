@@ -116,8 +116,9 @@ class App:
         """Print an error: one line (plus a hint line), or a JSON object under --json."""
         if self.json_errors:
             from mcpcli.jsonrpc import dumps
+            from mcpcli.text import json_safe
 
-            self.stderr.write(dumps(exc.to_json()) + "\n")
+            self.stderr.write(json_safe(dumps(exc.to_json())) + "\n")
         else:
             self.stderr.write(f"{self.prog}: error: {_one_line(exc.message)}\n")
             if exc.hint:
@@ -214,16 +215,10 @@ def _isatty(stream: IO[str]) -> bool:
 
 
 def _one_line(text: str) -> str:
-    """Errors are one line: newlines and control characters are escaped."""
-    out = []
-    for ch in text.strip():
-        if ch == "\n":
-            out.append(" | ")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    """Errors are one line: newlines become " | ", unsafe characters are escaped."""
+    from mcpcli.text import printable
+
+    return printable(text.strip().replace("\n", " | "), keep_newlines=False)
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.output import print_json
 from mcpcli.render._common import JSON, _first_line, _obj, _s, _size
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def _block(console: Console, block: JSON, index: int, save_dir: str | None) -> N
             console.print(_binary_line("blob", res.get("mimeType"), decoded(res.get("blob")),
                                        save_dir, stem), style="dim")
     else:
-        console.print_json(data=block)
+        print_json(console, block)
 
 
 def call_result(console: Console, result: JSON, save_dir: str | None = None) -> None:
@@ -177,7 +178,7 @@ def call_result(console: Console, result: JSON, save_dir: str | None = None) -> 
         _block(console, block, i, save_dir)
     structured = result.get("structuredContent")
     if structured is not None and not any(b.get("type") == "text" for b in content):
-        console.print_json(data=structured)
+        print_json(console, structured)
     if not content and structured is None:
         console.print("(no content)", style="dim")
 

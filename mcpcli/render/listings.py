@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcli.render._common import JSON, _duration, _first_line, _obj, _s, _size, _table
 from mcpcli.render.content import call_result
+from mcpcli.text import json_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -89,7 +90,7 @@ def tool_detail(console: Console, tool: JSON) -> None:
         if isinstance(tool.get(key), dict):
             console.print()
             console.print(f"{key}:", style="bold")
-            console.print(Syntax(json.dumps(tool[key], indent=2, ensure_ascii=False), "json",
+            console.print(Syntax(json_safe(json.dumps(tool[key], indent=2, ensure_ascii=False)), "json",
                                  background_color="default", word_wrap=True))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.output import print_json
 from mcpcli.render._common import JSON, _obj, _s, _table
 
 if TYPE_CHECKING:
@@ -69,4 +70,4 @@ def server_detail(console: Console, item: JSON) -> None:
     console.print(f"file       {_s(item.get('path'))}")
     console.print(f"transport  {_s(item.get('transport'))}")
     console.print()
-    console.print_json(data=item.get("config", {}))
+    print_json(console, item.get("config", {}))

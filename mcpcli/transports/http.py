@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError, TransportError, UsageError
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from mcpcli.auth import Authenticator
@@ -92,7 +93,7 @@ def snippet(body: bytes, limit: int = 200) -> str:
     """The first `limit` bytes of a body as one printable line."""
     text = body[:limit].decode("utf-8", "replace")
     text = _CONTROL.sub(" ", text).strip()
-    return re.sub(r"\s{2,}", " ", text)
+    return printable(re.sub(r"\s{2,}", " ", text), keep_newlines=False)
 
 
 def status_text(status: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 
 import anyio
 import pytest
@@ -39,6 +40,18 @@ def test_hostile_registration_answers(oauth, browser, response, message) -> None
     assert len(info.value.message) < 600
     assert browser.opened == []
     assert TokenStore().find(srv.mcp_url) is None  # nothing partial persisted
+
+
+def test_error_descriptions_are_escaped(oauth, browser) -> None:
+    """An authorization server's error_description cannot reach the terminal raw."""
+    evil = "nope\x1b[2J\u202eexe.\u200b\u2028\ufeff\x9b"
+    body = json.dumps({"error": "invalid_client_metadata", "error_description": evil})
+    srv = oauth(register_response=(400, body))
+    with pytest.raises(AuthError, match="invalid_client_metadata") as info:
+        run(login, srv.mcp_url, AuthSettings(), ui=quiet())
+    message = info.value.message
+    assert not any(ch in message for ch in "\x1b\u202e\u200b\u2028\ufeff\x9b")
+    assert "nope\\x1b[2J\\u202eexe.\\u200b\\u2028\\ufeff\\x9b" in message
 
 
 def test_secrets_echoed_by_the_server_are_scrubbed(oauth, browser) -> None:

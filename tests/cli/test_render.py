@@ -82,6 +82,26 @@ def test_server_text_is_sanitised_everywhere() -> None:
     assert sanitize("a\nb", keep_newlines=False) == "a b"
 
 
+@pytest.mark.parametrize("ch", ["\x9b", "\u202e", "\u2067", "\u200b", "\u2028", "\u2029", "\ufeff", "\x85"])
+def test_invisible_and_bidi_characters_are_escaped_in_human_output(ch: str) -> None:
+    evil = f"a{ch}b"
+    code = ord(ch)
+    expected = f"a\\x{code:02x}b" if code < 0x100 else f"a\\u{code:04x}b"
+    for text in (
+        shown(render.call_result, {"content": [{"type": "text", "text": evil}]}),
+        shown(render.server_info, {"serverInfo": {"name": evil}, "instructions": evil}),
+    ):
+        assert ch not in text and expected in text
+    # A table shows a description's first line (U+2028 and U+2029 end one), never the raw character.
+    assert ch not in shown(render.tools_table, {"tools": [{"name": "t", "description": evil}]})
+    # JSON shown to a person (unknown blocks, schemas) spells them as JSON escapes.
+    for text in (
+        shown(render.call_result, {"content": [{"type": "future", "x": evil}]}),
+        shown(render.tool_detail, {"name": "t", "inputSchema": {"type": "object", "description": evil}}),
+    ):
+        assert ch not in text and f"a\\u{code:04x}b" in text
+
+
 def test_lists_and_details() -> None:
     text = shown(render.resources_table, {"resources": [
         {"uri": "file:///x", "name": "x", "mimeType": "text/plain", "size": 2048, "description": "X\nmore"}]})

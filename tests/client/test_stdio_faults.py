@@ -234,3 +234,34 @@ def test_ctrl_c_ends_a_subscription_with_unsubscribe_and_exit_130(peers: object)
     assert proc.returncode == 130, seen
     assert '"method":"resources/unsubscribe"' in seen
     assert out == ""
+
+
+#: A server string with one character of each class a terminal must not get raw:
+#: an escape sequence (C0), C1 CSI, a bidi override and isolate, a zero-width space,
+#: a line separator and a byte-order mark.
+EVIL = "pay\x1b[2J\x9b31m\u202eexe.\u2066x\u2069\u200b\u2028\ufeffend"
+EVIL_SHOWN = "pay\\x1b[2J\\x9b31m\\u202eexe.\\u2066x\\u2069\\u200b\\u2028\\ufeffend"
+RAW = ("\x1b", "\x9b", "\u202e", "\u2066", "\u2069", "\u200b", "\u2028", "\ufeff")
+
+
+def test_server_error_messages_and_log_lines_are_escaped_on_stderr() -> None:
+    r = mcp("tools", "call", "fail", "--", *fake_server("--evil", EVIL))
+    assert r.code == 5, r
+    assert f"mcp: error: {EVIL_SHOWN} (code -32000)" in r.stderr
+    assert f"[error] fake: {EVIL_SHOWN}" in r.stderr  # the log notification
+    assert not any(ch in r.stderr for ch in RAW), r.stderr
+    assert len(r.stderr.splitlines()) == 2  # no line broken by U+2028
+
+
+def test_json_errors_on_stderr_escape_but_keep_the_value() -> None:
+    r = mcp("tools", "call", "fail", "--json", "--", *fake_server("--evil", EVIL))
+    assert r.code == 5, r
+    error_line = r.stderr.splitlines()[-1]
+    assert not any(ch in error_line for ch in RAW)
+    assert json.loads(error_line)["error"]["rpc"]["message"] == EVIL  # the exact value
+
+
+def test_json_output_on_stdout_stays_exact() -> None:
+    r = mcp("tools", "list", "--json", "--", *fake_server("--evil", EVIL))
+    assert r.code == 0, r
+    assert r.json["tools"][0]["description"] == EVIL

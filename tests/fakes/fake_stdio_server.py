@@ -13,6 +13,12 @@ Behaviour flags (any combination):
   --stubborn            ignore stdin EOF and SIGTERM, and fork a grandchild that sleeps
   --record FILE         append every received message to FILE (one JSON per line)
   --log-stderr          write a line to stderr for every request
+  --evil TEXT           TEXT is the echo tool's description, the message of a JSON-RPC
+                        error for tools/call of `fail`, and a log message sent before
+                        every tools/call answer (terminal-safety tests)
+  --broken KIND         answer tools/call with a broken line that still carries its id,
+                        then stay silent: utf8 (invalid UTF-8), deep (nested too deeply),
+                        truncated (cut-off JSON)
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ p.add_argument("--huge", type=int)
 p.add_argument("--stubborn", action="store_true")
 p.add_argument("--record")
 p.add_argument("--log-stderr", action="store_true")
+p.add_argument("--evil")
+p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 opts = p.parse_args()
 
 lock = threading.Lock()
@@ -53,6 +61,9 @@ TOOLS = [
     },
     {"name": "slow", "description": "Never finishes.", "inputSchema": {"type": "object"}},
 ]
+if opts.evil is not None:
+    TOOLS[0]["description"] = opts.evil
+    TOOLS.append({"name": "fail", "description": opts.evil, "inputSchema": {"type": "object"}})
 
 
 def send(obj: dict) -> None:
@@ -126,6 +137,23 @@ def handle(msg: dict) -> None:
             os._exit(opts.crash_on_call)
         if opts.never_answer:
             return
+        if opts.broken:
+            head = '{"jsonrpc":"2.0","id":' + json.dumps(mid) + ',"result":'
+            body = {
+                "utf8": head.encode() + b'{"content":[{"type":"text","text":"\xff\xfe"}]}}',
+                "deep": head.encode() + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                "truncated": head.encode() + b'{"content":[{"type":"te',
+            }[opts.broken]
+            with lock:
+                sys.stdout.buffer.write(body + b"\n")
+                sys.stdout.flush()
+            return
+        if opts.evil is not None:
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "error", "logger": "fake", "data": opts.evil}})
+            if params.get("name") == "fail":
+                send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32000, "message": opts.evil}})
+                return
         if opts.progress_forever:
             token = (params.get("_meta") or {}).get("progressToken")
             threading.Thread(target=progress_forever, args=(token,), daemon=True).start()

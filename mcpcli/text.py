@@ -1,0 +1,72 @@
+"""Terminal safety: the one escaper for text a server (or anyone remote) controls.
+
+A server's error message, tool description or log line must not rewrite the
+screen (ANSI/OSC sequences, carriage returns), hide or reorder what is shown
+(bidi overrides and isolates, "Trojan Source"), smuggle invisible characters
+(zero-width spaces, the BOM, tag characters) or break lines where we do not
+expect it (U+2028/U+2029). Everything shown to a person goes through
+`printable`; data on stdout (JSON) stays exact. Only `re` is imported, so any
+module may use this at start-up.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["json_safe", "printable"]
+
+#: C0 controls but tab and newline, DEL and C1, then Unicode format characters
+#: (category Cf, bidi overrides U+202A-E and isolates U+2066-9 among them) and
+#: the line and paragraph separators (Zl, Zp).
+_UNSAFE = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+)
+_ESCAPE = re.compile(f"[{_UNSAFE}]")
+#: The same, with tab and newline too (text that must stay on one line).
+_ESCAPE_ONE_LINE = re.compile(f"[\t\n{_UNSAFE}]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _one_line(match: re.Match[str]) -> str:
+    return " " if match.group(0) in "\t\n" else _escape(match)
+
+
+def printable(text: str, *, keep_newlines: bool = True) -> str:
+    """`text` with every unsafe character shown as a visible escape (`\\x1b`, `\\u202e`).
+
+    With `keep_newlines=False`, tabs and newlines become spaces, for text that
+    must stay on one line (an error message, a table cell).
+    """
+    if keep_newlines:
+        return _ESCAPE.sub(_escape, text)
+    return _ESCAPE_ONE_LINE.sub(_one_line, text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_safe(encoded: str) -> str:
+    """JSON text with the unsafe characters written as `\\uXXXX` escapes.
+
+    The value is unchanged (a JSON reader sees the same strings); only the
+    characters a terminal would act on are spelled out. For JSON meant for a
+    person's terminal (errors on stderr), never for data on stdout.
+    """
+    return _ESCAPE.sub(_json_escape, encoded)

@@ -1,0 +1,74 @@
+"""The one escaper of server-controlled text (`mcpcli.text`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import unicodedata
+
+import pytest
+
+from mcpcli.text import json_safe, printable
+
+#: One representative of each class that must never reach a terminal raw.
+UNSAFE = {
+    "C0 ESC": "\x1b",
+    "C0 BEL": "\x07",
+    "carriage return": "\r",
+    "DEL": "\x7f",
+    "C1 CSI": "\x9b",
+    "C1 NEL": "\x85",
+    "bidi LRE": "\u202a",
+    "bidi RLO": "\u202e",
+    "bidi LRI": "\u2066",
+    "bidi PDI": "\u2069",
+    "zero-width space": "\u200b",
+    "zero-width joiner": "\u200d",
+    "right-to-left mark": "\u200f",
+    "line separator": "\u2028",
+    "paragraph separator": "\u2029",
+    "BOM": "\ufeff",
+    "word joiner": "\u2060",
+    "soft hyphen": "\u00ad",
+    "Arabic letter mark": "\u061c",
+    "tag": "\U000e0041",
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSAFE))
+def test_each_unsafe_class_is_escaped_visibly(name: str) -> None:
+    ch = UNSAFE[name]
+    shown = printable(f"a{ch}b")
+    assert ch not in shown
+    code = ord(ch)
+    escape = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    assert shown == f"a{escape}b"
+    assert printable(f"a{ch}b", keep_newlines=False) == f"a{escape}b"
+
+
+def test_every_format_character_of_this_python_is_covered() -> None:
+    """Every Cf, Zl and Zp code point in this Python's Unicode database is escaped."""
+    missed = [
+        f"U+{code:04X}"
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in ("Cf", "Zl", "Zp", "Cc")
+        and chr(code) not in "\t\n"
+        and chr(code) in printable(chr(code))
+    ]
+    assert missed == []
+
+
+def test_ordinary_text_is_untouched() -> None:
+    text = "héllo wörld — 日本語 עברית مرحبا 👍 tab\there\nnewline"
+    assert printable(text) == text
+    assert printable("a\tb\nc", keep_newlines=False) == "a b c"
+
+
+def test_json_safe_keeps_the_value_and_spells_out_unsafe_characters() -> None:
+    value = {"message": "x" + "".join(UNSAFE.values()) + "é日"}
+    encoded = json.dumps(value, ensure_ascii=False)
+    safe = json_safe(encoded)
+    assert json.loads(safe) == value
+    assert all(ch not in safe for ch in UNSAFE.values())
+    assert "é日" in safe  # ordinary non-ASCII stays readable
+    assert "\\udb40\\udc41" in safe  # an astral tag character as a surrogate pair
