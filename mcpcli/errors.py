@@ -158,6 +158,19 @@ class MessageTooLarge(TransportError):
 class ProtocolError(TransportError):
     kind = "protocol"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        status: int | None = None,
+        request_id: int | str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, status=status)
+        #: The request a broken answer was meant for, when its id could be read:
+        #: the session fails that request with this error instead of letting it time out.
+        self.request_id = request_id
+
 
 class RPCError(McpCliError):
     """A JSON-RPC error object received from the peer."""

@@ -8,6 +8,7 @@ pattern-match on them; `parse()` validates the envelope (not MCP semantics) and
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "encode",
     "parse",
     "parse_obj",
+    "recover_response_id",
 ]
 
 PARSE_ERROR = -32700
@@ -188,6 +190,47 @@ def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
             raise ParseError("empty batch", INVALID_REQUEST)
         return Batch([parse_obj(item) for item in obj])
     return parse_obj(obj)
+
+
+_ID = r'(-?\d+|"(?:[^"\\\x00-\x1f]|\\.){0,256}")'
+_VERSION = r'"jsonrpc"\s*:\s*"2\.0"\s*,\s*'
+_ANSWER = r'"(?:result|error)"\s*:'
+#: `{"jsonrpc":"2.0","id":ID,"result":...` (the order every SDK writes) ...
+_LEADING_ID = re.compile(rf"\s*\{{\s*(?:{_VERSION})?\"id\"\s*:\s*{_ID}\s*,\s*(?:{_VERSION})?{_ANSWER}")
+#: ... or `{"jsonrpc":"2.0","result":...,"id":ID}` with the id last.
+_ANSWER_FIRST = re.compile(rf"\s*\{{\s*(?:{_VERSION})?{_ANSWER}")
+_TRAILING_ID = re.compile(rf',\s*"id"\s*:\s*{_ID}\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}}\s*$')
+#: How much of each end of a broken frame is looked at.
+_RECOVER_SPAN = 4096
+
+
+def recover_response_id(data: bytes | str) -> RequestId | None:
+    """The id of a response that could not be parsed, when it can be told for sure.
+
+    A broken answer (invalid UTF-8, nesting too deep, cut off) should fail the
+    request it answers at once instead of leaving it to time out. Only the
+    unambiguous shapes count: an object that starts with `id` (after an
+    optional `jsonrpc`) followed by `result`/`error`, or one that starts with
+    `result`/`error` and ends with `, "id": ID}`. A request or notification
+    from the peer never matches. (A frame cut off right after a nested `"id"`
+    could; failing a request of a peer that already sends broken answers is
+    the lesser harm.)
+    """
+    if isinstance(data, bytes):
+        head = data[:_RECOVER_SPAN].decode("utf-8", "replace")
+        tail = data[-_RECOVER_SPAN:].decode("utf-8", "replace")
+    else:
+        head, tail = data[:_RECOVER_SPAN], data[-_RECOVER_SPAN:]
+    match = _LEADING_ID.match(head)
+    if match is None and _ANSWER_FIRST.match(head):
+        match = _TRAILING_ID.search(tail)
+    if match is None:
+        return None
+    try:
+        value = json.loads(match.group(1))
+    except ValueError:
+        return None
+    return value if _valid_id(value) else None
 
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)

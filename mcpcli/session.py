@@ -376,7 +376,8 @@ class Session:
                     closed = item
                     continue
                 if isinstance(item, Exception):
-                    self._report(item)
+                    if not self._fail_pending(item):
+                        self._report(item)
                     continue
                 await self._dispatch(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -387,6 +388,16 @@ class Session:
                 pending.error = self._closed
                 pending.done.set()
         self._closed_event.set()
+
+    def _fail_pending(self, exc: Exception) -> bool:
+        """End the request a broken answer was meant for (a `ProtocolError` naming it)."""
+        request_id = getattr(exc, "request_id", None)
+        pending = self._pending.get(request_id) if request_id is not None else None
+        if pending is None or pending.done.is_set() or not isinstance(exc, McpCliError):
+            return False
+        pending.error = exc
+        pending.done.set()
+        return True
 
     def _report(self, exc: Exception) -> None:
         if self._on_error is not None:

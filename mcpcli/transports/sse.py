@@ -125,7 +125,8 @@ class SseChannel:
         except jsonrpc.ParseError as exc:
             await self._deliver(
                 ProtocolError(f"{self.conn.shown}: the server sent a message that is not JSON-RPC "
-                              f"({exc}): {snippet(data.encode())}")
+                              f"({exc}): {snippet(data.encode())}",
+                              request_id=jsonrpc.recover_response_id(data))
             )
             return
         await self._deliver(Envelope(message))

@@ -239,7 +239,12 @@ class StdioTransport:
         except jsonrpc.ParseError as exc:
             shown = line[:200].decode("utf-8", "backslashreplace")
             shown = shown.encode("unicode_escape").decode("ascii")
-            await out.send(ProtocolError(f"server wrote a line that is not JSON-RPC ({exc}): {shown}"))
+            await out.send(
+                ProtocolError(
+                    f"server wrote a line that is not JSON-RPC ({exc}): {shown}",
+                    request_id=jsonrpc.recover_response_id(line),
+                )
+            )
             return
         await out.send(Envelope(message))
 

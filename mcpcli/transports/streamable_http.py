@@ -582,10 +582,15 @@ class StreamableHttpTransport:
             message = jsonrpc.parse(text)
         except jsonrpc.ParseError as exc:
             shown = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
-            await self._deliver(
-                ProtocolError(f"{self.conn.shown}: the server sent a message that is not JSON-RPC "
-                              f"({exc}): {snippet(shown.encode())}")
+            answered = jsonrpc.recover_response_id(text)
+            error = ProtocolError(
+                f"{self.conn.shown}: the server sent a message that is not JSON-RPC "
+                f"({exc}): {snippet(shown.encode())}",
+                request_id=answered,
             )
+            if answered is not None and answered in (sent_id, original_id):
+                raise error from None  # the answer to this request is broken: fail it now
+            await self._deliver(error)
             return False
         assert not isinstance(message, jsonrpc.Batch)
         return await self._deliver_message(message, sent_id, original_id)
@@ -595,6 +600,11 @@ class StreamableHttpTransport:
     ) -> bool:
         try:
             obj = json.loads(raw)
+        except RecursionError:
+            raise ProtocolError(
+                f"{self.conn.shown}: the server answered with JSON nested too deeply: {snippet(raw)}",
+                status=response.status,
+            ) from None
         except (ValueError, UnicodeDecodeError):
             obj = None
             lines = [line for line in raw.splitlines() if line.strip()]
@@ -618,7 +628,11 @@ class StreamableHttpTransport:
         try:
             message = jsonrpc.parse_obj(obj)
         except jsonrpc.ParseError as exc:
-            await self._deliver(ProtocolError(f"{self.conn.shown}: not a JSON-RPC message ({exc})"))
+            error = ProtocolError(f"{self.conn.shown}: not a JSON-RPC message ({exc})")
+            answered = obj.get("id") if isinstance(obj, dict) and ("result" in obj or "error" in obj) else None
+            if answered is not None and answered in (sent_id, original_id):
+                raise error from None  # the answer to this request is broken: fail it now
+            await self._deliver(error)
             return False
         return await self._deliver_message(message, sent_id, original_id)
 

@@ -265,3 +265,22 @@ def test_json_output_on_stdout_stays_exact() -> None:
     r = mcp("tools", "list", "--json", "--", *fake_server("--evil", EVIL))
     assert r.code == 0, r
     assert r.json["tools"][0]["description"] == EVIL
+
+
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [("utf8", "codec can't decode"), ("deep", "nested too deeply"), ("truncated", "invalid JSON")],
+)
+def test_a_broken_answer_fails_its_request_at_once(kind: str, problem: str) -> None:
+    """A line that cannot be decoded but names a pending request ends that request
+    (exit 4, one line) instead of leaving it to wait out --timeout."""
+    # The server stays silent after the broken line: a regression hangs to --timeout
+    # (60 s) and the subprocess timeout (20 s) fails the test instead.
+    r = mcp("tools", "call", "echo", "--arg", "message=hi", "--timeout", "60", "--",
+            *fake_server("--broken", kind), timeout=20)
+    assert r.code == 4, r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r
+    assert lines[0].startswith("mcp: error: server wrote a line that is not JSON-RPC"), r
+    assert problem in lines[0]
+    assert "Traceback" not in r.stderr and "timed out" not in r.stderr

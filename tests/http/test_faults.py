@@ -7,11 +7,14 @@ Never a traceback, never a hang.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterable
 
+import pytest
 from helpers import free_port, mcp
 from httpfake import (
+    ECHO_TOOL,
     FakeHTTP,
     Handler,
     Reply,
@@ -355,3 +358,104 @@ def test_userinfo_in_a_plain_url_is_basic_auth_and_never_shown(fake: Fake) -> No
     bad = mcp("tools", "list", url.replace(f":{server.port}", ":1"))
     assert bad.code == 4, bad
     assert "cret" not in bad.stderr and "ada" not in bad.stderr
+
+
+# -- broken answers fail their request at once (the stream stays open) ----------------------
+
+
+def _broken_answer(rid: object, kind: str) -> bytes:
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid).encode() + b',"result":'
+    return {
+        "utf8": head + b'{"content":[{"type":"text","text":"\xff\xfe"}]}}',
+        "deep": head + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "truncated": head + b'{"content":[{"type":"te',
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["deep", "truncated"])
+def test_a_broken_sse_event_fails_its_request_at_once(fake: Fake, kind: str) -> None:
+    legacy = legacy_mcp()
+
+    def handle(req: Req) -> Reply:
+        if req.rpc_method == "tools/call":
+            event = b"event: message\ndata: " + _broken_answer(req.rpc["id"], kind) + b"\n\n"
+            return sse_reply(event, hold=server.stopping)  # and the stream stays open
+        return legacy(req)
+
+    server = fake(handle)
+    # A regression waits out --timeout (60 s); the subprocess timeout (20 s) fails it first.
+    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    assert r.code == 4, r
+    assert "the server sent a message that is not JSON-RPC" in one_line(r.stderr)
+
+
+def test_invalid_utf8_in_an_sse_event_is_replaced_not_waited_for(fake: Fake) -> None:
+    legacy = legacy_mcp()
+
+    def handle(req: Req) -> Reply:
+        if req.rpc_method == "tools/call":
+            event = b"event: message\ndata: " + _broken_answer(req.rpc["id"], "utf8") + b"\n\n"
+            return sse_reply(event, hold=server.stopping)
+        return legacy(req)
+
+    server = fake(handle)
+    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    assert r.code == 0, r
+    assert r.json["content"][0]["text"] == "\ufffd\ufffd"
+
+
+@pytest.mark.parametrize(("kind", "problem"), [("deep", "nested too deeply"), ("utf8", "invalid JSON")])
+def test_a_broken_json_body_exits_4(fake: Fake, kind: str, problem: str) -> None:
+    legacy = legacy_mcp()
+
+    def handle(req: Req) -> Reply:
+        if req.rpc_method == "tools/call":
+            return Reply(200, {"Content-Type": "application/json"}, _broken_answer(req.rpc["id"], kind))
+        return legacy(req)
+
+    server = fake(handle)
+    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    assert r.code == 4, r
+    assert problem in one_line(r.stderr)
+
+
+@pytest.mark.parametrize("kind", ["deep", "truncated"])
+def test_a_broken_message_on_a_legacy_sse_stream_fails_its_request_at_once(fake: Fake, kind: str) -> None:
+    posted = threading.Condition()
+    outbox: list[bytes] = []
+
+    def stream() -> Iterable[bytes]:
+        yield sse_event("/messages?session=abc", event="endpoint")
+        sent = 0
+        while not server.stopping.is_set():
+            with posted:
+                posted.wait(timeout=0.2)
+                pending = outbox[sent:]
+            yield from pending
+            sent += len(pending)
+
+    def handle(req: Req) -> Reply:
+        if req.method == "GET":
+            return Reply(200, {"Content-Type": "text/event-stream"}, stream())
+        rpc = req.rpc
+        if rpc.get("method") == "initialize":
+            answer = {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "old-sse", "version": "1"}}
+            event = sse_event({"jsonrpc": "2.0", "id": rpc["id"], "result": answer}, event="message")
+        elif rpc.get("method") == "tools/list":
+            event = sse_event({"jsonrpc": "2.0", "id": rpc["id"], "result": {"tools": [ECHO_TOOL]}},
+                              event="message")
+        elif rpc.get("method") == "tools/call":
+            event = b"event: message\ndata: " + _broken_answer(rpc["id"], kind) + b"\n\n"
+        else:
+            return Reply(202, {}, b"Accepted")
+        with posted:
+            outbox.append(event)
+            posted.notify_all()
+        return Reply(202, {}, b"Accepted")
+
+    server = fake(handle)
+    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--transport", "sse",
+            "--timeout", "60", timeout=20)
+    assert r.code == 4, r
+    assert "the server sent a message that is not JSON-RPC" in one_line(r.stderr)

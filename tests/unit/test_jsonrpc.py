@@ -53,3 +53,26 @@ def test_encoding_is_one_compact_line_even_with_newlines_in_strings() -> None:
     data = jsonrpc.encode(Request("x", {"text": "a\nb", "ü": "é"}, 1))
     assert b"\n" not in data
     assert data == '{"jsonrpc":"2.0","id":1,"method":"x","params":{"text":"a\\nb","ü":"é"}}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":3,"result":{"text":"\xff\xfe"}}', 3),  # invalid UTF-8
+        (b'{"jsonrpc":"2.0","id":"a\\"b","error":{"code":', 'a"b'),  # cut off
+        (b' { "id" : -2 , "jsonrpc" : "2.0" , "result" : ' + b"[" * 5000, -2),
+        (b'{"jsonrpc":"2.0","result":' + b"[" * 5000 + b"]" * 5000 + b',"id":7}', 7),  # id last
+        (b'{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{', None),  # a request
+        (b'{"jsonrpc":"2.0","method":"x","params":{"id":3,"result":1}}', None),
+        (b'{"jsonrpc":"2.0","result":{"a":{"id":5}', None),  # a nested id
+        (b'{"id":1.5,"result":{}}', None),
+        (b'{"id":true,"result":{}}', None),
+        (b"[[[[", None),
+        (b"not json at all", None),
+    ],
+)
+def test_recover_response_id(data: bytes, expected: object) -> None:
+    from mcpcli.jsonrpc import recover_response_id
+
+    assert recover_response_id(data) == expected
+    assert recover_response_id(data.decode("utf-8", "replace")) == expected
