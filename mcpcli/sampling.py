@@ -54,27 +54,85 @@ def command_sampler(command: str, *, timeout: float = 300.0) -> Callable[[JSON],
     model = argv[0].rsplit("/", 1)[-1]
 
     async def sample(params: JSON) -> JSON:
-        import anyio
-
         payload = json.dumps(params, ensure_ascii=False).encode("utf-8")
         try:
-            with anyio.fail_after(timeout):
-                done = await anyio.run_process(
-                    argv, input=payload, check=False, start_new_session=True,
-                    stderr=subprocess.PIPE,
-                )
+            code, stdout, stderr = await _run(argv, payload, timeout)
         except FileNotFoundError:
             raise RPCError(INTERNAL_ERROR, f"sampling command not found: {argv[0]}") from None
+        except PermissionError:
+            raise RPCError(INTERNAL_ERROR, f"sampling command not executable: {argv[0]}") from None
         except TimeoutError:
             raise RPCError(INTERNAL_ERROR, "sampling command timed out") from None
-        if done.returncode != 0:
-            err = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            detail = f": {err[-1]}" if err else ""
-            raise RPCError(
-                INTERNAL_ERROR, f"sampling command exited with code {done.returncode}{detail}"
-            )
-        if len(done.stdout) > MAX_REPLY_BYTES:
+        except OSError as exc:
+            raise RPCError(INTERNAL_ERROR, f"sampling command {argv[0]}: {exc.strerror or exc}") from None
+        if len(stdout) > MAX_REPLY_BYTES:
             raise RPCError(INTERNAL_ERROR, "sampling command reply is too large")
-        return _as_result(done.stdout.decode("utf-8", "replace"), model)
+        if code != 0:
+            err = stderr.decode("utf-8", "replace").strip().splitlines()
+            detail = f": {err[-1]}" if err else ""
+            raise RPCError(INTERNAL_ERROR, f"sampling command exited with code {code}{detail}")
+        return _as_result(stdout.decode("utf-8", "replace"), model)
 
     return sample
+
+
+async def _run(argv: list[str], payload: bytes, timeout: float) -> tuple[int, bytes, bytes]:
+    """Run the command with `payload` on stdin: (exit code, stdout, stderr tail).
+
+    A command may exit without reading its input (`echo`, `true`): the broken
+    pipe that leaves is not an error, its exit code and output are what count.
+    stdout is read up to one byte past `MAX_REPLY_BYTES` (then the command is
+    killed), stderr keeps its last few KiB; the whole run is bounded by
+    `timeout`, after which the command's process group is killed.
+    """
+    import os
+    import signal
+
+    import anyio
+    from anyio.abc import ByteReceiveStream
+
+    async def feed(stdin: anyio.abc.ByteSendStream) -> None:
+        try:
+            async with stdin:
+                await stdin.send(payload)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the command did not read its input
+
+    async def collect(stream: ByteReceiveStream, into: bytearray, cap: int, keep_tail: bool) -> None:
+        try:
+            async for chunk in stream:
+                into += chunk
+                if len(into) > cap:
+                    if not keep_tail:
+                        process.kill()
+                        return
+                    del into[: len(into) - cap]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+
+    stdout, stderr = bytearray(), bytearray()
+    process = await anyio.open_process(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tg:
+                assert process.stdin is not None
+                assert process.stdout is not None
+                assert process.stderr is not None
+                tg.start_soon(feed, process.stdin)
+                tg.start_soon(collect, process.stdout, stdout, MAX_REPLY_BYTES, False)
+                tg.start_soon(collect, process.stderr, stderr, 4096, True)
+                await process.wait()
+    finally:
+        if process.returncode is None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    process.kill()
+                await process.wait()
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+    return process.returncode if process.returncode is not None else -1, bytes(stdout), bytes(stderr)

@@ -54,6 +54,14 @@ ErrorReporter = Callable[[Exception], None]
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
 
+def _internal(doing: str, exc: Exception) -> McpCliError:
+    """A handler's unexpected exception as one line (the innermost error of a group)."""
+    from mcpcli.errors import unwrap
+
+    inner = unwrap(exc)
+    return McpCliError(f"internal error while {doing}: {type(inner).__name__}: {inner}")
+
+
 class _PauseClock:
     """Time during which request clocks stand still because a person is busy.
 
@@ -458,8 +466,9 @@ class Session:
             try:
                 await self._on_notification(note, envelope)
             except Exception as exc:  # a handler bug must not kill the connection
-                log.exception("notification handler failed for %s", note.method)
-                self._report(exc)
+                # One line for the user (via on_error); the traceback only in debug logs.
+                log.debug("notification handler failed for %s", note.method, exc_info=True)
+                self._report(_internal(f"handling {note.method}", exc))
 
     def _start_request(self, envelope: Envelope, request: Request) -> None:
         assert self._tg is not None
@@ -510,8 +519,11 @@ class Session:
             response = ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message)
             )
-        except Exception:
-            log.exception("handler for %s failed", request.method)
+        except Exception as exc:
+            # The peer gets "Internal error"; the user one line (a traceback printed by
+            # logging's last-resort handler would break "no tracebacks, ever").
+            log.debug("handler for %s failed", request.method, exc_info=True)
+            self._report(_internal(f"answering {request.method}", exc))
             response = ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "Internal error")
             )

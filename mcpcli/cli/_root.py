@@ -7,6 +7,7 @@ turns exceptions into exit codes and messages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -17,6 +18,9 @@ import click
 from mcpcli import __version__
 from mcpcli.cli._app import CONTEXT_SETTINGS, App
 from mcpcli.errors import ExitCode, McpCliError
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["COMMANDS", "cli", "run", "split_server_command"]
 
@@ -140,10 +144,38 @@ def run(argv: Sequence[str] | None = None) -> int:
             spawn.discard_prespawned()
 
 
-def _main(app: App, args: list[str]) -> int:
-    prog = app.prog
+def _invoke(app: App, args: list[str]) -> None:
+    """Run click; an exception group (from a task group) becomes the one error inside it.
+
+    So a typed error, Ctrl-C or a broken stdout pipe raised in a task is handled
+    like the same error raised directly, and anything else is one line, never
+    a traceback.
+    """
     try:
-        cli.main(args=args, prog_name=prog, obj=app, standalone_mode=False)
+        cli.main(args=args, prog_name=app.prog, obj=app, standalone_mode=False)
+    except BaseExceptionGroup as group:
+        from mcpcli.errors import unwrap
+
+        inner = unwrap(group)
+        if isinstance(inner, BaseExceptionGroup):
+            raise
+        if isinstance(inner, (Exception, KeyboardInterrupt, SystemExit)):
+            raise inner from None
+        # A stray cancellation or the like: one line, like any internal error.
+        raise McpCliError(f"internal error: {type(inner).__name__}: {inner}") from None
+
+
+def _stdout_gone() -> int:
+    """Our stdout's reader left: send what remains to /dev/null and exit 0, quietly."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    return ExitCode.OK
+
+
+def _main(app: App, args: list[str]) -> int:
+    try:
+        _invoke(app, args)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.Abort:
@@ -163,9 +195,13 @@ def _main(app: App, args: list[str]) -> int:
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader of our stdout went away (`mcp ... | head`): not our error.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return ExitCode.OK
+        return _stdout_gone()
+    except SystemExit as exc:
+        # click turns EPIPE into exit 1 (and wraps the streams to silence their
+        # last flush); the same event gets the same status as above.
+        if type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            return _stdout_gone()
+        raise exc from None
     except Exception as exc:  # an internal bug: one line, traceback only with --debug
         if app.debug:
             import traceback

@@ -16,6 +16,8 @@ Behaviour flags (any combination):
   --evil TEXT           TEXT is the echo tool's description, the message of a JSON-RPC
                         error for tools/call of `fail`, and a log message sent before
                         every tools/call answer (terminal-safety tests)
+  --sample N            on tools/call, first ask the client for sampling with an N-byte
+                        prompt; the tool's text is the client's answer (as JSON)
   --broken KIND         answer tools/call with a broken line that still carries its id,
                         then stay silent: utf8 (invalid UTF-8), deep (nested too deeply),
                         truncated (cut-off JSON)
@@ -45,6 +47,7 @@ p.add_argument("--stubborn", action="store_true")
 p.add_argument("--record")
 p.add_argument("--log-stderr", action="store_true")
 p.add_argument("--evil")
+p.add_argument("--sample", type=int)
 p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 opts = p.parse_args()
 
@@ -99,10 +102,18 @@ def progress_forever(token: object) -> None:
         time.sleep(0.05)
 
 
+SAMPLING: dict[str, object] = {}  # our sampling request id -> the tools/call id it serves
+
+
 def handle(msg: dict) -> None:
     method = msg.get("method")
     mid = msg.get("id")
     params = msg.get("params") or {}
+    if method is None and mid in SAMPLING:  # the client's answer to our sampling request
+        answer = {k: msg[k] for k in ("result", "error") if k in msg}
+        send({"jsonrpc": "2.0", "id": SAMPLING.pop(mid), "result": {
+            "content": [{"type": "text", "text": json.dumps(answer)}]}})
+        return
     if opts.log_stderr:
         print(f"got {method}", file=sys.stderr, flush=True)
     if mid is None:
@@ -136,6 +147,12 @@ def handle(msg: dict) -> None:
             print("crashing now", file=sys.stderr, flush=True)
             os._exit(opts.crash_on_call)
         if opts.never_answer:
+            return
+        if opts.sample is not None:
+            SAMPLING[f"s-{mid}"] = mid
+            send({"jsonrpc": "2.0", "id": f"s-{mid}", "method": "sampling/createMessage", "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": "x" * opts.sample}}],
+                "maxTokens": 10}})
             return
         if opts.broken:
             head = '{"jsonrpc":"2.0","id":' + json.dumps(mid) + ',"result":'
