@@ -134,3 +134,24 @@ async def test_notifications_and_stray_responses_are_handled_without_crashing() 
                     await anyio.sleep(0.001)
             assert got == ["notifications/message"]
             assert client.closed is None
+
+
+async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> None:
+    """A transport's ProtocolError with the request's id ends that request (no timeout);
+    one naming nobody (or no id) is only reported."""
+    from mcpcli.errors import ProtocolError
+
+    reported: list[Exception] = []
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a, on_error=reported.append) as client:
+            async def break_it() -> None:
+                await b[1].send(ProtocolError("garbage", request_id=999))  # type: ignore[arg-type]
+                await b[1].send(ProtocolError("garbage"))  # type: ignore[arg-type]
+                await b[1].send(ProtocolError("broken answer", request_id=1))  # type: ignore[arg-type]
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(break_it)
+                with pytest.raises(ProtocolError, match="broken answer"):
+                    await client.request("work", timeout=None, progress_token=False)
+            assert [str(e) for e in reported] == ["garbage", "garbage"]
+            assert client.closed is None
