@@ -5,8 +5,9 @@ the name `localhost`), answers `GET /callback`, and hands the first callback
 whose `state` matches to the flow; callbacks with a missing or wrong `state`
 get a 400 page and are otherwise ignored, so a stray or forged request can
 neither finish nor abort the sign-in. `open_browser` checks the URL first
-(`mcpcli.auth.urls.check_browser_url`) and launches the standard browser
-through `webbrowser` (which honours `BROWSER`) in a daemon thread, never a shell.
+(`mcpcli.auth.urls.check_browser_url`) and launches `BROWSER` (or `xdg-open`;
+`webbrowser` on macOS and Windows) in a daemon thread, never through a shell,
+with its stdin on /dev/null and its stdout on our stderr.
 """
 
 from __future__ import annotations
@@ -232,10 +233,60 @@ def can_launch_browser() -> bool:
 Opener = Callable[[str], Any]
 
 
-def _default_opener(url: str) -> Any:
-    import webbrowser
+def _launcher_commands(url: str) -> list[list[str]]:
+    """argv lists to try: each `BROWSER` entry (`%s` is the URL, else it is appended),
+    then `xdg-open` on desktops that are neither macOS nor Windows."""
+    import shlex
+    import shutil
 
-    return webbrowser.open(url, new=1, autoraise=True)
+    commands: list[list[str]] = []
+    for entry in os.environ.get("BROWSER", "").split(os.pathsep):
+        entry = entry.strip()
+        if not entry:
+            continue
+        try:
+            argv = [entry] if shutil.which(entry) else shlex.split(entry)
+        except ValueError:
+            continue
+        if any("%s" in arg for arg in argv[1:]):
+            argv = [argv[0], *(arg.replace("%s", url) for arg in argv[1:])]
+        else:
+            argv.append(url)
+        commands.append(argv)
+    if not commands and sys.platform not in ("darwin", "win32") and shutil.which("xdg-open"):
+        commands.append(["xdg-open", url])
+    return commands
+
+
+def _default_opener(url: str) -> Any:
+    """Launch a browser without letting it near our stdin or stdout.
+
+    Launchers chatter ("Opening in existing browser session."); on our stdout
+    that would corrupt the data a pipe expects, so their stdout goes to our
+    stderr and their stdin is /dev/null. `webbrowser` (which passes our streams
+    on) is only the fallback, for macOS and Windows without `BROWSER`.
+    """
+    import subprocess
+
+    commands = _launcher_commands(url)
+    if not commands:
+        import webbrowser
+
+        return webbrowser.open(url, new=1, autoraise=True)
+    try:
+        chatter: int = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        chatter = subprocess.DEVNULL
+    for argv in commands:
+        try:
+            launched = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, stdout=chatter, check=False, start_new_session=True,
+            )
+        except (OSError, ValueError):
+            continue
+        if launched.returncode == 0:
+            return True
+    return False
 
 
 #: Replaced in tests; receives the already-checked URL.

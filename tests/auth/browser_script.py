@@ -23,6 +23,7 @@ def proc(pid: str, name: str) -> str:
 
 
 url = sys.argv[1]
+print("Opening in existing browser session.", flush=True)  # launchers chatter on stdout
 log = os.environ.get("FAKE_BROWSER_LOG")
 if log:
     parent = str(os.getppid())

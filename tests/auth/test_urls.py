@@ -202,3 +202,14 @@ def test_global_addresses_are_allowed(host: str) -> None:
     assert not host_is_private(host)
     shown = f"[{host}]" if ":" in host else host
     check_not_private(f"https://{shown}/token", "token_endpoint")  # no exception
+
+
+def test_browser_launcher_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BROWSER entries (':'-separated) run without a shell; %s is the URL, else it is appended."""
+    from mcpcli.auth.browser import _launcher_commands
+
+    url = "https://auth.example.com/authorize?x=1"
+    monkeypatch.setenv("BROWSER", "firefox --new-tab %s:/no/such/launcher::w3m")
+    assert _launcher_commands(url) == [
+        ["firefox", "--new-tab", url], ["/no/such/launcher", url], ["w3m", url],
+    ]
