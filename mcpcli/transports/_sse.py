@@ -20,9 +20,11 @@ import codecs
 
 from mcpcli.errors import MessageTooLarge
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "SSEEvent"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "INVALID_UTF8", "SSEDecoder", "SSEEvent"]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+#: The warning a transport gives (once per stream) when `SSEDecoder.invalid_utf8` is set.
+INVALID_UTF8 = "{}: the server sent invalid UTF-8 on an SSE stream (shown as U+FFFD)"
 
 
 class SSEEvent:
@@ -50,6 +52,10 @@ class SSEDecoder:
         #: The last `retry` value in milliseconds, if the server sent one.
         self.retry: int | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        #: Set once the stream held invalid UTF-8 (decoded as U+FFFD), so the
+        #: transport can warn about it once; the strict decoder only checks.
+        self.invalid_utf8 = False
+        self._strict: codecs.IncrementalDecoder | None = codecs.getincrementaldecoder("utf-8")()
         self._line = ""
         self._pending_cr = False
         self._event = ""
@@ -61,6 +67,12 @@ class SSEDecoder:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
         text = self._decoder.decode(chunk)
+        if self._strict is not None:
+            try:
+                self._strict.decode(chunk)
+            except UnicodeDecodeError:
+                self.invalid_utf8 = True
+                self._strict = None
         if self._first and text:
             self._first = False
             if text.startswith("\ufeff"):

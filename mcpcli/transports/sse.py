@@ -27,7 +27,7 @@ from mcpcli import jsonrpc
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse, Message, Request
 from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._sse import SSEDecoder
+from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
     HttpConnection,
@@ -67,6 +67,7 @@ class SseChannel:
     async def _run(self, *, task_status: TaskStatus[None]) -> None:
         decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
         started = False
+        warned = False
         with anyio.CancelScope() as scope:
             self._scope = scope
             scope.deadline = anyio.current_time() + self.conn.connect_timeout
@@ -78,7 +79,11 @@ class SseChannel:
                         raw = await response.peek()
                         raise self.conn.http_error(response, raw, context="for the SSE stream")
                     async for chunk in response.chunks():
-                        for event in decoder.feed(chunk):
+                        events = decoder.feed(chunk)
+                        if decoder.invalid_utf8 and not warned:
+                            warned = True
+                            await self._deliver(ProtocolError(INVALID_UTF8.format(self.conn.shown)))
+                        for event in events:
                             if event.event == "endpoint":
                                 if not started:
                                     self.endpoint = self._endpoint(response.url, event.data)

@@ -60,7 +60,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports._headers import invalid_tool_reason, param_headers, standard_headers
-from mcpcli.transports._sse import SSEDecoder
+from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
     HttpConnection,
@@ -640,8 +640,13 @@ class StreamableHttpTransport:
         self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
     ) -> bool:
         """Deliver the messages of an SSE stream; True once the response has arrived."""
+        warned = decoder.invalid_utf8
         async for chunk in _chunks_or_break(response):
-            for event in decoder.feed(chunk):
+            events = decoder.feed(chunk)
+            if decoder.invalid_utf8 and not warned:
+                warned = True
+                await self._deliver(ProtocolError(INVALID_UTF8.format(self.conn.shown)))
+            for event in events:
                 if event.event != "message" or not event.data.strip():
                     continue
                 if await self._parse_and_deliver(event.data, sent_id, original_id):

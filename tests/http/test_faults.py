@@ -402,6 +402,8 @@ def test_invalid_utf8_in_an_sse_event_is_replaced_not_waited_for(fake: Fake) -> 
     r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "\ufffd\ufffd"
+    assert "mcp: warning:" in r.stderr and "invalid UTF-8 on an SSE stream" in r.stderr
+    assert len(r.stderr.splitlines()) == 1, r
 
 
 @pytest.mark.parametrize(("kind", "problem"), [("deep", "nested too deeply"), ("utf8", "invalid JSON")])

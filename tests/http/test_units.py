@@ -179,3 +179,14 @@ def test_origins_compare_scheme_host_and_port() -> None:
 def test_snippet_is_one_printable_line() -> None:
     text = snippet(b"<html>\n  <body>\x1b[31mbad</body>" + b"x" * 500)
     assert text == "<html> <body> [31mbad</body>" + "x" * 170  # the first 200 bytes
+
+
+def test_sse_decoder_notes_invalid_utf8_once_even_split_across_chunks() -> None:
+    from mcpcli.transports._sse import SSEDecoder
+
+    decoder = SSEDecoder()
+    smile = "☺".encode()
+    events = decoder.feed(b"data: a" + smile[:1]) + decoder.feed(smile[1:] + b"\n\n")
+    assert [e.data for e in events] == ["a☺"] and not decoder.invalid_utf8  # split, but valid
+    events = decoder.feed(b"data: \xff\n\n")
+    assert [e.data for e in events] == ["\ufffd"] and decoder.invalid_utf8
