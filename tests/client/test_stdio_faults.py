@@ -309,3 +309,13 @@ def test_a_broken_answer_fails_its_request_at_once(kind: str, problem: str) -> N
     assert lines[0].startswith("mcp: error: server wrote a line that is not JSON-RPC"), r
     assert problem in lines[0]
     assert "Traceback" not in r.stderr and "timed out" not in r.stderr
+
+
+def test_a_broken_answer_to_the_era_probe_falls_back_to_initialize() -> None:
+    """Like an HTTP error on the probe: a legacy server that breaks on server/discover
+    is asked to initialize at once (no probe timeout, no exit 4)."""
+    r = mcp("tools", "list", "--json", "--", *fake_server("--broken-discover"),
+            env={"MCP_PROBE_TIMEOUT": "60"}, timeout=20)
+    assert r.code == 0, r
+    assert [t["name"] for t in r.json["tools"]] == ["echo", "slow"]
+    assert "Traceback" not in r.stderr

@@ -21,6 +21,7 @@ Behaviour flags (any combination):
   --broken KIND         answer tools/call with a broken line that still carries its id,
                         then stay silent: utf8 (invalid UTF-8), deep (nested too deeply),
                         truncated (cut-off JSON)
+  --broken-discover     answer server/discover with a cut-off line that carries its id
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ p.add_argument("--log-stderr", action="store_true")
 p.add_argument("--evil")
 p.add_argument("--sample", type=int)
 p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
+p.add_argument("--broken-discover", action="store_true")
 opts = p.parse_args()
 
 lock = threading.Lock()
@@ -117,6 +119,11 @@ def handle(msg: dict) -> None:
     if opts.log_stderr:
         print(f"got {method}", file=sys.stderr, flush=True)
     if mid is None:
+        return
+    if method == "server/discover" and opts.broken_discover:
+        with lock:
+            sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(mid) + ',"error":{"code":-326\n')
+            sys.stdout.flush()
         return
     if method == "server/discover":
         if opts.modern:
