@@ -461,3 +461,20 @@ def test_a_broken_message_on_a_legacy_sse_stream_fails_its_request_at_once(fake:
             "--timeout", "60", timeout=20)
     assert r.code == 4, r
     assert "the server sent a message that is not JSON-RPC" in one_line(r.stderr)
+
+
+def test_a_json_rpc_error_message_is_escaped_on_stderr(fake: Fake) -> None:
+    evil = "no\x1b]52;c;eA==\x07\u202eexe.\u2067\u200b\u2028\ufeff\x85"
+    legacy = legacy_mcp()
+
+    def handle(req: Req) -> Reply:
+        if req.rpc_method == "tools/call":
+            return error(req, -32000, evil)
+        return legacy(req)
+
+    server = fake(handle)
+    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    assert r.code == 5, r
+    line = one_line(r.stderr)
+    assert "no\\x1b]52;c;eA==\\x07\\u202eexe.\\u2067\\u200b\\u2028\\ufeff\\x85 (code -32000)" in line
+    assert not any(ch in r.stderr for ch in "\x1b\x07\u202e\u2067\u200b\u2028\ufeff\x85")
