@@ -27,6 +27,7 @@ from mcpcli.errors import (
     RequestTimeout,
     RPCError,
     UnsupportedVersionError,
+    unwrap,
 )
 from mcpcli.jsonrpc import (
     Batch,
@@ -54,11 +55,12 @@ ErrorReporter = Callable[[Exception], None]
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
 
-def _internal(doing: str, exc: Exception) -> McpCliError:
-    """A handler's unexpected exception as one line (the innermost error of a group)."""
-    from mcpcli.errors import unwrap
 
+def _internal(doing: str, exc: Exception) -> McpCliError:
+    """A handler's exception as one line (the innermost error of a group; typed ones as they are)."""
     inner = unwrap(exc)
+    if isinstance(inner, McpCliError):
+        return inner
     return McpCliError(f"internal error while {doing}: {type(inner).__name__}: {inner}")
 
 

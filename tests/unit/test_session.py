@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import anyio
@@ -12,6 +13,9 @@ from mcpcli.jsonrpc import Notification, Request
 from mcpcli.session import RequestContext, Session
 from mcpcli.transports import Envelope
 from mcpcli.transports.memory import memory_pair
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import ExceptionGroup
 
 pytestmark = pytest.mark.anyio
 
@@ -155,3 +159,21 @@ async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> No
                     await client.request("work", timeout=None, progress_token=False)
             assert [str(e) for e in reported] == ["garbage", "garbage"]
             assert client.closed is None
+
+
+async def test_a_failing_handler_is_reported_in_one_line_and_the_peer_gets_internal_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No traceback through logging's last-resort handler: one line via on_error."""
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        raise ExceptionGroup("tg", [BrokenPipeError("gone")])
+
+    reported: list[Exception] = []
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a) as client, \
+                Session(b, on_request=handler, on_error=reported.append):
+            with pytest.raises(RPCError) as info:
+                await client.request("sample")
+    assert (info.value.code, info.value.rpc_message) == (-32603, "Internal error")
+    assert [str(e) for e in reported] == ["internal error while answering sample: BrokenPipeError: gone"]
+    assert "Traceback" not in capsys.readouterr().err
