@@ -157,12 +157,13 @@ def _invoke(app: App, args: list[str]) -> None:
         from mcpcli.errors import unwrap
 
         inner = unwrap(group)
-        if isinstance(inner, BaseExceptionGroup):
-            raise
-        if isinstance(inner, (Exception, KeyboardInterrupt, SystemExit)):
+        if isinstance(inner, (Exception, KeyboardInterrupt, SystemExit)) and inner is not group:
             raise inner from None
-        # A stray cancellation or the like: one line, like any internal error.
         raise McpCliError(f"internal error: {type(inner).__name__}: {inner}") from None
+    except (Exception, KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # a stray cancellation or the like: one line, too
+        raise McpCliError(f"internal error: {type(exc).__name__}: {exc}") from None
 
 
 def _stdout_gone() -> int:

@@ -31,6 +31,7 @@ def _raising(exc: BaseException) -> Any:
         (BaseExceptionGroup("tg", [asyncio.CancelledError("stray")]), 1,
          "mcp: error: internal error: CancelledError: stray"),
         (ExceptionGroup("tg", [TypeError("x"), RPCError(-1, "typed wins")]), 5, "typed wins"),
+        (asyncio.CancelledError("bare"), 1, "mcp: error: internal error: CancelledError: bare"),
     ],
 )
 def test_exception_groups_become_one_line(
