@@ -1,0 +1,201 @@
+"""A watchdog process that ends the tools' process groups when the server dies.
+
+Every command runs in its own process group, and the server stops each group
+when the call ends. That stop path needs a living server: after a SIGKILL or
+an OOM kill, the groups (and the grandchildren in them) would run on past
+their timeouts. So the server starts one small helper per `Runner`, this very
+file run as a script with no site imports, and tells it over a pipe which
+groups are running ("+ pgid grace" when one starts, "- pgid" once it is
+stopped). When the pipe reaches end-of-file, the server is gone (or closed it
+on shutdown): the helper sends SIGTERM to every group still registered,
+SIGKILLs each one still alive after its grace (the tool's kill_grace), and
+exits.
+
+A pipe (rather than PR_SET_PDEATHSIG) works on any POSIX system, reaches the
+whole group rather than only the direct child, and costs one small write per
+start and per stop. Where the helper cannot start, calls run as before, just
+without that guarantee.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+
+__all__ = ["Supervisor", "group_alive", "live_groups"]
+
+#: The longest wait between SIGTERM and SIGKILL after the server died.
+MAX_GRACE = 10.0
+#: How long `close()` waits for the helper to finish stopping groups.
+CLOSE_WAIT = 5.0
+
+
+def live_groups(pgids: set[int]) -> set[int]:
+    """Those of `pgids` that still have a member that is not a zombie (one pass over /proc)."""
+    present = set()
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, 0)
+            present.add(pgid)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # pragma: no cover - a recycled id we do not own
+            pass
+    if not present or not os.path.isdir("/proc"):  # pragma: no cover - not Linux
+        return present
+    # Zombies count for kill(0) but are done; look for live members.
+    alive: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        # fields: state ppid pgrp ...
+        if len(fields) >= 3 and fields[0] not in ("Z", "X"):
+            pgrp = int(fields[2])
+            if pgrp in present:
+                alive.add(pgrp)
+    return alive
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any non-zombie process is left in the group."""
+    return bool(live_groups({pgid}))
+
+
+class Supervisor:
+    """The server's side of the watchdog: started on first use, told about each group."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = 0  # the pid that started the helper (a forked copy must not write to it)
+        self._unavailable = os.name != "posix" or not sys.executable
+
+    def _pipe(self) -> int | None:
+        """The write end of the helper's stdin, starting the helper if needed; None when it cannot run."""
+        proc = self._proc
+        if proc is not None and proc.stdin is not None and self._owner == os.getpid():
+            return proc.stdin.fileno()
+        if self._unavailable:
+            return None
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,  # no terminal signals: it must outlive us
+                bufsize=0,
+            )
+        except (OSError, ValueError):  # pragma: no cover - no interpreter to run it with
+            self._unavailable = True
+            return None
+        self._proc = proc
+        self._owner = os.getpid()
+        assert proc.stdin is not None
+        return proc.stdin.fileno()
+
+    def _send(self, line: str, *, start: bool) -> None:
+        fd = self._pipe() if start else self._current()
+        if fd is None:
+            return
+        try:
+            os.write(fd, line.encode("ascii"))
+        except OSError:  # pragma: no cover - the helper died: start another next time
+            self._drop()
+
+    def _current(self) -> int | None:
+        proc = self._proc
+        if proc is None or proc.stdin is None or self._owner != os.getpid():
+            return None
+        return proc.stdin.fileno()
+
+    def start(self) -> None:
+        """Have the helper running before a group starts, so registering it is one write."""
+        self._pipe()
+
+    def register(self, pgid: int, grace: float) -> None:
+        """A group started: end it with the server."""
+        self._send(f"+ {pgid} {grace:g}\n", start=True)
+
+    def unregister(self, pgid: int) -> None:
+        """A group was stopped (nothing left in it): forget it."""
+        self._send(f"- {pgid}\n", start=False)
+
+    def _drop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or self._owner != os.getpid():
+            return
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:  # pragma: no cover
+                pass
+        try:
+            proc.wait(CLOSE_WAIT)
+        except subprocess.TimeoutExpired:  # pragma: no cover - it is still stopping groups
+            pass
+
+    def close(self) -> None:
+        """Shut the helper down; it stops whatever is still registered first."""
+        self._drop()
+
+
+def _serve(stream: Iterable[bytes]) -> dict[int, float]:
+    """Follow the server's messages until end-of-file; return the groups still running."""
+    groups: dict[int, float] = {}
+    for raw in stream:
+        parts = raw.split()
+        try:
+            if len(parts) == 3 and parts[0] == b"+":
+                groups[int(parts[1])] = float(parts[2])
+            elif len(parts) == 2 and parts[0] == b"-":
+                groups.pop(int(parts[1]), None)
+        except ValueError:
+            continue
+    return groups
+
+
+def _end(groups: dict[int, float]) -> None:
+    """TERM every group; KILL each one still alive once its own grace has passed."""
+    now = time.monotonic()
+    deadlines = {pgid: now + min(max(grace, 0.0), MAX_GRACE) for pgid, grace in groups.items()}
+    for pgid in deadlines:
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+        except OSError:
+            pass
+    left = live_groups(set(deadlines))
+    while left:
+        now = time.monotonic()
+        for pgid in [p for p in left if deadlines[p] <= now]:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except OSError:
+                pass
+            left.discard(pgid)
+        if left:
+            time.sleep(0.02)
+            left = live_groups(left)
+
+
+def main() -> None:
+    """The helper: run as a script by `Supervisor`, reading its stdin."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    groups = _serve(sys.stdin.buffer)
+    if groups:
+        _end(groups)
+
+
+if __name__ == "__main__":
+    main()
