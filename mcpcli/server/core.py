@@ -73,11 +73,16 @@ log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
 
+#: The answer (-32600) to a request other than ping between initialize and
+#: notifications/initialized (the spec: the server SHOULD NOT process it).
+NOT_INITIALIZED = "Invalid request: session not initialized (send notifications/initialized first)"
+
 
 class ServerConnection:
     """The state of one connection: a stdio process, an in-memory pair, a legacy HTTP session.
 
-    Until `initialize` it serves only stateless (2026-07-28) requests and ping.
+    Until `initialize` it serves only stateless (2026-07-28) requests and ping;
+    after it, only ping until `notifications/initialized`.
     """
 
     def __init__(self, server: Server, transport: str, principal: str = "") -> None:
@@ -379,6 +384,10 @@ class Server:
         handler = self._legacy.get(method)
         if handler is None:
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if not conn.initialized and method != "ping":
+            # The handshake is not over until notifications/initialized; a client
+            # that does not wait would see capabilities and notifications half set up.
+            raise RPCError(INVALID_REQUEST, NOT_INITIALIZED)
         rq = Rq(
             request, params, ctx, "legacy", conn.version, conn.client_capabilities,
             conn.client_info, conn.log_level, conn, conn.transport, conn.principal,
