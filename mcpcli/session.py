@@ -45,6 +45,23 @@ __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
 log = logging.getLogger("mcpcli.session")
 
+#: How much of an unexpected exception's message goes into its log line.
+_LOG_MESSAGE_MAX = 300
+
+
+def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log a handler's unexpected exception as one line: what failed, the type and the message.
+
+    A server's log is read by operators, and a traceback per failing request
+    buries the rest; the traceback is attached only when the logger is enabled
+    for DEBUG (someone asked for detail).
+    """
+    text = " ".join(str(exc).split())
+    if len(text) > _LOG_MESSAGE_MAX:
+        text = text[:_LOG_MESSAGE_MAX] + "..."
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
+
 RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
 NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
 ProgressHandler = Callable[[dict[str, Any]], None]
@@ -447,7 +464,7 @@ class Session:
             try:
                 await self._on_notification(note, envelope)
             except Exception as exc:  # a handler bug must not kill the connection
-                log.exception("notification handler failed for %s", note.method)
+                log_unexpected(log, f"notification handler failed for {note.method}", exc)
                 self._report(exc)
 
     def _start_request(self, envelope: Envelope, request: Request) -> None:
@@ -499,8 +516,8 @@ class Session:
             response = ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message)
             )
-        except Exception:
-            log.exception("handler for %s failed", request.method)
+        except Exception as exc:
+            log_unexpected(log, f"handler for {request.method} failed", exc)
             response = ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "Internal error")
             )

@@ -88,6 +88,16 @@ class BuildContext:
         """A validator for `schema` (`what` names it); None, and a problem at `path`, if it is invalid."""
         from mcpcli.validation import compile_schema
 
+        for rel, ref in _outside_refs(schema):
+            # A reference out of the schema is never fetched (validation resolves
+            # inside the schema only), so every call would fail: refuse it here.
+            where = (*path, *rel)
+            if where not in self.marks.values and (*path, "schema", *rel) in self.marks.values:
+                where = (*path, "schema", *rel)  # a parameter's own `schema:` block
+            self.fail(where, f"{what} refers outside itself ({ref!r}); only local references "
+                             "(starting with '#') are resolved",
+                      "copy the referenced schema under $defs and refer to it as '#/$defs/NAME'")
+            return None
         try:
             return compile_schema(schema, what=what)
         except ValidationError as exc:
@@ -108,3 +118,23 @@ class BuildContext:
                 self.fail(path, f"unknown placeholder {{{{ {name} }}}}", hint)
                 return None
         return tpl
+
+
+#: Keywords whose values are data, not schemas (a "$ref" key inside them is not a reference).
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _outside_refs(schema: Any, rel: Path = ()) -> list[tuple[Path, str]]:
+    """Every `$ref`/`$dynamicRef` in `schema` that does not start with '#', with its path."""
+    found: list[tuple[Path, str]] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key in ("$ref", "$dynamicRef", "$recursiveRef") and isinstance(value, str):
+                if not value.startswith("#"):
+                    found.append(((*rel, key), value))
+            elif key not in _DATA_KEYWORDS:
+                found.extend(_outside_refs(value, (*rel, key)))
+    elif isinstance(schema, list):
+        for index, item in enumerate(schema):
+            found.extend(_outside_refs(item, (*rel, index)))
+    return found

@@ -1,0 +1,82 @@
+"""A call that fails inside the server gets -32603, and the log gets one line, never a traceback.
+
+The failure used here is a schema `--check` accepts but jsonschema cannot use at
+call time: a local `$ref` to a definition that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+from helpers import free_port, wait_until
+
+from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+
+TOOLS = """version: 1
+tools:
+  - name: dangling
+    description: its schema refers to a definition that is not there
+    input_schema:
+      type: object
+      properties:
+        a: {$ref: '#/$defs/nope'}
+    run: {argv: [cat], stdin: json}
+"""
+CALL = {"name": "dangling", "arguments": {"a": 1}}
+INTERNAL = {"code": -32603, "message": "Internal error"}
+
+
+def _one_line_logged(log: str) -> None:
+    lines = [line for line in log.splitlines() if "failed" in line]
+    assert len(lines) == 1, log
+    assert "handler for tools/call failed: " in lines[0] and "PointerToNowhere" in lines[0], log
+    assert "Traceback" not in log
+
+
+def test_a_failing_call_over_stdio_logs_one_line(tmp_path: Path) -> None:
+    (tmp_path / "tools.yaml").write_text(TOOLS)
+    assert subprocess.run([sys.executable, "-m", "mcpcli", "serve", "--check", "tools.yaml"], cwd=tmp_path,
+                          capture_output=True).returncode == 0
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": CALL},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    proc = subprocess.run([sys.executable, "-m", "mcpcli", "serve", "tools.yaml"], cwd=tmp_path, timeout=60,
+                          input="".join(json.dumps(m) + "\n" for m in lines).encode(), capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    by_id = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    assert by_id[2]["error"] == INTERNAL
+    assert by_id[3]["result"] == {}  # the server goes on
+    _one_line_logged(proc.stderr.decode())
+
+
+def test_a_failing_stateless_call_over_http_logs_one_line(tmp_path: Path) -> None:
+    (tmp_path / "tools.yaml").write_text(TOOLS)
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "mcpcli", "serve", "tools.yaml", "--http",
+                                 f"127.0.0.1:{port}"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        wait_until(lambda: proc.poll() is not None or "serving" in log_path.read_text(), what="the server")
+        assert proc.poll() is None, log_path.read_text()
+        meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "1"},
+                                CLIENT_CAPABILITIES_KEY: {}}
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**CALL, "_meta": meta}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "dangling"}
+        response = httpx.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers, timeout=30)
+        assert response.json()["error"] == INTERNAL, response.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    _one_line_logged(log_path.read_text())
