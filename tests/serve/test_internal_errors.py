@@ -46,7 +46,7 @@ def _one_line_logged(log: str, what: str = "handler for tools/call failed") -> N
     assert "Traceback" not in log
 
 
-def _stdio(tmp_path: Path, *messages: dict[str, Any]) -> tuple[dict[Any, Any], str]:
+def _stdio(tmp_path: Path, *messages: dict[str, Any], debug: bool = False) -> tuple[dict[Any, Any], str]:
     """Run `mcp serve` over stdio on these messages (after the handshake); answers by id, and stderr."""
     (tmp_path / "tools.yaml").write_text(TOOLS)
     assert subprocess.run([sys.executable, "-m", "mcpcli", "serve", "--check", "tools.yaml"], cwd=tmp_path,
@@ -58,7 +58,8 @@ def _stdio(tmp_path: Path, *messages: dict[str, Any]) -> tuple[dict[Any, Any], s
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         *messages,
     ]
-    proc = subprocess.run([sys.executable, "-m", "mcpcli", "serve", "tools.yaml"], cwd=tmp_path, timeout=60,
+    first = ["--debug"] if debug else []
+    proc = subprocess.run([sys.executable, "-m", "mcpcli", *first, "serve", "tools.yaml"], cwd=tmp_path, timeout=60,
                           input="".join(json.dumps(m) + "\n" for m in lines).encode(), capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     return {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}, proc.stderr.decode()
@@ -70,6 +71,13 @@ def test_a_failing_call_over_stdio_logs_one_line(tmp_path: Path) -> None:
     assert by_id[2]["error"] == INTERNAL
     assert by_id[3]["result"] == {}  # the server goes on
     _one_line_logged(log)
+
+
+def test_debug_adds_the_traceback(tmp_path: Path) -> None:
+    by_id, log = _stdio(tmp_path, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": CALL}, debug=True)
+    assert by_id[2]["error"] == INTERNAL
+    assert "handler for tools/call failed: _WrappedReferencingError" in log
+    assert "Traceback (most recent call last)" in log
 
 
 def test_a_failing_task_logs_one_line(tmp_path: Path) -> None:
