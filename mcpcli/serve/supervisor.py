@@ -72,12 +72,19 @@ def group_alive(pgid: int) -> bool:
 
 
 class Supervisor:
-    """The server's side of the watchdog: started on first use, told about each group."""
+    """The server's side of the watchdog: started on first use, told about each group.
+
+    It remembers the groups it registered, so a helper that died or stopped
+    reading (a write that fails or would block) is replaced by a new one that
+    is told about all of them: the server never blocks on the helper, and no
+    running group goes unwatched.
+    """
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._owner = 0  # the pid that started the helper (a forked copy must not write to it)
         self._unavailable = os.name != "posix" or not sys.executable
+        self._groups: dict[int, float] = {}
 
     def _pipe(self) -> int | None:
         """The write end of the helper's stdin, starting the helper if needed; None when it cannot run."""
@@ -99,25 +106,33 @@ class Supervisor:
         except (OSError, ValueError):  # pragma: no cover - no interpreter to run it with
             self._unavailable = True
             return None
+        assert proc.stdin is not None
+        fd = proc.stdin.fileno()
+        os.set_blocking(fd, False)
         self._proc = proc
         self._owner = os.getpid()
-        assert proc.stdin is not None
-        return proc.stdin.fileno()
+        if self._groups:
+            replay = "".join(f"+ {pgid} {grace:g}\n" for pgid, grace in self._groups.items())
+            if not self._write(fd, replay):
+                return None
+        return fd
 
-    def _send(self, line: str, *, start: bool) -> None:
-        fd = self._pipe() if start else self._current()
-        if fd is None:
-            return
+    def _write(self, fd: int, text: str) -> bool:
+        """Write it all, or give up on this helper (dead, or not reading): False."""
+        data = text.encode("ascii")
         try:
-            os.write(fd, line.encode("ascii"))
-        except OSError:  # pragma: no cover - the helper died: start another next time
-            self._drop()
+            while data:
+                data = data[os.write(fd, data):]
+            return True
+        except OSError:  # EPIPE, or EAGAIN from a full pipe
+            self._abandon()
+            return False
 
-    def _current(self) -> int | None:
-        proc = self._proc
-        if proc is None or proc.stdin is None or self._owner != os.getpid():
-            return None
-        return proc.stdin.fileno()
+    def _send(self, line: str) -> None:
+        for _attempt in range(2):  # the second with a new helper, told about every group
+            fd = self._pipe()
+            if fd is None or self._write(fd, line):
+                return
 
     def start(self) -> None:
         """Have the helper running before a group starts, so registering it is one write."""
@@ -125,29 +140,36 @@ class Supervisor:
 
     def register(self, pgid: int, grace: float) -> None:
         """A group started: end it with the server."""
-        self._send(f"+ {pgid} {grace:g}\n", start=True)
+        self._groups[pgid] = grace
+        self._send(f"+ {pgid} {grace:g}\n")
 
     def unregister(self, pgid: int) -> None:
         """A group was stopped (nothing left in it): forget it."""
-        self._send(f"- {pgid}\n", start=False)
+        if self._groups.pop(pgid, None) is not None and self._proc is not None:
+            self._send(f"- {pgid}\n")
 
-    def _drop(self) -> None:
+    def _abandon(self) -> None:
+        """Let go of a helper that cannot be told things any more, without it stopping the groups."""
         proc, self._proc = self._proc, None
         if proc is None or self._owner != os.getpid():
             return
+        proc.kill()  # before its pipe closes: the groups are someone else's now
         if proc.stdin is not None:
-            try:
-                proc.stdin.close()
-            except OSError:  # pragma: no cover
-                pass
+            proc.stdin.close()
+        proc.wait()
+
+    def close(self) -> None:
+        """Shut the helper down; it stops whatever is still registered first."""
+        proc, self._proc = self._proc, None
+        self._groups.clear()
+        if proc is None or self._owner != os.getpid():
+            return
+        if proc.stdin is not None:
+            proc.stdin.close()
         try:
             proc.wait(CLOSE_WAIT)
         except subprocess.TimeoutExpired:  # pragma: no cover - it is still stopping groups
             pass
-
-    def close(self) -> None:
-        """Shut the helper down; it stops whatever is still registered first."""
-        self._drop()
 
 
 def _serve(stream: Iterable[bytes]) -> dict[int, float]:

@@ -191,3 +191,24 @@ def test_the_helper_stops_registered_groups_when_its_pipe_closes(tmp_path: Path)
     assert polite.wait(timeout=10) == -signal.SIGTERM
     assert stubborn.wait(timeout=10) == -signal.SIGKILL
     wait_until(lambda: not group_alive(stubborn.pid), what="the stubborn group to end")
+
+
+def test_a_lost_helper_is_replaced_and_told_about_every_group() -> None:
+    from mcpcli.serve.supervisor import Supervisor
+
+    first = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
+    second = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
+    supervisor = Supervisor()
+    try:
+        supervisor.register(first.pid, 1)
+        lost = supervisor._proc
+        assert lost is not None
+        lost.kill()
+        lost.wait()
+        supervisor.register(second.pid, 1)  # finds the helper gone, starts another
+        helper = supervisor._proc
+        assert helper is not None and helper is not lost and helper.poll() is None
+    finally:
+        supervisor.close()
+    assert first.wait(timeout=10) == -signal.SIGTERM
+    assert second.wait(timeout=10) == -signal.SIGTERM
