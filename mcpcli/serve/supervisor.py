@@ -20,6 +20,7 @@ without that guarantee.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -32,6 +33,8 @@ __all__ = ["Supervisor", "group_alive", "live_groups"]
 MAX_GRACE = 10.0
 #: How long `close()` waits for the helper to finish stopping groups.
 CLOSE_WAIT = 5.0
+#: How long a write waits for a helper that is behind before it is replaced.
+STALL_WAIT = 1.0
 
 
 def live_groups(pgids: set[int]) -> set[int]:
@@ -118,13 +121,18 @@ class Supervisor:
         return fd
 
     def _write(self, fd: int, text: str) -> bool:
-        """Write it all, or give up on this helper (dead, or not reading): False."""
+        """Write it all, or give up on this helper (dead, or not reading for a while): False."""
         data = text.encode("ascii")
         try:
             while data:
-                data = data[os.write(fd, data):]
+                try:
+                    data = data[os.write(fd, data):]
+                except BlockingIOError:
+                    # A burst got ahead of the helper: a short wait, not a new helper.
+                    if not select.select([], [fd], [], STALL_WAIT)[1]:
+                        raise
             return True
-        except OSError:  # EPIPE, or EAGAIN from a full pipe
+        except OSError:  # EPIPE (it died), or still a full pipe after STALL_WAIT
             self._abandon()
             return False
 
