@@ -1,7 +1,7 @@
 """A call that fails inside the server gets -32603, and the log gets one line, never a traceback.
 
 The failure used here is a schema `--check` accepts but jsonschema cannot use at
-call time: a local `$ref` to a definition that does not exist.
+call time: a definition that refers to itself (a `$ref` cycle ends in RecursionError).
 """
 
 from __future__ import annotations
@@ -20,19 +20,21 @@ from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_V
 TOOLS = """version: 1
 tools:
   - name: dangling
-    description: its schema refers to a definition that is not there
+    description: its schema refers to a definition that refers to itself
     input_schema:
       type: object
+      $defs: {loop: {$ref: '#/$defs/loop'}}
       properties:
-        a: {$ref: '#/$defs/nope'}
+        a: {$ref: '#/$defs/loop'}
     run: {argv: [cat], stdin: json}
   - name: dangling_task
     description: the same, as a task
     task: required
     input_schema:
       type: object
+      $defs: {loop: {$ref: '#/$defs/loop'}}
       properties:
-        a: {$ref: '#/$defs/nope'}
+        a: {$ref: '#/$defs/loop'}
     run: {argv: [cat], stdin: json}
 """
 CALL = {"name": "dangling", "arguments": {"a": 1}}
@@ -42,7 +44,7 @@ INTERNAL = {"code": -32603, "message": "Internal error"}
 def _one_line_logged(log: str, what: str = "handler for tools/call failed") -> None:
     lines = [line for line in log.splitlines() if "failed" in line]
     assert len(lines) == 1, log
-    assert f"{what}: _WrappedReferencingError: PointerToNowhere" in lines[0], log
+    assert f"{what}: RecursionError: maximum recursion depth exceeded" in lines[0], log
     assert "Traceback" not in log
 
 
@@ -76,7 +78,7 @@ def test_a_failing_call_over_stdio_logs_one_line(tmp_path: Path) -> None:
 def test_debug_adds_the_traceback(tmp_path: Path) -> None:
     by_id, log = _stdio(tmp_path, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": CALL}, debug=True)
     assert by_id[2]["error"] == INTERNAL
-    assert "handler for tools/call failed: _WrappedReferencingError" in log
+    assert "handler for tools/call failed: RecursionError" in log
     assert "Traceback (most recent call last)" in log
 
 

@@ -368,3 +368,20 @@ def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
     assert lines[2].startswith(f"{bad}:23:81: error: tool 'c': output.schema.properties.o.$dynamicRef: "), lines
     assert all("(copy the referenced schema under $defs" in line for line in lines)
     assert "Traceback" not in result.stderr
+
+
+def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        HEAD + "tools:\n"
+        "  - name: a\n    description: x\n    input_schema:\n      type: object\n"
+        "      $defs: {known: {type: string}, 'a/b': {$anchor: here}}\n"
+        "      properties:\n        k: {$ref: '#/$defs/known'}\n        s: {$ref: '#/$defs/a~1b'}\n"
+        "        h: {$ref: '#here'}\n        n: {$ref: '#/$defs/nope'}\n"
+        "    run: {argv: [cat], stdin: json}\n"
+    )
+    result = mcp("serve", "--check", str(bad))
+    assert result.code == 2, result
+    assert result.stderr.strip().splitlines() == [
+        f"{bad}:12:19: error: tool 'a': input_schema.properties.n.$ref: the tool's inputSchema: "
+        "the reference '#/$defs/nope' points to nothing in it"]
