@@ -46,6 +46,23 @@ __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
 log = logging.getLogger("mcpcli.session")
 
+#: How much of an unexpected exception's message goes into its log line.
+_LOG_MESSAGE_MAX = 300
+
+
+def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log a handler's unexpected exception as one line: what failed, the type and the message.
+
+    A server's log is read by operators, and a traceback per failing request
+    buries the rest; the traceback is attached only when the logger is enabled
+    for DEBUG (someone asked for detail).
+    """
+    text = " ".join(str(exc).split())
+    if len(text) > _LOG_MESSAGE_MAX:
+        text = text[:_LOG_MESSAGE_MAX] + "..."
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
+
 RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
 NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
 ProgressHandler = Callable[[dict[str, Any]], None]
@@ -56,12 +73,26 @@ ErrorReporter = Callable[[Exception], None]
 MAX_CONCURRENT_INCOMING = 64
 
 
+class HandlerError(McpCliError):
+    """A local request or notification handler failed unexpectedly: a bug here, not the peer's doing.
+
+    Reported through the session's `on_error` (the client prints it as one line; the
+    server runtime logs it with `log_unexpected`); `cause` keeps the original exception
+    for a traceback when someone asked for one (--debug).
+    """
+
+    def __init__(self, doing: str, cause: BaseException) -> None:
+        super().__init__(f"internal error while {doing}: {type(cause).__name__}: {cause}")
+        self.doing = doing
+        self.cause = cause
+
+
 def _internal(doing: str, exc: Exception) -> McpCliError:
     """A handler's exception as one line (the innermost error of a group; typed ones as they are)."""
     inner = unwrap(exc)
     if isinstance(inner, McpCliError):
         return inner
-    return McpCliError(f"internal error while {doing}: {type(inner).__name__}: {inner}")
+    return HandlerError(doing, inner)
 
 
 class _PauseClock:
@@ -412,6 +443,8 @@ class Session:
     def _report(self, exc: Exception) -> None:
         if self._on_error is not None:
             self._on_error(exc)
+        elif isinstance(exc, HandlerError):
+            log_unexpected(log, f"failed while {exc.doing}", exc.cause)
         else:
             log.warning("%s", exc)
 
@@ -468,8 +501,6 @@ class Session:
             try:
                 await self._on_notification(note, envelope)
             except Exception as exc:  # a handler bug must not kill the connection
-                # One line for the user (via on_error); the traceback only in debug logs.
-                log.debug("notification handler failed for %s", note.method, exc_info=True)
                 self._report(_internal(f"handling {note.method}", exc))
 
     def _start_request(self, envelope: Envelope, request: Request) -> None:
@@ -522,9 +553,7 @@ class Session:
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message)
             )
         except Exception as exc:
-            # The peer gets "Internal error"; the user one line (a traceback printed by
-            # logging's last-resort handler would break "no tracebacks, ever").
-            log.debug("handler for %s failed", request.method, exc_info=True)
+            # The peer gets "Internal error"; whoever owns the session one line.
             self._report(_internal(f"answering {request.method}", exc))
             response = ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "Internal error")

@@ -114,6 +114,11 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
 
         app.config_path = Path(config_path)
     app.debug = app.debug or debug
+    if app.debug:
+        import logging
+
+        # The server runtime logs a failing handler as one line; with --debug, with its traceback.
+        logging.getLogger("mcpcli").setLevel(logging.DEBUG)
 
 
 def split_server_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -88,11 +88,34 @@ class BuildContext:
         """A validator for `schema` (`what` names it); None, and a problem at `path`, if it is invalid."""
         from mcpcli.validation import compile_schema
 
+        refs = _refs(schema)
+        for rel, ref in refs:
+            if ref.startswith("#"):
+                continue
+            # A reference out of the schema is never fetched (validation resolves
+            # inside the schema only), so every call would fail: refuse it here.
+            self.fail(self._schema_place(path, rel), f"{what} refers outside itself ({ref!r}); only local "
+                      "references (starting with '#') are resolved",
+                      "copy the referenced schema under $defs and refer to it as '#/$defs/NAME'")
+            return None
         try:
-            return compile_schema(schema, what=what)
+            validator = compile_schema(schema, what=what)
         except ValidationError as exc:
             self.fail(path, exc.message)
             return None
+        dangling = _dangling_ref(schema, refs)
+        if dangling is not None:
+            rel, ref = dangling
+            self.fail(self._schema_place(path, rel), f"{what}: the reference {ref!r} points to nothing in it")
+            return None
+        return validator
+
+    def _schema_place(self, path: Path, rel: Path) -> Path:
+        """Where a keyword inside a schema is written: under `path`, or under a parameter's `schema:`."""
+        where = (*path, *rel)
+        if where not in self.marks.values and (*path, "schema", *rel) in self.marks.values:
+            where = (*path, "schema", *rel)
+        return where
 
     def template(self, text: str, path: Path, known: set[str]) -> Template | None:
         """Parse a `{{ name }}` template whose names must all be in `known`."""
@@ -108,3 +131,61 @@ class BuildContext:
                 self.fail(path, f"unknown placeholder {{{{ {name} }}}}", hint)
                 return None
         return tpl
+
+
+_REF_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef"})
+#: Keywords whose values are data, not schemas (a "$ref" key inside them is not a reference).
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+
+
+def _refs(schema: Any, rel: Path = ()) -> list[tuple[Path, str]]:
+    """Every `$ref`/`$dynamicRef`/`$recursiveRef` in `schema`, with its path inside it."""
+    found: list[tuple[Path, str]] = []
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key in _REF_KEYWORDS and isinstance(value, str):
+                found.append(((*rel, key), value))
+            elif key not in _DATA_KEYWORDS:
+                found.extend(_refs(value, (*rel, key)))
+    elif isinstance(schema, list):
+        for index, item in enumerate(schema):
+            found.extend(_refs(item, (*rel, index)))
+    return found
+
+
+def _has_ids(schema: Any, top: bool = True) -> bool:
+    """Whether a subschema sets its own base URI (`$id`/`id`), which changes what '#...' means there."""
+    if isinstance(schema, dict):
+        if not top and any(isinstance(schema.get(k), str) for k in ("$id", "id")):
+            return True
+        return any(_has_ids(v, False) for k, v in schema.items() if k not in _DATA_KEYWORDS)
+    if isinstance(schema, list):
+        return any(_has_ids(v, False) for v in schema)
+    return False
+
+
+def _dangling_ref(schema: JSON, refs: list[tuple[Path, str]]) -> tuple[Path, str] | None:
+    """The first local `$ref` that resolves to nothing (it would fail every call); None if all resolve.
+
+    Only checked when no subschema has its own `$id` (then every '#...' is relative
+    to the root); other schemas are left to validation time.
+    """
+    local = [(rel, ref) for rel, ref in refs if rel[-1] == "$ref"]
+    if not local or _has_ids(schema):
+        return None
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012, specification_with
+
+    dialect = schema.get("$schema")
+    try:
+        spec = specification_with(dialect, default=DRAFT202012) if isinstance(dialect, str) else DRAFT202012
+        resolver = Registry().resolver_with_root(spec.create_resource(schema))
+    except Exception:  # pragma: no cover - a dialect referencing does not know: leave it to validation
+        return None
+    for rel, ref in local:
+        try:
+            resolver.lookup(ref)
+        except Unresolvable:
+            return rel, ref
+    return None

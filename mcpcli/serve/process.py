@@ -13,6 +13,9 @@
   whatever it left running in its group is stopped the same way: a call leaves
   nothing behind. Cancellation (client cancel, disconnect, shutdown) runs the
   sequence shielded, then lets the cancellation continue.
+* With a `supervisor.Supervisor` (the `Runner` passes its own), each group is
+  registered while it runs, so a helper process ends it if the server itself
+  is killed (SIGKILL, OOM) and never gets to run the stop sequence.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import anyio
+
+from mcpcli.serve.supervisor import Supervisor
+from mcpcli.serve.supervisor import group_alive as _group_alive
 
 __all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 
@@ -69,28 +75,6 @@ def _signal_group(pgid: int, sig: int) -> bool:
         return False
     except PermissionError:  # pragma: no cover - a recycled id we do not own
         return False
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any non-zombie process is left in the group."""
-    if not _signal_group(pgid, 0):
-        return False
-    if not os.path.isdir("/proc"):  # pragma: no cover - not Linux
-        return True
-    # Zombies count for kill(0) but are done; look for a live member.
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        # fields: state ppid pgrp ...
-        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
 
 
 def _describe_spawn_error(exc: BaseException, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> str:
@@ -313,23 +297,36 @@ async def run_process(
     kill_grace: float,
     max_bytes: int,
     kill_on_overflow: bool = False,
+    supervisor: Supervisor | None = None,
 ) -> RunResult:
-    """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start."""
+    """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
+
+    With a `supervisor`, the group is registered while it runs, so it dies with
+    the server even if the server is killed outright.
+    """
     started = time.monotonic()
+    if supervisor is not None:
+        supervisor.start()
     try:
         child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
+    if supervisor is not None:
+        supervisor.register(child.pid, kill_grace)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
-    watch = _start_watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
     try:
-        ending = await _wait_and_stop(watch, child.pid, timeout, kill_grace)
+        watch = _start_watch(child, out_fd, err_fd, in_fd, stdin, out, err, watch_overflow=kill_on_overflow)
+        try:
+            ending = await _wait_and_stop(watch, child.pid, timeout, kill_grace)
+        finally:
+            watch.close()
+            for fd in (out_fd, err_fd):
+                os.close(fd)
+            child.close()
     finally:
-        watch.close()
-        for fd in (out_fd, err_fd):
-            os.close(fd)
-        child.close()
+        if supervisor is not None:
+            supervisor.unregister(child.pid)
     code = child.returncode
     sig = -code if code is not None and code < 0 else None
     return RunResult(

@@ -22,6 +22,7 @@ from mcpcli.serve.invoke import build_command
 from mcpcli.serve.model import JSON, Config, Param, RunSpec
 from mcpcli.serve.process import RunResult, SpawnError, run_process
 from mcpcli.serve.results import Masker
+from mcpcli.serve.supervisor import Supervisor
 from mcpcli.server.backend import CallContext
 
 __all__ = ["Runner"]
@@ -62,6 +63,7 @@ class Runner:
         self._slots = _Slots()
         self._channels = ChannelDirectory()
         self._channel = ChannelServer(self._channels)
+        self._supervisor = Supervisor()  # ends the process groups if the server is killed
 
     def configure(self, config: Config) -> None:
         """Follow a (re)loaded file's limits."""
@@ -70,6 +72,7 @@ class Runner:
     def close(self) -> None:
         self._channel.close()
         self._channels.close()
+        self._supervisor.close()
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -129,6 +132,7 @@ class Runner:
             kill_grace=spec.kill_grace,
             max_bytes=max_bytes,
             kill_on_overflow=kill_on_overflow,
+            supervisor=self._supervisor,
         )
 
     async def _client_env(self, ctx: CallContext, mask: Masker, stack: AsyncExitStack,

@@ -60,7 +60,7 @@ from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, su
 from mcpcli.server.task_handlers import TaskHandlers
 from mcpcli.server.task_legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks import TASKS_EXTENSION, TaskStore
-from mcpcli.session import Session
+from mcpcli.session import HandlerError, Session, log_unexpected
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -73,11 +73,16 @@ log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
 
+#: The answer (-32600) to a request other than ping between initialize and
+#: notifications/initialized (the spec: the server SHOULD NOT process it).
+NOT_INITIALIZED = "Invalid request: session not initialized (send notifications/initialized first)"
+
 
 class ServerConnection:
     """The state of one connection: a stdio process, an in-memory pair, a legacy HTTP session.
 
-    Until `initialize` it serves only stateless (2026-07-28) requests and ping.
+    Until `initialize` it serves only stateless (2026-07-28) requests and ping;
+    after it, only ping until `notifications/initialized`.
     """
 
     def __init__(self, server: Server, transport: str, principal: str = "") -> None:
@@ -279,7 +284,10 @@ class Server:
 
     @staticmethod
     def _transport_warning(exc: Exception) -> None:
-        log.debug("transport: %s", exc)
+        if isinstance(exc, HandlerError):  # a bug in a handler: one line for the operator
+            log_unexpected(log, f"failed while {exc.doing}", exc.cause)
+        else:
+            log.debug("transport: %s", exc)
 
     # -- facts -----------------------------------------------------------------------
 
@@ -379,6 +387,10 @@ class Server:
         handler = self._legacy.get(method)
         if handler is None:
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if not conn.initialized and method != "ping":
+            # The handshake is not over until notifications/initialized; a client
+            # that does not wait would see capabilities and notifications half set up.
+            raise RPCError(INVALID_REQUEST, NOT_INITIALIZED)
         rq = Rq(
             request, params, ctx, "legacy", conn.version, conn.client_capabilities,
             conn.client_info, conn.log_level, conn, conn.transport, conn.principal,

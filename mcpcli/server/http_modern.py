@@ -38,6 +38,7 @@ from mcpcli.protocol import HEADER_MISMATCH
 from mcpcli.server.http_asgi import Headers, Receive, Send, error_body, plain
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
+from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
     from mcpcli.server.http_app import McpHttpApp
@@ -232,8 +233,8 @@ async def modern_post(
                 404 if exc.code == METHOD_NOT_FOUND else 200
             )
             response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
-        except Exception:
-            log.exception("handler for %s failed", message.method)
+        except Exception as exc:
+            log_unexpected(log, f"failed while answering {message.method}", exc)
             response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
         await exchange.finish(response, status)
         tg.cancel_scope.cancel()

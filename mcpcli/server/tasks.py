@@ -40,6 +40,7 @@ from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
 from mcpcli.server.subscriptions import TASK_STATUS
+from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
     from mcpcli.server.calls import Rq
@@ -91,7 +92,7 @@ def error_object(exc: BaseException) -> JSON:
         if exc.data is not None:
             error["data"] = exc.data
         return error
-    log.error("task failed", exc_info=exc)
+    log_unexpected(log, "task failed", exc)
     return {"code": INTERNAL_ERROR, "message": "Internal error"}
 
 

@@ -342,3 +342,46 @@ def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) 
     assert lines[0].startswith(f"{bad}:4:19: error: resource 'r': uri_template: {{a}} appears more than once")
     assert lines[1].startswith(f"{bad}:9:19: error: tool 'a': input_schema: ")
     assert "internal error" not in result.stderr
+
+
+def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        HEAD + "tools:\n"
+        "  - name: a\n    description: x\n    params:\n      thing:\n        type: object\n"
+        "        schema: {$ref: 'https://example.com/item.json'}\n    mock: {text: ok}\n"
+        "  - name: b\n    description: y\n    input_schema:\n      type: object\n"
+        "      properties:\n        p: {$ref: 'other.json#/x'}\n        q: {enum: [{$ref: data}]}\n"
+        "        r: {$ref: '#/$defs/r'}\n"
+        "      $defs: {r: {type: string}}\n    run: {argv: [cat], stdin: json}\n"
+        "  - name: c\n    description: z\n    run: {argv: [echo]}\n"
+        "    output: {format: json, schema: {type: object, properties: {o: {$dynamicRef: 'http://x/y'}}}}\n"
+    )
+    result = mcp("serve", "--check", str(bad))
+    assert result.code == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"{bad}:8:24: error: tool 'a': params.thing.schema.$ref: the parameter's schema "
+                               "refers outside itself ('https://example.com/item.json')"), lines
+    assert lines[1].startswith(f"{bad}:15:19: error: tool 'b': input_schema.properties.p.$ref: the tool's "
+                               "inputSchema refers outside itself ('other.json#/x')"), lines
+    assert lines[2].startswith(f"{bad}:23:81: error: tool 'c': output.schema.properties.o.$dynamicRef: "), lines
+    assert all("(copy the referenced schema under $defs" in line for line in lines)
+    assert "Traceback" not in result.stderr
+
+
+def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        HEAD + "tools:\n"
+        "  - name: a\n    description: x\n    input_schema:\n      type: object\n"
+        "      $defs: {known: {type: string}, 'a/b': {$anchor: here}}\n"
+        "      properties:\n        k: {$ref: '#/$defs/known'}\n        s: {$ref: '#/$defs/a~1b'}\n"
+        "        h: {$ref: '#here'}\n        n: {$ref: '#/$defs/nope'}\n"
+        "    run: {argv: [cat], stdin: json}\n"
+    )
+    result = mcp("serve", "--check", str(bad))
+    assert result.code == 2, result
+    assert result.stderr.strip().splitlines() == [
+        f"{bad}:12:19: error: tool 'a': input_schema.properties.n.$ref: the tool's inputSchema: "
+        "the reference '#/$defs/nope' points to nothing in it"]

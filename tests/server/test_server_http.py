@@ -207,6 +207,7 @@ async def test_a_pending_request_id_cannot_be_reused(backend: DemoBackend, serve
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
         session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
         slow = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow"}}
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: http.post(url, json=slow, headers=session))
@@ -373,6 +374,7 @@ async def test_legacy_disconnect_does_not_cancel_but_delete_does(backend: DemoBa
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
         session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}}
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: http.post(url, json=call, headers=session))

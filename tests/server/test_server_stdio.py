@@ -144,6 +144,7 @@ def test_a_call_still_running_at_shutdown_is_cancelled(protocol: str, how: str) 
                               "io.modelcontextprotocol/clientCapabilities": {}}}
         else:
             proc.stdin.write(_init(protocol))
+            proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "slow", **meta}}
         proc.stdin.write(json.dumps(call).encode() + b"\n")
         proc.stdin.flush()
