@@ -46,7 +46,9 @@ from mcpcli.server.http_asgi import (
     Receive,
     Scope,
     Send,
+    accepts,
     error_body,
+    is_json,
     plain,
     read_body,
 )
@@ -292,6 +294,19 @@ class McpHttpApp:
         self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
+        if not is_json(headers.get("content-type")):
+            await plain(send, 415, error_body(
+                None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            ), cors)
+            return
+        accept = headers.get("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            # Every Streamable HTTP revision: the client MUST accept both on a POST.
+            await plain(send, 406, error_body(
+                None, INVALID_REQUEST,
+                "Not Acceptable: Accept must take application/json and text/event-stream",
+            ), cors)
+            return
         body = await read_body(receive, headers, self.options.max_body)
         if body is None:
             await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)

@@ -12,7 +12,16 @@ import anyio
 
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch
-from mcpcli.server.http_asgi import Headers, Receive, Scope, Send, error_body, plain, read_body
+from mcpcli.server.http_asgi import (
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    is_json,
+    plain,
+    read_body,
+)
 from mcpcli.server.http_sessions import stream
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
@@ -45,6 +54,11 @@ async def sse_message(
     session = app.sessions.get(sid)
     if session is None or not session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
+        return
+    if not is_json(headers.get("content-type")):
+        await plain(send, 415, error_body(
+            None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+        ), cors)
         return
     body = await read_body(receive, headers, app.options.max_body)
     if body is None:

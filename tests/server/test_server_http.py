@@ -542,12 +542,63 @@ async def test_nesting_bombs_and_huge_batches_over_http(server: Server) -> None:
         assert (await http.post(sse, content=b"[" * 100_000)).status_code == 404  # unknown session first
 
 
-async def test_json_only_clients_and_cors_preflight(server: Server) -> None:
+@pytest.mark.parametrize("accept", ["application/json", "text/event-stream", "text/html",
+                                    "application/json, text/event-stream;q=0"])
+async def test_a_post_that_cannot_take_json_and_sse_gets_406(server: Server, accept: str) -> None:
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
-        body, headers = modern_request("tools/call", {"name": "progress", "_meta": {"progressToken": 1}})
-        response = await http.post(url, json=body, headers={**headers, "Accept": "application/json"})
-        assert response.headers["content-type"] == "application/json"  # notifications were dropped
-        assert response.json()["result"]["content"][0]["text"] == "done"
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        response = await http.post(url, json=body, headers={**headers, "Accept": accept})
+        assert response.status_code == 406
+        assert response.json()["error"]["code"] == -32600
+        assert "Not Acceptable" in response.json()["error"]["message"]
+        legacy = await http.post(url, json=INIT, headers={**LEGACY_HEADERS, "Accept": accept})
+        assert legacy.status_code == 406
+        assert "mcp-session-id" not in legacy.headers
+
+
+@pytest.mark.parametrize("accept", ["*/*", "application/*, text/*", "application/json, */*;q=0.1", None])
+async def test_wildcard_or_absent_accept_is_acceptable(server: Server, accept: str | None) -> None:
+    async with running(server) as url:
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        headers = {k: v for k, v in headers.items() if k != "Accept"}
+        if accept is not None:
+            headers["Accept"] = accept
+        status, answer = await raw_post(url, body, headers)  # httpx would add its own Accept
+        assert status == 200, answer
+        assert answer["result"]["content"][0]["text"] == "x"
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
+                                          "application/jsonl"])
+async def test_a_post_that_is_not_json_gets_415(server: Server, content_type: str | None) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        body, headers = modern_request("tools/list")
+        headers = {k: v for k, v in headers.items() if k != "Content-Type"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        status, answer = await raw_post(url, body, headers)
+        assert status == 415
+        assert answer["error"]["code"] == -32600
+        assert "Unsupported Media Type" in answer["error"]["message"]
+        ok, _ = await raw_post(url, body, {**headers, "Content-Type": "Application/JSON; charset=utf-8"})
+        assert ok == 200
+        # The 2024-11-05 transport's message endpoint too.
+        sse_url = url.rsplit("/", 1)[0] + "/sse"
+        async with http.stream("GET", sse_url, headers={"Accept": "text/event-stream"}) as stream:
+            endpoint = ""
+            async for line in stream.aiter_lines():
+                if line.startswith("data:"):
+                    endpoint = line[5:].strip()
+                    break
+            messages_url = url.split("/mcp")[0] + endpoint
+            plain_text = await http.post(messages_url, content=json.dumps(INIT),
+                                         headers={"Content-Type": "text/plain"})
+            assert plain_text.status_code == 415
+            assert plain_text.json()["error"]["code"] == -32600
+
+
+async def test_cors_preflight(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         port = url.split(":")[2].split("/")[0]
         origin = f"http://localhost:{port}"
         preflight = await http.options(url, headers={"Origin": origin, "Access-Control-Request-Method": "POST"})
