@@ -1,8 +1,10 @@
-"""`mcp serve --http` flags: extra allowed Host names and Origins (reverse proxies, web apps), SSE polling."""
+"""`mcp serve --http` flags: the bearer token (given, generated, or --no-auth), extra allowed
+Host names and Origins (reverse proxies, web apps), SSE polling."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -26,7 +28,7 @@ def _serving(args: list[str], log: Path) -> Iterator[str]:
     port = free_port()
     with open(log, "w") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli", "serve", *args, "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "mcpcli", "serve", *args, "--http", f"127.0.0.1:{port}", "--no-auth"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
         )
     try:
@@ -63,6 +65,61 @@ def test_extra_host_and_origin_are_accepted_others_refused(served: str) -> None:
     assert _post(served, Host="evil.example") == 403               # DNS rebinding stays blocked
     assert _post(served, Origin="https://app.example") == 200
     assert _post(served, Origin="https://evil.example") == 403
+
+
+# -- the token: given, generated (the default), or none with --no-auth ----------------------
+
+
+def test_without_a_token_one_is_generated_and_shown_once_on_stderr(tmp_path: Path) -> None:
+    """Loopback is shared by every local user: the default server needs a token, shown on stderr."""
+    import httpx
+
+    port = free_port()
+    log, out = tmp_path / "serve.log", tmp_path / "serve.out"
+    with open(log, "w") as err, open(out, "w") as stdout:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", str(REPO / "examples/tools.yaml"),
+             "--http", f"127.0.0.1:{port}"],
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=err,
+        )
+    try:
+        wait_until(lambda: proc.poll() is not None or "serving" in log.read_text(), what="the server")
+        assert proc.poll() is None, log.read_text()
+        text = log.read_text()
+        found = re.search(r"MCP_BEARER_TOKEN=(\S+) mcp tools list (\S+)", text)
+        assert found, text
+        token, url = found.groups()
+        assert url == f"http://127.0.0.1:{port}/mcp"
+        assert len(token) >= 43 and text.count(token) == 2, text  # the command line and the JSON
+        snippet = json.loads(next(line for line in text.splitlines() if "mcpServers" in line))
+        assert snippet == {"mcpServers": {"tools": {
+            "type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}}}
+        base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        assert httpx.post(url, json=INIT, headers=base, timeout=10).status_code == 401
+        wrong = {**base, "Authorization": "Bearer " + token[:-1]}
+        assert httpx.post(url, json=INIT, headers=wrong, timeout=10).status_code == 401
+        listed = mcp("tools", "list", url, "--json", env={"MCP_BEARER_TOKEN": token})  # as printed
+        assert listed.code == 0, listed
+        assert "word_count" in listed.stdout
+        refused = mcp("tools", "list", url, "--no-auth")
+        assert refused.code == 3, refused
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert out.read_text() == ""  # stdout carries data only
+    assert log.read_text().count("generated a bearer token") == 1
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--http", "0.0.0.0:0", "--no-auth"], "binding beyond loopback needs --auth-token"),
+    (["--http", "0", "--no-auth", "--auth-token", "t"], "contradict each other"),
+    (["--no-auth"], "--no-auth applies to --http only"),
+])
+def test_no_auth_is_for_loopback_http_only(args: list[str], fragment: str) -> None:
+    r = mcp("serve", str(REPO / "examples/tools.yaml"), *args)
+    assert r.code == 2, r
+    assert fragment in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_allow_flags_need_http() -> None:
