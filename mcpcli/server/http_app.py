@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +41,8 @@ from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
+    SHUTTING_DOWN,
+    SHUTTING_DOWN_MESSAGE,
     Disconnected,
     Headers,
     Receive,
@@ -56,7 +58,7 @@ from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
 from mcpcli.server.http_sessions import LegacySession, delete, get, legacy_post
 
-__all__ = ["LOOPBACK_NAMES", "HttpOptions", "McpHttpApp", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "SHUTTING_DOWN", "HttpOptions", "McpHttpApp", "is_loopback"]
 
 log = logging.getLogger("mcpcli.server.http")
 
@@ -89,6 +91,9 @@ class HttpOptions:
     sse_poll_after: float | None = None
     #: The `retry:` the server asks for before closing a stream (milliseconds).
     sse_retry_ms: int = 500
+    #: On shutdown, requests in flight get this many seconds to finish; the rest are
+    #: answered with a "server shutting down" error.
+    drain: float = 2.0
 
 
 def is_loopback(host: str) -> bool:
@@ -122,6 +127,12 @@ class McpHttpApp:
         self._token = token.encode("utf-8") if token else None
         #: Who the callers are: the token's fingerprint ("" without a token).
         self.principal = "bearer:" + hashlib.sha256(self._token).hexdigest()[:16] if self._token else ""
+        #: Shutdown has begun: new requests are refused, those in flight drain.
+        self.stopping = False
+        #: POSTs being handled (a drain ends early when none is left).
+        self.inflight = 0
+        #: What ends each request still in flight when the drain is over.
+        self._on_stop: set[Callable[[], None]] = set()
 
     async def __aenter__(self) -> McpHttpApp:
         await self.server.__aenter__()
@@ -140,11 +151,23 @@ class McpHttpApp:
             self._tg = None
             await self.server.__aexit__(*exc_info)
 
-    def shutdown(self) -> None:
-        """Begin a graceful stop: end subscriptions and sessions so their streams close."""
+    def begin_shutdown(self) -> None:
+        """Stop taking requests (503) and end subscriptions; calls in flight go on (`drain`)."""
+        self.stopping = True
         self.server.close_subscriptions()
+
+    def shutdown(self) -> None:
+        """End the drain: answer what is still in flight with an error, close sessions and streams."""
+        self.begin_shutdown()
+        for stop in list(self._on_stop):
+            stop()
         for session in list(self.sessions.values()):
             session.close()
+
+    def on_stop(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the drain ends; returns the function that unregisters it."""
+        self._on_stop.add(callback)
+        return lambda: self._on_stop.discard(callback)
 
     async def _reap_sessions(self) -> None:
         ttl = self.options.session_ttl
@@ -199,10 +222,17 @@ class McpHttpApp:
                 [*cors, (b"www-authenticate", b'Bearer realm="mcp"')],
             )
             return
+        if self.stopping:
+            await plain(send, 503, error_body(None, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE), cors)
+            return
         try:
             if path == options.path:
                 if method == "POST":
-                    await self._post(scope, receive, send, headers, cors)
+                    self.inflight += 1
+                    try:
+                        await self._post(scope, receive, send, headers, cors)
+                    finally:
+                        self.inflight -= 1
                 elif method == "GET":
                     await self._get(scope, receive, send, headers, cors)
                 elif method == "DELETE":

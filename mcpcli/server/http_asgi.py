@@ -11,6 +11,8 @@ from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
 
 __all__ = [
     "JSON",
+    "SHUTTING_DOWN",
+    "SHUTTING_DOWN_MESSAGE",
     "Disconnected",
     "Headers",
     "Receive",
@@ -27,6 +29,11 @@ JSON = dict[str, Any]
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: The JSON-RPC error (the implementation-defined server range) of a request that the
+#: server stops before answering it.
+SHUTTING_DOWN = -32000
+SHUTTING_DOWN_MESSAGE = "server shutting down"
 
 
 def error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:

@@ -122,6 +122,51 @@ def test_no_auth_is_for_loopback_http_only(args: list[str], fragment: str) -> No
     assert "Traceback" not in r.stderr
 
 
+# -- stopping with calls in flight -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [[], ["--protocol", "2025-11-25"]], ids=["2026", "2025"])
+def test_sigterm_answers_a_running_call_and_our_client_exits_4(tmp_path: Path, protocol: list[str]) -> None:
+    """SIGTERM: the call in flight is answered "server shutting down" after the drain; the client
+    reports it at once (exit 4) instead of waiting out its timeout."""
+    marker = tmp_path / "started"
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(
+        "version: 1\ntools:\n  - name: slow\n    description: Starts, then takes a minute.\n"
+        "    run:\n      shell: sh\n"
+        f"      script: 'touch {marker}; sleep 60'\n"
+    )
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "w") as fh:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", str(tools), "--http", f"127.0.0.1:{port}", "--no-auth"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+        )
+    client = None
+    try:
+        wait_until(lambda: server.poll() is not None or "serving" in log.read_text(), what="the server")
+        client = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "tools", "call", f"http://127.0.0.1:{port}/mcp", "slow",
+             "--timeout", "120", *protocol],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        wait_until(lambda: marker.exists() or client.poll() is not None, what="the tool to start")
+        assert client.poll() is None
+        server.send_signal(signal.SIGTERM)
+        out, err = client.communicate(timeout=30)  # the drain is 2 s; the call's timeout 120 s
+        assert client.returncode == 4, err
+        assert "server shutting down" in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert out == ""
+        assert server.wait(timeout=30) in (0, 130)
+    finally:
+        for proc in (client, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def test_allow_flags_need_http() -> None:
     r = mcp("serve", str(REPO / "examples/tools.yaml"), "--allow-host", "x.example")
     assert r.code == 2

@@ -607,3 +607,73 @@ async def test_cors_preflight(server: Server) -> None:
         assert "mcp-session-id" in preflight.headers["access-control-allow-headers"]
         foreign = await http.options(url, headers={"Origin": "https://evil.example.com"})
         assert foreign.status_code == 403
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize(("tool", "kind"), [("slow", "application/json"), ("gate", "text/event-stream")])
+async def test_stopping_answers_calls_in_flight_with_a_shutdown_error(
+    backend: DemoBackend, server: Server, era: str, tool: str, kind: str,
+) -> None:
+    """A call still running when the drain ends is answered (503 or a final SSE event), never a bare 202."""
+    from mcpcli.server import HttpOptions
+
+    answers: list[httpx.Response] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=0.2)) as url:
+                    params: dict[str, Any] = {"name": tool, "_meta": {"progressToken": 7}}
+                    if era == "modern":
+                        body, headers = modern_request("tools/call", params, rid=5)
+                        body["params"]["_meta"]["progressToken"] = 7
+                    else:
+                        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+                        headers = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"],
+                                   "Mcp-Protocol-Version": "2025-11-25"}
+                        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                        headers=headers)
+                        body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}
+
+                    async def call() -> None:
+                        answers.append(await http.post(url, json=body, headers=headers))
+
+                    outer.start_soon(call)
+                    await backend.started.wait()
+                # serve_http was cancelled: after the drain the call must have been answered.
+    (response,) = answers
+    assert response.headers["content-type"] == kind
+    if kind == "application/json":
+        assert response.status_code == 503, response.text
+    final = messages(response)[-1]
+    assert final == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}
+    assert backend.cancelled.is_set() or tool == "gate"
+
+
+async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: Server) -> None:
+    """Once shutdown begins, a new request is refused at once while running calls drain."""
+    from mcpcli.server import HttpOptions
+
+    refused: list[httpx.Response] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=5)) as url:
+                    body, headers = modern_request("tools/call", {"name": "gate"})
+
+                    async def call() -> None:
+                        await http.post(url, json=body, headers=headers)
+
+                    async def late() -> None:
+                        ping, ping_headers = modern_request("tools/list", rid=9)
+                        while not refused:  # bounded by fail_after; the server is draining
+                            response = await http.post(url, json=ping, headers=ping_headers)
+                            if response.status_code == 503:
+                                refused.append(response)
+                            else:
+                                await anyio.sleep(0.02)
+                        backend.gate.set()  # let the running call finish within the drain
+
+                    outer.start_soon(call)
+                    await backend.started.wait()
+                    outer.start_soon(late)
+    assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down"}
