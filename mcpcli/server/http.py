@@ -28,6 +28,7 @@ import anyio
 from mcpcli.errors import TransportError, UsageError
 from mcpcli.server.core import Server
 from mcpcli.server.http_app import LOOPBACK_NAMES, HttpOptions, McpHttpApp, is_loopback
+from mcpcli.server.http_guard import guarded_protocol
 
 __all__ = ["LOOPBACK_NAMES", "TOKEN_ENV", "HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
 
@@ -124,7 +125,7 @@ async def _run(
         app, lifespan="off", log_config=None, access_log=False, ws="none",
         proxy_headers=False, server_header=False,
         timeout_graceful_shutdown=math.ceil(app.options.drain) + 3,
-        limit_concurrency=1024,
+        http=guarded_protocol(app.options),  # head/body deadlines, connection caps
     )
 
     class _Uvicorn(uvicorn.Server):

@@ -94,6 +94,16 @@ class HttpOptions:
     #: On shutdown, requests in flight get this many seconds to finish; the rest are
     #: answered with a "server shutting down" error.
     drain: float = 2.0
+    #: A request head must arrive within this many seconds (of connecting, or of its
+    #: first byte on a kept-alive connection); else 408 and the connection closes.
+    head_timeout: float = 10.0
+    #: A request body must arrive within this many seconds of its head.
+    body_timeout: float = 30.0
+    #: Connections without a request in progress (slow heads, idle keep-alive): beyond
+    #: this many, the oldest is closed.
+    max_waiting: int = 256
+    #: Requests handled at once (open SSE streams included); beyond: 503.
+    max_work: int = 1024
 
 
 def is_loopback(host: str) -> bool:

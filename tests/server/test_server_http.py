@@ -677,3 +677,69 @@ async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: S
                     await backend.started.wait()
                     outer.start_soon(late)
     assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down"}
+
+
+async def _read_all(stream: Any) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    data = b""
+    try:
+        while True:
+            data += await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        return data
+
+
+async def test_slow_heads_are_closed_and_do_not_keep_real_calls_out(server: Server) -> None:
+    """Slowloris: more half-sent heads than the cap; a real call still gets through, the
+    newest slow ones get 408 at their deadline, the oldest were evicted to make room."""
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(head_timeout=1.0, max_waiting=8)) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        slow = []
+        for _ in range(24):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(stream)
+        try:
+            async with http_client(url) as client:
+                assert (await client.call_tool("echo", {"text": "through"}))["content"][0]["text"] == "through"
+            with anyio.fail_after(10):
+                assert (await _read_all(slow[-1])).startswith(b"HTTP/1.1 408 ")
+                assert await _read_all(slow[0]) == b""  # evicted without a word
+        finally:
+            for stream in slow:
+                await stream.aclose()
+
+
+async def test_a_body_that_does_not_arrive_in_time_gets_408(server: Server) -> None:
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(body_timeout=1.0)) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                    "Accept: application/json, text/event-stream", "Content-Length: 100"]
+            await stream.send(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"jsonrpc":')
+            with anyio.fail_after(10):
+                assert (await _read_all(stream)).startswith(b"HTTP/1.1 408 ")
+
+
+async def test_requests_beyond_max_work_get_503(backend: DemoBackend, server: Server) -> None:
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(max_work=1)) as url, \
+            httpx.AsyncClient(timeout=10) as http, anyio.create_task_group() as tg:
+        body, headers = modern_request("tools/call", {"name": "gate"})
+
+        async def hold() -> None:
+            await http.post(url, json=body, headers=headers)
+
+        tg.start_soon(hold)
+        await backend.started.wait()
+        listed, list_headers = modern_request("tools/list", rid=2)
+        busy = await http.post(url, json=listed, headers=list_headers)
+        assert busy.status_code == 503
+        assert busy.headers["retry-after"] == "1"
+        assert busy.json()["error"]["code"] == -32000
+        backend.gate.set()
