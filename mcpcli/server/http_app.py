@@ -41,6 +41,7 @@ from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
+    SERVER_BUSY,
     SHUTTING_DOWN,
     SHUTTING_DOWN_MESSAGE,
     Disconnected,
@@ -104,6 +105,11 @@ class HttpOptions:
     max_waiting: int = 256
     #: Requests handled at once (open SSE streams included); beyond: 503.
     max_work: int = 1024
+    #: Bytes of request bodies being received at once, over all requests (each counts
+    #: its Content-Length, or `max_body` when it has none). A request that does not fit
+    #: waits up to `body_wait` seconds, then gets 503 without its body being read.
+    body_budget: int = 64 * 1024 * 1024
+    body_wait: float = 5.0
 
 
 def is_loopback(host: str) -> bool:
@@ -143,6 +149,9 @@ class McpHttpApp:
         self.inflight = 0
         #: What ends each request still in flight when the drain is over.
         self._on_stop: set[Callable[[], None]] = set()
+        #: Body bytes not reserved by a request being received (`body_budget`).
+        self.budget_left = options.body_budget
+        self._budget_freed: anyio.Event | None = None
 
     async def __aenter__(self) -> McpHttpApp:
         await self.server.__aenter__()
@@ -268,6 +277,55 @@ class McpHttpApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    # -- request bodies: the per-request cap and the budget over all of them ------------
+
+    async def receive_body(
+        self, receive: Receive, send: Send, headers: Headers, cors: list[tuple[bytes, bytes]]
+    ) -> bytes | None:
+        """The request body within `max_body` and the shared budget, or None once the
+        request was answered (413 too large, 503 no room in the budget)."""
+        cap = self.options.max_body
+        length = headers.get("content-length")
+        declared = int(length) if length is not None and length.isdigit() else None
+        if declared is not None and declared > cap:
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            return None
+        need = cap if declared is None else declared
+        if not await self._reserve(need):
+            await plain(
+                send, 503,
+                error_body(None, SERVER_BUSY, "server busy: too many request bodies in flight"),
+                [*cors, (b"retry-after", b"1"), (b"connection", b"close")],
+            )
+            return None
+        try:
+            body = await read_body(receive, headers, cap)
+        finally:
+            self._release(need)
+        if body is None:
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+        return body
+
+    async def _reserve(self, need: int) -> bool:
+        """Take `need` bytes of the body budget, waiting up to `body_wait` for them."""
+        need = min(need, self.options.body_budget)  # one request alone always fits
+        deadline = anyio.current_time() + self.options.body_wait
+        while self.budget_left < need:
+            if self._budget_freed is None:
+                self._budget_freed = anyio.Event()
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await self._budget_freed.wait()
+            if anyio.current_time() >= deadline and self.budget_left < need:
+                return False
+        self.budget_left -= need
+        return True
+
+    def _release(self, need: int) -> None:
+        self.budget_left += min(need, self.options.body_budget)
+        if self._budget_freed is not None:
+            self._budget_freed.set()
+            self._budget_freed = None
+
     # -- checks ------------------------------------------------------------------------
 
     def _refuse(self, headers: Headers) -> tuple[int, str] | None:
@@ -347,9 +405,8 @@ class McpHttpApp:
                 "Not Acceptable: Accept must take application/json and text/event-stream",
             ), cors)
             return
-        body = await read_body(receive, headers, self.options.max_body)
+        body = await self.receive_body(receive, send, headers, cors)
         if body is None:
-            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
             return
         try:
             data = json.loads(body)

@@ -11,6 +11,7 @@ from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
 
 __all__ = [
     "JSON",
+    "SERVER_BUSY",
     "SHUTTING_DOWN",
     "SHUTTING_DOWN_MESSAGE",
     "Disconnected",
@@ -34,6 +35,8 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 #: server stops before answering it.
 SHUTTING_DOWN = -32000
 SHUTTING_DOWN_MESSAGE = "server shutting down"
+#: The JSON-RPC error of a request refused for lack of room (503 + Retry-After).
+SERVER_BUSY = -32000
 
 
 def error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:

@@ -21,7 +21,7 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.server.http_asgi import Receive, Scope, Send, error_body, plain
+from mcpcli.server.http_asgi import SERVER_BUSY, Receive, Scope, Send, error_body, plain
 
 if TYPE_CHECKING:
     from mcpcli.server.http_app import HttpOptions
@@ -32,7 +32,6 @@ _TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 15\r\n"
     b"connection: close\r\n\r\nRequest Timeout"
 )
-SERVER_BUSY = -32000
 
 
 async def _busy(scope: Scope, receive: Receive, send: Send) -> None:

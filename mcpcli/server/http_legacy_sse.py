@@ -20,7 +20,6 @@ from mcpcli.server.http_asgi import (
     error_body,
     is_json,
     plain,
-    read_body,
 )
 from mcpcli.server.http_sessions import stream
 from mcpcli.server.stdio import MAX_BATCH
@@ -60,9 +59,8 @@ async def sse_message(
             None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
         ), cors)
         return
-    body = await read_body(receive, headers, app.options.max_body)
+    body = await app.receive_body(receive, send, headers, cors)
     if body is None:
-        await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
         return
     try:
         parsed = jsonrpc.parse(body, allow_batch=True)

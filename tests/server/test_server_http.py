@@ -743,3 +743,34 @@ async def test_requests_beyond_max_work_get_503(backend: DemoBackend, server: Se
         assert busy.headers["retry-after"] == "1"
         assert busy.json()["error"]["code"] == -32000
         backend.gate.set()
+
+
+async def test_bodies_beyond_the_shared_budget_get_503_unread(server: Server) -> None:
+    """The bytes of bodies being received are bounded over all requests, not only per request."""
+    from mcpcli.server import HttpOptions
+
+    options = HttpOptions(max_body=1000, body_budget=1000, body_wait=0.2)
+    async with running(server, options=options) as url, httpx.AsyncClient(timeout=10) as http:
+        port = int(url.split(":")[2].split("/")[0])
+        body, headers = modern_request("tools/list")
+        held = await anyio.connect_tcp("127.0.0.1", port)
+        head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                "Accept: application/json, text/event-stream", "Content-Length: 900"]
+        await held.send(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"jsonrpc":')  # 900 bytes reserved
+        try:
+            with anyio.fail_after(10):
+                while True:  # until the held request has reserved its share
+                    busy = await http.post(url, json=body, headers=headers)
+                    if busy.status_code == 503:
+                        break
+                    await anyio.sleep(0.01)
+            assert busy.headers["retry-after"] == "1"
+            assert busy.json()["error"]["code"] == -32000
+            assert "too many request bodies" in busy.json()["error"]["message"]
+        finally:
+            await held.aclose()
+        with anyio.fail_after(10):
+            while (ok := await http.post(url, json=body, headers=headers)).status_code == 503:
+                await anyio.sleep(0.01)  # until the server noticed the held connection closed
+        assert ok.status_code == 200
+        assert "tools" in ok.json()["result"]
