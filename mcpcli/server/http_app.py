@@ -102,14 +102,14 @@ class HttpOptions:
     body_timeout: float = 30.0
     #: Connections without a request in progress (slow heads, idle keep-alive): beyond
     #: this many, the oldest is closed.
-    max_waiting: int = 256
+    max_waiting: int = 1024
     #: Requests handled at once (open SSE streams included); beyond: 503.
     max_work: int = 1024
     #: Bytes of request bodies being received at once, over all requests (each counts
     #: its Content-Length, or `max_body` when it has none). A request that does not fit
     #: waits up to `body_wait` seconds, then gets 503 without its body being read.
     body_budget: int = 64 * 1024 * 1024
-    body_wait: float = 5.0
+    body_wait: float = 20.0
 
 
 def is_loopback(host: str) -> bool:
@@ -295,7 +295,7 @@ class McpHttpApp:
             await plain(
                 send, 503,
                 error_body(None, SERVER_BUSY, "server busy: too many request bodies in flight"),
-                [*cors, (b"retry-after", b"1"), (b"connection", b"close")],
+                [*cors, (b"retry-after", b"1")],  # uvicorn discards the unread body
             )
             return None
         try:

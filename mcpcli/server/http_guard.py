@@ -8,9 +8,12 @@ subclasses uvicorn's httptools protocol so that:
 * a request head must arrive within `head_timeout` seconds of the connection (or of
   its first byte on a kept-alive connection), and its body within `body_timeout`
   of the head: otherwise 408 (when no response has started) and the connection closes;
-* connections without a request in progress (head not complete yet, or idle between
-  keep-alive requests) are capped at `max_waiting`: a new one evicts the oldest, so a
-  flood of slow connections cannot keep a real client from being served;
+* connections without a request in progress are capped at `max_waiting`, in two
+  tables: those that have not completed a request yet (slow or idle newcomers) and
+  those idle between keep-alive requests (uvicorn's keep-alive timeout closes them
+  too); a connection beyond a table's cap evicts that table's oldest, so a flood of
+  slow connections neither exhausts descriptors nor pushes out a client's kept-alive
+  connection or keeps a new client from being served;
 * requests being handled (SSE streams included) are capped separately at `max_work`;
   beyond it a request gets 503 with a JSON-RPC error body and `Retry-After`.
 """
@@ -47,7 +50,8 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
     """
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    waiting: OrderedDict[Guarded, None] = OrderedDict()
+    fresh: OrderedDict[Guarded, None] = OrderedDict()  # no request completed yet
+    idle: OrderedDict[Guarded, None] = OrderedDict()  # between keep-alive requests
 
     class Guarded(HttpToolsProtocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -61,10 +65,10 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm_head()
-            self._wait()
+            self._wait(fresh)
 
         def connection_lost(self, exc: Exception | None) -> None:
-            waiting.pop(self, None)
+            self._unlist()
             self._cancel_timers()
             super().connection_lost(exc)
 
@@ -74,7 +78,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
                 self._arm_head()
 
         def on_headers_complete(self) -> None:
-            waiting.pop(self, None)
+            self._unlist()
             self._cancel_timers()
             self._body_timer = self.loop.call_later(options.body_timeout, self._expire, False)
             self.app = _busy if len(self.tasks) >= options.max_work else self._real_app
@@ -90,16 +94,20 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             pipelined = bool(self.pipeline)
             super().on_response_complete()
             if not pipelined and not self.transport.is_closing():
-                self._wait()  # idle until the next request (uvicorn's keep-alive timeout)
+                self._wait(idle)  # until the next request (or uvicorn's keep-alive timeout)
 
         # -- enforcement --------------------------------------------------------------
 
-        def _wait(self) -> None:
-            waiting[self] = None
-            waiting.move_to_end(self)
-            while len(waiting) > options.max_waiting:
-                oldest, _ = waiting.popitem(last=False)
+        def _wait(self, table: OrderedDict[Guarded, None]) -> None:
+            self._unlist()
+            table[self] = None
+            while len(table) > options.max_waiting:
+                oldest, _ = table.popitem(last=False)
                 oldest._close(respond=False)
+
+        def _unlist(self) -> None:
+            fresh.pop(self, None)
+            idle.pop(self, None)
 
         def _arm_head(self) -> None:
             self._cancel_timers()
@@ -122,7 +130,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
 
         def _close(self, *, respond: bool) -> None:
             """Close this connection, after a 408 if `respond`."""
-            waiting.pop(self, None)
+            self._unlist()
             self._cancel_timers()
             if self.transport.is_closing():
                 return
