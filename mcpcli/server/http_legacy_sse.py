@@ -11,7 +11,7 @@ from urllib.parse import parse_qs
 import anyio
 
 from mcpcli import jsonrpc
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch
+from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -74,6 +74,9 @@ async def sse_message(
         await plain(send, 400, error_body(None, INVALID_REQUEST, "Invalid request: batch too large"), cors)
         return
     session.last_seen = time.monotonic()
+    for message in parsed.messages if isinstance(parsed, Batch) else [parsed]:
+        if isinstance(message, Request):
+            session.sse_pending.add(message.id)
     try:
         await session.inbox.send(Envelope(parsed))
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -124,6 +124,8 @@ class LegacySession:
         self.ended = anyio.Event()
         self.replays: OrderedDict[int, Replay] = OrderedDict()
         self._streams = 0
+        #: HTTP+SSE (2024-11-05): requests posted and not answered yet on the stream.
+        self.sse_pending: set[RequestId] = set()
 
     def new_replay(self) -> Replay:
         self._streams += 1
@@ -164,6 +166,9 @@ class LegacySession:
             context = envelope.context if isinstance(envelope.context, Exchange) else None
             if self.sse_transport:
                 target = self.standalone
+                for sent in message.messages if isinstance(message, Batch) else [message]:
+                    if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
+                        self.sse_pending.discard(sent.id)
             elif isinstance(message, Batch):
                 target = context
             elif isinstance(message, (Response, ErrorResponse)):
@@ -384,6 +389,7 @@ async def stream(
         exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
         queue = exchange.open_queue()
         session.standalone = exchange
+        forget = app.on_stop(exchange.end_queue)
         try:
             if endpoint is not None:
                 await exchange.event(endpoint.encode("utf-8"), b"endpoint")
@@ -393,8 +399,15 @@ async def stream(
             async with queue:
                 async for message in queue:
                     await exchange.event(jsonrpc.encode(message))
+            if app.stopping and session.sse_transport:
+                # HTTP+SSE answers every request on this stream: the unanswered ones say why.
+                error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
+                for rid in list(session.sse_pending):
+                    await exchange.event(jsonrpc.encode(ErrorResponse(rid, error)))
+                session.sse_pending.clear()
             await exchange.close()
         finally:
+            forget()
             exchange.done = True
             exchange.close_queue()
             if session.standalone is exchange:

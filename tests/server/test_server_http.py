@@ -774,3 +774,37 @@ async def test_bodies_beyond_the_shared_budget_get_503_unread(server: Server) ->
                 await anyio.sleep(0.01)  # until the server noticed the held connection closed
         assert ok.status_code == 200
         assert "tools" in ok.json()["result"]
+
+
+async def test_stopping_answers_a_2024_http_sse_call_on_its_stream(backend: DemoBackend, server: Server) -> None:
+    """HTTP+SSE (2024-11-05): the unanswered call gets its shutdown error on the session's stream."""
+    from mcpcli.server import HttpOptions
+
+    events: list[dict[str, str]] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=0.2)) as url:
+                    base = url.split("/mcp")[0]
+                    endpoint = anyio.Event()
+
+                    async def listen() -> None:
+                        async with http.stream("GET", base + "/sse", headers={"Accept": "text/event-stream"}) as s:
+                            text = ""
+                            async for chunk in s.aiter_text():
+                                text += chunk
+                                events[:] = _events(text)
+                                if events and not endpoint.is_set():
+                                    endpoint.set()
+
+                    outer.start_soon(listen)
+                    await endpoint.wait()
+                    messages_url = base + events[0]["data"]
+                    old = {**INIT, "params": {**INIT["params"], "protocolVersion": "2024-11-05"}}
+                    await http.post(messages_url, json=old)
+                    await http.post(messages_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}
+                    assert (await http.post(messages_url, json=call)).status_code == 202
+                    await backend.started.wait()
+    answers = [json.loads(e["data"]) for e in events if e.get("event") == "message"]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}
