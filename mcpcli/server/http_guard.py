@@ -40,7 +40,7 @@ _TIMEOUT = (
 async def _busy(scope: Scope, receive: Receive, send: Send) -> None:
     """The answer when `max_work` requests are already being handled."""
     body = error_body(None, SERVER_BUSY, "server busy: too many requests in progress")
-    await plain(send, 503, body, [(b"retry-after", b"1"), (b"connection", b"close")])
+    await plain(send, 503, body, [(b"retry-after", b"1")])  # uvicorn discards an unread body
 
 
 def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
