@@ -12,6 +12,11 @@ their streams and resumption), `http_legacy_sse` (the 2024-11-05 transport),
 Responses are JSON unless a request-related notification comes first, in which
 case the response becomes an SSE stream (with `:` keep-alive comments while it
 stays open, e.g. `subscriptions/listen`).
+
+uvicorn runs with `http_guard`'s protocol class (deadlines for request heads and
+bodies, caps on idle and unfinished connections apart from requests in progress).
+Stopping drains: new requests get 503, calls in flight get `HttpOptions.drain`
+seconds, then the rest are answered "server shutting down" and streams end.
 """
 
 from __future__ import annotations
