@@ -229,7 +229,8 @@ def main() -> int:
         tools.write_text(TOOLS)
         port = free_port()
         server = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli", "serve", "--quiet", str(tools), "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "mcpcli", "serve", "--quiet", str(tools), "--http", f"127.0.0.1:{port}",
+             "--no-auth"],
             cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         sdk_port = free_port()

@@ -69,6 +69,8 @@ class _Http:
     host: str
     port: int
     token: str | None
+    #: The token was made up at start (none was given): show it once, with how to use it.
+    generated: bool
     allow_hosts: tuple[str, ...]
     allow_origins: tuple[str, ...]
     sse_poll_after: float | None
@@ -80,8 +82,11 @@ class _Http:
               help="Serve Streamable HTTP (and legacy HTTP+SSE) at http://HOST:PORT/mcp instead of "
                    "stdio. HOST defaults to 127.0.0.1.")
 @click.option("--auth-token", envvar="MCP_SERVE_TOKEN", metavar="TOKEN",
-              help="Require 'Authorization: Bearer TOKEN' on HTTP (required beyond loopback; "
-                   "prefer the MCP_SERVE_TOKEN variable).")
+              help="Require 'Authorization: Bearer TOKEN' on HTTP (prefer the MCP_SERVE_TOKEN "
+                   "variable). Without it a random token is made and shown on stderr.")
+@click.option("--no-auth", is_flag=True,
+              help="With --http on loopback: serve without a token, so any local user or process "
+                   "can call the tools.")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also accept this Host header on HTTP (a reverse proxy's public name); "
                    "repeatable, '*' for any. Loopback names are always accepted on a loopback bind.")
@@ -109,6 +114,7 @@ def serve(
     file: str | None,
     http: str | None,
     auth_token: str | None,
+    no_auth: bool,
     allow_hosts: tuple[str, ...],
     allow_origins: tuple[str, ...],
     sse_poll_after: float | None,
@@ -125,7 +131,7 @@ def serve(
     Every call runs its command in its own process group, with a closed
     environment and no shell unless the tool opts in. Examples:
       mcp serve tools.yaml                      # stdio, for a client config
-      mcp serve tools.yaml --http 8080          # http://127.0.0.1:8080/mcp
+      mcp serve tools.yaml --http 8080          # http://127.0.0.1:8080/mcp, token on stderr
       mcp serve --check tools.yaml              # validate only
       mcp tools list tools.yaml                 # try it without a server
     Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags; 4 cannot listen.
@@ -138,7 +144,7 @@ def serve(
         return
     if watch:
         _check_watch_safety(file)
-    settings = _http_settings(http, auth_token, allow_hosts, allow_origins, sse_poll_after)
+    settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
     _serve(app, file, config, settings, watch=watch, quiet=quiet)
 
 
@@ -189,24 +195,37 @@ def _load(app: App, file: str, check: bool) -> Config | None:
     return config
 
 
-def _http_settings(http: str | None, token: str | None, allow_hosts: tuple[str, ...],
+def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hosts: tuple[str, ...],
                    allow_origins: tuple[str, ...], sse_poll_after: float | None) -> _Http | None:
-    """The checked --http flags; None for stdio (where the HTTP-only flags are usage errors)."""
+    """The checked --http flags; None for stdio (where the HTTP-only flags are usage errors).
+
+    Loopback is no boundary between the users of one machine, so a server without
+    a token is only made on request (--no-auth, loopback only); otherwise a random
+    token is generated."""
     if http is None:
         if allow_hosts or allow_origins:
             raise UsageError("--allow-host and --allow-origin apply to --http only")
         if sse_poll_after is not None:
             raise UsageError("--sse-poll-after applies to --http only")
+        if no_auth:
+            raise UsageError("--no-auth applies to --http only")
         return None
     host, port = parse_http_address(http)
+    if no_auth and token:
+        raise UsageError("--no-auth and --auth-token (or MCP_SERVE_TOKEN) contradict each other")
     if host not in LOOPBACK and not token:
         raise UsageError(
             f"--http {http}: binding beyond loopback needs --auth-token (or MCP_SERVE_TOKEN)",
-            hint="anyone who can reach the port could run the tools",
+            hint="anyone who can reach the port could run the tools; --no-auth is for loopback only",
         )
     if sse_poll_after is not None and not math.isfinite(sse_poll_after):
         raise UsageError(f"--sse-poll-after {sse_poll_after}: expected a number of seconds")
-    return _Http(host, port, token, allow_hosts, allow_origins, sse_poll_after)
+    generated = not token and not no_auth
+    if generated:
+        import secrets
+
+        token = secrets.token_urlsafe(32)
+    return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after)
 
 
 def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool) -> None:
@@ -242,11 +261,29 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         backend.close()
 
 
+def _token_help(prog: str, file: str, url: str, token: str) -> str:
+    """How to reach a server whose token was generated: shown once on stderr, never stdout."""
+    import json
+
+    name = os.path.splitext(os.path.basename(file))[0] or "tools"
+    entry = {"mcpServers": {name: {"type": "http", "url": url,
+                                   "headers": {"Authorization": f"Bearer {token}"}}}}
+    return (
+        f"{prog} serve: generated a bearer token (choose one with --auth-token or "
+        "MCP_SERVE_TOKEN; --no-auth serves without)\n"
+        f"  MCP_BEARER_TOKEN={token} {prog} tools list {url}\n"
+        f"  {json.dumps(entry)}\n"
+    )
+
+
 async def _serve_http(app: App, server: Any, http: _Http, file: str) -> None:
     from mcpcli.server import serve_http
     from mcpcli.server.http import LOOPBACK_NAMES, is_loopback
 
     def ready(url: str) -> None:
+        if http.generated:
+            assert http.token is not None
+            app.stderr.write(_token_help(app.prog, file, url, http.token))
         app.info(f"serving {file} at {url}")
 
     hosts = None

@@ -12,10 +12,16 @@ their streams and resumption), `http_legacy_sse` (the 2024-11-05 transport),
 Responses are JSON unless a request-related notification comes first, in which
 case the response becomes an SSE stream (with `:` keep-alive comments while it
 stays open, e.g. `subscriptions/listen`).
+
+uvicorn runs with `http_guard`'s protocol class (deadlines for request heads and
+bodies, caps on idle and unfinished connections apart from requests in progress).
+Stopping drains: new requests get 503, calls in flight get `HttpOptions.drain`
+seconds, then the rest are answered "server shutting down" and streams end.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -27,6 +33,7 @@ import anyio
 from mcpcli.errors import TransportError, UsageError
 from mcpcli.server.core import Server
 from mcpcli.server.http_app import LOOPBACK_NAMES, HttpOptions, McpHttpApp, is_loopback
+from mcpcli.server.http_guard import guarded_protocol
 
 __all__ = ["LOOPBACK_NAMES", "TOKEN_ENV", "HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
 
@@ -121,8 +128,9 @@ async def _run(
 
     config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, ws="none",
-        proxy_headers=False, server_header=False, timeout_graceful_shutdown=3,
-        limit_concurrency=1024,
+        proxy_headers=False, server_header=False,
+        timeout_graceful_shutdown=math.ceil(app.options.drain) + 3,
+        http=guarded_protocol(app.options),  # head/body deadlines, connection caps
     )
 
     class _Uvicorn(uvicorn.Server):
@@ -136,26 +144,47 @@ async def _run(
 
     uv = _Uvicorn(config)
     bound_host, bound_port = sock.getsockname()[:2]
-    async with app:
-        done = anyio.Event()
+    stop = anyio.Event()  # cancelled, or uvicorn ended by itself
+    finished = anyio.Event()
 
-        async def run() -> None:
-            try:
-                with anyio.CancelScope(shield=True):
-                    await uv.serve(sockets=[sock])
-            finally:
-                done.set()
+    async def run() -> None:
+        try:
+            await uv.serve(sockets=[sock])
+        finally:
+            stop.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run)
-            if on_ready is not None:
-                shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-                on_ready(f"http://{shown}:{bound_port}{path}")
-            try:
-                await done.wait()
-            finally:
-                with anyio.CancelScope(shield=True):
+    async def lifetime() -> None:
+        # Shielded as a whole: the calls in flight run in the app's and the server's task
+        # groups, which must outlive the caller's cancellation for the drain.
+        try:
+            with anyio.CancelScope(shield=True):
+                async with app, anyio.create_task_group() as tg:
+                    tg.start_soon(run)
+                    if on_ready is not None:
+                        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+                        on_ready(f"http://{shown}:{bound_port}{path}")
+                    await stop.wait()
+                    await _drain(app)
                     app.shutdown()
                     uv.should_exit = True
-                    with anyio.move_on_after(10):
-                        await done.wait()
+                    # uvicorn closes the connections; leaving the task group waits for it (bounded).
+                    tg.cancel_scope.deadline = anyio.current_time() + 10
+        finally:
+            finished.set()
+
+    async with anyio.create_task_group() as outer:
+        outer.start_soon(lifetime)
+        try:
+            await finished.wait()
+        finally:
+            stop.set()
+            with anyio.CancelScope(shield=True):
+                await finished.wait()
+
+
+async def _drain(app: McpHttpApp) -> None:
+    """Refuse new requests and give those in flight `options.drain` seconds to finish."""
+    app.begin_shutdown()
+    deadline = anyio.current_time() + app.options.drain
+    while app.inflight and anyio.current_time() < deadline:
+        await anyio.sleep(0.02)

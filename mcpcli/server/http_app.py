@@ -29,7 +29,7 @@ import ipaddress
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,12 +41,17 @@ from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
+    SERVER_BUSY,
+    SHUTTING_DOWN,
+    SHUTTING_DOWN_MESSAGE,
     Disconnected,
     Headers,
     Receive,
     Scope,
     Send,
+    accepts,
     error_body,
+    is_json,
     plain,
     read_body,
 )
@@ -54,7 +59,7 @@ from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
 from mcpcli.server.http_sessions import LegacySession, delete, get, legacy_post
 
-__all__ = ["LOOPBACK_NAMES", "HttpOptions", "McpHttpApp", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "SHUTTING_DOWN", "HttpOptions", "McpHttpApp", "is_loopback"]
 
 log = logging.getLogger("mcpcli.server.http")
 
@@ -87,6 +92,24 @@ class HttpOptions:
     sse_poll_after: float | None = None
     #: The `retry:` the server asks for before closing a stream (milliseconds).
     sse_retry_ms: int = 500
+    #: On shutdown, requests in flight get this many seconds to finish; the rest are
+    #: answered with a "server shutting down" error.
+    drain: float = 2.0
+    #: A request head must arrive within this many seconds (of connecting, or of its
+    #: first byte on a kept-alive connection); else 408 and the connection closes.
+    head_timeout: float = 10.0
+    #: A request body must arrive within this many seconds of its head.
+    body_timeout: float = 30.0
+    #: Connections without a request in progress (slow heads, idle keep-alive): beyond
+    #: this many, the oldest is closed.
+    max_waiting: int = 1024
+    #: Requests handled at once (open SSE streams included); beyond: 503.
+    max_work: int = 1024
+    #: Bytes of request bodies being received at once, over all requests (each counts
+    #: its Content-Length, or `max_body` when it has none). A request that does not fit
+    #: waits up to `body_wait` seconds, then gets 503 without its body being read.
+    body_budget: int = 64 * 1024 * 1024
+    body_wait: float = 20.0
 
 
 def is_loopback(host: str) -> bool:
@@ -120,6 +143,15 @@ class McpHttpApp:
         self._token = token.encode("utf-8") if token else None
         #: Who the callers are: the token's fingerprint ("" without a token).
         self.principal = "bearer:" + hashlib.sha256(self._token).hexdigest()[:16] if self._token else ""
+        #: Shutdown has begun: new requests are refused, those in flight drain.
+        self.stopping = False
+        #: POSTs being handled (a drain ends early when none is left).
+        self.inflight = 0
+        #: What ends each request still in flight when the drain is over.
+        self._on_stop: set[Callable[[], None]] = set()
+        #: Body bytes not reserved by a request being received (`body_budget`).
+        self.budget_left = options.body_budget
+        self._budget_freed: anyio.Event | None = None
 
     async def __aenter__(self) -> McpHttpApp:
         await self.server.__aenter__()
@@ -138,11 +170,23 @@ class McpHttpApp:
             self._tg = None
             await self.server.__aexit__(*exc_info)
 
-    def shutdown(self) -> None:
-        """Begin a graceful stop: end subscriptions and sessions so their streams close."""
+    def begin_shutdown(self) -> None:
+        """Stop taking requests (503) and end subscriptions; calls in flight go on (`drain`)."""
+        self.stopping = True
         self.server.close_subscriptions()
+
+    def shutdown(self) -> None:
+        """End the drain: answer what is still in flight with an error, close sessions and streams."""
+        self.begin_shutdown()
+        for stop in list(self._on_stop):
+            stop()
         for session in list(self.sessions.values()):
             session.close()
+
+    def on_stop(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the drain ends; returns the function that unregisters it."""
+        self._on_stop.add(callback)
+        return lambda: self._on_stop.discard(callback)
 
     async def _reap_sessions(self) -> None:
         ttl = self.options.session_ttl
@@ -197,10 +241,17 @@ class McpHttpApp:
                 [*cors, (b"www-authenticate", b'Bearer realm="mcp"')],
             )
             return
+        if self.stopping:
+            await plain(send, 503, error_body(None, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE), cors)
+            return
         try:
             if path == options.path:
                 if method == "POST":
-                    await self._post(scope, receive, send, headers, cors)
+                    self.inflight += 1
+                    try:
+                        await self._post(scope, receive, send, headers, cors)
+                    finally:
+                        self.inflight -= 1
                 elif method == "GET":
                     await self._get(scope, receive, send, headers, cors)
                 elif method == "DELETE":
@@ -225,6 +276,55 @@ class McpHttpApp:
                 self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    # -- request bodies: the per-request cap and the budget over all of them ------------
+
+    async def receive_body(
+        self, receive: Receive, send: Send, headers: Headers, cors: list[tuple[bytes, bytes]]
+    ) -> bytes | None:
+        """The request body within `max_body` and the shared budget, or None once the
+        request was answered (413 too large, 503 no room in the budget)."""
+        cap = self.options.max_body
+        length = headers.get("content-length")
+        declared = int(length) if length is not None and length.isdigit() else None
+        if declared is not None and declared > cap:
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+            return None
+        need = cap if declared is None else declared
+        if not await self._reserve(need):
+            await plain(
+                send, 503,
+                error_body(None, SERVER_BUSY, "server busy: too many request bodies in flight"),
+                [*cors, (b"retry-after", b"1")],  # uvicorn discards the unread body
+            )
+            return None
+        try:
+            body = await read_body(receive, headers, cap)
+        finally:
+            self._release(need)
+        if body is None:
+            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
+        return body
+
+    async def _reserve(self, need: int) -> bool:
+        """Take `need` bytes of the body budget, waiting up to `body_wait` for them."""
+        need = min(need, self.options.body_budget)  # one request alone always fits
+        deadline = anyio.current_time() + self.options.body_wait
+        while self.budget_left < need:
+            if self._budget_freed is None:
+                self._budget_freed = anyio.Event()
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                await self._budget_freed.wait()
+            if anyio.current_time() >= deadline and self.budget_left < need:
+                return False
+        self.budget_left -= need
+        return True
+
+    def _release(self, need: int) -> None:
+        self.budget_left += min(need, self.options.body_budget)
+        if self._budget_freed is not None:
+            self._budget_freed.set()
+            self._budget_freed = None
 
     # -- checks ------------------------------------------------------------------------
 
@@ -292,9 +392,21 @@ class McpHttpApp:
         self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
-        body = await read_body(receive, headers, self.options.max_body)
+        if not is_json(headers.get("content-type")):
+            await plain(send, 415, error_body(
+                None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+            ), cors)
+            return
+        accept = headers.get("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            # Every Streamable HTTP revision: the client MUST accept both on a POST.
+            await plain(send, 406, error_body(
+                None, INVALID_REQUEST,
+                "Not Acceptable: Accept must take application/json and text/event-stream",
+            ), cors)
+            return
+        body = await self.receive_body(receive, send, headers, cors)
         if body is None:
-            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
             return
         try:
             data = json.loads(body)

@@ -11,12 +11,17 @@ from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
 
 __all__ = [
     "JSON",
+    "SERVER_BUSY",
+    "SHUTTING_DOWN",
+    "SHUTTING_DOWN_MESSAGE",
     "Disconnected",
     "Headers",
     "Receive",
     "Scope",
     "Send",
+    "accepts",
     "error_body",
+    "is_json",
     "plain",
     "read_body",
 ]
@@ -26,9 +31,48 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
+#: The JSON-RPC error (the implementation-defined server range) of a request that the
+#: server stops before answering it.
+SHUTTING_DOWN = -32000
+SHUTTING_DOWN_MESSAGE = "server shutting down"
+#: The JSON-RPC error of a request refused for lack of room (503 + Retry-After).
+SERVER_BUSY = -32000
+
 
 def error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
     return jsonrpc.encode(ErrorResponse(request_id, ErrorObject(code, message, data)))
+
+
+def accepts(accept: str | None, media: str) -> bool:
+    """Whether an `Accept` header value takes `media` (absent or blank takes anything).
+
+    `*/*` and `type/*` count; a range with `q=0` refuses."""
+    if accept is None or not accept.strip():
+        return True
+    wanted = media.lower()
+    family = wanted.partition("/")[0] + "/*"
+    for item in accept.split(","):
+        media_range, *params = item.split(";")
+        if media_range.strip().lower() not in ("*/*", family, wanted):
+            continue
+        refused = False
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    refused = float(value.strip()) <= 0
+                except ValueError:
+                    refused = False
+        if not refused:
+            return True
+    return False
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a `Content-Type` value is `application/json` (parameters such as charset allowed)."""
+    if content_type is None:
+        return False
+    return content_type.partition(";")[0].strip().lower() == "application/json"
 
 
 class Headers:

@@ -83,6 +83,11 @@ class Exchange:
         self.queue_send, self.queue = anyio.create_memory_object_stream[Message | Batch](256)
         return self.queue
 
+    def end_queue(self) -> None:
+        """No more routed messages: the reader sees the end of the queue (the server stops)."""
+        if self.queue_send is not None:
+            self.queue_send.close()
+
     def close_queue(self) -> None:
         if self.queue_send is not None:
             self.queue_send.close()

@@ -11,8 +11,16 @@ from urllib.parse import parse_qs
 import anyio
 
 from mcpcli import jsonrpc
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch
-from mcpcli.server.http_asgi import Headers, Receive, Scope, Send, error_body, plain, read_body
+from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
+from mcpcli.server.http_asgi import (
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    is_json,
+    plain,
+)
 from mcpcli.server.http_sessions import stream
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
@@ -46,9 +54,13 @@ async def sse_message(
     if session is None or not session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return
-    body = await read_body(receive, headers, app.options.max_body)
+    if not is_json(headers.get("content-type")):
+        await plain(send, 415, error_body(
+            None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
+        ), cors)
+        return
+    body = await app.receive_body(receive, send, headers, cors)
     if body is None:
-        await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
         return
     try:
         parsed = jsonrpc.parse(body, allow_batch=True)
@@ -62,6 +74,9 @@ async def sse_message(
         await plain(send, 400, error_body(None, INVALID_REQUEST, "Invalid request: batch too large"), cors)
         return
     session.last_seen = time.monotonic()
+    for message in parsed.messages if isinstance(parsed, Batch) else [parsed]:
+        if isinstance(message, Request):
+            session.sse_pending.add(message.id)
     try:
         await session.inbox.send(Envelope(parsed))
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):

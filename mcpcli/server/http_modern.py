@@ -35,7 +35,15 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import HEADER_MISMATCH
-from mcpcli.server.http_asgi import Headers, Receive, Send, error_body, plain
+from mcpcli.server.http_asgi import (
+    SHUTTING_DOWN,
+    SHUTTING_DOWN_MESSAGE,
+    Headers,
+    Receive,
+    Send,
+    error_body,
+    plain,
+)
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.session import log_unexpected
@@ -223,19 +231,32 @@ async def modern_post(
         tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
         status = 200
         response: Message
-        try:
-            result = await app.server.handle_modern(
-                message, exchange, transport="http", principal=app.principal, meta=meta
-            )
-            response = Response(rid, result)
-        except RPCError as exc:
-            status = exc.status if isinstance(exc, ModernError) else (
-                404 if exc.code == METHOD_NOT_FOUND else 200
-            )
-            response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
-        except Exception as exc:
-            log_unexpected(log, f"failed while answering {message.method}", exc)
-            response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+        stopped: list[bool] = []
+
+        def stop() -> None:  # the server's drain is over: end the call, and say so
+            stopped.append(True)
+            call.cancel()
+
+        with anyio.CancelScope() as call:
+            forget = app.on_stop(stop)
+            try:
+                result = await app.server.handle_modern(
+                    message, exchange, transport="http", principal=app.principal, meta=meta
+                )
+                response = Response(rid, result)
+            except RPCError as exc:
+                status = exc.status if isinstance(exc, ModernError) else (
+                    404 if exc.code == METHOD_NOT_FOUND else 200
+                )
+                response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
+            except Exception as exc:
+                log_unexpected(log, f"failed while answering {message.method}", exc)
+                response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+            finally:
+                forget()
+        if stopped:
+            status = 503
+            response = ErrorResponse(rid, ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE))
         await exchange.finish(response, status)
         tg.cancel_scope.cancel()
 

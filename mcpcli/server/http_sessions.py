@@ -28,6 +28,7 @@ from mcpcli import jsonrpc
 from mcpcli.jsonrpc import (
     INVALID_REQUEST,
     Batch,
+    ErrorObject,
     ErrorResponse,
     Message,
     Request,
@@ -35,7 +36,15 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import ALL_VERSIONS
-from mcpcli.server.http_asgi import Headers, Receive, Send, error_body, plain
+from mcpcli.server.http_asgi import (
+    SHUTTING_DOWN,
+    SHUTTING_DOWN_MESSAGE,
+    Headers,
+    Receive,
+    Send,
+    error_body,
+    plain,
+)
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
@@ -115,6 +124,8 @@ class LegacySession:
         self.ended = anyio.Event()
         self.replays: OrderedDict[int, Replay] = OrderedDict()
         self._streams = 0
+        #: HTTP+SSE (2024-11-05): requests posted and not answered yet on the stream.
+        self.sse_pending: set[RequestId] = set()
 
     def new_replay(self) -> Replay:
         self._streams += 1
@@ -155,6 +166,9 @@ class LegacySession:
             context = envelope.context if isinstance(envelope.context, Exchange) else None
             if self.sse_transport:
                 target = self.standalone
+                for sent in message.messages if isinstance(message, Batch) else [message]:
+                    if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
+                        self.sse_pending.discard(sent.id)
             elif isinstance(message, Batch):
                 target = context
             elif isinstance(message, (Response, ErrorResponse)):
@@ -257,14 +271,21 @@ async def _answer(
             poll = app.options.sse_poll_after
             if poll is not None and sse_ok and session.conn.version == "2025-11-25":
                 tg.start_soon(_poll_later, app, exchange, poll)
-            async with queue:
-                async for message in queue:
-                    if exchange.is_final(message):
-                        await exchange.finish(message)
-                        break
-                    await exchange.write(message)
-                else:
-                    await exchange.close()  # the session ended under us
+            forget = app.on_stop(exchange.end_queue)
+            try:
+                async with queue:
+                    async for message in queue:
+                        if exchange.is_final(message):
+                            await exchange.finish(message)
+                            break
+                        await exchange.write(message)
+                    else:
+                        if app.stopping and exchange.request_ids:
+                            await _shutting_down(exchange)
+                        else:
+                            await exchange.close()  # the session ended under us
+            finally:
+                forget()
         finally:
             for request in requests:
                 if session.pending.get(request.id) is exchange:
@@ -273,6 +294,14 @@ async def _answer(
             exchange.close_queue()
             session.last_seen = time.monotonic()
             tg.cancel_scope.cancel()
+
+
+async def _shutting_down(exchange: Exchange) -> None:
+    """Answer the requests of a POST the server stopped with errors that say so (503 if
+    nothing was sent yet), instead of a bare 202 that would leave the client waiting."""
+    error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
+    answers: list[Message] = [ErrorResponse(rid, error) for rid in exchange.request_ids]
+    await exchange.finish(Batch(answers) if exchange.batch else answers[0], 503)
 
 
 async def _watch_post(receive: Receive, exchange: Exchange) -> None:
@@ -360,6 +389,7 @@ async def stream(
         exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
         queue = exchange.open_queue()
         session.standalone = exchange
+        forget = app.on_stop(exchange.end_queue)
         try:
             if endpoint is not None:
                 await exchange.event(endpoint.encode("utf-8"), b"endpoint")
@@ -369,8 +399,15 @@ async def stream(
             async with queue:
                 async for message in queue:
                     await exchange.event(jsonrpc.encode(message))
+            if app.stopping and session.sse_transport:
+                # HTTP+SSE answers every request on this stream: the unanswered ones say why.
+                error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
+                for rid in list(session.sse_pending):
+                    await exchange.event(jsonrpc.encode(ErrorResponse(rid, error)))
+                session.sse_pending.clear()
             await exchange.close()
         finally:
+            forget()
             exchange.done = True
             exchange.close_queue()
             if session.standalone is exchange:

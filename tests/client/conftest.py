@@ -108,5 +108,5 @@ def task_tools(tmp_path: Path) -> Path:
 def served_tasks(task_tools: Path) -> Iterator[str]:
     """`mcp serve` over HTTP with the task tools; yields its URL."""
     port = free_port()
-    with listening([sys.executable, "-m", "mcpcli", "serve", str(task_tools), "--http", str(port)], port) as url:
+    with listening([sys.executable, "-m", "mcpcli", "serve", str(task_tools), "--http", str(port), "--no-auth"], port) as url:
         yield url

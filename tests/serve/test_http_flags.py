@@ -1,8 +1,10 @@
-"""`mcp serve --http` flags: extra allowed Host names and Origins (reverse proxies, web apps), SSE polling."""
+"""`mcp serve --http` flags: the bearer token (given, generated, or --no-auth), extra allowed
+Host names and Origins (reverse proxies, web apps), SSE polling."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -26,7 +28,7 @@ def _serving(args: list[str], log: Path) -> Iterator[str]:
     port = free_port()
     with open(log, "w") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli", "serve", *args, "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "mcpcli", "serve", *args, "--http", f"127.0.0.1:{port}", "--no-auth"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
         )
     try:
@@ -63,6 +65,106 @@ def test_extra_host_and_origin_are_accepted_others_refused(served: str) -> None:
     assert _post(served, Host="evil.example") == 403               # DNS rebinding stays blocked
     assert _post(served, Origin="https://app.example") == 200
     assert _post(served, Origin="https://evil.example") == 403
+
+
+# -- the token: given, generated (the default), or none with --no-auth ----------------------
+
+
+def test_without_a_token_one_is_generated_and_shown_once_on_stderr(tmp_path: Path) -> None:
+    """Loopback is shared by every local user: the default server needs a token, shown on stderr."""
+    import httpx
+
+    port = free_port()
+    log, out = tmp_path / "serve.log", tmp_path / "serve.out"
+    with open(log, "w") as err, open(out, "w") as stdout:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", str(REPO / "examples/tools.yaml"),
+             "--http", f"127.0.0.1:{port}"],
+            stdin=subprocess.DEVNULL, stdout=stdout, stderr=err,
+        )
+    try:
+        wait_until(lambda: proc.poll() is not None or "serving" in log.read_text(), what="the server")
+        assert proc.poll() is None, log.read_text()
+        text = log.read_text()
+        found = re.search(r"MCP_BEARER_TOKEN=(\S+) mcp tools list (\S+)", text)
+        assert found, text
+        token, url = found.groups()
+        assert url == f"http://127.0.0.1:{port}/mcp"
+        assert len(token) >= 43 and text.count(token) == 2, text  # the command line and the JSON
+        snippet = json.loads(next(line for line in text.splitlines() if "mcpServers" in line))
+        assert snippet == {"mcpServers": {"tools": {
+            "type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}}}
+        base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        assert httpx.post(url, json=INIT, headers=base, timeout=10).status_code == 401
+        wrong = {**base, "Authorization": "Bearer " + token[:-1]}
+        assert httpx.post(url, json=INIT, headers=wrong, timeout=10).status_code == 401
+        listed = mcp("tools", "list", url, "--json", env={"MCP_BEARER_TOKEN": token})  # as printed
+        assert listed.code == 0, listed
+        assert "word_count" in listed.stdout
+        refused = mcp("tools", "list", url, "--no-auth")
+        assert refused.code == 3, refused
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    assert out.read_text() == ""  # stdout carries data only
+    assert log.read_text().count("generated a bearer token") == 1
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--http", "0.0.0.0:0", "--no-auth"], "binding beyond loopback needs --auth-token"),
+    (["--http", "0", "--no-auth", "--auth-token", "t"], "contradict each other"),
+    (["--no-auth"], "--no-auth applies to --http only"),
+])
+def test_no_auth_is_for_loopback_http_only(args: list[str], fragment: str) -> None:
+    r = mcp("serve", str(REPO / "examples/tools.yaml"), *args)
+    assert r.code == 2, r
+    assert fragment in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# -- stopping with calls in flight -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [[], ["--protocol", "2025-11-25"]], ids=["2026", "2025"])
+def test_sigterm_answers_a_running_call_and_our_client_exits_4(tmp_path: Path, protocol: list[str]) -> None:
+    """SIGTERM: the call in flight is answered "server shutting down" after the drain; the client
+    reports it at once (exit 4) instead of waiting out its timeout."""
+    marker = tmp_path / "started"
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(
+        "version: 1\ntools:\n  - name: slow\n    description: Starts, then takes a minute.\n"
+        "    run:\n      shell: sh\n"
+        f"      script: 'touch {marker}; sleep 60'\n"
+    )
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with open(log, "w") as fh:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", str(tools), "--http", f"127.0.0.1:{port}", "--no-auth"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+        )
+    client = None
+    try:
+        wait_until(lambda: server.poll() is not None or "serving" in log.read_text(), what="the server")
+        client = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "tools", "call", f"http://127.0.0.1:{port}/mcp", "slow",
+             "--timeout", "120", *protocol],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        wait_until(lambda: marker.exists() or client.poll() is not None, what="the tool to start")
+        assert client.poll() is None
+        server.send_signal(signal.SIGTERM)
+        out, err = client.communicate(timeout=30)  # the drain is 2 s; the call's timeout 120 s
+        assert client.returncode == 4, err
+        assert "server shutting down" in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert out == ""
+        assert server.wait(timeout=30) in (0, 130)
+    finally:
+        for proc in (client, server):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_allow_flags_need_http() -> None:

@@ -125,7 +125,7 @@ def test_a_failing_stateless_call_over_http_logs_one_line(tmp_path: Path) -> Non
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mcpcli", "serve", "tools.yaml", "--http",
-                                 f"127.0.0.1:{port}"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                                 f"127.0.0.1:{port}", "--no-auth"], cwd=tmp_path, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=log)
     try:
         wait_until(lambda: proc.poll() is not None or "serving" in log_path.read_text(), what="the server")

@@ -98,7 +98,7 @@ def http_server(tools_path: Path, tmp_path: Path) -> Iterator[tuple[str, subproc
     log = tmp_path / "server.log"
     with open(log, "w") as log_file:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "mcpcli", "serve", str(tools_path), "--http", f"127.0.0.1:{port}"],
+            [sys.executable, "-m", "mcpcli", "serve", str(tools_path), "--http", f"127.0.0.1:{port}", "--no-auth"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file, env=env,
         )
     url = f"http://127.0.0.1:{port}/mcp"

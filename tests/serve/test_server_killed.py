@@ -131,7 +131,7 @@ def test_killing_an_http_server_ends_its_tool_processes(tmp_path: Path, tool: st
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "mcpcli", "serve", "tools.yaml",
-                                 "--http", f"127.0.0.1:{port}"], cwd=tmp_path,
+                                 "--http", f"127.0.0.1:{port}", "--no-auth"], cwd=tmp_path,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}/mcp"
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

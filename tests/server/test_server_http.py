@@ -544,12 +544,63 @@ async def test_nesting_bombs_and_huge_batches_over_http(server: Server) -> None:
         assert (await http.post(sse, content=b"[" * 100_000)).status_code == 404  # unknown session first
 
 
-async def test_json_only_clients_and_cors_preflight(server: Server) -> None:
+@pytest.mark.parametrize("accept", ["application/json", "text/event-stream", "text/html",
+                                    "application/json, text/event-stream;q=0"])
+async def test_a_post_that_cannot_take_json_and_sse_gets_406(server: Server, accept: str) -> None:
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
-        body, headers = modern_request("tools/call", {"name": "progress", "_meta": {"progressToken": 1}})
-        response = await http.post(url, json=body, headers={**headers, "Accept": "application/json"})
-        assert response.headers["content-type"] == "application/json"  # notifications were dropped
-        assert response.json()["result"]["content"][0]["text"] == "done"
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        response = await http.post(url, json=body, headers={**headers, "Accept": accept})
+        assert response.status_code == 406
+        assert response.json()["error"]["code"] == -32600
+        assert "Not Acceptable" in response.json()["error"]["message"]
+        legacy = await http.post(url, json=INIT, headers={**LEGACY_HEADERS, "Accept": accept})
+        assert legacy.status_code == 406
+        assert "mcp-session-id" not in legacy.headers
+
+
+@pytest.mark.parametrize("accept", ["*/*", "application/*, text/*", "application/json, */*;q=0.1", None])
+async def test_wildcard_or_absent_accept_is_acceptable(server: Server, accept: str | None) -> None:
+    async with running(server) as url:
+        body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        headers = {k: v for k, v in headers.items() if k != "Accept"}
+        if accept is not None:
+            headers["Accept"] = accept
+        status, answer = await raw_post(url, body, headers)  # httpx would add its own Accept
+        assert status == 200, answer
+        assert answer["result"]["content"][0]["text"] == "x"
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded",
+                                          "application/jsonl"])
+async def test_a_post_that_is_not_json_gets_415(server: Server, content_type: str | None) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        body, headers = modern_request("tools/list")
+        headers = {k: v for k, v in headers.items() if k != "Content-Type"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        status, answer = await raw_post(url, body, headers)
+        assert status == 415
+        assert answer["error"]["code"] == -32600
+        assert "Unsupported Media Type" in answer["error"]["message"]
+        ok, _ = await raw_post(url, body, {**headers, "Content-Type": "Application/JSON; charset=utf-8"})
+        assert ok == 200
+        # The 2024-11-05 transport's message endpoint too.
+        sse_url = url.rsplit("/", 1)[0] + "/sse"
+        async with http.stream("GET", sse_url, headers={"Accept": "text/event-stream"}) as stream:
+            endpoint = ""
+            async for line in stream.aiter_lines():
+                if line.startswith("data:"):
+                    endpoint = line[5:].strip()
+                    break
+            messages_url = url.split("/mcp")[0] + endpoint
+            plain_text = await http.post(messages_url, content=json.dumps(INIT),
+                                         headers={"Content-Type": "text/plain"})
+            assert plain_text.status_code == 415
+            assert plain_text.json()["error"]["code"] == -32600
+
+
+async def test_cors_preflight(server: Server) -> None:
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         port = url.split(":")[2].split("/")[0]
         origin = f"http://localhost:{port}"
         preflight = await http.options(url, headers={"Origin": origin, "Access-Control-Request-Method": "POST"})
@@ -558,3 +609,204 @@ async def test_json_only_clients_and_cors_preflight(server: Server) -> None:
         assert "mcp-session-id" in preflight.headers["access-control-allow-headers"]
         foreign = await http.options(url, headers={"Origin": "https://evil.example.com"})
         assert foreign.status_code == 403
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+@pytest.mark.parametrize(("tool", "kind"), [("slow", "application/json"), ("gate", "text/event-stream")])
+async def test_stopping_answers_calls_in_flight_with_a_shutdown_error(
+    backend: DemoBackend, server: Server, era: str, tool: str, kind: str,
+) -> None:
+    """A call still running when the drain ends is answered (503 or a final SSE event), never a bare 202."""
+    from mcpcli.server import HttpOptions
+
+    answers: list[httpx.Response] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=0.2)) as url:
+                    params: dict[str, Any] = {"name": tool, "_meta": {"progressToken": 7}}
+                    if era == "modern":
+                        body, headers = modern_request("tools/call", params, rid=5)
+                        body["params"]["_meta"]["progressToken"] = 7
+                    else:
+                        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+                        headers = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"],
+                                   "Mcp-Protocol-Version": "2025-11-25"}
+                        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                        headers=headers)
+                        body = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}
+
+                    async def call() -> None:
+                        answers.append(await http.post(url, json=body, headers=headers))
+
+                    outer.start_soon(call)
+                    await backend.started.wait()
+                # serve_http was cancelled: after the drain the call must have been answered.
+    (response,) = answers
+    assert response.headers["content-type"] == kind
+    if kind == "application/json":
+        assert response.status_code == 503, response.text
+    final = messages(response)[-1]
+    assert final == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}
+    assert backend.cancelled.is_set() or tool == "gate"
+
+
+async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: Server) -> None:
+    """Once shutdown begins, a new request is refused at once while running calls drain."""
+    from mcpcli.server import HttpOptions
+
+    refused: list[httpx.Response] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=5)) as url:
+                    body, headers = modern_request("tools/call", {"name": "gate"})
+
+                    async def call() -> None:
+                        await http.post(url, json=body, headers=headers)
+
+                    async def late() -> None:
+                        ping, ping_headers = modern_request("tools/list", rid=9)
+                        while not refused:  # bounded by fail_after; the server is draining
+                            response = await http.post(url, json=ping, headers=ping_headers)
+                            if response.status_code == 503:
+                                refused.append(response)
+                            else:
+                                await anyio.sleep(0.02)
+                        backend.gate.set()  # let the running call finish within the drain
+
+                    outer.start_soon(call)
+                    await backend.started.wait()
+                    outer.start_soon(late)
+    assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down"}
+
+
+async def _read_all(stream: Any) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    data = b""
+    try:
+        while True:
+            data += await stream.receive()
+    except (anyio.EndOfStream, anyio.BrokenResourceError):
+        return data
+
+
+async def test_slow_heads_are_closed_and_do_not_keep_real_calls_out(server: Server) -> None:
+    """Slowloris: more half-sent heads than the cap; a real call still gets through, the
+    newest slow ones get 408 at their deadline, the oldest were evicted to make room."""
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(head_timeout=1.0, max_waiting=8)) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        slow = []
+        for _ in range(24):
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            slow.append(stream)
+        try:
+            async with http_client(url) as client:
+                assert (await client.call_tool("echo", {"text": "through"}))["content"][0]["text"] == "through"
+            with anyio.fail_after(10):
+                assert (await _read_all(slow[-1])).startswith(b"HTTP/1.1 408 ")
+                assert await _read_all(slow[0]) == b""  # evicted without a word
+        finally:
+            for stream in slow:
+                await stream.aclose()
+
+
+async def test_a_body_that_does_not_arrive_in_time_gets_408(server: Server) -> None:
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(body_timeout=1.0)) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                    "Accept: application/json, text/event-stream", "Content-Length: 100"]
+            await stream.send(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"jsonrpc":')
+            with anyio.fail_after(10):
+                assert (await _read_all(stream)).startswith(b"HTTP/1.1 408 ")
+
+
+async def test_requests_beyond_max_work_get_503(backend: DemoBackend, server: Server) -> None:
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(max_work=1)) as url, \
+            httpx.AsyncClient(timeout=10) as http, anyio.create_task_group() as tg:
+        body, headers = modern_request("tools/call", {"name": "gate"})
+
+        async def hold() -> None:
+            await http.post(url, json=body, headers=headers)
+
+        tg.start_soon(hold)
+        await backend.started.wait()
+        listed, list_headers = modern_request("tools/list", rid=2)
+        busy = await http.post(url, json=listed, headers=list_headers)
+        assert busy.status_code == 503
+        assert busy.headers["retry-after"] == "1"
+        assert busy.json()["error"]["code"] == -32000
+        backend.gate.set()
+
+
+async def test_bodies_beyond_the_shared_budget_get_503_unread(server: Server) -> None:
+    """The bytes of bodies being received are bounded over all requests, not only per request."""
+    from mcpcli.server import HttpOptions
+
+    options = HttpOptions(max_body=1000, body_budget=1000, body_wait=0.2)
+    async with running(server, options=options) as url, httpx.AsyncClient(timeout=10) as http:
+        port = int(url.split(":")[2].split("/")[0])
+        body, headers = modern_request("tools/list")
+        held = await anyio.connect_tcp("127.0.0.1", port)
+        head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                "Accept: application/json, text/event-stream", "Content-Length: 900"]
+        await held.send(("\r\n".join(head) + "\r\n\r\n").encode() + b'{"jsonrpc":')  # 900 bytes reserved
+        try:
+            with anyio.fail_after(10):
+                while True:  # until the held request has reserved its share
+                    busy = await http.post(url, json=body, headers=headers)
+                    if busy.status_code == 503:
+                        break
+                    await anyio.sleep(0.01)
+            assert busy.headers["retry-after"] == "1"
+            assert busy.json()["error"]["code"] == -32000
+            assert "too many request bodies" in busy.json()["error"]["message"]
+        finally:
+            await held.aclose()
+        with anyio.fail_after(10):
+            while (ok := await http.post(url, json=body, headers=headers)).status_code == 503:
+                await anyio.sleep(0.01)  # until the server noticed the held connection closed
+        assert ok.status_code == 200
+        assert "tools" in ok.json()["result"]
+
+
+async def test_stopping_answers_a_2024_http_sse_call_on_its_stream(backend: DemoBackend, server: Server) -> None:
+    """HTTP+SSE (2024-11-05): the unanswered call gets its shutdown error on the session's stream."""
+    from mcpcli.server import HttpOptions
+
+    events: list[dict[str, str]] = []
+    async with httpx.AsyncClient(timeout=10) as http:
+        with anyio.fail_after(15):
+            async with anyio.create_task_group() as outer:
+                async with running(server, options=HttpOptions(drain=0.2)) as url:
+                    base = url.split("/mcp")[0]
+                    endpoint = anyio.Event()
+
+                    async def listen() -> None:
+                        async with http.stream("GET", base + "/sse", headers={"Accept": "text/event-stream"}) as s:
+                            text = ""
+                            async for chunk in s.aiter_text():
+                                text += chunk
+                                events[:] = _events(text)
+                                if events and not endpoint.is_set():
+                                    endpoint.set()
+
+                    outer.start_soon(listen)
+                    await endpoint.wait()
+                    messages_url = base + events[0]["data"]
+                    old = {**INIT, "params": {**INIT["params"], "protocolVersion": "2024-11-05"}}
+                    await http.post(messages_url, json=old)
+                    await http.post(messages_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "slow"}}
+                    assert (await http.post(messages_url, json=call)).status_code == 202
+                    await backend.started.wait()
+    answers = [json.loads(e["data"]) for e in events if e.get("event") == "message"]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}

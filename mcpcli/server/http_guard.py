@@ -1,0 +1,145 @@
+"""Connection limits for `mcp serve --http` under uvicorn (slowloris and friends).
+
+uvicorn bounds neither the time to receive a request head nor its body, and its
+`limit_concurrency` counts every open connection: a thousand clients trickling a
+header byte every few seconds made every real call get 503. `guarded_protocol`
+subclasses uvicorn's httptools protocol so that:
+
+* a request head must arrive within `head_timeout` seconds of the connection (or of
+  its first byte on a kept-alive connection), and its body within `body_timeout`
+  of the head: otherwise 408 (when no response has started) and the connection closes;
+* connections without a request in progress are capped at `max_waiting`, in two
+  tables: those that have not completed a request yet (slow or idle newcomers) and
+  those idle between keep-alive requests (uvicorn's keep-alive timeout closes them
+  too); a connection beyond a table's cap evicts that table's oldest, so a flood of
+  slow connections neither exhausts descriptors nor pushes out a client's kept-alive
+  connection or keeps a new client from being served;
+* requests being handled (SSE streams included) are capped separately at `max_work`;
+  beyond it a request gets 503 with a JSON-RPC error body and `Retry-After`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.server.http_asgi import SERVER_BUSY, Receive, Scope, Send, error_body, plain
+
+if TYPE_CHECKING:
+    from mcpcli.server.http_app import HttpOptions
+
+__all__ = ["guarded_protocol"]
+
+_TIMEOUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 15\r\n"
+    b"connection: close\r\n\r\nRequest Timeout"
+)
+
+
+async def _busy(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer when `max_work` requests are already being handled."""
+    body = error_body(None, SERVER_BUSY, "server busy: too many requests in progress")
+    await plain(send, 503, body, [(b"retry-after", b"1")])  # uvicorn discards an unread body
+
+
+def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
+    """A uvicorn HTTP protocol class enforcing `options`' timeouts and connection caps.
+
+    Each call makes a class with its own table of waiting connections (one per server).
+    """
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    fresh: OrderedDict[Guarded, None] = OrderedDict()  # no request completed yet
+    idle: OrderedDict[Guarded, None] = OrderedDict()  # between keep-alive requests
+
+    class Guarded(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._real_app = self.app
+            self._head_timer: asyncio.TimerHandle | None = None
+            self._body_timer: asyncio.TimerHandle | None = None
+
+        # -- states: waiting for a head, receiving a body, idle -----------------------
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm_head()
+            self._wait(fresh)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._unlist()
+            self._cancel_timers()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._head_timer is None:  # the first byte of a request on a kept-alive connection
+                self._arm_head()
+
+        def on_headers_complete(self) -> None:
+            self._unlist()
+            self._cancel_timers()
+            self._body_timer = self.loop.call_later(options.body_timeout, self._expire, False)
+            self.app = _busy if len(self.tasks) >= options.max_work else self._real_app
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            pipelined = bool(self.pipeline)
+            super().on_response_complete()
+            if not pipelined and not self.transport.is_closing():
+                self._wait(idle)  # until the next request (or uvicorn's keep-alive timeout)
+
+        # -- enforcement --------------------------------------------------------------
+
+        def _wait(self, table: OrderedDict[Guarded, None]) -> None:
+            self._unlist()
+            table[self] = None
+            while len(table) > options.max_waiting:
+                oldest, _ = table.popitem(last=False)
+                oldest._close(respond=False)
+
+        def _unlist(self) -> None:
+            fresh.pop(self, None)
+            idle.pop(self, None)
+
+        def _arm_head(self) -> None:
+            self._cancel_timers()
+            self._head_timer = self.loop.call_later(options.head_timeout, self._expire, True)
+
+        def _cancel_timers(self) -> None:
+            for timer in (self._head_timer, self._body_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._head_timer = self._body_timer = None
+
+        def _expire(self, head: bool) -> None:
+            self._head_timer = self._body_timer = None
+            cycle = self.cycle
+            if head:  # the cycle (if any) is the previous request's
+                idle = cycle is None or cycle.response_complete
+            else:  # the cycle is this request's
+                idle = cycle is not None and not cycle.response_started
+            self._close(respond=idle)
+
+        def _close(self, *, respond: bool) -> None:
+            """Close this connection, after a 408 if `respond`."""
+            self._unlist()
+            self._cancel_timers()
+            if self.transport.is_closing():
+                return
+            if respond:
+                self.transport.write(_TIMEOUT)
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True  # the app sees a disconnect; its writes are dropped
+                cycle.message_event.set()
+            self.transport.close()
+
+    return Guarded
