@@ -28,6 +28,7 @@ __all__ = [
     "RequestId",
     "Response",
     "encode",
+    "loads",
     "parse",
     "parse_obj",
 ]
@@ -188,6 +189,11 @@ def _finite_float(text: str) -> float:
 # NaN, Infinity (Python extensions) and 1e999 (inf) would decode but never encode
 # again (`allow_nan=False`), so a message echoing them could not be sent: refuse them.
 _decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def loads(text: str) -> Any:
+    """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back."""
+    return _decoder.decode(text)
 
 
 def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
