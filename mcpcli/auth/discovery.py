@@ -255,7 +255,7 @@ def _parse_body(body: bytes, content_type: str | None) -> JSON | None:
         return dict(parse_qsl(text))
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." from a hostile server
         return None
     return doc if isinstance(doc, dict) else None
 

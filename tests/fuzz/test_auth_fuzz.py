@@ -1,0 +1,103 @@
+"""OAuth parsing: `WWW-Authenticate` challenges and authorization server metadata.
+
+Properties: any header values give a `Challenge` or None, never an exception;
+well-formed challenges (RFC 9110 auth-params, quoted or token values, several
+challenges in one header) round trip; metadata bodies of any bytes parse to an
+object or None (`_parse_body`) or raise ValueError (`HttpResponse.json`); any
+metadata document gives an `AuthServer` or the documented `AuthError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from fuzz.strategies import NASTY_JSON, dumps, json_objects, json_values
+from mcpcli.auth.discovery import Fetcher, _auth_server_from, _parse_body, parse_www_authenticate
+from mcpcli.errors import AuthError
+from mcpcli.transports._http import HttpResponse
+
+TOKEN = st.from_regex(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,10}", fullmatch=True)
+PARAM_NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True)
+#: What a quoted-string may carry: visible ASCII, space, tab, obs-text (as str).
+QUOTED_TEXT = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f")
+                      | st.just("\t"), max_size=20)
+
+
+def quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@st.composite
+def challenge(draw: st.DrawFn, scheme: str) -> tuple[str, dict[str, str]]:
+    params = draw(st.dictionaries(PARAM_NAME, QUOTED_TEXT | TOKEN, max_size=4))
+    parts = []
+    for name, value in params.items():
+        as_token = value and all(c.isalnum() or c in "!#$%&'*+.^_`|~-" for c in value)
+        shown = value if as_token and draw(st.booleans()) else quote(value)
+        parts.append(f"{name}{draw(st.sampled_from(['=', ' = ', '=']))}{shown}")
+    text = scheme + (" " + ", ".join(parts) if parts else "")
+    return text, params
+
+
+@given(st.lists(st.text(max_size=60) | st.text(st.sampled_from('Bearer ,="\\\t='), max_size=30), max_size=3))
+@example(['Bearer realm="unterminated'])
+@example(["Bearer ==="])
+@example(['Bearer a="\\'])
+@example(["=, Bearer"])
+def test_any_header_values(values: list[str]) -> None:
+    found = parse_www_authenticate(values)
+    if found is not None:
+        assert found.scheme.lower() == "bearer"
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in found.params.items())
+        _ = found.scope, found.error, found.resource_metadata
+
+
+@given(st.data(), st.lists(TOKEN.filter(lambda t: t.lower() != "bearer"), max_size=2),
+       st.sampled_from(["Bearer", "bearer", "BEARER"]))
+def test_challenges_round_trip(data: st.DataObject, others: list[str], bearer: str) -> None:
+    rendered = [data.draw(challenge(scheme)) for scheme in others]
+    text, params = data.draw(challenge(bearer))
+    rendered.insert(data.draw(st.integers(min_value=0, max_value=len(rendered))), (text, params))
+    header = ", ".join(r[0] for r in rendered)
+    found = parse_www_authenticate([header])
+    assert found is not None
+    assert found.params == params
+    # Also when each challenge comes in its own header field.
+    found = parse_www_authenticate([r[0] for r in rendered])
+    assert found is not None
+    assert found.params == params
+
+
+@given(st.binary(max_size=300) | json_values.map(dumps) | st.sampled_from(NASTY_JSON),
+       st.sampled_from([None, "application/json", "application/x-www-form-urlencoded"]))
+def test_metadata_bodies(body: bytes, content_type: str | None) -> None:
+    doc = _parse_body(body, content_type)
+    assert doc is None or isinstance(doc, dict)
+    try:
+        HttpResponse(200, {}, body, "https://as.example/").json()
+    except ValueError:
+        pass
+
+
+@given(json_objects | st.fixed_dictionaries(
+    {"token_endpoint": st.sampled_from(["https://as.example/token", "http://127.0.0.1:1/t", "ftp://x",
+                                        "https://u:p@as.example/", "https://as.example/#f", ""]) | json_values},
+    optional={
+        k: st.sampled_from(["https://as.example/x", "javascript:alert(1)", "http://evil.example/"]) | json_values
+        for k in ("authorization_endpoint", "registration_endpoint", "revocation_endpoint", "issuer")
+    } | {k: st.lists(st.text(max_size=8), max_size=3) | json_values for k in (
+        "code_challenge_methods_supported", "scopes_supported", "grant_types_supported")},
+))
+def test_auth_server_metadata(doc: dict[str, Any]) -> None:
+    fetcher = Fetcher("https://mcp.example/mcp", allow_private=False)
+    try:
+        server = _auth_server_from(doc, "https://as.example/.well-known/oauth-authorization-server", fetcher)
+    except AuthError:
+        return
+    assert isinstance(server.token_endpoint, str)
+    for name in ("code_challenge_methods_supported", "scopes_supported", "grant_types_supported"):
+        value = getattr(server, name)
+        assert value is None or all(isinstance(v, str) for v in value)
