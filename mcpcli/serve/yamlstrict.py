@@ -326,6 +326,8 @@ def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
         raise YamlProblems([Problem(file, line, col, f"invalid YAML: {message}", hint)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - PyYAML errors are marked
         raise YamlProblems([Problem(file, 0, 0, f"invalid YAML: {exc}")]) from None
+    except RecursionError:  # PyYAML composes nested collections recursively: "[[[[..."
+        raise YamlProblems([Problem(file, 1, 1, "the document is nested too deeply")]) from None
     if not nodes:
         raise YamlProblems([Problem(file, 1, 1, "the file is empty", "start with `version: 1`")])
     if len(nodes) > 1:
