@@ -29,6 +29,9 @@ __all__ = ["Marks", "Problem", "YamlProblems", "load"]
 
 #: Nodes built before we decide the document is an alias bomb.
 MAX_NODES = 200_000
+#: `[`/`{` nesting PyYAML may scan: its scanner slows down cubically with flow depth
+#: ("[" * 3000 took seconds), and no real tools.yaml nests flow collections this deep.
+MAX_FLOW_DEPTH = 100
 
 Path = tuple[Any, ...]
 
@@ -298,6 +301,27 @@ def _decode(data: bytes, file: str) -> str:
         ) from None
 
 
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """PyYAML's SafeLoader, refusing flow collections nested deeper than MAX_FLOW_DEPTH."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+                if self.flow_level >= MAX_FLOW_DEPTH:
+                    raise yaml.scanner.ScannerError(
+                        None, None, f"[ and {{ nested more than {MAX_FLOW_DEPTH} deep", self.get_mark()
+                    )
+                super().fetch_flow_collection_start(TokenClass)
+
+        _LOADER = Loader
+    return _LOADER
+
+
 def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
     """Parse one YAML document strictly; raise `YamlProblems` listing every error found."""
     import yaml
@@ -314,7 +338,7 @@ def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
                              "tab character used for indentation", "YAML indents with spaces only")]
                 )
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=_loader()))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = _position(mark)

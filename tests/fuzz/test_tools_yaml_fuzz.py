@@ -69,7 +69,7 @@ def test_seeds_load() -> None:
 
 @FEWER
 @given(st.binary(max_size=300) | st.text(max_size=300))
-@example("[" * 3000)  # PyYAML's composer recursed out (RecursionError)
+@example("[" * 3000)  # RecursionError out of PyYAML's composer, after seconds of scanning
 @example("- " * 3000 + "x")
 @example("{a: " * 3000)
 @example(b"\xef\xbb\xbfversion: 1\n\xff")
@@ -123,6 +123,5 @@ def test_mutated_seeds(data: st.DataObject, seed: bytes) -> None:
 
 
 def test_billion_laughs_is_refused() -> None:
-    with pytest.raises(ToolsFileError, match="expands to more than"):
+    with pytest.raises(ToolsFileError, match=r"^fuzz/tools\.yaml:\d+:\d+: .*expands to more than"):
         parse_config(BILLION_LAUGHS, FILE, environ={})
-    assert load(BILLION_LAUGHS) is None
