@@ -26,9 +26,9 @@ scalars = (
 json_values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
-    max_leaves=12,
+    max_leaves=8,
 )
-json_objects = st.dictionaries(ANY_TEXT, json_values, max_size=5)
+json_objects = st.dictionaries(ANY_TEXT, json_values, max_size=4)
 
 #: JSON-RPC ids, valid and not: huge and negative integers, empty and non-ASCII strings.
 odd_ids = (

@@ -66,7 +66,7 @@ def test_valid_messages_round_trip(msg: dict[str, Any]) -> None:
     assert json.loads(jsonrpc.encode(message)) == msg
 
 
-@given(st.lists(messages(), min_size=1, max_size=4))
+@given(st.lists(messages(), min_size=1, max_size=3))
 def test_batches_round_trip(msgs: list[dict[str, Any]]) -> None:
     batch = check_parse(dumps(msgs))
     assert isinstance(batch, jsonrpc.Batch)
