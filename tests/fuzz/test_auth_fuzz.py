@@ -4,18 +4,29 @@ Properties: any header values give a `Challenge` or None, never an exception;
 well-formed challenges (RFC 9110 auth-params, quoted or token values, several
 challenges in one header) round trip; metadata bodies of any bytes parse to an
 object or None (`_parse_body`) or raise ValueError (`HttpResponse.json`); any
-metadata document gives an `AuthServer` or the documented `AuthError`.
+metadata document gives an `AuthServer` or the documented `AuthError`; any
+token endpoint answer gives a usable `TokenResponse` (an expiry that can be
+shown as a date) or an `OAuthError`.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
+import anyio
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, dumps, json_objects, json_values
-from mcpcli.auth.discovery import Fetcher, _auth_server_from, _parse_body, parse_www_authenticate
+from mcpcli.auth.discovery import (
+    AuthServer,
+    Fetcher,
+    _auth_server_from,
+    _parse_body,
+    parse_www_authenticate,
+)
+from mcpcli.auth.tokens import ClientInfo, OAuthError, request_token
 from mcpcli.errors import AuthError
 from mcpcli.transports._http import HttpResponse
 
@@ -102,3 +113,50 @@ def test_auth_server_metadata(doc: dict[str, Any]) -> None:
     for name in ("code_challenge_methods_supported", "scopes_supported", "grant_types_supported"):
         value = getattr(server, name)
         assert value is None or all(isinstance(v, str) for v in value)
+
+
+class AnsweringFetcher(Fetcher):
+    """A fetcher whose token endpoint answers with a given body (no network)."""
+
+    body: bytes = b""
+    content_type: str | None = "application/json"
+
+    async def guard(self, url: str, what: str) -> str:
+        return url
+
+    async def post_form(self, url: str, what: str, data: Any, headers: Any = None) -> tuple[int, Any, str]:
+        return 200, _parse_body(self.body, self.content_type), self.body.decode("utf-8", "replace")
+
+
+token_bodies = st.fixed_dictionaries(
+    {"access_token": st.sampled_from(["tok", ""]) | json_values},
+    optional={
+        "token_type": st.sampled_from(["Bearer", "bearer", "mac"]) | json_values,
+        "expires_in": st.sampled_from([3600, "3600", 1e300, 10**30, -5, "1e999", "nan", "inf", True])
+        | json_values,
+        "refresh_token": st.text(max_size=5) | json_values,
+        "scope": st.text(max_size=8) | json_values,
+    },
+).map(dumps) | st.binary(max_size=100) | st.sampled_from([b'{"access_token": "t", "expires_in": NaN}'])
+
+
+@given(token_bodies, st.sampled_from(["application/json", "application/x-www-form-urlencoded", None]))
+@example(b'{"access_token": "t", "expires_in": "1e999"}', "application/json")  # inf: `mcp auth status` crashed
+@example(b'{"access_token": "t", "expires_in": NaN}', "application/json")
+@example(b'{"access_token": "t", "expires_in": 1e300}', "application/json")
+def test_token_responses(body: bytes, content_type: str | None) -> None:
+    fetcher = AnsweringFetcher("https://mcp.example/mcp")
+    fetcher.body, fetcher.content_type = body, content_type
+    server = AuthServer(issuer=None, authorization_endpoint=None, token_endpoint="https://as.example/token")
+
+    async def call() -> Any:
+        return await request_token(fetcher, server, ClientInfo("client"), {"grant_type": "refresh_token"})
+
+    try:
+        tokens = anyio.run(call)
+    except OAuthError:
+        return
+    assert isinstance(tokens.access_token, str) and tokens.access_token
+    if tokens.expires_at is not None:  # what `mcp auth status` shows
+        datetime.fromtimestamp(tokens.expires_at, tz=timezone.utc).isoformat()
+        int(tokens.expires_at - tokens.obtained_at)
