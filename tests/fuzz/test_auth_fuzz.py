@@ -160,3 +160,29 @@ def test_token_responses(body: bytes, content_type: str | None) -> None:
     if tokens.expires_at is not None:  # what `mcp auth status` shows
         datetime.fromtimestamp(tokens.expires_at, tz=timezone.utc).isoformat()
         int(tokens.expires_at - tokens.obtained_at)
+
+
+urls = st.text(max_size=40) | st.builds(
+    "{}{}{}{}{}{}".format,
+    st.sampled_from(["https://", "http://", "HTTPS://", "javascript:", "ftp://", "//", "", "-https://"]),
+    st.sampled_from(["", "u:p@", "@", "a@b@"]),
+    st.sampled_from(["as.example", "127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "[v1.x]", "[::1",
+                     "10.0.0.1", "xn--bcher-kva.example", "bücher.example", "", "%00", "a b"]),
+    st.sampled_from(["", ":0", ":443", ":99999", ":abc", ":"]),
+    st.sampled_from(["", "/", "/token", "/a/../b", "/%0a", "/%action"]),
+    st.sampled_from(["", "?x=1", "#frag", "?\n", "#"]),
+)
+
+
+@given(urls, urls)
+@example("https://[::1", "https://as.example/")
+def test_url_checks(url: str, other: str) -> None:
+    from mcpcli.auth.urls import check_browser_url, check_endpoint_url, resource_matches
+
+    for check in (check_browser_url, lambda u: check_endpoint_url(u, "token_endpoint")):
+        try:
+            checked = check(url)
+        except AuthError:
+            continue
+        assert checked == url
+    assert isinstance(resource_matches(url, other), bool)
