@@ -133,7 +133,7 @@ def test_server_reader_small_cap(data: st.DataObject, stream: bytes, cap: int) -
 @given(st.data(), stream_bytes)
 def test_client_stdout(data: st.DataObject, stream: bytes) -> None:
     whole = client_outcome([stream])
-    assert whole[-1][0] == "ServerExited"
+    assert whole[-1][0] in ("ServerExited", "ProtocolError")  # the pump ends with an error
     for item in whole:
         if not isinstance(item, tuple):
             jsonrpc.encode(item).decode("utf-8")
@@ -143,4 +143,4 @@ def test_client_stdout(data: st.DataObject, stream: bytes) -> None:
 @given(st.data(), st.binary(max_size=400), st.integers(min_value=1, max_value=64))
 def test_client_stdout_small_cap(data: st.DataObject, stream: bytes, cap: int) -> None:
     items = client_outcome(data.draw(chunked(stream)), cap=cap)
-    assert items[-1][0] == "ServerExited"
+    assert items[-1][0] in ("ServerExited", "ProtocolError")
