@@ -5,7 +5,8 @@ build the Python values ourselves instead of using its constructors, so that:
 
 * duplicate keys are errors (PyYAML silently keeps the last one);
 * plain scalars resolve by the YAML 1.2 core schema only: `true`/`false`,
-  `null`/`~`, decimal/`0x`/`0o` integers, floats. YAML 1.1 traps are errors with
+  `null`/`~`, decimal/`0x`/`0o` integers, floats (finite ones: `.inf`, `.nan` and
+  `1e999` have no JSON form, so they are errors). YAML 1.1 traps are errors with
   a suggestion, never silent conversions: `yes`/`no`/`on`/`off` (booleans in
   1.1), `0777` (octal in 1.1), `1:30` (base-60 in 1.1), `1_000`, unquoted dates;
 * tags other than the standard scalar/collection ones (`!!python/object`...)
@@ -21,6 +22,7 @@ the file.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,11 +161,13 @@ def _resolve_plain(text: str) -> tuple[Any, str | None]:
             f"quotes for a string, or the plain number"
         )
     if _FLOAT.match(text):
-        return float(text), None
-    if _INF.match(text):
-        return float("-inf") if text.startswith("-") else float("inf"), None
-    if _NAN.match(text):
-        return float("nan"), None
+        value = float(text)
+        if math.isinf(value):
+            return None, f"{text} is out of range for a JSON number: write a smaller number, or quote it"
+        return value, None
+    if _INF.match(text) or _NAN.match(text):
+        # YAML has them, JSON (every MCP message, every schema) does not.
+        return None, f"{text} is not a JSON number: quote it for a string"
     if _DATE.match(text):
         return None, f"unquoted date {text!r}: write '{text}' in quotes (YAML 1.1 reads it as a date)"
     return text, None

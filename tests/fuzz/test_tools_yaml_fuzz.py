@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from fuzz.strategies import json_values, mutated
 from mcpcli.serve.load import ToolsFileError, parse_config
 from mcpcli.serve.model import Config
+from mcpcli.serve.yamlstrict import YamlProblems
+from mcpcli.serve.yamlstrict import load as load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = [
@@ -120,6 +122,25 @@ def test_mutated_seeds(data: st.DataObject, seed: bytes) -> None:
         load(data.draw(line_edits(seed.decode("utf-8"))))
     else:
         load(data.draw(mutated(seed)))
+
+
+@given(st.text(max_size=200) | st.sampled_from(SEEDS).flatmap(mutated) | st.builds(
+    "x: {}\n".format, st.sampled_from([".inf", "-.Inf", ".nan", "1e999", "-1e400", "!!float .inf", "1.5", "0x1F"])))
+@example("x: .inf\n")  # became a schema default/maximum that tools/list could not encode
+@example("x: .nan\n")
+@example("x: 1e999\n")
+def test_yaml_values_are_json(data: bytes | str) -> None:
+    """tools.yaml is plain data that ends up in JSON messages: whatever loads must encode."""
+    try:
+        value, _marks = load_yaml(data, FILE)
+    except YamlProblems as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        assert problem.startswith(FILE), problem
+        return
+    json.dumps(value, allow_nan=False)
 
 
 def test_billion_laughs_is_refused() -> None:
