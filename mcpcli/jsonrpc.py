@@ -130,6 +130,10 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def _valid_code(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a code
+
+
 def parse_obj(obj: Any) -> Message:
     """Validate one decoded JSON value as a JSON-RPC message."""
     if not isinstance(obj, dict):
@@ -165,7 +169,7 @@ def parse_obj(obj: Any) -> Message:
         return Response(raw_id, result)
     if "error" in obj:
         err = obj["error"]
-        if not isinstance(err, dict) or not isinstance(err.get("code"), int):
+        if not isinstance(err, dict) or not _valid_code(err.get("code")):
             raise ParseError("malformed error object", INVALID_REQUEST)
         msg = err.get("message")
         return ErrorResponse(

@@ -36,6 +36,10 @@ def check_parse(data: bytes | str, *, allow_batch: bool = True) -> jsonrpc.Messa
         assert b"\n" not in reply
         reply.decode("utf-8")
         return None
+    for item in message.messages if isinstance(message, jsonrpc.Batch) else [message]:
+        if isinstance(item, ErrorResponse):
+            assert type(item.error.code) is int  # JSON-RPC: "code" MUST be an integer
+            assert isinstance(item.error.message, str)
     wire = jsonrpc.encode(message)
     assert b"\n" not in wire
     wire.decode("utf-8")  # strict: no lone surrogates on the wire
@@ -48,6 +52,7 @@ def check_parse(data: bytes | str, *, allow_batch: bool = True) -> jsonrpc.Messa
 @example(b"\n")
 @example(b"[]")
 @example(b"[1]")
+@example(b'{"jsonrpc":"2.0","id":1,"error":{"code":true,"message":"m"}}')
 def test_random_bytes(data: bytes) -> None:
     check_parse(data)
     check_parse(data, allow_batch=False)
