@@ -97,3 +97,25 @@ def test_garbage_only_raises_message_too_large(data: st.DataObject, raw: bytes, 
 def test_oversized_event_is_refused() -> None:
     with pytest.raises(MessageTooLarge):
         feed_all([b"data: " + b"x" * 100 + b"\n\n"], max_event_bytes=10)
+
+
+@given(st.text(max_size=40) | st.sampled_from(
+    ["/messages?session=1", "http://[::1/x", "//[::1", "http://evil.example/m", "HTTP://127.0.0.1:9/m",
+     " /m ", "http://127.0.0.1:9@evil.example/", "http://a:99999/", "\x00"]))
+@example("http://[::1/x")  # urljoin raised ValueError out of the stream reader
+def test_endpoint_event(data: str) -> None:
+    """The legacy transport's `endpoint` event: a same-origin URL, or a ProtocolError."""
+    from types import SimpleNamespace
+
+    from mcpcli.errors import ProtocolError
+    from mcpcli.transports.sse import SseChannel
+
+    async def deliver(item: object) -> None:
+        raise AssertionError("nothing is delivered")
+
+    channel = SseChannel(SimpleNamespace(shown="http://127.0.0.1:9/sse"), deliver)  # type: ignore[arg-type]
+    try:
+        target = channel._endpoint("http://127.0.0.1:9/sse", data)
+    except ProtocolError:
+        return
+    assert target.startswith("http://127.0.0.1:9/") or target == "http://127.0.0.1:9"
