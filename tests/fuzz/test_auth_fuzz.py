@@ -186,3 +186,32 @@ def test_url_checks(url: str, other: str) -> None:
             continue
         assert checked == url
     assert isinstance(resource_matches(url, other), bool)
+
+
+@given(urls, urls, st.sampled_from([301, 302, 307, 404, 200]))
+@example("https://[::1/x", "/.well-known/x", 404)  # urljoin raised ValueError out of discovery
+@example("/prm", "https://[::1/x", 302)  # and out of following a redirect
+def test_discovery_follows_server_urls(metadata: str, location: str, status: int) -> None:
+    """URLs a server hands out (resource_metadata, Location) lead to metadata or an AuthError."""
+    from unittest import mock
+
+    from mcpcli.auth.discovery import Challenge, fetch_protected_resource
+
+    async def fake_fetch(method: str, url: str, **kwargs: Any) -> HttpResponse:
+        if status == 200:
+            body = dumps({"resource": "https://mcp.example/mcp", "authorization_servers": [location]})
+            return HttpResponse(200, {"content-type": "application/json"}, body, url)
+        return HttpResponse(status, {"location": location}, b"", url)
+
+    fetcher = Fetcher("https://mcp.example/mcp", allow_private=True)  # no DNS look-ups
+
+    async def run() -> Any:
+        return await fetch_protected_resource(
+            fetcher, "https://mcp.example/mcp", Challenge("Bearer", {"resource_metadata": metadata})
+        )
+
+    with mock.patch("mcpcli.transports._http.fetch", fake_fetch):
+        try:
+            anyio.run(run)
+        except AuthError:
+            pass
