@@ -73,12 +73,16 @@ def test_events_round_trip_in_any_chunking(data: st.DataObject, stream: Any) -> 
 
 @given(st.data(), st.binary(max_size=300) | st.lists(
     st.sampled_from([b"data: x", b"data:", b"event: e", b"id: 1", b"retry: 5", b":", b"\r", b"\n",
-                     b"\r\n", b"\xef\xbb\xbf", b"\xe2\x82", b"\xac", b"\xff", b"id: \x00"]),
+                     b"\r\n", b"\xef\xbb\xbf", b"\xe2\x82", b"\xac", b"\xff", b"id: \x00",
+                     "retry: \u00b2".encode(), "retry: \u0661\u0662".encode(), b"retry: " + b"9" * 5000]),
     max_size=30).map(b"".join))
 @example(None, b"data: a\r")
 @example(None, b"\xef\xbb\xbfdata: x\n\n")
+@example(None, "retry: \u00b2\n".encode())  # isdigit() but not int(): ValueError
+@example(None, b"retry: " + b"9" * 5000 + b"\n")  # over int()'s 4300-digit limit: ValueError
 def test_any_bytes_same_events_whole_or_chunked(data: st.DataObject | None, raw: bytes) -> None:
     whole = feed_all([raw])
+    assert all(retry is None or isinstance(retry, int) for _e, _d, _i, retry in whole)
     if data is not None:
         assert feed_all(data.draw(chunked(raw))) == whole
 
