@@ -50,10 +50,14 @@ def _read_text(source: str, *, what: str, stdin: Callable[[], str] | None = None
 
 
 def _loads(text: str, *, what: str) -> Any:
+    from mcpcli.jsonrpc import loads  # strict: a NaN could be parsed but never sent
+
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as exc:
         raise ArgumentError(f"{what}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ArgumentError(f"{what}: invalid JSON: nested too deeply") from None
 
 
 def read_json_source(
@@ -124,7 +128,7 @@ def _subschema(schema: Any, path: list[str]) -> Any:
             continue
         found = None
         for keyword in ("allOf", "anyOf", "oneOf"):
-            for branch in current.get(keyword) or []:
+            for branch in _branches(current, keyword):
                 branch = _resolve(root, branch)
                 props = branch.get("properties") if isinstance(branch, dict) else None
                 if isinstance(props, dict) and part in props:
@@ -157,11 +161,21 @@ def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
     return node
 
 
-def schema_types(schema: Any, root: Any = None) -> list[str]:
+def _branches(schema: dict[str, Any], keyword: str) -> list[Any]:
+    """The subschemas of `anyOf`/`oneOf`/`allOf`; [] when a server sent something else."""
+    branches = schema.get(keyword)
+    return branches if isinstance(branches, list) else []
+
+
+#: How deep `schema_types` and `coerce` follow subschemas: a `$ref` can make a cycle.
+_MAX_DEPTH = 32
+
+
+def schema_types(schema: Any, root: Any = None, _depth: int = 0) -> list[str]:
     """The JSON types a schema admits, in declaration order ([] when unconstrained)."""
     root = schema if root is None else root
     schema = _resolve(root, schema)
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or _depth > _MAX_DEPTH:
         return []
     declared = schema.get("type")
     if isinstance(declared, str):
@@ -179,8 +193,8 @@ def schema_types(schema: Any, root: Any = None) -> list[str]:
         return out
     types: list[str] = []
     for keyword in ("anyOf", "oneOf"):
-        for branch in schema.get(keyword) or []:
-            for t in schema_types(branch, root):
+        for branch in _branches(schema, keyword):
+            for t in schema_types(branch, root, _depth + 1):
                 if t not in types:
                     types.append(t)
     if "properties" in schema and not types:
@@ -230,10 +244,13 @@ def _as_number(text: str, integer: bool) -> int | float | None:
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
-def coerce(text: str, schema: Any, *, key: str, root: Any = None) -> Any:
+def coerce(text: str, schema: Any, *, key: str, root: Any = None, _depth: int = 0) -> Any:
     """Convert one `key=value` text to the value its schema asks for."""
     root = schema if root is None else root
     schema = _resolve(root, schema)
+    if _depth > _MAX_DEPTH:
+        raise ArgumentError(f"--arg {key}: the schema nests arrays too deeply (a $ref cycle?)",
+                            hint=f"use {key}:=<json> to pass a raw JSON value")
     if isinstance(schema, dict) and isinstance(schema.get("enum"), list):
         # An enum member is matched by its text: "1" picks 1 from [1, 2, "auto"].
         for member in schema["enum"]:
@@ -269,7 +286,7 @@ def coerce(text: str, schema: Any, *, key: str, root: Any = None) -> Any:
                     return value
             elif t == "array":
                 items = schema.get("items") if isinstance(schema, dict) else None
-                return [coerce(text, items, key=key, root=root)]
+                return [coerce(text, items, key=key, root=root, _depth=_depth + 1)]
     expected = " or ".join(types)
     raise ArgumentError(
         f"--arg {key}: {text!r} is not a valid {expected}",

@@ -8,6 +8,7 @@ pattern-match on them; `parse()` validates the envelope (not MCP semantics) and
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ __all__ = [
     "RequestId",
     "Response",
     "encode",
+    "loads",
     "parse",
     "parse_obj",
     "recover_response_id",
@@ -130,6 +132,10 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def _valid_code(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not a code
+
+
 def parse_obj(obj: Any) -> Message:
     """Validate one decoded JSON value as a JSON-RPC message."""
     if not isinstance(obj, dict):
@@ -165,7 +171,7 @@ def parse_obj(obj: Any) -> Message:
         return Response(raw_id, result)
     if "error" in obj:
         err = obj["error"]
-        if not isinstance(err, dict) or not isinstance(err.get("code"), int):
+        if not isinstance(err, dict) or not _valid_code(err.get("code")):
             raise ParseError("malformed error object", INVALID_REQUEST)
         msg = err.get("message")
         return ErrorResponse(
@@ -175,10 +181,33 @@ def parse_obj(obj: Any) -> Message:
     raise ParseError("neither a request, a notification nor a response", INVALID_REQUEST)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+# NaN, Infinity (Python extensions) and 1e999 (inf) would decode but never encode
+# again (`allow_nan=False`), so a message echoing them could not be sent: refuse them.
+_decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def loads(text: str) -> Any:
+    """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back."""
+    return _decoder.decode(text)
+
+
 def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
     """Parse one frame. Raises `ParseError`; arrays only when `allow_batch`."""
     try:
-        obj = json.loads(data)
+        if not isinstance(data, str):
+            data = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads
+        obj = _decoder.decode(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ParseError(f"invalid JSON: {exc}") from None
     except RecursionError:  # "[[[[..." a peer can send to crash a naive reader
@@ -234,12 +263,18 @@ def recover_response_id(data: bytes | str) -> RequestId | None:
 
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def encode(message: Message | Batch) -> bytes:
     """Compact UTF-8 JSON with no embedded newline (JSON escapes them)."""
     obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
-    return _encoder.encode(obj).encode("utf-8")
+    try:
+        return _encoder.encode(obj).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a peer's "\ud800" id or text, echoed back) has no UTF-8
+        # form: send it as the same JSON escape, which decodes to the same string.
+        return _ascii_encoder.encode(obj).encode("ascii")
 
 
 def dumps(obj: Any) -> str:

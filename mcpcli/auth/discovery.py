@@ -145,6 +145,14 @@ def parse_www_authenticate(values: Sequence[str]) -> Challenge | None:
 # -- fetching ------------------------------------------------------------------------
 
 
+def _join(base: str, ref: str, what: str) -> str:
+    """`ref` resolved against `base`; a URL urllib cannot parse ("https://[::1") is an AuthError."""
+    try:
+        return urljoin(base, ref)
+    except ValueError:
+        raise AuthError(f"{what} is a malformed URL: {escape_for_display(ref)!r}") from None
+
+
 @dataclass
 class Fetcher:
     """GET/POST JSON documents under the URL policy for one MCP server.
@@ -198,7 +206,7 @@ class Fetcher:
                 location = resp.header("location")
                 if not location:
                     return resp.status, None
-                url = urljoin(url, location)
+                url = _join(url, location, f"{what}: the redirect")
                 hops += 1
                 continue
             if resp.status != 200:
@@ -255,7 +263,7 @@ def _parse_body(body: bytes, content_type: str | None) -> JSON | None:
         return dict(parse_qsl(text))
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: "[[[[..." from a hostile server
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -332,7 +340,7 @@ async def fetch_protected_resource(
     """RFC 9728 metadata by the spec's order, validated; None if the server publishes none."""
     candidates: list[str] = []
     if challenge is not None and challenge.resource_metadata:
-        candidates.append(urljoin(server_url, challenge.resource_metadata))
+        candidates.append(_join(server_url, challenge.resource_metadata, "resource_metadata in WWW-Authenticate"))
     candidates += [u for u in well_known_prm_urls(server_url) if u not in candidates]
     for url in candidates:
         _status, doc = await fetcher.get_json(url, "protected resource metadata")

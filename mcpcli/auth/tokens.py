@@ -88,6 +88,9 @@ class TokenResponse:
         return f"TokenResponse(<redacted>, expires_in={self.expires_in!r}, scope={self.scope!r})"
 
 
+#: The longest token lifetime we believe (about 31 years); beyond it the expiry is unknown.
+MAX_EXPIRES_IN = 1e9
+
 PREFERRED_METHODS = ("none", "client_secret_basic", "client_secret_post")
 def choose_auth_method(server: AuthServer, *, have_secret: bool) -> str:
     """The token endpoint auth method to register or use.
@@ -252,6 +255,8 @@ async def request_token(
             expires_in = float(raw_exp)
         except ValueError:
             expires_in = None
+    if expires_in is not None and not 0 <= expires_in <= MAX_EXPIRES_IN:
+        expires_in = None  # NaN, infinite, negative or absurd: as if the server had not said
     refresh = doc.get("refresh_token")
     scope = doc.get("scope")
     return TokenResponse(

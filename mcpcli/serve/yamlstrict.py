@@ -5,7 +5,8 @@ build the Python values ourselves instead of using its constructors, so that:
 
 * duplicate keys are errors (PyYAML silently keeps the last one);
 * plain scalars resolve by the YAML 1.2 core schema only: `true`/`false`,
-  `null`/`~`, decimal/`0x`/`0o` integers, floats. YAML 1.1 traps are errors with
+  `null`/`~`, decimal/`0x`/`0o` integers, floats (finite ones: `.inf`, `.nan` and
+  `1e999` have no JSON form, so they are errors). YAML 1.1 traps are errors with
   a suggestion, never silent conversions: `yes`/`no`/`on`/`off` (booleans in
   1.1), `0777` (octal in 1.1), `1:30` (base-60 in 1.1), `1_000`, unquoted dates;
 * tags other than the standard scalar/collection ones (`!!python/object`...)
@@ -21,6 +22,7 @@ the file.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,9 @@ __all__ = ["Marks", "Problem", "YamlProblems", "load"]
 
 #: Nodes built before we decide the document is an alias bomb.
 MAX_NODES = 200_000
+#: `[`/`{` nesting PyYAML may scan: its scanner slows down cubically with flow depth
+#: ("[" * 3000 took seconds), and no real tools.yaml nests flow collections this deep.
+MAX_FLOW_DEPTH = 100
 
 Path = tuple[Any, ...]
 
@@ -156,11 +161,13 @@ def _resolve_plain(text: str) -> tuple[Any, str | None]:
             f"quotes for a string, or the plain number"
         )
     if _FLOAT.match(text):
-        return float(text), None
-    if _INF.match(text):
-        return float("-inf") if text.startswith("-") else float("inf"), None
-    if _NAN.match(text):
-        return float("nan"), None
+        value = float(text)
+        if math.isinf(value):
+            return None, f"{text} is out of range for a JSON number: write a smaller number, or quote it"
+        return value, None
+    if _INF.match(text) or _NAN.match(text):
+        # YAML has them, JSON (every MCP message, every schema) does not.
+        return None, f"{text} is not a JSON number: quote it for a string"
     if _DATE.match(text):
         return None, f"unquoted date {text!r}: write '{text}' in quotes (YAML 1.1 reads it as a date)"
     return text, None
@@ -298,6 +305,27 @@ def _decode(data: bytes, file: str) -> str:
         ) from None
 
 
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """PyYAML's SafeLoader, refusing flow collections nested deeper than MAX_FLOW_DEPTH."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class Loader(yaml.SafeLoader):
+            def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+                if self.flow_level >= MAX_FLOW_DEPTH:
+                    raise yaml.scanner.ScannerError(
+                        None, None, f"[ and {{ nested more than {MAX_FLOW_DEPTH} deep", self.get_mark()
+                    )
+                super().fetch_flow_collection_start(TokenClass)
+
+        _LOADER = Loader
+    return _LOADER
+
+
 def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
     """Parse one YAML document strictly; raise `YamlProblems` listing every error found."""
     import yaml
@@ -314,7 +342,7 @@ def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
                              "tab character used for indentation", "YAML indents with spaces only")]
                 )
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=_loader()))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = _position(mark)
@@ -326,6 +354,8 @@ def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
         raise YamlProblems([Problem(file, line, col, f"invalid YAML: {message}", hint)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - PyYAML errors are marked
         raise YamlProblems([Problem(file, 0, 0, f"invalid YAML: {exc}")]) from None
+    except RecursionError:  # PyYAML composes nested collections recursively: "[[[[..."
+        raise YamlProblems([Problem(file, 1, 1, "the document is nested too deeply")]) from None
     if not nodes:
         raise YamlProblems([Problem(file, 1, 1, "the file is empty", "start with `version: 1`")])
     if len(nodes) > 1:

@@ -54,7 +54,9 @@ def encode_value(value: str) -> str:
         return value
     import base64
 
-    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    # surrogatepass: a lone surrogate (an undecodable argv byte, a "\udcff" in --arg
+    # JSON) has no UTF-8 form; send its bytes anyway, for the server to refuse (-32020).
+    encoded = base64.b64encode(value.encode("utf-8", "surrogatepass")).decode("ascii")
     return _SENTINEL_START + encoded + _SENTINEL_END
 
 

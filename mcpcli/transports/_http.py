@@ -156,9 +156,13 @@ class HttpResponse(Headers):
         self.header_list = header_list if header_list is not None else []
 
     def json(self) -> Any:
+        """The body as JSON; ValueError if it is not (deep nesting included)."""
         import json
 
-        return json.loads(self.body)
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
 
 
 async def fetch(

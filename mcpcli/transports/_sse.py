@@ -130,7 +130,9 @@ class SSEDecoder:
         elif name == "id":
             if "\x00" not in value:
                 self.last_event_id = value
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= 12:
+            # ASCII digits only (WHATWG); "²" is isdigit() but not int(), and int() refuses
+            # over 4300 digits. Longer than 12 digits (30 years in ms) is ignored too.
             self.retry = int(value)
         return None
 

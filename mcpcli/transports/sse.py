@@ -111,11 +111,11 @@ class SseChannel:
             await self._deliver(ConnectionClosed(f"{self.conn.shown}: the server closed the SSE stream"))
 
     def _endpoint(self, stream_url: str, data: str) -> str:
-        target = urljoin(stream_url, data.strip())
         try:
+            target = urljoin(stream_url, data.strip())  # ValueError: "http://[::1"
             same = origin_of(target) == origin_of(stream_url)
         except ValueError:
-            same = False
+            target, same = data.strip(), False
         if not same:
             raise ProtocolError(
                 f"{self.conn.shown}: the SSE endpoint event points to another origin "
