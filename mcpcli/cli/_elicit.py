@@ -206,7 +206,7 @@ def _pick(tty: _Terminal, label: str, choices: list[tuple[Any, str]], default: A
         raw = tty.ask(label, default_index or ("" if optional else None)).strip()
         if not raw and optional:
             return None
-        if raw.isdigit() and 1 <= int(raw) <= len(choices):
+        if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= len(choices):
             return choices[int(raw) - 1][0]
         for value, text in choices:
             if raw in (str(value), text):
@@ -225,7 +225,7 @@ def _pick_many(tty: _Terminal, label: str, choices: list[tuple[Any, str]], defau
         picked: list[Any] = []
         ok = True
         for part in filter(None, (p.strip() for p in raw.split(","))):
-            if part.isdigit() and 1 <= int(part) <= len(choices):
+            if part.isascii() and part.isdigit() and 1 <= int(part) <= len(choices):
                 picked.append(choices[int(part) - 1][0])
             else:
                 ok = False

@@ -79,6 +79,8 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 def _describe_spawn_error(exc: BaseException, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> str:
     program = argv[0] if argv else "?"
+    if isinstance(exc, UnicodeEncodeError):  # a lone surrogate has no bytes to pass to exec
+        return f"cannot start {program}: an argument or variable is not valid Unicode"
     if isinstance(exc, ValueError):
         return f"cannot start {program}: an argument or variable contains a NUL byte"
     if isinstance(exc, OSError):

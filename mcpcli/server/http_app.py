@@ -286,7 +286,10 @@ class McpHttpApp:
         request was answered (413 too large, 503 no room in the budget)."""
         cap = self.options.max_body
         length = headers.get("content-length")
-        declared = int(length) if length is not None and length.isdigit() else None
+        declared = (
+            int(length) if length is not None and length.isascii() and length.isdigit() and len(length) <= 18
+            else None
+        )
         if declared is not None and declared > cap:
             await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
             return None

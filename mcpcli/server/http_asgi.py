@@ -128,7 +128,7 @@ async def plain(
 async def read_body(receive: Receive, headers: Headers, cap: int) -> bytes | None:
     """The request body, or None when it exceeds `cap` bytes; `Disconnected` if the client left."""
     length = headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > cap:
+    if length is not None and length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > cap):
         return None
     chunks: list[bytes] = []
     total = 0

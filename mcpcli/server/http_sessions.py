@@ -347,7 +347,8 @@ def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] 
     if not last:
         return None
     number, _, seq = last.partition(".")
-    if not (number.isdigit() and seq.isdigit()):
+    # ASCII digits of a sane length: "¹".isdigit() is true, and int() of 5,000 digits raises.
+    if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in (number, seq)):
         return None
     replay = session.replays.get(int(number))
     if replay is None:

@@ -209,7 +209,9 @@ class PlainStream(Headers):
 def _parse_head(head: bytes, shown: str) -> tuple[int, list[tuple[str, str]]]:
     lines = head.decode("latin-1").split("\r\n")
     status_line = lines[0].split(" ", 2)
-    if len(status_line) < 2 or not status_line[0].startswith("HTTP/1.") or not status_line[1].isdigit():
+    code = status_line[1] if len(status_line) > 1 else ""
+    # Three ASCII digits ("²00".isdigit() is true, and int() of 5,000 digits raises).
+    if not status_line[0].startswith("HTTP/1.") or not (len(code) == 3 and code.isascii() and code.isdigit()):
         raise TransportError(f"{shown}: the server did not answer with HTTP/1.x: {lines[0][:80]!r}")
     headers: list[tuple[str, str]] = []
     for line in lines[1:]:
