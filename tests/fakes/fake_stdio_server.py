@@ -13,6 +13,17 @@ Behaviour flags (any combination):
   --stubborn            ignore stdin EOF and SIGTERM, and fork a grandchild that sleeps
   --record FILE         append every received message to FILE (one JSON per line)
   --log-stderr          write a line to stderr for every request
+  --typed-tools         add get-sum(a: integer, b: integer) and flags(flag: boolean|string),
+                        both answering with their arguments as JSON text
+  --deaf                never answer anything; write log lines to stdout instead
+  --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
+                        stderr (what Python SDK 1.x servers do)
+  --ask-roots           ask roots/list after initialized, apply the answer 50 ms later, and
+                        deny tools/call until then
+  --log-unasked         send log messages (info and error) before answering tools/call
+  --tool-error          answer tools/call with isError: true
+  --features            declare resources (reads fail with "MCP error -32002: ...") and
+                        a prompt `weather(city)`
 """
 
 from __future__ import annotations
@@ -38,6 +49,13 @@ p.add_argument("--huge", type=int)
 p.add_argument("--stubborn", action="store_true")
 p.add_argument("--record")
 p.add_argument("--log-stderr", action="store_true")
+p.add_argument("--typed-tools", action="store_true")
+p.add_argument("--deaf", action="store_true")
+p.add_argument("--noisy-probe", type=int)
+p.add_argument("--ask-roots", action="store_true")
+p.add_argument("--log-unasked", action="store_true")
+p.add_argument("--tool-error", action="store_true")
+p.add_argument("--features", action="store_true")
 opts = p.parse_args()
 
 lock = threading.Lock()
@@ -53,6 +71,18 @@ TOOLS = [
     },
     {"name": "slow", "description": "Never finishes.", "inputSchema": {"type": "object"}},
 ]
+
+if opts.typed_tools:
+    TOOLS += [
+        {"name": "get-sum", "description": "Add two numbers.", "inputSchema": {
+            "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"]}},
+        {"name": "flags", "description": "Take a flag.", "inputSchema": {
+            "type": "object", "properties": {"flag": {"type": ["boolean", "string"]},
+                                             "n": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}},
+    ]
+roots_applied = threading.Event()
+ROOTS_ID = "roots-1"
 
 
 def send(obj: dict) -> None:
@@ -94,7 +124,22 @@ def handle(msg: dict) -> None:
     params = msg.get("params") or {}
     if opts.log_stderr:
         print(f"got {method}", file=sys.stderr, flush=True)
+    if opts.deaf:
+        print(f"INFO: listening on http://127.0.0.1:9/ (got {method})", flush=True)
+        return
+    if opts.ask_roots and method == "notifications/initialized":
+        send({"jsonrpc": "2.0", "id": ROOTS_ID, "method": "roots/list"})
+        return
+    if opts.ask_roots and mid == ROOTS_ID and method is None:
+        # Like the official filesystem server: roots are applied asynchronously.
+        threading.Timer(0.05, roots_applied.set).start()
+        return
     if mid is None:
+        return
+    if method == "server/discover" and opts.noisy_probe is not None:
+        for i in range(opts.noisy_probe):
+            print(f"WARNING: Failed to validate request: validation error {i}", file=sys.stderr, flush=True)
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "Invalid request parameters"}})
         return
     if method == "server/discover":
         if opts.modern:
@@ -109,7 +154,20 @@ def handle(msg: dict) -> None:
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-            "capabilities": {"tools": {}}, "serverInfo": {"name": "fake", "version": "1"}}})
+            "capabilities": {"tools": {}, **({"logging": {}} if opts.log_unasked else {}),
+                             **({"resources": {}, "prompts": {}} if opts.features else {})},
+            "serverInfo": {"name": "fake", "version": os.environ.get("FAKE_VERSION", "1")}}})
+        return
+    if method == "logging/setLevel":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        return
+    if opts.features and method == "resources/read":
+        send({"jsonrpc": "2.0", "id": mid, "error": {
+            "code": -32002, "message": "MCP error -32002: Resource not found"}})
+        return
+    if opts.features and method == "prompts/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
+            {"name": "weather", "arguments": [{"name": "city", "required": True}]}]}})
         return
     if method == "ping":
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
@@ -138,8 +196,20 @@ def handle(msg: dict) -> None:
             sys.stdout.flush()
             return
         args = params.get("arguments") or {}
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "content": [{"type": "text", "text": str(args.get("message", ""))}]}})
+        if opts.log_unasked:
+            for level in ("info", "error"):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": level, "logger": "fake", "data": f"{level} note"}})
+        if opts.ask_roots and not roots_applied.is_set():
+            send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
+                {"type": "text", "text": "Access denied - path outside allowed directories"}]}})
+            return
+        if opts.tool_error:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
+                {"type": "text", "text": "boom"}]}})
+            return
+        text = json.dumps(args) if params.get("name") in ("get-sum", "flags") else str(args.get("message", ""))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
         return
     if opts.silent_probe:
         return
