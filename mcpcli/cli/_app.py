@@ -434,7 +434,8 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Set a variable for a stdio server (KEY alone passes ours through)."),
     click.option("--cwd", type=click.Path(file_okay=False), help="Working directory of a stdio server."),
     click.option("--quiet", "-q", is_flag=True,
-                 help="Drop the server's own output: its stderr and its log messages."),
+                 help="Drop what the server says unasked: its stderr and log messages "
+                      "(--log-level ones still show)."),
     click.option("--server-log", type=click.Path(dir_okay=False), metavar="FILE",
                  help="Move the server's stderr and log messages to FILE (appended), off the terminal."),
     click.option("--header", "-H", multiple=True, metavar="'NAME: VALUE'",

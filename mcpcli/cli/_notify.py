@@ -91,9 +91,11 @@ def notification_printer(
     output): without --log-level only warnings and worse reach the terminal (a
     server may log unasked); --log-level LEVEL shows LEVEL and above (some servers
     send every level whatever `logging/setLevel` asked for, so we filter too);
-    -q drops them all; --server-log FILE moves them to FILE.
+    -q drops what was not asked for (with --log-level they were asked for, and
+    still show); --server-log FILE moves them all to FILE.
     """
     floor = _rank(min_level if min_level is not None else UNASKED_LOG_FLOOR)
+    asked = min_level is not None
 
     def on_notification(method: str, params: JSON) -> None:
         if method != "notifications/message":
@@ -103,7 +105,7 @@ def notification_printer(
             log_file.write((_log_line(params) + "\n").encode("utf-8", "replace"))
             log_file.flush()
             return
-        if not quiet and _rank(params.get("level")) >= floor:
+        if (asked or not quiet) and _rank(params.get("level")) >= floor:
             app.stderr.write(_log_line(params) + "\n")
             app.stderr.flush()
 

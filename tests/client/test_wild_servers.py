@@ -178,6 +178,9 @@ def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
     assert "error note" in r.stderr and "info note" in r.stderr
     r = mcp(*call, "-q", "--", *argv)
     assert r.code == 0 and r.stderr == "", r
+    # What --log-level asked for is not "unasked": -q keeps it.
+    r = mcp(*call, "-q", "--log-level", "info", "--", *argv)
+    assert "info note" in r.stderr and "got tools/call" not in r.stderr
     log = tmp_path / "server.log"
     r = mcp(*call, "--server-log", str(log), "--", *argv)
     assert r.code == 0 and r.stderr == "", r
