@@ -220,7 +220,7 @@ class Client:
             await self._negotiate()
         if scope.cancelled_caught:
             raise RequestTimeout(
-                f"the server did not complete the MCP handshake within {timeout:g}s",
+                f"the MCP handshake timed out after {timeout:g}s (--timeout bounds the whole set-up)",
                 hint="check that it is an MCP server for this transport; --trace shows the traffic",
             )
 
