@@ -275,7 +275,17 @@ class Client:
         if await self._discover(LATEST_MODERN, probe=True):
             self._remember_legacy(None)
             return
-        await self._initialize(LATEST_LEGACY)
+        try:
+            await self._initialize(LATEST_LEGACY)
+        except UnsupportedVersionError as exc:
+            # The probe went unanswered in time (a slow-booting server) but the server
+            # is modern and refuses `initialize`: ask it again, without a probe's bound.
+            if exc.supported and pick_version(exc.supported, prefer=MODERN_VERSIONS) is None:
+                raise
+            log.debug("initialize refused (%s); the server is modern after all", exc)
+            choice = pick_version(exc.supported, prefer=MODERN_VERSIONS) or LATEST_MODERN
+            await self._discover(choice, probe=False)
+            return
         self._remember_legacy(self.server_info)
 
     def _probe_memory_key(self) -> str | None:
@@ -814,15 +824,19 @@ class Client:
         return str(describe()) if callable(describe) else "the server"
 
     @asynccontextmanager
-    async def _feature(self, capability: str, what: str) -> AsyncIterator[None]:
+    async def _feature(self, capability: str, what: str, *, optional: bool = False) -> AsyncIterator[None]:
         """Turn "method not found" for an undeclared capability into `NotOffered`.
 
         The request is still sent: some servers serve a feature they forgot to declare.
+        `optional` parts of a capability (resource templates) may be missing even
+        when it is declared (Python SDK 1.x servers do not answer templates/list).
         """
         try:
             yield
         except RPCError as exc:
-            if exc.code != METHOD_NOT_FOUND or self.offers(capability) or isinstance(exc, NotOffered):
+            if exc.code != METHOD_NOT_FOUND or isinstance(exc, NotOffered):
+                raise
+            if self.offers(capability) and not optional:
                 raise
             raise NotOffered(self.server_name, capability, what, exc.data) from None
 
@@ -831,7 +845,7 @@ class Client:
             return await self._pages("resources/list", "resources")
 
     async def list_resource_templates(self) -> JSON:
-        async with self._feature("resources", "resource templates"):
+        async with self._feature("resources", "resource templates", optional=True):
             return await self._pages("resources/templates/list", "resourceTemplates")
 
     async def read_resource(self, uri: str) -> JSON:

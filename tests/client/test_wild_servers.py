@@ -194,3 +194,19 @@ def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
     assert r.code == 0 and r.stderr == "", r
     kept = log.read_text()
     assert "got tools/call" in kept and "info note" in kept and "error note" in kept
+
+
+def test_a_declared_capability_without_templates_lists_none() -> None:
+    # mcp-server-sqlite (SDK 1.x) declares resources but has no resources/templates/list.
+    r = mcp("resources", "templates", "--", *fake_server("--features"))
+    assert r.code == 0, r
+    assert r.json == {"resourceTemplates": []}
+    assert "offers no resource templates" in r.stderr
+
+
+def test_a_modern_server_too_slow_for_the_probe_is_asked_again() -> None:
+    # excel-mcp-server over stdio: it boots slower than the probe's bound, then refuses
+    # initialize (-32022) because it serves 2026-07-28.
+    r = mcp("info", "--json", "--", *fake_server("--slow-modern", "0.6"), env={"MCP_PROBE_TIMEOUT": "0.2"})
+    assert r.code == 0, r
+    assert r.json["protocolVersion"] == "2026-07-28" and r.json["era"] == "modern"

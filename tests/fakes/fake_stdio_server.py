@@ -22,6 +22,8 @@ Behaviour flags (any combination):
                         deny tools/call until then
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
+  --slow-modern S       a modern server that answers server/discover only after S seconds
+                        and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
   --features            declare resources (reads fail with "MCP error -32002: ...") and
                         a prompt `weather(city)`
 """
@@ -56,6 +58,7 @@ p.add_argument("--ask-roots", action="store_true")
 p.add_argument("--log-unasked", action="store_true")
 p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
+p.add_argument("--slow-modern", type=float)
 opts = p.parse_args()
 
 lock = threading.Lock()
@@ -141,6 +144,15 @@ def handle(msg: dict) -> None:
             print(f"WARNING: Failed to validate request: validation error {i}", file=sys.stderr, flush=True)
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "Invalid request parameters"}})
         return
+    if opts.slow_modern is not None and method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "error": {
+            "code": -32022, "message": "connection is serving the 2026-07-28 protocol",
+            "data": {"supported": ["2026-07-28"]}}})
+        return
+    if opts.slow_modern is not None and method == "server/discover":
+        time.sleep(opts.slow_modern)
+        opts.slow_modern = 0.0
+        opts.modern = True
     if method == "server/discover":
         if opts.modern:
             send({"jsonrpc": "2.0", "id": mid, "result": {
