@@ -1,7 +1,10 @@
 """The tool-argument grammar: `--arg key=value` typed by the tool's inputSchema.
 
     key=value      a value converted by the schema type of `key`; a string field
-                   keeps the text exactly (`007` stays "007")
+                   keeps the text exactly (`007` stays "007"); a union with
+                   string (`["boolean","string"]`) takes an exact JSON literal of
+                   its other type (`true`, `false`, `null`, `3`, `-1.5`) as that
+                   type, and anything else as text (`key:='"true"'` for the string)
     key:=JSON      a raw JSON value, whatever the schema says
     key=@file      the file's contents (then typed); `key=@-` reads stdin
     key:=@file     JSON read from a file
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -244,6 +248,26 @@ def _as_number(text: str, integer: bool) -> int | float | None:
     return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
+_NO_LITERAL: Any = object()
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def _literal(text: str, types: list[str]) -> Any:
+    """For a union with string (`["boolean","string"]`): the value of `text` when it
+    is exactly a JSON `true`/`false`/`null`/number of another admitted type."""
+    if text in ("true", "false") and "boolean" in types:
+        return text == "true"
+    if text == "null" and "null" in types:
+        return None
+    if ("integer" in types or "number" in types) and len(text) <= 100 and _JSON_NUMBER.fullmatch(text):
+        value = json.loads(text)
+        if isinstance(value, float) and not math.isfinite(value):
+            return _NO_LITERAL  # 1e999 is no number JSON can send: it stays text
+        if isinstance(value, int) or "number" in types:
+            return value
+    return _NO_LITERAL
+
+
 def coerce(text: str, schema: Any, *, key: str, root: Any = None, _depth: int = 0) -> Any:
     """Convert one `key=value` text to the value its schema asks for."""
     root = schema if root is None else root
@@ -263,8 +287,10 @@ def coerce(text: str, schema: Any, *, key: str, root: Any = None, _depth: int = 
     if not types:
         return text  # unconstrained: the text as given, never guessed
     if "string" in types:
-        # A string-admitting field keeps the exact text ("007" stays "007").
-        return None if text == "null" and "null" in types else text
+        # A string-admitting field keeps the exact text ("007" stays "007"), unless
+        # the text is an exact JSON literal of another type it admits.
+        literal = _literal(text, types)
+        return text if literal is _NO_LITERAL else literal
     for t in types:
         if t == "null" and text == "null":
             return None

@@ -1,4 +1,5 @@
-"""A small on-disk cache of list results, for shell completion and cache hints.
+"""A small on-disk cache of list results, for shell completion and cache hints,
+and of which stdio server command lines turned out legacy (so the era probe is skipped).
 
 Entries live under `$XDG_CACHE_HOME/mcpcli/lists/`, one JSON file per target and
 method. Completion reads it and never connects; 2026-07-28 results carry
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
+__all__ = ["forget", "fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
 
 JSON = dict[str, Any]
 
@@ -44,6 +45,14 @@ def store(target: str, method: str, result: JSON) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def forget(target: str, method: str) -> None:
+    """Drop an entry; a missing one is fine."""
+    try:
+        os.unlink(_path(target, method))
+    except OSError:
+        pass
 
 
 def remember(target: str | None, method: str, result: JSON) -> None:

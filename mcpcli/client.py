@@ -23,6 +23,7 @@ from mcpcli import __version__
 from mcpcli import tasks as _tasks
 from mcpcli.errors import (
     McpCliError,
+    NotOffered,
     ProtocolError,
     RequestTimeout,
     RPCError,
@@ -68,6 +69,12 @@ NotificationTap = Callable[[str, JSON], bool]
 MAX_INPUT_ROUNDS = 16
 #: Bound on pages followed by a list operation.
 MAX_PAGES = 1000
+#: With roots declared, how long a legacy server may take to ask `roots/list` after
+#: the handshake before the first request goes out anyway.
+ROOTS_WAIT = 0.3
+#: After answering `roots/list`: servers apply roots asynchronously (the official
+#: filesystem server checks each directory), so the first request waits this long.
+ROOTS_SETTLE = 0.05
 
 
 async def _decline(params: JSON) -> JSON:
@@ -113,6 +120,9 @@ class ClientOptions:
     max_timeout: float | None = 3600.0
     #: How long a stdio server may stay silent on the era probe before we call it legacy.
     probe_timeout: float = 5.0
+    #: Remember per stdio command line (and server version) that the era probe failed,
+    #: and go straight to `initialize` next time.
+    remember_era: bool = True
     log_level: str | None = None
     features: ClientFeatures = field(default_factory=ClientFeatures)
     on_notification: NotificationCallback | None = None
@@ -156,6 +166,8 @@ class Client:
         self.era_from_cache = False
         #: The last `list_tools` answer came from the on-disk cache (its ttlMs allowed it).
         self.tools_from_cache = False
+        #: Set once the server has asked for our roots (a legacy server does after the handshake).
+        self._roots_asked: anyio.Event | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -175,7 +187,9 @@ class Client:
                     max_timeout=self.options.max_timeout,
                 )
             )
-            await self._negotiate()
+            self._roots_asked = anyio.Event()
+            await self._negotiate_within(self.options.timeout)
+            await self._await_roots()
         except BaseException as exc:
             await stack.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -195,6 +209,34 @@ class Client:
         return self._session
 
     # -- negotiation -------------------------------------------------------------
+
+    async def _negotiate_within(self, timeout: float | None) -> None:
+        """Negotiate, the probe and the handshake together bounded by `timeout`
+        (`--timeout` bounds the whole set-up, not each of its requests)."""
+        if timeout is None:
+            await self._negotiate()
+            return
+        with anyio.move_on_after(timeout) as scope:
+            await self._negotiate()
+        if scope.cancelled_caught:
+            raise RequestTimeout(
+                f"the MCP handshake timed out after {timeout:g}s (--timeout bounds the whole set-up)",
+                hint="check that it is an MCP server for this transport; --trace shows the traffic",
+            )
+
+    async def _await_roots(self) -> None:
+        """With roots declared, let a legacy server ask for them before our first request.
+
+        Servers ask `roots/list` after `initialized` and apply the answer
+        asynchronously, so a first request sent at once races it (and the official
+        filesystem server denies it). Bounded: a server that never asks costs ROOTS_WAIT.
+        """
+        if self.options.features.roots is None or self.era != "legacy" or self._roots_asked is None:
+            return
+        with anyio.move_on_after(ROOTS_WAIT) as scope:
+            await self._roots_asked.wait()
+        if not scope.cancelled_caught:
+            await anyio.sleep(ROOTS_SETTLE)
 
     async def _negotiate(self) -> None:
         forced = self.options.protocol
@@ -217,9 +259,71 @@ class Client:
         if cached is not None and self._adopt_discover(cached, LATEST_MODERN):
             self.era_from_cache = True
             return
+        remembered = self._remembered_legacy()
+        if remembered is not None:
+            # This command line was a legacy server last time: skip the probe, which
+            # some servers answer with pages of warnings on stderr (SDK 1.x).
+            try:
+                await self._initialize(LATEST_LEGACY)
+            except (RPCError, ProtocolError) as exc:
+                log.debug("initialize failed on a remembered legacy server (%s); probing", exc)
+                self._remember_legacy(None)
+            else:
+                if _version_of(self.server_info) != remembered.get("version"):
+                    self._remember_legacy(None)  # upgraded: probe again next time
+                return
         if await self._discover(LATEST_MODERN, probe=True):
+            self._remember_legacy(None)
             return
-        await self._initialize(LATEST_LEGACY)
+        try:
+            await self._initialize(LATEST_LEGACY)
+        except UnsupportedVersionError as exc:
+            # The probe went unanswered in time (a slow-booting server) but the server
+            # is modern and refuses `initialize`: ask it again, without a probe's bound.
+            if exc.supported and pick_version(exc.supported, prefer=MODERN_VERSIONS) is None:
+                raise
+            log.debug("initialize refused (%s); the server is modern after all", exc)
+            choice = pick_version(exc.supported, prefer=MODERN_VERSIONS) or LATEST_MODERN
+            await self._discover(choice, probe=False)
+            return
+        self._remember_legacy(self.server_info)
+
+    def _probe_memory_key(self) -> str | None:
+        """The command line of a stdio server, whose era is remembered across runs."""
+        if not self.options.remember_era or getattr(self.transport, "name", None) != "stdio":
+            return None
+        command = getattr(self.transport, "command", None)
+        args = getattr(self.transport, "args", None)
+        if not isinstance(command, str) or not isinstance(args, list):
+            return None
+        import json
+
+        return "stdio:" + json.dumps([command, *args])
+
+    def _remembered_legacy(self) -> JSON | None:
+        key = self._probe_memory_key()
+        if key is None:
+            return None
+        from mcpcli import cache
+
+        record = cache.load(key, "era")
+        result = record.get("result") if record else None
+        if isinstance(result, dict) and result.get("era") == "legacy":
+            return result
+        return None
+
+    def _remember_legacy(self, server_info: JSON | None) -> None:
+        """Remember (or, with None, forget) that the probe failed on this command line."""
+        key = self._probe_memory_key()
+        if key is None:
+            return
+        from mcpcli import cache
+
+        if server_info is None:
+            if cache.load(key, "era") is not None:
+                cache.forget(key, "era")
+            return
+        cache.store(key, "era", {"era": "legacy", "version": _version_of(server_info)})
 
     def _cache_key(self) -> str | None:
         """Where this server's cacheable results live (HTTP servers only: a URL)."""
@@ -509,6 +613,8 @@ class Client:
         if method == "sampling/createMessage" and features.sample is not None:
             return await features.sample(params)
         if method == "roots/list" and features.roots is not None:
+            if self._roots_asked is not None:
+                self._roots_asked.set()
             return {"roots": features.roots}
         raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -613,7 +719,8 @@ class Client:
                 self.tools_from_cache = True
                 self._set_tools(cached)
                 return cached
-        result = await self._pages("tools/list", "tools")
+        async with self._feature("tools", "tools"):
+            result = await self._pages("tools/list", "tools")
         filter_tools = getattr(self.transport, "filter_tools", None)
         if filter_tools is not None and self.era == "modern":
             kept, dropped = filter_tools(result["tools"])
@@ -706,23 +813,63 @@ class Client:
         task = _tasks.Task.from_wire(await self.get_task(task_id))
         return await _tasks.TaskWaiter(self, task, options or TaskOptions()).wait()
 
+    def offers(self, capability: str) -> bool:
+        """Whether the handshake declared `capability` (tools, resources, prompts, completions...)."""
+        return capability in self.capabilities
+
+    @property
+    def server_name(self) -> str:
+        name = self.server_info.get("name")
+        if isinstance(name, str) and name:
+            return name
+        describe = getattr(self.transport, "describe", None)
+        return str(describe()) if callable(describe) else "the server"
+
+    @asynccontextmanager
+    async def _feature(self, capability: str, what: str, *, optional: bool = False) -> AsyncIterator[None]:
+        """Turn "method not found" for an undeclared capability into `NotOffered`.
+
+        The request is still sent: some servers serve a feature they forgot to declare.
+        `optional` parts of a capability (resource templates) may be missing even
+        when it is declared (Python SDK 1.x servers do not answer templates/list).
+        """
+        try:
+            yield
+        except RPCError as exc:
+            if exc.code != METHOD_NOT_FOUND or isinstance(exc, NotOffered):
+                raise
+            if self.offers(capability) and not optional:
+                raise
+            raise NotOffered(self.server_name, capability, what, exc.data) from None
+
     async def list_resources(self) -> JSON:
-        return await self._pages("resources/list", "resources")
+        async with self._feature("resources", "resources"):
+            return await self._pages("resources/list", "resources")
 
     async def list_resource_templates(self) -> JSON:
-        return await self._pages("resources/templates/list", "resourceTemplates")
+        async with self._feature("resources", "resource templates", optional=True):
+            return await self._pages("resources/templates/list", "resourceTemplates")
 
     async def read_resource(self, uri: str) -> JSON:
-        return await self.request("resources/read", {"uri": uri})
+        """Read one resource; an error that does not say which URI failed is made to."""
+        try:
+            async with self._feature("resources", "resources"):
+                return await self.request("resources/read", {"uri": uri})
+        except RPCError as exc:
+            if uri in exc.rpc_message or isinstance(exc, (UnsupportedVersionError, NotOffered)):
+                raise
+            raise RPCError(exc.code, f"resource {uri}: {exc.rpc_message}", exc.data) from None
 
     async def list_prompts(self) -> JSON:
-        return await self._pages("prompts/list", "prompts")
+        async with self._feature("prompts", "prompts"):
+            return await self._pages("prompts/list", "prompts")
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> JSON:
         params: JSON = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        return await self.request("prompts/get", params)
+        async with self._feature("prompts", "prompts"):
+            return await self.request("prompts/get", params)
 
     async def complete(
         self, ref: JSON, argument: str, value: str, context: Mapping[str, str] | None = None
@@ -730,7 +877,8 @@ class Client:
         params: JSON = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context:
             params["context"] = {"arguments": dict(context)}
-        return await self.request("completion/complete", params)
+        async with self._feature("completions", "completions"):
+            return await self.request("completion/complete", params)
 
     async def set_log_level(self, level: str) -> None:
         """Ask for log messages at `level` and above (legacy: setLevel; modern: per request)."""
@@ -838,6 +986,11 @@ class Client:
                 raise sub.error
             yield
             tg.cancel_scope.cancel()
+
+
+def _version_of(server_info: JSON) -> str:
+    """`name version` of a server, what the probe memory is keyed on besides its command."""
+    return f"{server_info.get('name', '')} {server_info.get('version', '')}".strip()
 
 
 def _looks_legacy(exc: McpCliError) -> bool:

@@ -16,7 +16,8 @@ raises and never exits. The tree, with exit codes:
     │   ├── MessageTooLarge          a frame exceeded the size cap          4
     │   └── ProtocolError            the peer broke the protocol            4
     ├── RPCError                     JSON-RPC error response from the peer  5
-    │   └── UnsupportedVersionError  -32022 with the peer's supported list  5
+    │   ├── UnsupportedVersionError  -32022 with the peer's supported list  5
+    │   └── NotOffered               -32601 for a capability not declared   5
     ├── RequestTimeout               a request timed out                  124
     └── Interrupted                  Ctrl-C                               130
 """
@@ -39,6 +40,7 @@ __all__ = [
     "Interrupted",
     "McpCliError",
     "MessageTooLarge",
+    "NotOffered",
     "ProtocolError",
     "RPCError",
     "RequestTimeout",
@@ -179,7 +181,9 @@ class RPCError(McpCliError):
     kind = "rpc"
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} (code {code})")
+        # Many SDKs already put the code in the message ("MCP error -32602: ...").
+        shown = message if str(code) in message else f"{message} (code {code})"
+        super().__init__(shown)
         self.code = code
         self.rpc_message = message
         self.data = data
@@ -203,6 +207,20 @@ class UnsupportedVersionError(RPCError):
         data = self.data if isinstance(self.data, dict) else {}
         versions = data.get("supported")
         return [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
+
+
+class NotOffered(RPCError):
+    """The server answered "method not found" for a feature it never declared:
+    the message names the feature, not the JSON-RPC code."""
+
+    kind = "not-offered"
+
+    def __init__(self, server: str, capability: str, what: str, data: Any = None) -> None:
+        super().__init__(-32601, "Method not found", data)
+        self.message = f"server {server!r} offers no {what}"
+        self.args = (self.message,)
+        self.hint = f"it does not declare the {capability!r} capability; `mcp info` shows what it offers"
+        self.capability = capability
 
 
 class RequestTimeout(McpCliError):

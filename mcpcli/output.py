@@ -96,7 +96,7 @@ class Output:
         try:
             self._jq_program = jq.compile(self.jq_filter)
         except ValueError as exc:
-            raise UsageError(f"--jq: {str(exc).splitlines()[0]}") from None
+            raise UsageError(f"--jq: {_jq_message(exc)}", hint=f"the filter was: {self.jq_filter}") from None
 
     def _write_json(self, value: Any, *, compact: bool) -> None:
         if compact or not self.pretty:
@@ -111,7 +111,7 @@ class Output:
         try:
             return list(self._jq_program.input_value(value).all())
         except ValueError as exc:
-            raise UsageError(f"--jq: {str(exc).splitlines()[0]}") from None
+            raise UsageError(f"--jq: {_jq_message(exc)}") from None
 
     def _emit_value(self, value: Any, *, compact: bool = False) -> None:
         for item in self._filtered(value):
@@ -157,3 +157,12 @@ class Output:
                 markup=False, no_color=plain, color_system=None if plain else "auto",
             )
         return self._console
+
+
+def _jq_message(exc: Exception) -> str:
+    """jq's first line without its `jq: error:` prefix or the colon that introduced the
+    source excerpt on the next lines (`... line 1, column 9:`)."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else "invalid filter"
+    first = first.removeprefix("jq: error:").strip()
+    return first.removesuffix(":").strip() or "invalid filter"

@@ -58,6 +58,33 @@ def _path(error: Any) -> str:
     return ".".join(parts)
 
 
+def _json(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _message(err: Any) -> str:
+    """The violation in JSON terms (`null`, `true`, `["a"]`): the user typed JSON, not Python."""
+    kind, expected, value = err.validator, err.validator_value, err.instance
+    if kind == "type":
+        kinds = expected if isinstance(expected, list) else [expected]
+        return f"{_json(value)} is not of type {' or '.join(str(k) for k in kinds)}"
+    if kind == "enum" and isinstance(expected, list):
+        return f"{_json(value)} is not one of {', '.join(_json(v) for v in expected)}"
+    if kind == "const":
+        return f"{_json(value)} is not {_json(expected)}"
+    message = str(err.message)
+    # Other messages start with the value's Python repr and may quote the keyword's value.
+    for python in (value, expected):
+        if isinstance(python, (str, bool, list, dict)) or python is None:
+            message = message.replace(repr(python), _json(python))
+    return message
+
+
 def errors(validator: Validator, instance: Any) -> list[tuple[str, str]]:
     """Every violation as (dotted field path, message), shallowest first."""
     from referencing.exceptions import Unresolvable
@@ -78,7 +105,7 @@ def errors(validator: Validator, instance: Any) -> list[tuple[str, str]]:
                     if name not in allowed:
                         found.append((f"{path}.{name}" if path else name, "is not a known field"))
                 continue
-            found.append((path, err.message))
+            found.append((path, _message(err)))
 
     try:
         walk(validator.iter_errors(instance))
@@ -188,7 +215,12 @@ def _same(a: Any, b: Any) -> bool:
     return bool(type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float)))) and a == b
 
 
-def check(schema: dict[str, Any], instance: Any, *, what: str = "argument") -> None:
+TOOL_HINT = "see the schema with `mcp tools show`, or skip the check with --no-validate"
+
+
+def check(
+    schema: dict[str, Any], instance: Any, *, what: str = "argument", hint: str = TOOL_HINT
+) -> None:
     """Raise `ValidationError` naming the first bad field; all of them in `.errors`."""
     if _plainly_valid(schema, instance) is True:
         return
@@ -197,9 +229,11 @@ def check(schema: dict[str, Any], instance: Any, *, what: str = "argument") -> N
         return
     path, message = problems[0]
     where = f"{what} {path!r}" if path else f"{what}s"
+    if path and not message.startswith("is "):
+        where += ":"  # argument 'n': "x" is not of type integer
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise ValidationError(
         f"{where} {message}{more}",
         errors=problems,
-        hint="see the schema with `mcp tools show`, or skip the check with --no-validate",
+        hint=hint,
     )

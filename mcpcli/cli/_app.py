@@ -34,6 +34,7 @@ __all__ = [
     "Connection",
     "TargetCommand",
     "connection_options",
+    "offered",
     "output_options",
     "pass_app",
     "target_argument",
@@ -207,6 +208,18 @@ class App:
         return resolve_target(target, self.server_command, self.config())
 
 
+async def offered(app: App, listing: Awaitable[dict[str, Any]], key: str) -> dict[str, Any]:
+    """A `list` command's result; an empty one (and a note on stderr) when the server
+    does not offer the feature, which is an answer, not an error."""
+    from mcpcli.errors import NotOffered
+
+    try:
+        return await listing
+    except NotOffered as exc:
+        app.info(exc.message)
+        return {key: []}
+
+
 def _isatty(stream: IO[str]) -> bool:
     try:
         return stream.isatty()
@@ -328,6 +341,20 @@ class Connection:
     token_store: str | None = None
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
+    _server_log_file: IO[bytes] | None = None
+
+    def server_log_file(self) -> IO[bytes] | None:
+        """--server-log FILE, opened once for appending (the server's stderr and its log messages)."""
+        from mcpcli.errors import UsageError
+
+        if self.server_log and self._server_log_file is None:
+            try:
+                self._server_log_file = open(self.server_log, "ab")  # noqa: SIM115 - lives for the process
+            except OSError as exc:
+                raise UsageError(
+                    f"--server-log: cannot open {self.server_log}: {exc.strerror}"
+                ) from None
+        return self._server_log_file
 
     def connect_options(self, app: App) -> ConnectOptions:
         from mcpcli.connect import ConnectOptions
@@ -345,14 +372,7 @@ class Connection:
             if not sep or not name.strip():
                 raise UsageError(f"--header {item!r}: expected 'Name: value'")
             headers[name.strip()] = value.strip()
-        server_log = None
-        if self.server_log:
-            try:
-                server_log = open(self.server_log, "ab")  # noqa: SIM115 - lives for the process
-            except OSError as exc:
-                raise UsageError(
-                    f"--server-log: cannot open {self.server_log}: {exc.strerror}"
-                ) from None
+        server_log = self.server_log_file()
         auth = "none" if self.no_auth else "stored-only" if self.stored_auth_only else "interactive"
         if auth == "interactive" and not app.stdin_tty and not app.stderr_tty:
             auth = "non-interactive"
@@ -385,7 +405,8 @@ class Connection:
             max_timeout=self.max_timeout,
             log_level=self.log_level,
             features=build_features(app, self),
-            on_notification=self.on_notification or notification_printer(app, self.log_level),
+            on_notification=self.on_notification
+            or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
             on_error=lambda exc: app.warn(str(exc)),
             trace=trace_printer(app) if self.trace else None,
         )
@@ -407,9 +428,11 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
     click.option("--env", "-e", multiple=True, metavar="KEY[=VALUE]",
                  help="Set a variable for a stdio server (KEY alone passes ours through)."),
     click.option("--cwd", type=click.Path(file_okay=False), help="Working directory of a stdio server."),
-    click.option("--quiet", "-q", is_flag=True, help="Drop the stdio server's stderr."),
+    click.option("--quiet", "-q", is_flag=True,
+                 help="Drop what the server says unasked: its stderr and log messages "
+                      "(--log-level ones still show)."),
     click.option("--server-log", type=click.Path(dir_okay=False), metavar="FILE",
-                 help="Append the stdio server's stderr to FILE."),
+                 help="Move the server's stderr and log messages to FILE (appended), off the terminal."),
     click.option("--header", "-H", multiple=True, metavar="'NAME: VALUE'",
                  help="Extra HTTP header (repeatable)."),
     click.option("--bearer-token", envvar="MCP_BEARER_TOKEN", metavar="TOKEN",
@@ -420,7 +443,8 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Force a protocol version instead of negotiating (e.g. 2025-06-18)."),
     click.option("--insecure", is_flag=True, help="Do not verify TLS certificates."),
     click.option("--log-level", type=click.Choice(_log_level_choices()), metavar="LEVEL",
-                 help="Ask the server for log messages at LEVEL and above (shown on stderr)."),
+                 help="Ask the server for log messages at LEVEL and above (default: only "
+                      "warnings and worse it sends unasked are shown)."),
     click.option("--trace", is_flag=True, help="Print the JSON-RPC traffic on stderr (secrets redacted)."),
     click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
                  help="Offer DIR as a root to the server (repeatable)."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.output import sanitize
 
@@ -78,16 +78,34 @@ def _rank(level: Any) -> int:
     return LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS) - 1
 
 
-def notification_printer(app: App, min_level: str | None = None) -> Callable[[str, JSON], None]:
+#: Log messages a server sends without being asked (no --log-level) are shown from here up.
+UNASKED_LOG_FLOOR = "warning"
+
+
+def notification_printer(
+    app: App, min_level: str | None = None, *, quiet: bool = False, log_file: IO[bytes] | None = None
+) -> Callable[[str, JSON], None]:
     """Server log messages go to stderr; other unsolicited notifications are dropped.
 
-    With `min_level` (--log-level), messages below it are dropped here too: some
-    servers send every level whatever `logging/setLevel` asked for.
+    The rule, the same as for a stdio server's stderr (both are the server's own
+    output): without --log-level only warnings and worse reach the terminal (a
+    server may log unasked); --log-level LEVEL shows LEVEL and above (some servers
+    send every level whatever `logging/setLevel` asked for, so we filter too);
+    -q drops what was not asked for (with --log-level they were asked for, and
+    still show); --server-log FILE moves them all to FILE.
     """
-    floor = _rank(min_level) if min_level is not None else 0
+    floor = _rank(min_level if min_level is not None else UNASKED_LOG_FLOOR)
+    asked = min_level is not None
 
     def on_notification(method: str, params: JSON) -> None:
-        if method == "notifications/message" and _rank(params.get("level")) >= floor:
+        if method != "notifications/message":
+            return
+        if log_file is not None:
+            # Every level goes to the file: it is the server's log, kept whole.
+            log_file.write((_log_line(params) + "\n").encode("utf-8", "replace"))
+            log_file.flush()
+            return
+        if (asked or not quiet) and _rank(params.get("level")) >= floor:
             app.stderr.write(_log_line(params) + "\n")
             app.stderr.flush()
 

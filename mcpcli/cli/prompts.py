@@ -13,6 +13,7 @@ from mcpcli.cli._app import (
     Connection,
     TargetCommand,
     connection_options,
+    offered,
     output_options,
     pass_app,
     target_argument,
@@ -41,7 +42,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
 
     async def go() -> None:
         async with app.client(target, conn) as client:
-            result = await client.list_prompts()
+            result = await offered(app, client.list_prompts(), "prompts")
             remember(target, "prompts/list", result)
             out.emit(result, items="prompts", human=render.prompts_table)
 
@@ -154,7 +155,8 @@ def get(
             if not no_validate:
                 from mcpcli.validation import check
 
-                check(schema, arguments)
+                check(schema, arguments, hint="see its arguments with `mcp prompts show`, "
+                      "or skip the check with --no-validate")
             else:
                 arguments = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
             result = await client.get_prompt(name, arguments)

@@ -12,6 +12,7 @@ from mcpcli.cli._app import (
     Connection,
     TargetCommand,
     connection_options,
+    offered,
     output_options,
     pass_app,
     target_argument,
@@ -37,7 +38,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
 
     async def go() -> None:
         async with app.client(target, conn) as client:
-            result = await client.list_resources()
+            result = await offered(app, client.list_resources(), "resources")
             out.emit(result, items="resources", human=render.resources_table)
 
     app.run(go)
@@ -54,7 +55,7 @@ def templates(app: App, target: str | None, conn: Connection, out: Output) -> No
 
     async def go() -> None:
         async with app.client(target, conn) as client:
-            result = await client.list_resource_templates()
+            result = await offered(app, client.list_resource_templates(), "resourceTemplates")
             out.emit(result, items="resourceTemplates", human=render.templates_table)
 
     app.run(go)

@@ -13,6 +13,7 @@ from mcpcli.cli._app import (
     Connection,
     TargetCommand,
     connection_options,
+    offered,
     output_options,
     pass_app,
     target_argument,
@@ -42,7 +43,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
 
     async def go() -> None:
         async with app.client(target, conn) as client:
-            result = await client.list_tools()
+            result = await offered(app, client.list_tools(), "tools")
             remember(target, "tools/list", result)
             out.emit(result, items="tools", human=render.tools_table)
 
@@ -127,7 +128,8 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
 @click.option("--args", "args_json", metavar="JSON|@FILE|-",
               help="The whole arguments object: JSON text, @file.json, or - for stdin.")
 @click.option("--no-validate", is_flag=True,
-              help="Send the arguments without checking them against the tool's schema.")
+              help="Send the arguments without checking them against the tool's schema "
+                   "(--arg values are still typed by it).")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the result to DIR.")
 @click.option("--task", "as_task", is_flag=True,
@@ -183,15 +185,17 @@ def call(
     async def call_it() -> dict[str, Any]:
         async with app.client(target, conn) as client:
             schema = None
-            if not no_validate:
+            # --no-validate skips the check, not the typing of --arg by the schema;
+            # with --args alone there is nothing to type, so nothing to list.
+            if not no_validate or items:
                 # A 2026-07-28 server's listing is reused while its ttlMs says it is fresh.
                 listing = await client.list_tools(cache_target=target)
                 definition = await client.get_tool(tool)
-                if definition is None:
+                if definition is None and not no_validate:
                     raise _unknown_tool(tool, listing)
-                schema = definition.get("inputSchema")
+                schema = definition.get("inputSchema") if definition is not None else None
             arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
-            if schema is not None and isinstance(schema, dict):
+            if not no_validate and isinstance(schema, dict):
                 from mcpcli.validation import check
 
                 check(schema, arguments)

@@ -22,7 +22,12 @@ def _obj(value: Any) -> JSON:
 
 
 def _first_line(text: Any) -> str:
-    return str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    """The first line of a description, with `…` when more follows (it was cut)."""
+    lines = [line.strip() for line in str(text or "").strip().splitlines()]
+    if not lines:
+        return ""
+    more = any(lines[1:])
+    return f"{lines[0]} …" if more else lines[0]
 
 
 def _size(n: int) -> str:
@@ -33,13 +38,17 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def _table(*columns: str) -> Any:
+def _table(*columns: str, one_line: bool = False) -> Any:
+    """A borderless table; `one_line` keeps each row on one line, the last column cut
+    with `…` (wrapping a description can leave one word alone on a line)."""
     from rich.table import Table
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for i, name in enumerate(columns):
         if i == 0:
             table.add_column(name, no_wrap=True)
+        elif one_line and i == len(columns) - 1:
+            table.add_column(name, no_wrap=True, overflow="ellipsis")
         else:
             table.add_column(name, overflow="fold")
     return table

@@ -170,10 +170,11 @@ def _block(console: Console, block: JSON, index: int, save_dir: str | None) -> N
 
 
 def call_result(console: Console, result: JSON, save_dir: str | None = None) -> None:
-    """A tool result: every content block, then structured content if no text carried it."""
+    """A tool result: every content block, then structured content if no text carried it.
+
+    An error result is not labelled here: the one `error:` line on stderr says so.
+    """
     content = [b for b in result.get("content") or [] if isinstance(b, dict)]
-    if result.get("isError"):
-        console.print("the tool reported an error:", style="bold red")
     for i, block in enumerate(content):
         _block(console, block, i, save_dir)
     structured = result.get("structuredContent")

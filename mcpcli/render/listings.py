@@ -58,12 +58,12 @@ def tools_table(console: Console, result: JSON) -> None:
         return
     # The tool column gets at most ~40% of the width; `mcp tools show` has the types.
     width = max(24, int(console.width * 0.4))
-    table = _table("TOOL", "DESCRIPTION")
-    for tool in tools:
-        table.add_row(
-            _s(_short_signature(tool), limit=width),
-            _s(_first_line(tool.get("description")), limit=200),
-        )
+    table = _table("TOOL", "DESCRIPTION", one_line=True)
+    names = [_s(_short_signature(tool), limit=width) for tool in tools]
+    # The names stay whole; the one-line descriptions give way, cut with `…`.
+    room = max(16, console.width - max(len(n) for n in names) - 2)
+    for name, tool in zip(names, tools, strict=True):
+        table.add_row(name, _s(_first_line(tool.get("description")), limit=min(room, 200)))
     console.print(table)
 
 

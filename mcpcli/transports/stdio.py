@@ -46,9 +46,13 @@ __all__ = [
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: After stdin closes, a server gets this long to exit on its own before SIGTERM.
 #: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
-EOF_GRACE = 0.05
-#: After SIGTERM, how long before SIGKILL.
-TERM_GRACE = 1.0
+EOF_GRACE = 0.02
+#: After SIGTERM, how long before SIGKILL of the group. The result is already
+#: printed, so this is all the user waits for a server that ignores EOF and TERM:
+#: a few tens of milliseconds, and nothing is left running after it.
+TERM_GRACE = 0.04
+#: How long to wait for a killed process to be reaped (SIGKILL cannot be ignored).
+KILL_GRACE = 1.0
 #: How long queued messages (a cancellation) may take to reach a stuck pipe.
 FLUSH_GRACE = 0.25
 STDERR_TAIL_LINES = 20
@@ -218,7 +222,7 @@ class StdioTransport:
                             MessageTooLarge(f"server sent a message larger than {cap} bytes")
                         )
                         self._signal_group(signal.SIGKILL)
-                        with anyio.move_on_after(TERM_GRACE):
+                        with anyio.move_on_after(KILL_GRACE):
                             await _wait_exit(process)
                         await out.send(self._exited(process, "after an oversized message"))
                         return
@@ -290,7 +294,7 @@ class StdioTransport:
                 if self._server_log is not None:
                     self._server_log.write(chunk)
                     self._server_log.flush()
-                if not self._quiet:
+                if not self._quiet and self._server_log is None:  # --server-log moves it
                     target.write(chunk)
                     target.flush()
                 lines = (partial + chunk).split(b"\n")

@@ -62,9 +62,24 @@ def test_structured_content_is_shown_when_no_text_carries_it() -> None:
     assert "(no content)" in shown(render.call_result, {"content": []})
 
 
-def test_a_tool_error_is_labelled() -> None:
+def test_a_tool_error_is_shown_as_its_content_only() -> None:
+    # The one `mcp: error: tool ... reported an error` line on stderr labels it (issue 13).
     text = shown(render.call_result, {"content": [{"type": "text", "text": "boom"}], "isError": True})
-    assert text.startswith("the tool reported an error:\nboom")
+    assert text.startswith("boom") and "reported an error" not in text
+
+
+def test_tools_list_keeps_one_line_per_tool_and_marks_what_it_cut() -> None:
+    long = "Read the complete contents of a file from the file system. " * 4
+    text = shown(render.tools_table, {"tools": [
+        {"name": "read_file", "description": long},
+        {"name": "multi", "description": "First line.\nSecond line with details."},
+        {"name": "one", "description": "Just this."},
+    ]})
+    lines = text.splitlines()
+    assert len(lines) == 4, text  # a header and one line per tool: no word left alone
+    assert lines[1].rstrip().endswith("…") and len(lines[1].rstrip()) <= 120
+    assert "First line. …" in lines[2] and "Second" not in text
+    assert lines[3].rstrip().endswith("Just this.")
 
 
 def test_server_text_is_sanitised_everywhere() -> None:

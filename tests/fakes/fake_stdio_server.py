@@ -22,6 +22,19 @@ Behaviour flags (any combination):
                         then stay silent: utf8 (invalid UTF-8), deep (nested too deeply),
                         truncated (cut-off JSON)
   --broken-discover     answer server/discover with a cut-off line that carries its id
+  --typed-tools         add get-sum(a: integer, b: integer) and flags(flag: boolean|string),
+                        both answering with their arguments as JSON text
+  --deaf                never answer anything; write log lines to stdout instead
+  --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
+                        stderr (what Python SDK 1.x servers do)
+  --ask-roots           ask roots/list after initialized, apply the answer 50 ms later, and
+                        deny tools/call until then
+  --log-unasked         send log messages (info and error) before answering tools/call
+  --tool-error          answer tools/call with isError: true
+  --slow-modern S       a modern server that answers server/discover only after S seconds
+                        and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
+  --features            declare resources (reads fail with "MCP error -32002: ...") and
+                        a prompt `weather(city)`
 """
 
 from __future__ import annotations
@@ -51,6 +64,14 @@ p.add_argument("--evil")
 p.add_argument("--sample", type=int)
 p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 p.add_argument("--broken-discover", action="store_true")
+p.add_argument("--typed-tools", action="store_true")
+p.add_argument("--deaf", action="store_true")
+p.add_argument("--noisy-probe", type=int)
+p.add_argument("--ask-roots", action="store_true")
+p.add_argument("--log-unasked", action="store_true")
+p.add_argument("--tool-error", action="store_true")
+p.add_argument("--features", action="store_true")
+p.add_argument("--slow-modern", type=float)
 opts = p.parse_args()
 
 lock = threading.Lock()
@@ -69,6 +90,18 @@ TOOLS = [
 if opts.evil is not None:
     TOOLS[0]["description"] = opts.evil
     TOOLS.append({"name": "fail", "description": opts.evil, "inputSchema": {"type": "object"}})
+
+if opts.typed_tools:
+    TOOLS += [
+        {"name": "get-sum", "description": "Add two numbers.", "inputSchema": {
+            "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"]}},
+        {"name": "flags", "description": "Take a flag.", "inputSchema": {
+            "type": "object", "properties": {"flag": {"type": ["boolean", "string"]},
+                                             "n": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}},
+    ]
+roots_applied = threading.Event()
+ROOTS_ID = "roots-1"
 
 
 def send(obj: dict) -> None:
@@ -118,6 +151,16 @@ def handle(msg: dict) -> None:
         return
     if opts.log_stderr:
         print(f"got {method}", file=sys.stderr, flush=True)
+    if opts.deaf:
+        print(f"INFO: listening on http://127.0.0.1:9/ (got {method})", flush=True)
+        return
+    if opts.ask_roots and method == "notifications/initialized":
+        send({"jsonrpc": "2.0", "id": ROOTS_ID, "method": "roots/list"})
+        return
+    if opts.ask_roots and mid == ROOTS_ID and method is None:
+        # Like the official filesystem server: roots are applied asynchronously.
+        threading.Timer(0.05, roots_applied.set).start()
+        return
     if mid is None:
         return
     if method == "server/discover" and opts.broken_discover:
@@ -125,6 +168,20 @@ def handle(msg: dict) -> None:
             sys.stdout.write('{"jsonrpc":"2.0","id":' + json.dumps(mid) + ',"error":{"code":-326\n')
             sys.stdout.flush()
         return
+    if method == "server/discover" and opts.noisy_probe is not None:
+        for i in range(opts.noisy_probe):
+            print(f"WARNING: Failed to validate request: validation error {i}", file=sys.stderr, flush=True)
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "Invalid request parameters"}})
+        return
+    if opts.slow_modern is not None and method == "initialize":
+        send({"jsonrpc": "2.0", "id": mid, "error": {
+            "code": -32022, "message": "connection is serving the 2026-07-28 protocol",
+            "data": {"supported": ["2026-07-28"]}}})
+        return
+    if opts.slow_modern is not None and method == "server/discover":
+        time.sleep(opts.slow_modern)
+        opts.slow_modern = 0.0
+        opts.modern = True
     if method == "server/discover":
         if opts.modern:
             send({"jsonrpc": "2.0", "id": mid, "result": {
@@ -138,7 +195,20 @@ def handle(msg: dict) -> None:
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-            "capabilities": {"tools": {}}, "serverInfo": {"name": "fake", "version": "1"}}})
+            "capabilities": {"tools": {}, **({"logging": {}} if opts.log_unasked else {}),
+                             **({"resources": {}, "prompts": {}} if opts.features else {})},
+            "serverInfo": {"name": "fake", "version": os.environ.get("FAKE_VERSION", "1")}}})
+        return
+    if method == "logging/setLevel":
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        return
+    if opts.features and method == "resources/read":
+        send({"jsonrpc": "2.0", "id": mid, "error": {
+            "code": -32002, "message": "MCP error -32002: Resource not found"}})
+        return
+    if opts.features and method == "prompts/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
+            {"name": "weather", "arguments": [{"name": "city", "required": True}]}]}})
         return
     if method == "ping":
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
@@ -190,8 +260,20 @@ def handle(msg: dict) -> None:
             sys.stdout.flush()
             return
         args = params.get("arguments") or {}
-        send({"jsonrpc": "2.0", "id": mid, "result": {
-            "content": [{"type": "text", "text": str(args.get("message", ""))}]}})
+        if opts.log_unasked:
+            for level in ("info", "error"):
+                send({"jsonrpc": "2.0", "method": "notifications/message",
+                      "params": {"level": level, "logger": "fake", "data": f"{level} note"}})
+        if opts.ask_roots and not roots_applied.is_set():
+            send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
+                {"type": "text", "text": "Access denied - path outside allowed directories"}]}})
+            return
+        if opts.tool_error:
+            send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
+                {"type": "text", "text": "boom"}]}})
+            return
+        text = json.dumps(args) if params.get("name") in ("get-sum", "flags") else str(args.get("message", ""))
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
         return
     if opts.silent_probe:
         return

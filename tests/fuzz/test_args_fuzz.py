@@ -91,6 +91,7 @@ def build(items: list[str], schema: Any) -> dict[str, Any] | None:
 @example(["x:=" + "[" * 5000], {"type": "object"})  # RecursionError from json.loads
 @example(["x:=NaN"], None)  # NaN/Infinity/1e999 could never be sent
 @example(["x:=1e999"], None)
+@example(["x=1e999"], {"type": "object", "properties": {"x": {"type": ["number", "string"]}}})  # inf from a union literal
 @example(["x=a"], {"type": "object", "properties": {"x": {"anyOf": 5}}})  # TypeError
 @example(["x=a"], {"type": "object", "properties": {"x": {"type": "array", "items": {"$ref": "#/properties/x"}}}})
 @example(["x=a"], {"anyOf": [{"$ref": "#"}], "properties": {"x": {"anyOf": [{"$ref": "#/properties/x"}]}}})
