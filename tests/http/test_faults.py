@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
+import pytest
 from helpers import free_port, mcp
 from httpfake import (
     FakeHTTP,
@@ -24,6 +25,9 @@ from httpfake import (
     sse_event,
     sse_reply,
 )
+
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
 
 Fake = Callable[[Handler], FakeHTTP]
 
