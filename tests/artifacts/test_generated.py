@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = REPO / "scripts"
 
 

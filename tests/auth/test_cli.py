@@ -15,6 +15,9 @@ from helpers import REPO, mcp
 
 from .conftest import child_env, state_files
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parent.parent
 
 

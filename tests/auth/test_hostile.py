@@ -93,6 +93,7 @@ def test_403_without_insufficient_scope_is_not_retried(oauth, browser) -> None:
     assert browser.opened == []
 
 
+@pytest.mark.slow
 def test_step_up_through_the_cli_stops(oauth, browser_script) -> None:
     srv = oauth(always_insufficient="mcp:admin")
     env = child_env(BROWSER=str(browser_script))

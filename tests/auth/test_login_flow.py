@@ -217,6 +217,7 @@ def test_state_mismatch_is_ignored_and_the_real_callback_wins(oauth, browser, mo
     assert len(srv.token_requests("authorization_code")) == 1
 
 
+@pytest.mark.slow
 def test_sign_in_times_out_and_stores_nothing(oauth, browser) -> None:
     srv = oauth()
     browser.fail = True  # the browser never comes back

@@ -69,6 +69,7 @@ def test_keyring_that_raises(isolated_env) -> None:
         store.save(record(), Secrets(access_token="AT-CANARY-3"))
 
 
+@pytest.mark.slow
 def test_keyring_that_hangs_gives_up_within_the_timeout(isolated_env, monkeypatch) -> None:
     monkeypatch.setenv("MCP_KEYRING_TIMEOUT", "0.5")
     keyring.set_keyring(HangingKeyring())

@@ -42,6 +42,7 @@ def test_options() -> None:
     assert offered == ["plain,--timeout"]
 
 
+@pytest.mark.slow
 def test_server_names_from_our_config(config: Path) -> None:
     offered = complete("mcp", "tools", "list", "")
     assert offered == ["file,", "plain,alpha", "plain,beta", "plain,gamma"]
@@ -55,6 +56,7 @@ def test_server_names_from_other_clients(config: Path, fake_home: Path) -> None:
     assert "plain,cursed" in complete("mcp", "info", "c")
 
 
+@pytest.mark.slow
 def test_servers_show_completes_names(config: Path) -> None:
     assert complete("mcp", "servers", "show", "a") == ["plain,alpha"]
 
@@ -73,6 +75,7 @@ def test_tool_and_prompt_names_come_from_the_last_listing(isolated_env: Path, ev
     assert complete("mcp", "prompts", "get", "ev", "")[:2] == ["plain,simple-prompt", "plain,args-prompt"]
 
 
+@pytest.mark.slow
 def test_completion_command_prints_the_committed_scripts() -> None:
     for shell, name in (("bash", "mcp.bash"), ("zsh", "_mcp"), ("fish", "mcp.fish")):
         r = mcp("completion", shell)
@@ -87,6 +90,7 @@ def test_completion_rejects_unknown_shells() -> None:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.slow
 def test_in_real_bash(config: Path, tmp_path: Path) -> None:
     """Source the committed script and run its completion function as bash would on TAB."""
     bindir = tmp_path / "bin"

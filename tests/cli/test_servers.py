@@ -21,6 +21,7 @@ def write(path: Path, doc: object) -> None:
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
 
 
+@pytest.mark.slow
 def test_add_a_command_and_a_url_then_list_and_show(config_file: Path) -> None:
     r = mcp("servers", "add", "local", "--env", "TOKEN=${MY_TOKEN}", "--", "my-server", "--flag", "x y")
     assert r.code == 0, r
@@ -49,6 +50,7 @@ def test_add_a_command_and_a_url_then_list_and_show(config_file: Path) -> None:
     assert r.json["config"]["env"] == {"TOKEN": "${MY_TOKEN}"}
 
 
+@pytest.mark.slow
 def test_add_refuses_to_replace_without_force(config_file: Path) -> None:
     assert mcp("servers", "add", "s", "--", "one").code == 0
     r = mcp("servers", "add", "s", "--", "two")
@@ -80,6 +82,7 @@ def test_add_rejects_bad_input_with_exit_2(config_file: Path, args: tuple[str, .
     assert not config_file.exists()
 
 
+@pytest.mark.slow
 def test_remove(config_file: Path, fake_home: Path) -> None:
     mcp("servers", "add", "a", "--", "x")
     mcp("servers", "add", "b", "--", "y")
@@ -96,6 +99,7 @@ def test_remove(config_file: Path, fake_home: Path) -> None:
         "mcpServers": {"cursed": {"command": "c"}}}
 
 
+@pytest.mark.slow
 def test_list_shows_discovered_servers_with_their_source(config_file: Path, fake_home: Path) -> None:
     mcp("servers", "add", "shared", "--", "ours")
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {
@@ -109,6 +113,7 @@ def test_list_shows_discovered_servers_with_their_source(config_file: Path, fake
     assert ".claude.json: cannot read" in r.stderr
 
 
+@pytest.mark.slow
 def test_import_copies_without_overwriting(config_file: Path, fake_home: Path) -> None:
     mcp("servers", "add", "gh", "--", "ours")
     write(Path(os.environ["XDG_CONFIG_HOME"]) / "Claude" / "claude_desktop_config.json", {"mcpServers": {
@@ -140,6 +145,7 @@ def test_import_copies_without_overwriting(config_file: Path, fake_home: Path) -
     assert r.code == 2 and "nope" in r.stderr
 
 
+@pytest.mark.slow
 def test_config_flag_and_environment_variable_choose_the_file(tmp_path: Path, config_file: Path) -> None:
     other = tmp_path / "other.json"
     r = mcp("--config", str(other), "servers", "add", "x", "--", "cmd")
@@ -184,6 +190,7 @@ def test_a_server_found_in_another_client_is_usable_by_name(fake_home: Path, eve
     assert r.json["content"][0]["text"] == "Echo: found"
 
 
+@pytest.mark.slow
 def test_unknown_server_names_the_configured_ones(config_file: Path) -> None:
     mcp("servers", "add", "alpha", "--", "x")
     r = mcp("tools", "list", "alpah")

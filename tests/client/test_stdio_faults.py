@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from helpers import fake_server, mcp
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 
 def test_missing_executable_exits_4_naming_the_command() -> None:
     r = mcp("tools", "list", "--", "no-such-mcp-server-xyz")

@@ -118,6 +118,7 @@ def test_tasks_list_on_a_legacy_server(everything: list[str]) -> None:
 # -- 2026-07-28 extension (fake server over stdio) ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_modern_server_directed_task_declares_the_extension(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp("tools", "call", "slow", "--arg", "text=hi", "--", *task_server("--record", str(log)))
@@ -132,6 +133,7 @@ def test_modern_server_directed_task_declares_the_extension(tmp_path: Path) -> N
     assert methods(log).count("tasks/get") >= 2
 
 
+@pytest.mark.slow
 def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp("tools", "call", "ask", "--elicit-json", '{"name": "Ann"}', "--",
@@ -145,6 +147,7 @@ def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) ->
     }
 
 
+@pytest.mark.slow
 def test_modern_failed_task_exits_5_naming_the_task() -> None:
     r = mcp("tools", "call", "fail", "--", *task_server())
     assert r.code == 5, r
@@ -152,12 +155,14 @@ def test_modern_failed_task_exits_5_naming_the_task() -> None:
     assert r.stdout == ""
 
 
+@pytest.mark.slow
 def test_modern_tool_error_in_a_task_exits_1_with_the_result() -> None:
     r = mcp("tools", "call", "toolerr", "--", *task_server())
     assert r.code == 1, r
     assert r.json["isError"] is True and r.json["content"][0]["text"] == "bad input"
 
 
+@pytest.mark.slow
 def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp("tools", "call", "quick", "--arg", "text=x", "--", *task_server("--record", str(log)))
@@ -167,12 +172,14 @@ def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("era", [(), ("--legacy",)], ids=["modern", "legacy"])
+@pytest.mark.slow
 def test_a_task_created_already_finished(era: tuple[str, ...]) -> None:
     r = mcp("tools", "call", "instant", "--", *task_server(*era))
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "already done"
 
 
+@pytest.mark.slow
 def test_modern_max_timeout_cancels_the_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp("tools", "call", "forever", "--max-timeout", "0.5", "--",
@@ -181,6 +188,7 @@ def test_modern_max_timeout_cancels_the_task(tmp_path: Path) -> None:
     assert methods(log).count("tasks/cancel") == 1
 
 
+@pytest.mark.slow
 def test_modern_ctrl_c_cancels_the_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     run = Running("tools", "call", "forever", "--trace", "--", *task_server("--record", str(log)))
@@ -194,6 +202,7 @@ def test_modern_ctrl_c_cancels_the_task(tmp_path: Path) -> None:
 # -- 2025-11-25 corners (fake server over stdio) ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_legacy_optional_tool_is_a_task_only_with_the_task_flag(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     plain = mcp("tools", "call", "opt", "--arg", "text=a", "--", *task_server("--legacy", "--record", str(log)))
@@ -209,6 +218,7 @@ def test_legacy_optional_tool_is_a_task_only_with_the_task_flag(tmp_path: Path) 
     assert str(call["params"]["_meta"]["progressToken"]).startswith("mcpcli-task-")
 
 
+@pytest.mark.slow
 def test_legacy_failed_task_exits_5_and_tool_error_exits_1() -> None:
     r = mcp("tools", "call", "fail", "--", *task_server("--legacy"))
     assert r.code == 5, r
@@ -218,6 +228,7 @@ def test_legacy_failed_task_exits_5_and_tool_error_exits_1() -> None:
     assert r.json["isError"] is True
 
 
+@pytest.mark.slow
 def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
     r = mcp("tools", "call", "echo", "--arg", "message=hi", "--task", "--", *fake_server())
     assert r.code == 0, r
@@ -228,6 +239,7 @@ def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
 # -- mcp tasks over HTTP (2026-07-28: tasks outlive the connection) ------------------------------
 
 
+@pytest.mark.slow
 def test_detach_then_get_result_and_cancel_over_http(task_http: Any) -> None:
     url = task_http.url
     started = mcp("tools", "call", url, "slow", "--arg", "text=later", "--detach")
@@ -252,6 +264,7 @@ def test_detach_then_get_result_and_cancel_over_http(task_http: Any) -> None:
                for r in gets)
 
 
+@pytest.mark.slow
 def test_tasks_result_timeout_leaves_the_task_running(task_http: Any) -> None:
     url = task_http.url
     task_id = mcp("tools", "call", url, "forever", "--detach").json["taskId"]
@@ -267,12 +280,14 @@ def test_tasks_result_timeout_leaves_the_task_running(task_http: Any) -> None:
     assert f"task {task_id} was cancelled" in after.stderr
 
 
+@pytest.mark.slow
 def test_tasks_list_is_refused_on_2026_servers(task_http: Any) -> None:
     r = mcp("tasks", "list", task_http.url)
     assert r.code == 2, r
     assert "cannot list tasks" in r.stderr
 
 
+@pytest.mark.slow
 def test_unknown_task_id_exits_5(task_http: Any) -> None:
     r = mcp("tasks", "get", task_http.url, "no-such-task")
     assert r.code == 5, r

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import mcp
 
 from client.task_helpers import Running, sent
+
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
 
 
 def test_modern_task_over_stdio(task_tools: Path) -> None:

@@ -67,6 +67,7 @@ def test_the_extension_joins_other_capabilities() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_legacy_task_progress_reaches_the_caller_after_the_call_returned() -> None:
     progress: list[dict[str, Any]] = []
     statuses: list[str] = []
@@ -83,6 +84,7 @@ async def test_legacy_task_progress_reaches_the_caller_after_the_call_returned()
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_cancelling_the_caller_cancels_the_task() -> None:
     import anyio
 
@@ -97,6 +99,7 @@ async def test_cancelling_the_caller_cancels_the_task() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_detach_returns_the_create_task_result() -> None:
     transport = StdioTransport(sys.executable, [str(FAKE_TASKS)])
     async with Client(transport, ClientOptions()) as client:

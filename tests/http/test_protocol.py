@@ -34,6 +34,9 @@ from httpfake import (
     sse_reply,
 )
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 Fake = Callable[..., FakeHTTP]
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 

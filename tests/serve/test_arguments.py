@@ -54,6 +54,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 async def test_every_value_is_exactly_one_argv_element_and_one_env_value(tmp_path: Path, make_backend: Any) -> None:
     backend = make_backend(recorder_yaml(
         tmp_path, "      v: {type: string}",

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from helpers import REPO, free_port, mcp, wait_until
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {},

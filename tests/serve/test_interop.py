@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 from helpers import Peers, free_port, mcp
 
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = pytest.mark.slow
+
 HERE = Path(__file__).parent
 
 TOOLS = """

@@ -11,6 +11,7 @@ import ast
 import re
 from collections import Counter
 
+import pytest
 from helpers import REPO
 
 SERVE = REPO / "mcpcli" / "serve"
@@ -25,6 +26,7 @@ def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+@pytest.mark.slow
 def test_serve_modules_and_functions_stay_within_the_size_guide() -> None:
     too_long = []
     for path in OWN:

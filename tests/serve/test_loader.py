@@ -72,6 +72,7 @@ def test_quoted_values_and_explicit_str_are_fine() -> None:
     assert config.tools["t"].params["x"].schema["enum"] == ["yes", "no", "0777"]
 
 
+@pytest.mark.slow
 def test_billion_laughs_fails_fast() -> None:
     lines = [HEAD, "x-a: &a [1,1,1,1,1,1,1,1,1,1]\n"]
     prev = "a"
@@ -243,6 +244,7 @@ def test_check_on_missing_file() -> None:
     assert "no such file" in result.stderr
 
 
+@pytest.mark.slow
 def test_print_schema_is_the_format_schema_and_validates_the_example() -> None:
     import jsonschema
     import yaml
@@ -264,6 +266,7 @@ def test_bundled_example_is_the_examples_file() -> None:
     assert result.stdout == (REPO / "examples" / "tools.yaml").read_text()
 
 
+@pytest.mark.slow
 def test_yaml_target_with_errors_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "tools:\n  - name: a\n    description: x\n    run: {argv: [echo], timeout: yes}\n")
@@ -279,6 +282,7 @@ def test_load_config_reads_files(tmp_path: Path) -> None:
     assert load_config(path).tools == {}
 
 
+@pytest.mark.slow
 def test_the_conformance_fixture_is_valid() -> None:
     result = mcp("serve", "--check", str(REPO / "tests" / "conformance" / "server.yaml"))
     assert result.code == 0, result
@@ -330,6 +334,7 @@ def test_pattern_on_an_integer_is_reported_once() -> None:
                      "parameters only (this one is integer)"]
 
 
+@pytest.mark.slow
 def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "resources:\n  - name: r\n    uri_template: 'x://{a}/{a}'\n    text: hi\n"

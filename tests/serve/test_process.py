@@ -92,6 +92,7 @@ async def test_exit_codes_and_stderr(make_backend: Any) -> None:
     assert text_of(result) == "fine\n\nstderr:\nnoise"
 
 
+@pytest.mark.slow
 async def test_timeout_kills_the_whole_group_including_grandchildren(make_backend: Any, tmp_path: Path) -> None:
     backend = make_backend(doc(
         tool("hang", "echo started; sleep 100 & sleep 100 & wait", "      timeout: 0.5s\n      kill_grace: 0.5s"),
@@ -189,6 +190,7 @@ async def test_spawn_failures_are_clear(make_backend: Any, tmp_path: Path) -> No
         assert fragment in text_of(result), (name, result)
 
 
+@pytest.mark.slow
 async def test_per_tool_concurrency_serializes(make_backend: Any, tmp_path: Path) -> None:
     backend = make_backend(doc(
         tool("serial", "mkdir lock || { echo overlap; exit 9; }\nsleep 0.2\nrmdir lock\necho ok",

@@ -129,6 +129,7 @@ def test_watch_refuses_a_world_writable_file(tmp_path: Path) -> None:
     assert "writable by every user" in result.stderr
 
 
+@pytest.mark.slow
 def test_mcp_serve_watch_over_stdio(tmp_path: Path) -> None:
     """End to end: --watch announces list_changed; a broken edit is reported and the old tools stay."""
     import json

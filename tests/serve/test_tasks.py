@@ -241,6 +241,7 @@ tools:
 """
 
 
+@pytest.mark.peer  # the TypeScript SDK installed with server-everything
 def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_file: Any) -> None:
     import json
     import subprocess

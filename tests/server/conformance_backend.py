@@ -1,10 +1,14 @@
-"""The conformance fixture (../shared/spec/conformance.md section 6) as a Python Backend.
+"""The official conformance suite's server fixture (the tools, resources and prompts its
+server scenarios call by name) as a Python Backend.
 
 It lets the official server suite run against the runtime alone; the shipped
 fixture is tests/conformance/server.yaml (served by `mcp serve`). Run it with
 
     .venv/bin/python tests/server/conformance_backend.py --port 8765
-    ../shared/tools/conformance.sh http://127.0.0.1:8765/mcp --suite active
+    $NODE .cache/conformance/conformance-0.1.16/node_modules/@modelcontextprotocol/conformance/dist/index.js server --url http://127.0.0.1:8765/mcp --suite active
+
+with NODE a Node >= 22 (`scripts/conformance` installs the harness there, and a Node 22
+at .cache/conformance/node/package/bin/node when the system one is older).
 """
 
 from __future__ import annotations

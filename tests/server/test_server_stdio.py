@@ -15,7 +15,8 @@ from server_support import ALL, features
 from mcpcli.client import Client, ClientOptions
 from mcpcli.transports.stdio import StdioTransport
 
-pytestmark = pytest.mark.anyio
+# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 DEMO = str(Path(__file__).parent / "demo_stdio.py")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from helpers import mcp
 
 HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio")
@@ -48,6 +49,7 @@ def test_version() -> None:
     assert r.code == 0 and r.stdout.startswith("mcpcli, version ")
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2_with_one_line_and_a_hint() -> None:
     r = mcp("tools", "call")
     assert r.code == 2
@@ -58,6 +60,7 @@ def test_usage_errors_exit_2_with_one_line_and_a_hint() -> None:
     assert r.code == 2 and "No such command" in r.stderr
 
 
+@pytest.mark.slow
 def test_unknown_target_exits_2_and_json_errors_are_json() -> None:
     r = mcp("tools", "list", "nosuch", "--json")
     assert r.code == 2
