@@ -14,6 +14,8 @@ from helpers import fake_server, mcp
 from mcpcli.errors import ValidationError
 from mcpcli.validation import check
 
+pytestmark = pytest.mark.slow  # real server processes
+
 
 def _methods(record: Path) -> list[str]:
     if not record.exists():

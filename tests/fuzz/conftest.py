@@ -2,6 +2,8 @@
 
 * `ci` (the default, what `scripts/test` runs): a fixed seed (`derandomize`) and a
   small budget, so a run is reproducible, quick and writes no `.hypothesis/`.
+* `quick` (what `scripts/test --fast` runs): the same, with a token budget, so the
+  contributor loop still exercises every property.
 * `long` (what `scripts/fuzz` runs): a random seed (pass `--hypothesis-seed` to
   replay one) and a large budget; `scripts/fuzz` bounds the time.
 
@@ -32,6 +34,7 @@ _COMMON = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
 }
 
+settings.register_profile("quick", max_examples=15, derandomize=True, print_blob=False, **_COMMON)  # type: ignore[arg-type]
 settings.register_profile("ci", max_examples=100, derandomize=True, print_blob=False, **_COMMON)  # type: ignore[arg-type]
 settings.register_profile(
     "long",

@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from helpers import free_port, wait_until
 
 from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+
+pytestmark = pytest.mark.slow  # real server processes
 
 TOOLS = """version: 1
 tools:

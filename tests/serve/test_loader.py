@@ -220,6 +220,7 @@ def test_published_schema_is_anchored_and_closed() -> None:
 # -- the CLI ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "tools:\n  - name: a\n    descripton: x\n    run: {argv: [echo], timout: 1}\n")
@@ -349,6 +350,7 @@ def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) 
     assert "internal error" not in result.stderr
 
 
+@pytest.mark.slow
 def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -375,6 +377,7 @@ def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(

@@ -98,6 +98,7 @@ async def test_progress_logs_and_results_in_every_era(tools_file: Any, version: 
 
 
 @pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25", "2025-06-18"])
+@pytest.mark.slow
 async def test_elicitation_sampling_and_roots_from_a_script(tools_file: Any, version: str) -> None:
     path = tools_file(TOOLS)
     features = ClientFeatures(elicit=elicit, sample=sample, roots=[{"uri": "file:///work", "name": "w"}])

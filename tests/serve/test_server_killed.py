@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from helpers import free_port, wait_until
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
 SCRIPT = """
       shell: sh

@@ -22,3 +22,13 @@ def backend() -> DemoBackend:
 @pytest.fixture
 def server(backend: DemoBackend) -> Server:
     return Server(backend)
+
+
+@pytest.fixture(autouse=True)
+def _no_roots_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our test clients declare roots, and our server never asks for them after the
+    handshake: the client's bounded wait for that `roots/list` (tested in
+    tests/client/test_wild_servers.py) would only add 0.3 s to every test here."""
+    import mcpcli.client
+
+    monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 0.0)

@@ -26,6 +26,7 @@ LEGACY_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type
 
 
 @pytest.mark.parametrize("protocol", [None, "2025-11-25", "2025-06-18", "2025-03-26"])
+@pytest.mark.slow
 async def test_our_client_over_streamable_http(server: Server, protocol: str | None) -> None:
     async with running(server) as url, http_client(url, protocol) as client:
         assert client.protocol_version == (protocol or "2026-07-28")
@@ -40,6 +41,7 @@ async def test_our_client_over_streamable_http(server: Server, protocol: str | N
         assert result["content"][0]["text"] == "Zürich /3"
 
 
+@pytest.mark.slow
 async def test_our_client_over_legacy_http_sse(server: Server) -> None:
     async with running(server) as url:
         sse_url = url.rsplit("/", 1)[0] + "/sse"
@@ -49,6 +51,7 @@ async def test_our_client_over_legacy_http_sse(server: Server) -> None:
             assert (await client.call_tool("elicit"))["content"][0]["text"] == "Hello, Ada!"
 
 
+@pytest.mark.slow
 async def test_concurrent_calls_over_http(server: Server) -> None:
     results: dict[int, str] = {}
     async with running(server) as url:
@@ -396,6 +399,7 @@ async def test_unknown_paths_and_methods(server: Server) -> None:
         assert (await http.post(base + "/messages?sessionId=nope", json=INIT)).status_code == 404
 
 
+@pytest.mark.slow
 async def test_idle_sessions_expire(server: Server) -> None:
     from mcpcli.server import HttpOptions
 
@@ -412,6 +416,7 @@ async def test_idle_sessions_expire(server: Server) -> None:
         assert (await http.post(url, json=ping, headers=session)).status_code == 404
 
 
+@pytest.mark.slow
 async def test_stopping_the_server_ends_streams_and_calls(backend: DemoBackend, server: Server) -> None:
     """Cancelling serve_http ends open streams and running calls promptly."""
     async with httpx.AsyncClient(timeout=10) as http:
@@ -613,6 +618,7 @@ async def test_cors_preflight(server: Server) -> None:
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 @pytest.mark.parametrize(("tool", "kind"), [("slow", "application/json"), ("gate", "text/event-stream")])
+@pytest.mark.slow
 async def test_stopping_answers_calls_in_flight_with_a_shutdown_error(
     backend: DemoBackend, server: Server, era: str, tool: str, kind: str,
 ) -> None:
@@ -691,6 +697,7 @@ async def _read_all(stream: Any) -> bytes:
         return data
 
 
+@pytest.mark.slow
 async def test_slow_heads_are_closed_and_do_not_keep_real_calls_out(server: Server) -> None:
     """Slowloris: more half-sent heads than the cap; a real call still gets through, the
     newest slow ones get 408 at their deadline, the oldest were evicted to make room."""
@@ -714,6 +721,7 @@ async def test_slow_heads_are_closed_and_do_not_keep_real_calls_out(server: Serv
                 await stream.aclose()
 
 
+@pytest.mark.slow
 async def test_a_body_that_does_not_arrive_in_time_gets_408(server: Server) -> None:
     from mcpcli.server import HttpOptions
 
@@ -747,6 +755,7 @@ async def test_requests_beyond_max_work_get_503(backend: DemoBackend, server: Se
         backend.gate.set()
 
 
+@pytest.mark.slow
 async def test_bodies_beyond_the_shared_budget_get_503_unread(server: Server) -> None:
     """The bytes of bodies being received are bounded over all requests, not only per request."""
     from mcpcli.server import HttpOptions

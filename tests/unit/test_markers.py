@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from helpers import REPO
 
 #: Fixtures that start or locate a real peer (tests/conftest.py, tests/*/conftest.py).
@@ -67,6 +68,7 @@ def test_the_check_finds_an_unmarked_peer_test() -> None:
                                + source) == []
 
 
+@pytest.mark.slow
 def test_every_test_that_starts_a_peer_is_marked_peer() -> None:
     offenders = []
     for path in sorted((REPO / "tests").rglob("test_*.py")):

@@ -74,6 +74,7 @@ async def test_timeout_sends_cancellation_and_the_handler_is_cancelled() -> None
             await cancelled.wait()
 
 
+@pytest.mark.slow
 async def test_progress_restarts_the_timeout_but_not_past_the_hard_limit() -> None:
     seen: list[float] = []
 
