@@ -157,14 +157,17 @@ def test_killing_an_http_server_ends_its_tool_processes(tmp_path: Path, tool: st
 
         caller = threading.Thread(target=post)
         caller.start()
+        if tool == "linger_task":
+            # The task is created (CreateTaskResult) while its tool runs on; the tool may have
+            # started before that answer left, so wait for it before killing the server.
+            caller.join(timeout=60)
+            assert outcome == [200]
         try:
             pids = _tool_pids(tmp_path)
             _kill_and_check(proc, pids)
         finally:
             caller.join(timeout=60)
-        if tool == "linger_task":
-            assert outcome == [200]  # CreateTaskResult, before the kill
-        else:
+        if tool == "linger":
             assert len(outcome) == 1 and isinstance(outcome[0], httpx.HTTPError)
 
 
