@@ -54,9 +54,11 @@ def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> 
 @pytest.fixture
 def task_http(tmp_path: Path) -> Iterator[TaskHTTP]:
     """The fake task server (2026-07-28) on 127.0.0.1; its tasks outlive each `mcp` command."""
+    # --work 2.5: a detached task must still be working when the next `mcp` process asks,
+    # even while a busy machine takes over a second to start one.
     port = free_port()
     record = tmp_path / "http-record.jsonl"
-    argv = [sys.executable, str(FAKE_TASKS), "--http", str(port), "--record", str(record), "--work", "1"]
+    argv = [sys.executable, str(FAKE_TASKS), "--http", str(port), "--record", str(record), "--work", "2.5"]
     with listening(argv, port) as url:
         yield TaskHTTP(url, record)
 
