@@ -45,6 +45,7 @@ __all__ = [
     "RPCError",
     "RequestTimeout",
     "ServerExited",
+    "ServerShuttingDown",
     "ToolError",
     "TransportError",
     "UnsupportedVersionError",
@@ -141,6 +142,12 @@ class TransportError(McpCliError):
 
 class ConnectionClosed(TransportError):
     kind = "connection-closed"
+
+
+class ServerShuttingDown(ConnectionClosed):
+    """The server stopped before answering (it said so: `protocol.is_shutting_down`)."""
+
+    kind = "server-shutting-down"
 
 
 class ServerExited(ConnectionClosed):

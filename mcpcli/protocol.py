@@ -21,10 +21,14 @@ __all__ = [
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
     "SERVER_INFO_KEY",
+    "SHUTTING_DOWN",
+    "SHUTTING_DOWN_DATA",
+    "SHUTTING_DOWN_MESSAGE",
     "SUBSCRIPTION_ID_KEY",
     "Era",
     "era_of",
     "is_modern_error",
+    "is_shutting_down",
 ]
 
 Era = Literal["legacy", "modern"]
@@ -108,3 +112,17 @@ def pick_version(offered: list[str], *, prefer: tuple[str, ...] = ALL_VERSIONS) 
         if version in offered:
             return version
     return None
+
+
+#: The JSON-RPC error (the implementation-defined server range) that `mcp serve --http`
+#: answers a request with when it stops before the request is done. Its `data` marks it,
+#: so our client reports a connection failure (exit 4) rather than an ordinary error:
+#: -32000 alone is used by many servers for many things.
+SHUTTING_DOWN = -32000
+SHUTTING_DOWN_MESSAGE = "server shutting down"
+SHUTTING_DOWN_DATA: dict[str, Any] = {"reason": "shutdown"}
+
+
+def is_shutting_down(code: int, data: Any) -> bool:
+    """Whether an error object says the server stopped before answering."""
+    return code == SHUTTING_DOWN and isinstance(data, dict) and data.get("reason") == "shutdown"

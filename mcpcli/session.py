@@ -26,6 +26,7 @@ from mcpcli.errors import (
     McpCliError,
     RequestTimeout,
     RPCError,
+    ServerShuttingDown,
     UnsupportedVersionError,
     unwrap,
 )
@@ -39,7 +40,7 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION, is_shutting_down
 from mcpcli.transports import Envelope, Streams
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
@@ -133,8 +134,13 @@ def user_interaction() -> AbstractContextManager[None]:
     return _CLOCK.pause()
 
 
-def rpc_error_from(error: ErrorObject) -> RPCError:
-    """The typed exception for an error object received from the peer."""
+def rpc_error_from(error: ErrorObject) -> McpCliError:
+    """The typed exception for an error object received from the peer.
+
+    A server that stops before answering says so (`protocol.is_shutting_down`): that
+    is the connection failing (exit 4), not the request being refused."""
+    if is_shutting_down(error.code, error.data):
+        return ServerShuttingDown(f"the server shut down before answering: {error.message}")
     if error.code == UNSUPPORTED_PROTOCOL_VERSION:
         return UnsupportedVersionError(error.code, error.message, error.data)
     return RPCError(error.code, error.message, error.data)

@@ -43,6 +43,7 @@ from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
     SERVER_BUSY,
     SHUTTING_DOWN,
+    SHUTTING_DOWN_DATA,
     SHUTTING_DOWN_MESSAGE,
     Disconnected,
     Headers,
@@ -242,7 +243,7 @@ class McpHttpApp:
             )
             return
         if self.stopping:
-            await plain(send, 503, error_body(None, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE), cors)
+            await plain(send, 503, error_body(None, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA), cors)
             return
         try:
             if path == options.path:

@@ -8,11 +8,13 @@ from typing import Any
 
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
+from mcpcli.protocol import SHUTTING_DOWN, SHUTTING_DOWN_DATA, SHUTTING_DOWN_MESSAGE
 
 __all__ = [
     "JSON",
     "SERVER_BUSY",
     "SHUTTING_DOWN",
+    "SHUTTING_DOWN_DATA",
     "SHUTTING_DOWN_MESSAGE",
     "Disconnected",
     "Headers",
@@ -31,10 +33,6 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
-#: The JSON-RPC error (the implementation-defined server range) of a request that the
-#: server stops before answering it.
-SHUTTING_DOWN = -32000
-SHUTTING_DOWN_MESSAGE = "server shutting down"
 #: The JSON-RPC error of a request refused for lack of room (503 + Retry-After).
 SERVER_BUSY = -32000
 

@@ -37,6 +37,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.protocol import HEADER_MISMATCH
 from mcpcli.server.http_asgi import (
     SHUTTING_DOWN,
+    SHUTTING_DOWN_DATA,
     SHUTTING_DOWN_MESSAGE,
     Headers,
     Receive,
@@ -256,7 +257,7 @@ async def modern_post(
                 forget()
         if stopped:
             status = 503
-            response = ErrorResponse(rid, ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE))
+            response = ErrorResponse(rid, ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA))
         await exchange.finish(response, status)
         tg.cancel_scope.cancel()
 

@@ -38,6 +38,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
     SHUTTING_DOWN,
+    SHUTTING_DOWN_DATA,
     SHUTTING_DOWN_MESSAGE,
     Headers,
     Receive,
@@ -299,7 +300,7 @@ async def _answer(
 async def _shutting_down(exchange: Exchange) -> None:
     """Answer the requests of a POST the server stopped with errors that say so (503 if
     nothing was sent yet), instead of a bare 202 that would leave the client waiting."""
-    error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
+    error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA)
     answers: list[Message] = [ErrorResponse(rid, error) for rid in exchange.request_ids]
     await exchange.finish(Batch(answers) if exchange.batch else answers[0], 503)
 
@@ -402,7 +403,7 @@ async def stream(
                     await exchange.event(jsonrpc.encode(message))
             if app.stopping and session.sse_transport:
                 # HTTP+SSE answers every request on this stream: the unanswered ones say why.
-                error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE)
+                error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA)
                 for rid in list(session.sse_pending):
                     await exchange.event(jsonrpc.encode(ErrorResponse(rid, error)))
                 session.sse_pending.clear()

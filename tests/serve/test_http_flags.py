@@ -128,16 +128,21 @@ def test_no_auth_is_for_loopback_http_only(args: list[str], fragment: str) -> No
 # -- stopping with calls in flight -----------------------------------------------------------
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("protocol", [[], ["--protocol", "2025-11-25"]], ids=["2026", "2025"])
-def test_sigterm_answers_a_running_call_and_our_client_exits_4(tmp_path: Path, protocol: list[str]) -> None:
+def test_sigterm_answers_a_running_call_and_our_client_exits_4(
+    tmp_path: Path, protocol: list[str], stream: bool
+) -> None:
     """SIGTERM: the call in flight is answered "server shutting down" after the drain; the client
-    reports it at once (exit 4) instead of waiting out its timeout."""
+    reports it at once (exit 4) instead of waiting out its timeout. With `stream`, the tool
+    reports progress first, so the answer is already an SSE stream when the server stops."""
     marker = tmp_path / "started"
     tools = tmp_path / "tools.yaml"
+    progress = "mcp script progress 1 2; " if stream else ""
     tools.write_text(
         "version: 1\ntools:\n  - name: slow\n    description: Starts, then takes a minute.\n"
         "    run:\n      shell: sh\n"
-        f"      script: 'touch {marker}; sleep 60'\n"
+        f"      script: '{progress}touch {marker}; sleep 60'\n"
     )
     port = free_port()
     log = tmp_path / "serve.log"
@@ -161,6 +166,7 @@ def test_sigterm_answers_a_running_call_and_our_client_exits_4(tmp_path: Path, p
         assert client.returncode == 4, err
         assert "server shutting down" in err
         assert len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in err
         assert out == ""
         assert server.wait(timeout=30) in (0, 130)
     finally:

@@ -653,7 +653,8 @@ async def test_stopping_answers_calls_in_flight_with_a_shutdown_error(
     if kind == "application/json":
         assert response.status_code == 503, response.text
     final = messages(response)[-1]
-    assert final == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}
+    assert final == {"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32000, "message": "server shutting down", "data": {"reason": "shutdown"}}}
     assert backend.cancelled.is_set() or tool == "gate"
 
 
@@ -684,7 +685,8 @@ async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: S
                     outer.start_soon(call)
                     await backend.started.wait()
                     outer.start_soon(late)
-    assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down"}
+    assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down",
+                                          "data": {"reason": "shutdown"}}
 
 
 async def _read_all(stream: Any) -> bytes:
@@ -818,4 +820,5 @@ async def test_stopping_answers_a_2024_http_sse_call_on_its_stream(backend: Demo
                     assert (await http.post(messages_url, json=call)).status_code == 202
                     await backend.started.wait()
     answers = [json.loads(e["data"]) for e in events if e.get("event") == "message"]
-    assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {"code": -32000, "message": "server shutting down"}}
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32000, "message": "server shutting down", "data": {"reason": "shutdown"}}}
