@@ -53,7 +53,8 @@ def check_can_interact(flow: Flow) -> None:
             f"{escape_for_display(flow.server_url)} needs you to sign in, and this session has no "
             "terminal or browser to do it",
             hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` in a terminal first "
-            "(or --no-browser to paste the redirect URL)",
+            "(or --no-browser to paste the redirect URL); for a server with a fixed token "
+            "(`mcp serve --http` prints one), set MCP_BEARER_TOKEN",
         )
 
 

@@ -106,6 +106,9 @@ def test_without_a_token_one_is_generated_and_shown_once_on_stderr(tmp_path: Pat
         assert "word_count" in listed.stdout
         refused = mcp("tools", "list", url, "--no-auth")
         assert refused.code == 3, refused
+        unsigned = mcp("tools", "list", url)  # a script without the token: says how to give it
+        assert unsigned.code == 3, unsigned
+        assert "MCP_BEARER_TOKEN" in unsigned.stderr and "Traceback" not in unsigned.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
