@@ -88,7 +88,9 @@ def require(what: str) -> None:
     installs every peer and sets MCPCLI_REQUIRE_PEERS, so nothing is silently skipped."""
     if os.environ.get("MCPCLI_REQUIRE_PEERS"):
         pytest.fail(f"required peer is not installed: {what}")
-    pytest.skip(f"peer not installed: {what}")
+    # Outside scripts/test (e.g. a bare `pytest` in a fresh checkout) the peer may simply not
+    # be installed yet: say which and how to get it, rather than fail for a missing install.
+    pytest.skip(f"peer not installed: {what}; scripts/test (or scripts/install-peers) installs it")
 
 
 
@@ -115,6 +117,33 @@ def free_port() -> int:
 def fake_server(*args: str) -> list[str]:
     """argv running the scriptable fake stdio server with a scenario."""
     return [sys.executable, str(FAKES / "fake_stdio_server.py"), *args]
+
+
+def is_listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:`port`."""
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, timeout: float = 30.0) -> None:
+    """Wait until `proc` listens on `port`; fail at once if it exits first."""
+    wait_until(lambda: proc.poll() is not None or is_listening(port), timeout, f"{what} to listen on {port}")
+    if proc.poll() is not None:
+        raise AssertionError(f"{what} exited with code {proc.returncode} before listening")
+
+
+async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
+    """`wait_until` for async tests: polls without blocking the event loop."""
+    import time
+
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await anyio.sleep(0.01)
 
 
 def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:

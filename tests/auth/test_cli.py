@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, mcp
+from helpers import REPO, mcp, wait_until
 
 from .conftest import child_env, state_files
 
@@ -206,13 +206,10 @@ def test_two_processes_refreshing_at_once_refresh_once(oauth, env) -> None:
         for _ in range(2)
     ]
     try:
-        deadline = time.monotonic() + 30
         # One process is inside the refresh (held at the token endpoint) while holding the
         # lock; the other waits for the lock. Then let the refresh finish.
-        while time.monotonic() < deadline and not (
-            srv.token_requests("refresh_token") and _blocked_flock_waiters() >= 1
-        ):
-            time.sleep(0.02)
+        wait_until(lambda: bool(srv.token_requests("refresh_token")) and _blocked_flock_waiters() >= 1,
+                   timeout=30, what="one refresh in flight and one command waiting for the lock")
         gate.set()
         outs = [p.communicate(timeout=60) for p in procs]
     finally:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, mcp
+from helpers import Peers, free_port, mcp, wait_listening
 
 from .conftest import child_env, state_files
 
@@ -30,14 +28,7 @@ def sdk_oauth(peers: Peers) -> Iterator[str]:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, "the SDK OAuth server exited"
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "the SDK OAuth server did not start"
-            time.sleep(0.05)
+        wait_listening(port, proc, "the SDK OAuth server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port
+from helpers import Peers, free_port, wait_listening
 
 FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
 
@@ -26,12 +24,6 @@ class TaskHTTP:
     record: Path
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.2)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 @contextmanager
 def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
     """Run a server (in its own process group) until it listens on `port`; yield its /mcp URL."""
@@ -40,11 +32,7 @@ def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> 
         env={**os.environ, **(env or {})}, start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        while not _listening(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{argv[:3]} did not listen on port {port}")
-            time.sleep(0.02)
+        wait_listening(port, proc, f"{argv[:3]}")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

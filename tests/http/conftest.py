@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,23 +14,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import Peers, free_port
+from helpers import Peers, free_port, wait_listening
 from httpfake import FakeHTTP, Handler
 
 HERE = Path(__file__).resolve().parent
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with code {proc.returncode} before listening")
-        with socket.socket() as sock:
-            sock.settimeout(0.2)
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on port {port} within 30 s")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -55,7 +40,7 @@ def _serve(argv: list[str], port: int, what: str, env: dict[str, str] | None = N
         env=full_env, start_new_session=True,
     )
     try:
-        _wait_listening(port, proc, what)
+        wait_listening(port, proc, what)
         yield port
     finally:
         _stop(proc)

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import mcp
+from helpers import mcp, wait_until, wait_until_async
 
 from mcpcli.errors import RPCError
 from serve.util import FakeContext, text_of
@@ -31,14 +31,6 @@ def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".swp")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-async def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await anyio.sleep(0.02)
 
 
 async def test_reload_swaps_and_reports_what_changed(make_backend: Any, tmp_path: Path) -> None:
@@ -82,7 +74,7 @@ tools:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        await wait_for(lambda: (tmp_path / "started").exists())
+        await wait_until_async(lambda: (tmp_path / "started").exists())
         (tmp_path / "tools.yaml").write_text(first.replace("echo old", "echo new"))
         assert backend.reload() is False  # same listing: no announcement
         (tmp_path / "go").write_text("")
@@ -99,11 +91,11 @@ async def test_watch_sees_atomic_saves_and_recreated_files(make_backend: Any, tm
     async with anyio.create_task_group() as tg:
         tg.start_soon(backend.watch, 0.05)
         write_atomically(path, V2)
-        await wait_for(lambda: changes == ["tools"])
+        await wait_until_async(lambda: changes == ["tools"])
         path.unlink()
-        await wait_for(lambda: any("disappeared" in line for line in logs))
+        await wait_until_async(lambda: any("disappeared" in line for line in logs))
         path.write_text(V1.replace("first", "third") + "prompts:\n  - {name: p, messages: [{text: hi}]}\n")
-        await wait_for(lambda: changes == ["tools", "tools", "prompts"])
+        await wait_until_async(lambda: changes == ["tools", "tools", "prompts"])
         tg.cancel_scope.cancel()
     assert [t["description"] for t in await backend.list_tools()] == ["third"]
 
@@ -116,7 +108,7 @@ async def test_subscribed_file_resources_announce_updates(make_backend: Any, tmp
     async with anyio.create_task_group() as tg:
         tg.start_soon(backend.watch, 0.05)
         (tmp_path / "state.txt").write_text("version two")
-        await wait_for(lambda: ("resource", "mem://state") in updates)
+        await wait_until_async(lambda: ("resource", "mem://state") in updates)
         tg.cancel_scope.cancel()
 
 
@@ -183,10 +175,7 @@ def test_mcp_serve_watch_over_stdio(tmp_path: Path) -> None:
         write_atomically(path, V2)
         receive(lambda m: m.get("method") == "notifications/tools/list_changed")
         write_atomically(path, V2 + "  - {name: c, description: x, mock: {text: c}, oops: 1}\n")
-        deadline = time.monotonic() + 15
-        while f"{path}:4:" not in log.read_text():
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.02)
+        wait_until(lambda: f"{path}:4:" in log.read_text(), what="the reload error in the log")
         assert "reload failed; still serving the previous version" in log.read_text()
         assert "unknown key 'oops'" in log.read_text()
         send({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
