@@ -120,9 +120,6 @@ class ClientOptions:
     max_timeout: float | None = 3600.0
     #: How long a stdio server may stay silent on the era probe before we call it legacy.
     probe_timeout: float = 5.0
-    #: Remember per stdio command line (and server version) that the era probe failed,
-    #: and go straight to `initialize` next time.
-    remember_era: bool = True
     log_level: str | None = None
     features: ClientFeatures = field(default_factory=ClientFeatures)
     on_notification: NotificationCallback | None = None
@@ -273,8 +270,7 @@ class Client:
                     self._remember_legacy(None)  # upgraded: probe again next time
                 return
         if await self._discover(LATEST_MODERN, probe=True):
-            self._remember_legacy(None)
-            return
+            return  # nothing to forget: a remembered legacy server returned or was forgotten above
         try:
             await self._initialize(LATEST_LEGACY)
         except UnsupportedVersionError as exc:
@@ -290,7 +286,7 @@ class Client:
 
     def _probe_memory_key(self) -> str | None:
         """The command line of a stdio server, whose era is remembered across runs."""
-        if not self.options.remember_era or getattr(self.transport, "name", None) != "stdio":
+        if getattr(self.transport, "name", None) != "stdio":
             return None
         command = getattr(self.transport, "command", None)
         args = getattr(self.transport, "args", None)
@@ -320,8 +316,7 @@ class Client:
         from mcpcli import cache
 
         if server_info is None:
-            if cache.load(key, "era") is not None:
-                cache.forget(key, "era")
+            cache.forget(key, "era")
             return
         cache.store(key, "era", {"era": "legacy", "version": _version_of(server_info)})
 

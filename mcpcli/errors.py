@@ -227,7 +227,6 @@ class NotOffered(RPCError):
         self.message = f"server {server!r} offers no {what}"
         self.args = (self.message,)
         self.hint = f"it does not declare the {capability!r} capability; `mcp info` shows what it offers"
-        self.capability = capability
 
 
 class RequestTimeout(McpCliError):

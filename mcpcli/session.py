@@ -88,6 +88,15 @@ class HandlerError(McpCliError):
         self.cause = cause
 
 
+def report_default(exc: Exception) -> None:
+    """A session's problem when its owner gave no `on_error`: one log line (a handler bug
+    with its traceback only under DEBUG)."""
+    if isinstance(exc, HandlerError):
+        log_unexpected(log, f"failed while {exc.doing}", exc.cause)
+    else:
+        log.warning("%s", exc)
+
+
 def _internal(doing: str, exc: Exception) -> McpCliError:
     """A handler's exception as one line (the innermost error of a group; typed ones as they are)."""
     inner = unwrap(exc)
@@ -449,10 +458,8 @@ class Session:
     def _report(self, exc: Exception) -> None:
         if self._on_error is not None:
             self._on_error(exc)
-        elif isinstance(exc, HandlerError):
-            log_unexpected(log, f"failed while {exc.doing}", exc.cause)
         else:
-            log.warning("%s", exc)
+            report_default(exc)
 
     async def _dispatch(self, envelope: Envelope) -> None:
         message = envelope.message

@@ -60,7 +60,7 @@ from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, su
 from mcpcli.server.task_handlers import TaskHandlers
 from mcpcli.server.task_legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks import TASKS_EXTENSION, TaskStore
-from mcpcli.session import HandlerError, Session, log_unexpected
+from mcpcli.session import HandlerError, Session, report_default
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -285,7 +285,7 @@ class Server:
     @staticmethod
     def _transport_warning(exc: Exception) -> None:
         if isinstance(exc, HandlerError):  # a bug in a handler: one line for the operator
-            log_unexpected(log, f"failed while {exc.doing}", exc.cause)
+            report_default(exc)
         else:
             log.debug("transport: %s", exc)
 

@@ -51,11 +51,11 @@ class SSEDecoder:
         self.last_event_id: str | None = None
         #: The last `retry` value in milliseconds, if the server sent one.
         self.retry: int | None = None
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        #: Set once the stream held invalid UTF-8 (decoded as U+FFFD), so the
-        #: transport can warn about it once; the strict decoder only checks.
+        # Strict until the stream proves invalid, then replacing: one decode per byte either way.
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        #: Set once the stream held invalid UTF-8 (decoded as U+FFFD from then on).
         self.invalid_utf8 = False
-        self._strict: codecs.IncrementalDecoder | None = codecs.getincrementaldecoder("utf-8")()
+        self._invalid_told = False
         self._line = ""
         self._pending_cr = False
         self._event = ""
@@ -64,15 +64,23 @@ class SSEDecoder:
         self._has_data = False
         self._first = True
 
+    def take_invalid_utf8(self) -> bool:
+        """True the first time after the stream held invalid UTF-8: the transport warns once."""
+        if self.invalid_utf8 and not self._invalid_told:
+            self._invalid_told = True
+            return True
+        return False
+
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
-        text = self._decoder.decode(chunk)
-        if self._strict is not None:
-            try:
-                self._strict.decode(chunk)
-            except UnicodeDecodeError:
-                self.invalid_utf8 = True
-                self._strict = None
+        state = self._decoder.getstate()
+        try:
+            text = self._decoder.decode(chunk)
+        except UnicodeDecodeError:  # only ever from the strict decoder
+            self.invalid_utf8 = True
+            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            self._decoder.setstate(state)
+            text = self._decoder.decode(chunk)
         if self._first and text:
             self._first = False
             if text.startswith("\ufeff"):

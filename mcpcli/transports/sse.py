@@ -67,7 +67,6 @@ class SseChannel:
     async def _run(self, *, task_status: TaskStatus[None]) -> None:
         decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
         started = False
-        warned = False
         with anyio.CancelScope() as scope:
             self._scope = scope
             scope.deadline = anyio.current_time() + self.conn.connect_timeout
@@ -80,8 +79,7 @@ class SseChannel:
                         raise self.conn.http_error(response, raw, context="for the SSE stream")
                     async for chunk in response.chunks():
                         events = decoder.feed(chunk)
-                        if decoder.invalid_utf8 and not warned:
-                            warned = True
+                        if decoder.take_invalid_utf8():
                             await self._deliver(ProtocolError(INVALID_UTF8.format(self.conn.shown)))
                         for event in events:
                             if event.event == "endpoint":

@@ -640,11 +640,9 @@ class StreamableHttpTransport:
         self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
     ) -> bool:
         """Deliver the messages of an SSE stream; True once the response has arrived."""
-        warned = decoder.invalid_utf8
         async for chunk in _chunks_or_break(response):
             events = decoder.feed(chunk)
-            if decoder.invalid_utf8 and not warned:
-                warned = True
+            if decoder.take_invalid_utf8():
                 await self._deliver(ProtocolError(INVALID_UTF8.format(self.conn.shown)))
             for event in events:
                 if event.event != "message" or not event.data.strip():
