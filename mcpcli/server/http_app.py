@@ -29,7 +29,8 @@ import ipaddress
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,9 +43,6 @@ from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
     SERVER_BUSY,
-    SHUTTING_DOWN,
-    SHUTTING_DOWN_DATA,
-    SHUTTING_DOWN_MESSAGE,
     Disconnected,
     Headers,
     Receive,
@@ -55,12 +53,13 @@ from mcpcli.server.http_asgi import (
     is_json,
     plain,
     read_body,
+    shutdown_error,
 )
 from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
 from mcpcli.server.http_sessions import LegacySession, delete, get, legacy_post
 
-__all__ = ["LOOPBACK_NAMES", "SHUTTING_DOWN", "HttpOptions", "McpHttpApp", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "HttpOptions", "McpHttpApp", "is_loopback"]
 
 log = logging.getLogger("mcpcli.server.http")
 
@@ -184,10 +183,14 @@ class McpHttpApp:
         for session in list(self.sessions.values()):
             session.close()
 
-    def on_stop(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` when the drain ends; returns the function that unregisters it."""
+    @contextmanager
+    def on_stop(self, callback: Callable[[], None]) -> Iterator[None]:
+        """Within the block, call `callback` when the drain ends."""
         self._on_stop.add(callback)
-        return lambda: self._on_stop.discard(callback)
+        try:
+            yield
+        finally:
+            self._on_stop.discard(callback)
 
     async def _reap_sessions(self) -> None:
         ttl = self.options.session_ttl
@@ -243,7 +246,8 @@ class McpHttpApp:
             )
             return
         if self.stopping:
-            await plain(send, 503, error_body(None, SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA), cors)
+            error = shutdown_error()
+            await plain(send, 503, error_body(None, error.code, error.message, error.data), cors)
             return
         try:
             if path == options.path:

@@ -13,9 +13,6 @@ from mcpcli.protocol import SHUTTING_DOWN, SHUTTING_DOWN_DATA, SHUTTING_DOWN_MES
 __all__ = [
     "JSON",
     "SERVER_BUSY",
-    "SHUTTING_DOWN",
-    "SHUTTING_DOWN_DATA",
-    "SHUTTING_DOWN_MESSAGE",
     "Disconnected",
     "Headers",
     "Receive",
@@ -26,6 +23,7 @@ __all__ = [
     "is_json",
     "plain",
     "read_body",
+    "shutdown_error",
 ]
 
 JSON = dict[str, Any]
@@ -35,6 +33,11 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: The JSON-RPC error of a request refused for lack of room (503 + Retry-After).
 SERVER_BUSY = -32000
+
+
+def shutdown_error() -> ErrorObject:
+    """The error of a request the server stopped before answering (`protocol.SHUTTING_DOWN`)."""
+    return ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA)
 
 
 def error_body(request_id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:

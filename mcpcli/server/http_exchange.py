@@ -89,8 +89,7 @@ class Exchange:
             self.queue_send.close()
 
     def close_queue(self) -> None:
-        if self.queue_send is not None:
-            self.queue_send.close()
+        self.end_queue()
         if self.queue is not None:
             self.queue.close()
 

@@ -36,14 +36,12 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.protocol import HEADER_MISMATCH
 from mcpcli.server.http_asgi import (
-    SHUTTING_DOWN,
-    SHUTTING_DOWN_DATA,
-    SHUTTING_DOWN_MESSAGE,
     Headers,
     Receive,
     Send,
     error_body,
     plain,
+    shutdown_error,
 )
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
@@ -232,14 +230,8 @@ async def modern_post(
         tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
         status = 200
         response: Message
-        stopped: list[bool] = []
-
-        def stop() -> None:  # the server's drain is over: end the call, and say so
-            stopped.append(True)
-            call.cancel()
-
-        with anyio.CancelScope() as call:
-            forget = app.on_stop(stop)
+        # The server's drain is over: end the call, and say so.
+        with anyio.CancelScope() as call, app.on_stop(call.cancel):
             try:
                 result = await app.server.handle_modern(
                     message, exchange, transport="http", principal=app.principal, meta=meta
@@ -253,11 +245,9 @@ async def modern_post(
             except Exception as exc:
                 log_unexpected(log, f"failed while answering {message.method}", exc)
                 response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
-            finally:
-                forget()
-        if stopped:
+        if call.cancel_called:
             status = 503
-            response = ErrorResponse(rid, ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA))
+            response = ErrorResponse(rid, shutdown_error())
         await exchange.finish(response, status)
         tg.cancel_scope.cancel()
 

@@ -28,7 +28,6 @@ from mcpcli import jsonrpc
 from mcpcli.jsonrpc import (
     INVALID_REQUEST,
     Batch,
-    ErrorObject,
     ErrorResponse,
     Message,
     Request,
@@ -37,14 +36,12 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
-    SHUTTING_DOWN,
-    SHUTTING_DOWN_DATA,
-    SHUTTING_DOWN_MESSAGE,
     Headers,
     Receive,
     Send,
     error_body,
     plain,
+    shutdown_error,
 )
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.stdio import MAX_BATCH
@@ -272,8 +269,7 @@ async def _answer(
             poll = app.options.sse_poll_after
             if poll is not None and sse_ok and session.conn.version == "2025-11-25":
                 tg.start_soon(_poll_later, app, exchange, poll)
-            forget = app.on_stop(exchange.end_queue)
-            try:
+            with app.on_stop(exchange.end_queue):
                 async with queue:
                     async for message in queue:
                         if exchange.is_final(message):
@@ -285,8 +281,6 @@ async def _answer(
                             await _shutting_down(exchange)
                         else:
                             await exchange.close()  # the session ended under us
-            finally:
-                forget()
         finally:
             for request in requests:
                 if session.pending.get(request.id) is exchange:
@@ -300,7 +294,7 @@ async def _answer(
 async def _shutting_down(exchange: Exchange) -> None:
     """Answer the requests of a POST the server stopped with errors that say so (503 if
     nothing was sent yet), instead of a bare 202 that would leave the client waiting."""
-    error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA)
+    error = shutdown_error()
     answers: list[Message] = [ErrorResponse(rid, error) for rid in exchange.request_ids]
     await exchange.finish(Batch(answers) if exchange.batch else answers[0], 503)
 
@@ -391,33 +385,32 @@ async def stream(
         exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
         queue = exchange.open_queue()
         session.standalone = exchange
-        forget = app.on_stop(exchange.end_queue)
-        try:
-            if endpoint is not None:
-                await exchange.event(endpoint.encode("utf-8"), b"endpoint")
-            else:
-                await exchange.start_stream()
-            tg.start_soon(_watch_stream, receive, tg.cancel_scope)
-            async with queue:
-                async for message in queue:
-                    await exchange.event(jsonrpc.encode(message))
-            if app.stopping and session.sse_transport:
-                # HTTP+SSE answers every request on this stream: the unanswered ones say why.
-                error = ErrorObject(SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, SHUTTING_DOWN_DATA)
-                for rid in list(session.sse_pending):
-                    await exchange.event(jsonrpc.encode(ErrorResponse(rid, error)))
-                session.sse_pending.clear()
-            await exchange.close()
-        finally:
-            forget()
-            exchange.done = True
-            exchange.close_queue()
-            if session.standalone is exchange:
-                session.standalone = None
-            session.last_seen = time.monotonic()
-            if endpoint is not None:
-                session.close()  # HTTP+SSE: the stream is the session
-            tg.cancel_scope.cancel()
+        with app.on_stop(exchange.end_queue):
+            try:
+                if endpoint is not None:
+                    await exchange.event(endpoint.encode("utf-8"), b"endpoint")
+                else:
+                    await exchange.start_stream()
+                tg.start_soon(_watch_stream, receive, tg.cancel_scope)
+                async with queue:
+                    async for message in queue:
+                        await exchange.event(jsonrpc.encode(message))
+                if app.stopping and session.sse_transport:
+                    # HTTP+SSE answers every request on this stream: the unanswered ones say why.
+                    error = shutdown_error()
+                    for rid in list(session.sse_pending):
+                        await exchange.event(jsonrpc.encode(ErrorResponse(rid, error)))
+                    session.sse_pending.clear()
+                await exchange.close()
+            finally:
+                exchange.done = True
+                exchange.close_queue()
+                if session.standalone is exchange:
+                    session.standalone = None
+                session.last_seen = time.monotonic()
+                if endpoint is not None:
+                    session.close()  # HTTP+SSE: the stream is the session
+                tg.cancel_scope.cancel()
 
 
 async def _watch_stream(receive: Receive, scope: anyio.CancelScope) -> None:
