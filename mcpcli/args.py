@@ -60,8 +60,6 @@ def _loads(text: str, *, what: str) -> Any:
         return loads(text)
     except ValueError as exc:
         raise ArgumentError(f"{what}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise ArgumentError(f"{what}: invalid JSON: nested too deeply") from None
 
 
 def read_json_source(

@@ -198,8 +198,14 @@ _decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite
 
 
 def loads(text: str) -> Any:
-    """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back."""
-    return _decoder.decode(text)
+    """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back.
+
+    Nesting deeper than the parser's recursion allows is a ValueError too, like any
+    other JSON it will not take."""
+    try:
+        return _decoder.decode(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:

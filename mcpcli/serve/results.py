@@ -184,14 +184,6 @@ def _text_output(done: _Finished) -> JSON:
     return {"content": [{"type": "text", "text": text}]}
 
 
-def _loads(text: str) -> Any:
-    """A tool's JSON output, strictly: NaN or 1e999 would parse but never go on the wire."""
-    try:
-        return jsonrpc.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
 def _json_output(done: _Finished, structured_objects_only: bool,
                  validate_output: Callable[[Any], list[str]] | None) -> JSON:
     run, output = done.run, done.output
@@ -200,7 +192,7 @@ def _json_output(done: _Finished, structured_objects_only: bool,
                          f"({format_size(run.stdout_total)} produced); raise max_bytes")
     raw = run.stdout.decode("utf-8", errors="replace").strip()
     try:
-        value = _loads(raw)
+        value = jsonrpc.loads(raw)
     except ValueError as exc:
         return done.fail(f"the tool's output is not valid JSON: {exc}")
     value = done.mask.json(value)
@@ -238,7 +230,7 @@ def _mcp_output(done: _Finished, structured_objects_only: bool) -> JSON:
     if run.stdout_truncated:
         return done.fail(f"the result was cut at output.max_bytes={format_size(output.max_bytes)}; raise max_bytes")
     try:
-        value = _loads(run.stdout.decode("utf-8", errors="replace"))
+        value = jsonrpc.loads(run.stdout.decode("utf-8", errors="replace"))
     except ValueError as exc:
         return done.fail(f"the tool's output is not a valid MCP result (not JSON: {exc})")
     if isinstance(value, dict) and "error" in value and "content" not in value:
