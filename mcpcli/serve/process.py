@@ -33,6 +33,7 @@ import anyio
 
 from mcpcli.serve.supervisor import Supervisor
 from mcpcli.serve.supervisor import group_alive as _group_alive
+from mcpcli.serve.supervisor import signal_group as _signal_group
 
 __all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 
@@ -64,17 +65,6 @@ class RunResult:
     @property
     def stderr_truncated(self) -> int:
         return self.stderr_total - len(self.stderr)
-
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Signal a process group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a recycled id we do not own
-        return False
 
 
 def _describe_spawn_error(exc: BaseException, argv: Sequence[str], cwd: str, env: Mapping[str, str]) -> str:

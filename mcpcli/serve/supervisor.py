@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-__all__ = ["Supervisor", "group_alive", "live_groups"]
+__all__ = ["Supervisor", "group_alive", "live_groups", "signal_group"]
 
 #: The longest wait between SIGTERM and SIGKILL after the server died.
 MAX_GRACE = 10.0
@@ -37,17 +37,20 @@ CLOSE_WAIT = 5.0
 STALL_WAIT = 1.0
 
 
+def signal_group(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it no longer exists (or is not ours)."""
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a recycled id we do not own
+        return False
+
+
 def live_groups(pgids: set[int]) -> set[int]:
     """Those of `pgids` that still have a member that is not a zombie (one pass over /proc)."""
-    present = set()
-    for pgid in pgids:
-        try:
-            os.killpg(pgid, 0)
-            present.add(pgid)
-        except ProcessLookupError:
-            pass
-        except PermissionError:  # pragma: no cover - a recycled id we do not own
-            pass
+    present = {pgid for pgid in pgids if signal_group(pgid, 0)}
     if not present or not os.path.isdir("/proc"):  # pragma: no cover - not Linux
         return present
     # Zombies count for kill(0) but are done; look for live members.
@@ -200,18 +203,12 @@ def _end(groups: dict[int, float]) -> None:
     now = time.monotonic()
     deadlines = {pgid: now + min(max(grace, 0.0), MAX_GRACE) for pgid, grace in groups.items()}
     for pgid in deadlines:
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except OSError:
-            pass
+        signal_group(pgid, signal.SIGTERM)
     left = live_groups(set(deadlines))
     while left:
         now = time.monotonic()
         for pgid in [p for p in left if deadlines[p] <= now]:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except OSError:
-                pass
+            signal_group(pgid, signal.SIGKILL)
             left.discard(pgid)
         if left:
             time.sleep(0.02)

@@ -116,6 +116,10 @@ def test_killing_a_stdio_server_ends_its_tool_processes(tmp_path: Path, tool: st
         if tool == "linger_task":
             assert _answer(proc)["result"]["task"]["status"] == "working"
         pids = _tool_pids(tmp_path)
+        # The tool can write its pids before the server's spawn returns and registers the group
+        # with the watchdog (the documented window); an answer to a later request means it did.
+        _line(proc, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert _answer(proc) == {"jsonrpc": "2.0", "id": 3, "result": {}}
         _kill_and_check(proc, pids)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.close()
@@ -164,6 +168,9 @@ def test_killing_an_http_server_ends_its_tool_processes(tmp_path: Path, tool: st
             assert outcome == [200]
         try:
             pids = _tool_pids(tmp_path)
+            # As over stdio: a later request answered means the group is registered.
+            ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+            assert httpx.post(url, json=ping, headers=headers, timeout=10).status_code == 200
             _kill_and_check(proc, pids)
         finally:
             caller.join(timeout=60)
