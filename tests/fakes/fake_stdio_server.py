@@ -27,7 +27,7 @@ Behaviour flags (any combination):
   --deaf                never answer anything; write log lines to stdout instead
   --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
                         stderr (what Python SDK 1.x servers do)
-  --ask-roots           ask roots/list after initialized, apply the answer 50 ms later, and
+  --ask-roots           ask roots/list after initialized, apply the answer 10 ms later, and
                         deny tools/call until then
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
@@ -158,8 +158,9 @@ def handle(msg: dict) -> None:
         send({"jsonrpc": "2.0", "id": ROOTS_ID, "method": "roots/list"})
         return
     if opts.ask_roots and mid == ROOTS_ID and method is None:
-        # Like the official filesystem server: roots are applied asynchronously.
-        threading.Timer(0.05, roots_applied.set).start()
+        # Like the official filesystem server: roots are applied asynchronously, a little
+        # later (10 ms here, well inside the client's 50 ms settle even on a loaded machine).
+        threading.Timer(0.01, roots_applied.set).start()
         return
     if mid is None:
         return
