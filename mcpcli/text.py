@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["json_safe", "printable"]
+__all__ = ["json_safe", "one_line", "printable", "verbatim"]
 
 #: C0 controls but tab and newline, DEL and C1, then Unicode format characters
 #: (category Cf, bidi overrides U+202A-E and isolates U+2066-9 among them) and
@@ -52,6 +52,38 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
     if keep_newlines:
         return _ESCAPE.sub(_escape, text)
     return _ESCAPE_ONE_LINE.sub(_one_line, text)
+
+
+_WHITESPACE_RUN = re.compile(r"[ \t\r\f\v]+")
+
+
+def one_line(text: str, *, newline: str = " ", limit: int | None = None) -> str:
+    """`text` for one line of a message: the form every error and table cell uses.
+
+    Line breaks become `newline` (a space, or " | " where the breaks carry
+    meaning, as in a server's multi-line error), runs of other whitespace one
+    space, unsafe characters visible escapes; with `limit`, the text is cut
+    after that many characters and ends in "...".
+    """
+    cut = limit is not None and len(text) > limit
+    if cut:
+        text = text[:limit]
+    lines = [_WHITESPACE_RUN.sub(" ", line).strip() for line in text.strip().splitlines()]
+    shown = printable(newline.join(line for line in lines if line), keep_newlines=False)
+    return shown + "..." if cut else shown
+
+
+def verbatim(text: str, *, limit: int | None = None) -> str:
+    """`text` exactly, with every control character escaped, tab and newline too.
+
+    For a URL or value quoted in an error, where a hidden line break or tab is
+    itself the thing to see; cut after `limit` characters with "...".
+    """
+    cut = limit is not None and len(text) > limit
+    if cut:
+        text = text[:limit]
+    shown = printable(text).replace("\t", "\\x09").replace("\n", "\\x0a")
+    return shown + "..." if cut else shown
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from mcpcli.text import json_safe, printable
+from mcpcli.text import json_safe, one_line, printable, verbatim
 
 #: One representative of each class that must never reach a terminal raw.
 UNSAFE = {
@@ -72,3 +72,16 @@ def test_json_safe_keeps_the_value_and_spells_out_unsafe_characters() -> None:
     assert all(ch not in safe for ch in UNSAFE.values())
     assert "é日" in safe  # ordinary non-ASCII stays readable
     assert "\\udb40\\udc41" in safe  # an astral tag character as a surrogate pair
+
+
+def test_one_line_joins_lines_collapses_whitespace_and_escapes() -> None:
+    assert one_line("  first\r\n\n  second\t\tpart \x1b[2J\n") == "first second part \\x1b[2J"
+    assert one_line("a\nb", newline=" | ") == "a | b"
+    assert one_line("\u202eevil\u2028x") == "\\u202eevil x"  # the separator breaks the line
+    assert one_line("abcdef", limit=3) == "abc..."
+    assert one_line("abc", limit=3) == "abc"
+
+
+def test_verbatim_shows_tab_and_newline_as_escapes() -> None:
+    assert verbatim("https://a.example/\tx\ny\x1b") == "https://a.example/\\x09x\\x0ay\\x1b"
+    assert verbatim("abcdef", limit=4) == "abcd..."

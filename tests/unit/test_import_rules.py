@@ -1,0 +1,181 @@
+"""The layering rules of the package, checked on the import graph (not left to a comment).
+
+Every import counts: at module level, inside functions (the lazy imports that
+keep start-up fast) and under `TYPE_CHECKING`, because each is a dependency a
+reader has to follow. A unit is a subpackage (`mcpcli.transports`) or a
+top-level module (`mcpcli.client`). The rules are the ones the README's Layout
+paragraph states.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import mcpcli
+
+ROOT = Path(mcpcli.__file__).parent
+
+#: What a unit must never import (prefix match on unit names).
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    # A transport is handed everything (URL, headers, an authenticator, limits) by `connect`.
+    "mcpcli.transports": (
+        "mcpcli.auth", "mcpcli.cli", "mcpcli.connect", "mcpcli.client", "mcpcli.config",
+        "mcpcli.server", "mcpcli.session",
+    ),
+    # The JSON-RPC engine serves both sides and knows neither.
+    "mcpcli.session": ("mcpcli.client", "mcpcli.server", "mcpcli.auth", "mcpcli.connect"),
+    "mcpcli.server": ("mcpcli.client", "mcpcli.connect", "mcpcli.auth", "mcpcli.cli"),
+    "mcpcli.client": ("mcpcli.connect", "mcpcli.auth", "mcpcli.server", "mcpcli.cli"),
+    "mcpcli.auth": ("mcpcli.connect", "mcpcli.client", "mcpcli.cli"),
+    # Output and rendering know nothing of click or the CLI's App.
+    "mcpcli.output": ("mcpcli.cli",),
+    "mcpcli.render": ("mcpcli.cli",),
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The module an import refers to (`from mcpcli.x import y` may name a function)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> set[str]:
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            names = [f"{base}.{alias.name}" for alias in node.names]
+        for name in names:
+            target = _resolve(name) if name.startswith("mcpcli") else None
+            if target is not None and target != module:
+                found.add(target)
+    return found
+
+
+def unit_of(module: str) -> str:
+    """`mcpcli.transports.http` -> `mcpcli.transports`; `mcpcli.client` stays itself."""
+    parts = module.split(".")
+    if len(parts) <= 2:
+        return module
+    return ".".join(parts[:2])
+
+
+def _unit_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    why: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for module in MODULES:
+        for target in _imports(module):
+            a, b = unit_of(module), unit_of(target)
+            if a != b:
+                graph[a].add(b)
+                why[a, b].append(f"{module} -> {target}")
+    return graph, why
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one unit (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted({unit_of(m) for m in MODULES}):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_spans_two_units() -> None:
+    graph, why = _unit_graph()
+    problems = []
+    for component in _cycles(graph):
+        edges = [e for a in component for b in component for e in why.get((a, b), [])]
+        problems.append(f"{component}: " + "; ".join(sorted(edges)))
+    assert not problems, "\n".join(problems)
+
+
+def test_forbidden_imports() -> None:
+    graph, why = _unit_graph()
+    problems = [
+        edge
+        for unit, banned in FORBIDDEN.items()
+        for target in sorted(graph.get(unit, ()))
+        if target.startswith(banned)
+        for edge in why[unit, target]
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_library_never_imports_the_cli() -> None:
+    graph, why = _unit_graph()
+    problems = [
+        edge
+        for unit in sorted(graph)
+        if unit not in ("mcpcli.cli", "mcpcli.__main__") and "mcpcli.cli" in graph[unit]
+        for edge in why[unit, "mcpcli.cli"]
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_httpx_is_imported_in_one_place() -> None:
+    importers = sorted(
+        module
+        for module, path in MODULES.items()
+        if any(
+            (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "httpx" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "httpx")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    )
+    assert importers == ["mcpcli.transports._http"]
+
+
+def test_the_checker_sees_lazy_and_type_only_imports() -> None:
+    """The rules would be hollow if function-level imports were missed."""
+    assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
