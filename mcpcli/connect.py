@@ -124,7 +124,7 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
 
         return open_http_transport(entry, options)
     if entry.transport == "yaml":
-        from mcpcli.serve import in_process_transport
+        from mcpcli.toolsfile import in_process_transport
 
         assert entry.path is not None
         return in_process_transport(entry.path)

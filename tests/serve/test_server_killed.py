@@ -180,7 +180,7 @@ def test_killing_an_http_server_ends_its_tool_processes(tmp_path: Path, tool: st
 
 def test_the_helper_stops_registered_groups_when_its_pipe_closes(tmp_path: Path) -> None:
     """The watchdog by itself: TERM, then KILL for a group that ignores TERM, then it exits."""
-    from mcpcli.serve.supervisor import Supervisor, group_alive
+    from mcpcli.toolsfile.supervisor import Supervisor, group_alive
 
     stubborn = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 300 & wait; sleep 300"],
                                 start_new_session=True, stdin=subprocess.DEVNULL)
@@ -204,7 +204,7 @@ def test_the_helper_stops_registered_groups_when_its_pipe_closes(tmp_path: Path)
 
 
 def test_a_lost_helper_is_replaced_and_told_about_every_group() -> None:
-    from mcpcli.serve.supervisor import Supervisor
+    from mcpcli.toolsfile.supervisor import Supervisor
 
     first = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
     second = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)

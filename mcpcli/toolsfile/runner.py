@@ -17,13 +17,13 @@ from contextlib import AsyncExitStack
 
 import anyio
 
-from mcpcli.serve.channel import ChannelDirectory, ChannelServer
-from mcpcli.serve.invoke import build_command
-from mcpcli.serve.model import JSON, Config, Param, RunSpec
-from mcpcli.serve.process import RunResult, SpawnError, run_process
-from mcpcli.serve.results import Masker
-from mcpcli.serve.supervisor import Supervisor
 from mcpcli.server.backend import CallContext
+from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
+from mcpcli.toolsfile.invoke import build_command
+from mcpcli.toolsfile.model import JSON, Config, Param, RunSpec
+from mcpcli.toolsfile.process import RunResult, SpawnError, run_process
+from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.supervisor import Supervisor
 
 __all__ = ["Runner"]
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from mcpcli.serve.supervisor import Supervisor
-from mcpcli.serve.supervisor import group_alive as _group_alive
-from mcpcli.serve.supervisor import signal_group as _signal_group
+from mcpcli.toolsfile.supervisor import Supervisor
+from mcpcli.toolsfile.supervisor import group_alive as _group_alive
+from mcpcli.toolsfile.supervisor import signal_group as _signal_group
 
 __all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 

@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
 
-    from mcpcli.serve.transport import YamlTransport
+    from mcpcli.toolsfile.transport import YamlTransport
 
 __all__ = ["example_path", "in_process_transport", "schema_text"]
 
@@ -30,11 +30,11 @@ def example_path() -> str:
     """The bundled example tools.yaml (what `mcp serve --example` serves)."""
     from importlib.resources import files
 
-    return str(files("mcpcli.serve") / "example" / "tools.yaml")
+    return str(files("mcpcli.toolsfile") / "example" / "tools.yaml")
 
 
 def schema_text() -> str:
-    from mcpcli.serve.model import schema_text as text
+    from mcpcli.toolsfile.model import schema_text as text
 
     return text()
 
@@ -45,7 +45,7 @@ def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
     The file is loaded now, so an invalid file fails before anything connects
     (`ToolsFileError`, exit status 2).
     """
-    from mcpcli.serve.backend import ToolsBackend
-    from mcpcli.serve.transport import YamlTransport
+    from mcpcli.toolsfile.backend import ToolsBackend
+    from mcpcli.toolsfile.transport import YamlTransport
 
     return YamlTransport(ToolsBackend(path))
