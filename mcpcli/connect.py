@@ -52,10 +52,10 @@ def is_url(target: str) -> bool:
 def _discovered(name: str) -> ServerEntry | None:
     """A server configured in another client (Claude, Cursor, VS Code...), if any."""
     try:
-        from mcpcli import discovery
+        from mcpcli import other_clients
     except ImportError:  # pragma: no cover - discovery is part of the package
         return None
-    return discovery.find(name)
+    return other_clients.find(name)
 
 
 def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
