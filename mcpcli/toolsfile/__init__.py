@@ -7,7 +7,7 @@
   one module per feature doing the work: `tool_calls`, `resources`, `prompts`,
   `completion` (with `contents` for rendered text and file contents);
 * `runner` runs a command for a request (concurrency slots, environment, side
-  channel): `invoke` turns arguments into argv/env/stdin, `process` runs the
+  channel): `arguments` turns arguments into argv/env/stdin, `process` runs the
   command in its own process group, `results` maps the output to a CallToolResult;
 * `channel` and `script_client` are the side channel (`mcp script ...`).
 

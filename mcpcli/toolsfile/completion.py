@@ -15,7 +15,7 @@ from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
-from mcpcli.toolsfile.invoke import ArgumentProblems
+from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.model import JSON, Config, PromptArg, RunSpec
 from mcpcli.toolsfile.process import SpawnError
 from mcpcli.toolsfile.results import Masker

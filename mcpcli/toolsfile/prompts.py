@@ -19,8 +19,8 @@ from typing import Any
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined, ResourceNotFound
+from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.contents import file_contents, read_file_bytes, render
-from mcpcli.toolsfile.invoke import ArgumentProblems
 from mcpcli.toolsfile.model import JSON, MISSING, Config, Param, Prompt
 from mcpcli.toolsfile.process import SpawnError, signal_name
 from mcpcli.toolsfile.resources import read_resource

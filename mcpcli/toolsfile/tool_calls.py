@@ -21,8 +21,8 @@ import anyio
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined
+from mcpcli.toolsfile.arguments import ArgumentProblems, check_arguments
 from mcpcli.toolsfile.contents import render_text
-from mcpcli.toolsfile.invoke import ArgumentProblems, check_arguments
 from mcpcli.toolsfile.model import JSON, Config, RunSpec, Tool
 from mcpcli.toolsfile.process import RunResult, SpawnError, signal_name
 from mcpcli.toolsfile.results import Masker, error_result, tool_result
