@@ -1,4 +1,15 @@
-"""`mcp serve tools.yaml`: tools, resources and prompts backed by commands and files.
+"""The tools.yaml server (`mcp serve`): tools, resources and prompts backed by commands and files.
+
+This package owns the tools.yaml format and everything behind it: the schema,
+loading and checking a file, the `Backend` it builds for the server runtime,
+and the script processes it runs (with their side channel and the watchdog
+that ends them if the server dies). It may import `mcpcli.server` (the
+`Backend` protocol it implements, and the runtime it serves in-process),
+`mcpcli.transports` (the in-process transport's stream types), and the shared
+`protocol`, `jsonrpc`, `errors`, `args` and `validation`; never `client`,
+`connect`, `auth` or `cli`, which sit above it (tests/unit/test_import_rules.py
+checks this). The protocol itself (eras, transports, sessions) is
+`mcpcli.server`'s job.
 
 * `load` loads and checks a tools.yaml file into an immutable `model.Config`
   (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`
@@ -6,12 +17,13 @@
 * `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`,
   one module per feature doing the work: `tool_calls`, `resources`, `prompts`,
   `completion` (with `contents` for rendered text and file contents);
+  `transport.YamlTransport` serves it in-process to our own client;
 * `runner` runs a command for a request (concurrency slots, environment, side
-  channel): `arguments` turns arguments into argv/env/stdin, `process` runs the
-  command in its own process group, `results` maps the output to a CallToolResult;
+  channel): `arguments` checks a call's arguments and turns them into
+  argv/env/stdin, `process` runs the command in its own process group (which
+  `watchdog` ends if the server is killed), `results` maps the output to a
+  CallToolResult;
 * `channel` and `script_client` are the side channel (`mcp script ...`).
-
-The protocol itself (eras, transports, sessions) is `mcpcli.server`'s job.
 """
 
 from __future__ import annotations
