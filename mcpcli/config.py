@@ -6,7 +6,7 @@ Our own file lives at `$XDG_CONFIG_HOME/mcpcli/mcp.json` (`--config FILE` or
 `${VAR}` (and `${VAR:-default}`, `${env:VAR}`) are interpolated from the
 environment when an entry is used, so an unused entry never fails on a missing
 variable. Servers configured in other clients (Claude, Cursor, VS Code, ...) are
-found read-only by `mcpcli.discovery` when a name is not in our file.
+found read-only by `mcpcli.other_clients` when a name is not in our file.
 """
 
 from __future__ import annotations

@@ -52,10 +52,10 @@ def is_url(target: str) -> bool:
 def _discovered(name: str) -> ServerEntry | None:
     """A server configured in another client (Claude, Cursor, VS Code...), if any."""
     try:
-        from mcpcli import discovery
+        from mcpcli import other_clients
     except ImportError:  # pragma: no cover - discovery is part of the package
         return None
-    return discovery.find(name)
+    return other_clients.find(name)
 
 
 def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
@@ -124,7 +124,7 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
 
         return open_http_transport(entry, options)
     if entry.transport == "yaml":
-        from mcpcli.serve import in_process_transport
+        from mcpcli.toolsfile import in_process_transport
 
         assert entry.path is not None
         return in_process_transport(entry.path)

@@ -23,9 +23,9 @@ def server_names() -> list[str]:
     except (OSError, ValueError):
         pass
     try:
-        from mcpcli import discovery
+        from mcpcli import other_clients
 
-        for name in discovery.names():
+        for name in other_clients.names():
             if name not in names:
                 names.append(name)
     except ImportError:

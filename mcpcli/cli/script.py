@@ -1,6 +1,6 @@
 """`mcp script ...`: talk back to the client from a script run by `mcp serve`.
 
-The work is in `mcpcli.serve.script_client` (standard library only); this is the
+The work is in `mcpcli.toolsfile.script_client` (standard library only); this is the
 click entry so `mcp script` is a normal subcommand. Scripts usually reach the
 faster shim that `mcp serve` puts first on their PATH, which skips click.
 """
@@ -23,6 +23,6 @@ __all__ = ["script"]
 @pass_app
 def script(app: App, args: tuple[str, ...]) -> None:
     """Talk back to the client from a served script: progress, log, elicit, sample, roots, ask."""
-    from mcpcli.serve.script_client import main
+    from mcpcli.toolsfile.script_client import main
 
     app.exit_code = main(list(args), prog=app.prog)

@@ -14,7 +14,7 @@ from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.serve.model import Config
+    from mcpcli.toolsfile.model import Config
 
 __all__ = ["parse_http_address", "serve"]
 
@@ -150,12 +150,12 @@ def serve(
 
 def _print_only(app: App, print_schema: bool, print_example: bool) -> bool:
     """--print-schema and --print-example: print, and say the command is done."""
-    from mcpcli import serve as serve_pkg
+    from mcpcli import toolsfile
 
     if print_schema:
-        app.stdout.write(serve_pkg.schema_text())
+        app.stdout.write(toolsfile.schema_text())
     elif print_example:
-        with open(serve_pkg.example_path(), encoding="utf-8") as fh:
+        with open(toolsfile.example_path(), encoding="utf-8") as fh:
             app.stdout.write(fh.read())
     else:
         return False
@@ -167,7 +167,7 @@ def _file_to_serve(file: str | None, example: bool) -> str:
     if example:
         if file is not None:
             raise UsageError("give FILE or --example, not both")
-        from mcpcli.serve import example_path
+        from mcpcli.toolsfile import example_path
 
         return example_path()
     if file is None:
@@ -177,7 +177,7 @@ def _file_to_serve(file: str | None, example: bool) -> str:
 
 def _load(app: App, file: str, check: bool) -> Config | None:
     """The checked file (its warnings printed), or None once its problems are printed (exit 2)."""
-    from mcpcli.serve.load import load_config
+    from mcpcli.toolsfile.load import load_config
 
     try:
         config = load_config(file)
@@ -229,7 +229,7 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
 
 
 def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool) -> None:
-    from mcpcli.serve.backend import ToolsBackend
+    from mcpcli.toolsfile.backend import ToolsBackend
 
     def warn(line: str) -> None:
         app.stderr.write(f"{app.prog} serve: {line}\n")

@@ -44,12 +44,12 @@ def _row(entry: ServerEntry, source: str, path: str, scope: str) -> JSON:
 
 
 def _all_rows(app: App) -> tuple[list[JSON], list[JSON]]:
-    from mcpcli import discovery
+    from mcpcli import other_clients
 
     config = app.config()
     rows = [_row(e, "config", str(config.path), "user") for e in config.entries()]
     taken = {r["name"] for r in rows}
-    found, problems = discovery.discover()
+    found, problems = other_clients.discover()
     for item in found:
         row = _row(item.entry, item.source, str(item.path), item.scope)
         row["shadowed"] = item.entry.name in taken
@@ -90,17 +90,17 @@ def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str
 
 def _locate(app: App, name: str) -> tuple[ServerEntry, str, str]:
     """(entry, source id, file) for a server name: ours first, then discovered."""
-    from mcpcli import discovery
+    from mcpcli import other_clients
 
     config = app.config()
     entry = config.get(name)
     if entry is not None:
         return entry, "config", str(config.path)
-    found, _ = discovery.discover()
+    found, _ = other_clients.discover()
     for item in found:
         if item.entry.name == name:
             return item.entry, item.source, str(item.path)
-    known = sorted(set(config.names()) | set(discovery.names()))
+    known = sorted(set(config.names()) | set(other_clients.names()))
     hint = "known servers: " + ", ".join(known) if known else "add one with `mcp servers add`"
     raise UsageError(f"unknown server {name!r}", hint=hint)
 
@@ -212,11 +212,11 @@ def add(
 @pass_app
 def remove(app: App, name: str, out: Output) -> None:
     """Remove a server from our config (other clients' files are never edited)."""
-    from mcpcli import discovery
+    from mcpcli import other_clients
 
     config = app.config()
     if not config.remove(name):
-        for item in discovery.discover()[0]:
+        for item in other_clients.discover()[0]:
             if item.entry.name == name:
                 raise UsageError(
                     f"{name!r} is configured in {item.label} ({item.path}), not in our config",
@@ -247,10 +247,10 @@ def import_(
       mcp servers import claude-desktop --dry-run
       mcp servers import --name github
     """
-    from mcpcli import discovery
+    from mcpcli import other_clients
 
     selected = None if source in (None, "all") else [source]
-    found, problems = discovery.discover(sources=selected)
+    found, problems = other_clients.discover(sources=selected)
     for problem in problems:
         app.warn(f"{problem.path}: {problem.message}")
     config = app.config()
@@ -277,7 +277,7 @@ def import_(
             skipped.append({"name": wanted, "reason": "not found in the selected sources"})
     for row in imported:
         verb = "would import" if dry_run else "imported"
-        app.info(f"{verb} {row['name']} from {discovery.SOURCES[row['source']]} ({row['path']})")
+        app.info(f"{verb} {row['name']} from {other_clients.SOURCES[row['source']]} ({row['path']})")
     for row in skipped:
         app.info(f"skipped {row['name']}: {row['reason']}")
     if not imported and not skipped:

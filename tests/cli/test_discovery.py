@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpcli import discovery
+from mcpcli import other_clients
 
 
 def write(path: Path, doc: Any) -> Path:
@@ -31,7 +31,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def found(cwd: Path) -> list[tuple[str, str, str]]:
-    items, _ = discovery.discover(cwd=cwd)
+    items, _ = other_clients.discover(cwd=cwd)
     return [(f.entry.name, f.source, f.scope) for f in items]
 
 
@@ -66,7 +66,7 @@ def test_every_client_format_is_read(fake_home: Path, config_home: Path, project
         ("vs", "vscode", "user"),
         ("wind", "windsurf", "user"),
     ]
-    items, problems = discovery.discover(cwd=project)
+    items, problems = other_clients.discover(cwd=project)
     assert problems == []
     by_name = {f.entry.name: f.entry for f in items}
     assert by_name["desk"].command == "desk-server" and by_name["desk"].env == {"K": "v"}
@@ -81,9 +81,9 @@ def test_project_files_win_over_user_files(
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"db": {"command": "global-db"}}})
     write(project / ".cursor" / "mcp.json", {"mcpServers": {"db": {"command": "project-db"}}})
     monkeypatch.chdir(project)
-    entry = discovery.find("db")
+    entry = other_clients.find("db")
     assert entry is not None and entry.command == "project-db"
-    assert discovery.names() == ["db"]
+    assert other_clients.names() == ["db"]
 
 
 def test_vscode_jsonc_with_comments_and_trailing_commas(config_home: Path, project: Path) -> None:
@@ -93,7 +93,7 @@ def test_vscode_jsonc_with_comments_and_trailing_commas(config_home: Path, proje
         "fs": { "type": "stdio", "command": "fs-server", "args": ["--root", "/a//b"], },  /* note */
       },
     }""")
-    items, problems = discovery.discover(cwd=project)
+    items, problems = other_clients.discover(cwd=project)
     assert problems == []
     (item,) = items
     assert item.entry.args == ["--root", "/a//b"]
@@ -102,7 +102,7 @@ def test_vscode_jsonc_with_comments_and_trailing_commas(config_home: Path, proje
 def test_broken_files_and_entries_are_problems_not_failures(fake_home: Path, project: Path) -> None:
     write(fake_home / ".cursor" / "mcp.json", "{ not json")
     write(project / ".mcp.json", {"mcpServers": {"bad": {"args": ["no command"]}, "good": {"command": "g"}}})
-    items, problems = discovery.discover(cwd=project)
+    items, problems = other_clients.discover(cwd=project)
     assert [i.entry.name for i in items] == ["good"]
     messages = sorted(p.message for p in problems)
     assert any("cannot read" in m for m in messages)
@@ -118,9 +118,9 @@ def test_disabled_entries_are_skipped(fake_home: Path, project: Path) -> None:
 def test_discovery_can_be_turned_off(fake_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"x": {"command": "x"}}})
     monkeypatch.setenv("MCP_NO_DISCOVERY", "1")
-    assert discovery.discover(cwd=project) == ([], [])
-    assert discovery.find("x") is None
+    assert other_clients.discover(cwd=project) == ([], [])
+    assert other_clients.find("x") is None
 
 
 def test_missing_home_files_are_fine(project: Path) -> None:
-    assert discovery.discover(cwd=project) == ([], [])
+    assert other_clients.discover(cwd=project) == ([], [])

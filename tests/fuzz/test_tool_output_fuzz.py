@@ -1,4 +1,4 @@
-"""What a `mcp serve` tool prints (`mcpcli.serve.results.tool_result`) against random output.
+"""What a `mcp serve` tool prints (`mcpcli.toolsfile.results.tool_result`) against random output.
 
 A script's stdout is outside input to the server: with `output: json` or
 `output: mcp` it is parsed as JSON. Property: any bytes, for every format, give
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, dumps, json_values
 from mcpcli import jsonrpc
-from mcpcli.serve.model import OutputSpec
-from mcpcli.serve.process import RunResult
-from mcpcli.serve.results import Masker, tool_result
+from mcpcli.toolsfile.model import OutputSpec
+from mcpcli.toolsfile.process import RunResult
+from mcpcli.toolsfile.results import Masker, tool_result
 
 outputs = (
     st.binary(max_size=200)

@@ -1,4 +1,4 @@
-"""The tools.yaml loader (`mcpcli.serve.load.parse_config`) against random and mutated files.
+"""The tools.yaml loader (`mcpcli.toolsfile.load.parse_config`) against random and mutated files.
 
 Property: any bytes either load into a `Config` or raise `ToolsFileError` (a
 `ConfigError`) whose message starts `file:line:col:` (or `file:` when no
@@ -19,15 +19,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fuzz.strategies import json_values, mutated
-from mcpcli.serve.load import ToolsFileError, parse_config
-from mcpcli.serve.model import Config
-from mcpcli.serve.yamlstrict import YamlProblems
-from mcpcli.serve.yamlstrict import load as load_yaml
+from mcpcli.toolsfile.load import ToolsFileError, parse_config
+from mcpcli.toolsfile.model import Config
+from mcpcli.toolsfile.yamlstrict import YamlProblems
+from mcpcli.toolsfile.yamlstrict import load as load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = [
     (REPO / name).read_bytes()
-    for name in ("examples/tools.yaml", "tests/conformance/server.yaml", "mcpcli/serve/example/tools.yaml")
+    for name in ("examples/tools.yaml", "tests/conformance/server.yaml", "mcpcli/toolsfile/example/tools.yaml")
 ]
 FILE = "fuzz/tools.yaml"
 #: A full load runs pure-Python YAML and JSON Schema checks: a smaller share of the budget.

@@ -26,7 +26,7 @@ def tools_file(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def make_backend(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """Build a ToolsBackend (closed at teardown) from YAML text or a path."""
-    from mcpcli.serve.backend import ToolsBackend
+    from mcpcli.toolsfile.backend import ToolsBackend
 
     made: list[Any] = []
 

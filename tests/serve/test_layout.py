@@ -1,4 +1,4 @@
-"""The serve package's shape: within the style guide's sizes, and no dead helpers.
+"""The toolsfile package's shape: within the style guide's sizes, and no dead helpers.
 
 The style guide (team research/style.md) sets modules of at most about 500 lines
 and functions of at most about 60; a helper nothing calls is noise a reader
@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from helpers import REPO
 
-SERVE = REPO / "mcpcli" / "serve"
+SERVE = REPO / "mcpcli" / "toolsfile"
 OWN = [*sorted(SERVE.glob("*.py")), REPO / "mcpcli" / "cli" / "serve.py", REPO / "mcpcli" / "cli" / "script.py"]
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, mcp
 
-from mcpcli.serve.load import ToolsFileError, load_config, parse_config
+from mcpcli.toolsfile.load import ToolsFileError, load_config, parse_config
 
 HEAD = "version: 1\n"
 
@@ -259,7 +259,7 @@ def test_print_schema_is_the_format_schema_and_validates_the_example() -> None:
 
 
 def test_bundled_example_is_the_examples_file() -> None:
-    from mcpcli.serve import example_path
+    from mcpcli.toolsfile import example_path
 
     assert Path(example_path()).read_bytes() == (REPO / "examples" / "tools.yaml").read_bytes()
     result = mcp("serve", "--print-example")

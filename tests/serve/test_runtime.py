@@ -11,8 +11,8 @@ import pytest
 
 from mcpcli.client import Client, ClientFeatures, ClientOptions
 from mcpcli.errors import RPCError
-from mcpcli.serve.backend import ToolsBackend
 from mcpcli.server import Server
+from mcpcli.toolsfile.backend import ToolsBackend
 from serve.util import text_of
 
 pytestmark = pytest.mark.anyio

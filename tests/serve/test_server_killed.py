@@ -180,23 +180,23 @@ def test_killing_an_http_server_ends_its_tool_processes(tmp_path: Path, tool: st
 
 def test_the_helper_stops_registered_groups_when_its_pipe_closes(tmp_path: Path) -> None:
     """The watchdog by itself: TERM, then KILL for a group that ignores TERM, then it exits."""
-    from mcpcli.serve.supervisor import Supervisor, group_alive
+    from mcpcli.toolsfile.watchdog import Watchdog, group_alive
 
     stubborn = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 300 & wait; sleep 300"],
                                 start_new_session=True, stdin=subprocess.DEVNULL)
     polite = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
     done = subprocess.Popen(["true"], start_new_session=True)
     done.wait()
-    supervisor = Supervisor()
+    watchdog = Watchdog()
     try:
-        supervisor.register(stubborn.pid, 0.2)
-        supervisor.register(polite.pid, 5)
-        supervisor.register(done.pid, 5)
-        supervisor.unregister(done.pid)
-        helper = supervisor._proc
+        watchdog.register(stubborn.pid, 0.2)
+        watchdog.register(polite.pid, 5)
+        watchdog.register(done.pid, 5)
+        watchdog.unregister(done.pid)
+        helper = watchdog._proc
         assert helper is not None and helper.poll() is None
     finally:
-        supervisor.close()
+        watchdog.close()
     assert helper.returncode == 0
     assert polite.wait(timeout=10) == -signal.SIGTERM
     assert stubborn.wait(timeout=10) == -signal.SIGKILL
@@ -204,21 +204,21 @@ def test_the_helper_stops_registered_groups_when_its_pipe_closes(tmp_path: Path)
 
 
 def test_a_lost_helper_is_replaced_and_told_about_every_group() -> None:
-    from mcpcli.serve.supervisor import Supervisor
+    from mcpcli.toolsfile.watchdog import Watchdog
 
     first = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
     second = subprocess.Popen(["sleep", "300"], start_new_session=True, stdin=subprocess.DEVNULL)
-    supervisor = Supervisor()
+    watchdog = Watchdog()
     try:
-        supervisor.register(first.pid, 1)
-        lost = supervisor._proc
+        watchdog.register(first.pid, 1)
+        lost = watchdog._proc
         assert lost is not None
         lost.kill()
         lost.wait()
-        supervisor.register(second.pid, 1)  # finds the helper gone, starts another
-        helper = supervisor._proc
+        watchdog.register(second.pid, 1)  # finds the helper gone, starts another
+        helper = watchdog._proc
         assert helper is not None and helper is not lost and helper.poll() is None
     finally:
-        supervisor.close()
+        watchdog.close()
     assert first.wait(timeout=10) == -signal.SIGTERM
     assert second.wait(timeout=10) == -signal.SIGTERM

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from mcpcli.errors import TransportError
-from mcpcli.serve.process import _describe_spawn_error
 from mcpcli.server.http_sessions import _replay_for
+from mcpcli.toolsfile.process import _describe_spawn_error
 from mcpcli.transports._http1 import _parse_head
 
 

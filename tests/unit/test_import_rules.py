@@ -29,6 +29,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "mcpcli.server": ("mcpcli.client", "mcpcli.connect", "mcpcli.auth", "mcpcli.cli"),
     "mcpcli.client": ("mcpcli.connect", "mcpcli.auth", "mcpcli.server", "mcpcli.cli"),
     "mcpcli.auth": ("mcpcli.connect", "mcpcli.client", "mcpcli.cli"),
+    # The tools.yaml server builds a Backend for the runtime; the CLI and `connect` sit above it.
+    "mcpcli.toolsfile": ("mcpcli.client", "mcpcli.connect", "mcpcli.auth", "mcpcli.cli"),
+    # Servers configured in other clients: read by `connect` and the CLI, never the reverse.
+    "mcpcli.other_clients": ("mcpcli.client", "mcpcli.connect", "mcpcli.cli"),
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": ("mcpcli.cli",),
     "mcpcli.render": ("mcpcli.cli",),

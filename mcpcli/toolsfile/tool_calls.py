@@ -20,13 +20,13 @@ import anyio
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
-from mcpcli.serve.contents import render_text
-from mcpcli.serve.invoke import ArgumentProblems, check_arguments
-from mcpcli.serve.model import JSON, Config, RunSpec, Tool
-from mcpcli.serve.process import RunResult, SpawnError, signal_name
-from mcpcli.serve.results import Masker, error_result, tool_result
-from mcpcli.serve.runner import Runner
 from mcpcli.server.backend import CallContext, InputDeclined
+from mcpcli.toolsfile.arguments import ArgumentProblems, check_arguments
+from mcpcli.toolsfile.contents import render_text
+from mcpcli.toolsfile.model import JSON, Config, RunSpec, Tool
+from mcpcli.toolsfile.process import RunResult, SpawnError, signal_name
+from mcpcli.toolsfile.results import Masker, error_result, tool_result
+from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["call_tool", "missing_capabilities"]
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 
-from mcpcli.serve import templating
-from mcpcli.serve.build_context import BuildContext
-from mcpcli.serve.build_params import build_params
-from mcpcli.serve.build_run import build_run
-from mcpcli.serve.model import JSON, Param, Resource
-from mcpcli.serve.templating import Template
-from mcpcli.serve.yamlstrict import Path
+from mcpcli.toolsfile import templating
+from mcpcli.toolsfile.build_context import BuildContext
+from mcpcli.toolsfile.build_params import build_params
+from mcpcli.toolsfile.build_run import build_run
+from mcpcli.toolsfile.model import JSON, Param, Resource
+from mcpcli.toolsfile.templating import Template
+from mcpcli.toolsfile.yamlstrict import Path
 
 __all__ = ["build_resource", "build_template"]
 

@@ -13,7 +13,7 @@
   whatever it left running in its group is stopped the same way: a call leaves
   nothing behind. Cancellation (client cancel, disconnect, shutdown) runs the
   sequence shielded, then lets the cancellation continue.
-* With a `supervisor.Supervisor` (the `Runner` passes its own), each group is
+* With a `watchdog.Watchdog` (the `Runner` passes its own), each group is
   registered while it runs, so a helper process ends it if the server itself
   is killed (SIGKILL, OOM) and never gets to run the stop sequence.
 """
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import anyio
 
-from mcpcli.serve.supervisor import Supervisor
-from mcpcli.serve.supervisor import group_alive as _group_alive
-from mcpcli.serve.supervisor import signal_group as _signal_group
+from mcpcli.toolsfile.watchdog import Watchdog
+from mcpcli.toolsfile.watchdog import group_alive as _group_alive
+from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
 __all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 
@@ -289,22 +289,22 @@ async def run_process(
     kill_grace: float,
     max_bytes: int,
     kill_on_overflow: bool = False,
-    supervisor: Supervisor | None = None,
+    watchdog: Watchdog | None = None,
 ) -> RunResult:
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
 
-    With a `supervisor`, the group is registered while it runs, so it dies with
+    With a `watchdog`, the group is registered while it runs, so it dies with
     the server even if the server is killed outright.
     """
     started = time.monotonic()
-    if supervisor is not None:
-        supervisor.start()
+    if watchdog is not None:
+        watchdog.start()
     try:
         child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
-    if supervisor is not None:
-        supervisor.register(child.pid, kill_grace)
+    if watchdog is not None:
+        watchdog.register(child.pid, kill_grace)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
     try:
@@ -317,8 +317,8 @@ async def run_process(
                 os.close(fd)
             child.close()
     finally:
-        if supervisor is not None:
-            supervisor.unregister(child.pid)
+        if watchdog is not None:
+            watchdog.unregister(child.pid)
     code = child.returncode
     sig = -code if code is not None and code < 0 else None
     return RunResult(

@@ -82,7 +82,7 @@ def _write_shim(bin_dir: str) -> None:
             "import sys\n"
             f"sys.path[:0] = {_package_parent()!r}\n"
             "if sys.argv[1:2] == ['script']:\n"
-            "    from mcpcli.serve.script_client import main\n"
+            "    from mcpcli.toolsfile.script_client import main\n"
             "    sys.exit(main(sys.argv[2:]))\n"
             "import site\n"
             "site.main()\n"

@@ -16,11 +16,11 @@ import re
 from typing import Any
 
 from mcpcli.errors import ConfigError
-from mcpcli.serve.build import build_config
-from mcpcli.serve.model import Config
-from mcpcli.serve.structure import schema_problems
-from mcpcli.serve.yamlstrict import Marks, Path, Problem, YamlProblems
-from mcpcli.serve.yamlstrict import load as load_yaml
+from mcpcli.toolsfile.build import build_config
+from mcpcli.toolsfile.model import Config
+from mcpcli.toolsfile.structure import schema_problems
+from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem, YamlProblems
+from mcpcli.toolsfile.yamlstrict import load as load_yaml
 
 __all__ = ["ToolsFileError", "load_config", "parse_config"]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR
-from mcpcli.serve import templating
-from mcpcli.serve.model import JSON
-from mcpcli.serve.results import Masker
 from mcpcli.server.backend import ResourceNotFound
+from mcpcli.toolsfile import templating
+from mcpcli.toolsfile.model import JSON
+from mcpcli.toolsfile.results import Masker
 
 __all__ = ["MAX_RESOURCE_BYTES", "bytes_contents", "file_contents", "read_file_bytes", "render", "render_text"]
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
-from mcpcli.serve.invoke import ArgumentProblems
-from mcpcli.serve.model import JSON, Config, PromptArg, RunSpec
-from mcpcli.serve.process import SpawnError
-from mcpcli.serve.results import Masker
-from mcpcli.serve.runner import Runner
+from mcpcli.toolsfile.arguments import ArgumentProblems
+from mcpcli.toolsfile.model import JSON, Config, PromptArg, RunSpec
+from mcpcli.toolsfile.process import SpawnError
+from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["complete"]
 

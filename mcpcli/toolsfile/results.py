@@ -21,8 +21,8 @@ from typing import Any
 
 from mcpcli import jsonrpc
 from mcpcli.errors import RPCError
-from mcpcli.serve.model import FileSpec, OutputSpec, format_size
-from mcpcli.serve.process import RunResult, signal_name
+from mcpcli.toolsfile.model import FileSpec, OutputSpec, format_size
+from mcpcli.toolsfile.process import RunResult, signal_name
 
 __all__ = ["Masker", "error_result", "text_result", "tool_result"]
 

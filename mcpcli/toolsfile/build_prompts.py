@@ -12,11 +12,19 @@ from __future__ import annotations
 import os
 import re
 
-from mcpcli.serve.build_context import PARAM_NAME, BuildContext
-from mcpcli.serve.build_params import build_complete
-from mcpcli.serve.build_run import build_run
-from mcpcli.serve.model import DEFAULT_MAX_BYTES, JSON, MISSING, Message, Param, Prompt, PromptArg
-from mcpcli.serve.yamlstrict import Path
+from mcpcli.toolsfile.build_context import PARAM_NAME, BuildContext
+from mcpcli.toolsfile.build_params import build_complete
+from mcpcli.toolsfile.build_run import build_run
+from mcpcli.toolsfile.model import (
+    DEFAULT_MAX_BYTES,
+    JSON,
+    MISSING,
+    Message,
+    Param,
+    Prompt,
+    PromptArg,
+)
+from mcpcli.toolsfile.yamlstrict import Path
 
 __all__ = ["build_prompt"]
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcpcli.serve import templating
-from mcpcli.serve.model import Each, Lit, Param, RunSpec, SecretRef, Splat, When
+from mcpcli.toolsfile import templating
+from mcpcli.toolsfile.model import Each, Lit, Param, RunSpec, SecretRef, Splat, When
 
 __all__ = ["ArgumentProblems", "Prepared", "build_command", "check_arguments"]
 

@@ -19,13 +19,13 @@ from urllib.parse import quote, unquote
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.serve.contents import MAX_RESOURCE_BYTES, bytes_contents, file_contents, render_text
-from mcpcli.serve.invoke import ArgumentProblems
-from mcpcli.serve.model import JSON, Config, Param, Resource, RunSpec
-from mcpcli.serve.process import SpawnError, signal_name
-from mcpcli.serve.results import Masker
-from mcpcli.serve.runner import Runner
 from mcpcli.server.backend import CallContext, ResourceNotFound
+from mcpcli.toolsfile.arguments import ArgumentProblems
+from mcpcli.toolsfile.contents import MAX_RESOURCE_BYTES, bytes_contents, file_contents, render_text
+from mcpcli.toolsfile.model import JSON, Config, Param, Resource, RunSpec
+from mcpcli.toolsfile.process import SpawnError, signal_name
+from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["list_resources", "list_templates", "read_resource"]
 
@@ -155,7 +155,7 @@ def _coerce_template_value(param: Param, text: str, base_dir: str) -> Any:
     if problems:
         raise ValueError(problems[0][1])
     if param.type == "path":
-        from mcpcli.serve.invoke import resolve_path
+        from mcpcli.toolsfile.arguments import resolve_path
 
         value = resolve_path(param, text, base_dir)
     return value

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path as FsPath
 
-from mcpcli.serve.build_context import BuildContext
-from mcpcli.serve.build_prompts import build_prompt
-from mcpcli.serve.build_resources import build_resource
-from mcpcli.serve.build_tools import build_tool
-from mcpcli.serve.model import JSON, Config, Prompt, Resource, Tool
-from mcpcli.serve.yamlstrict import Marks, Problem
+from mcpcli.toolsfile.build_context import BuildContext
+from mcpcli.toolsfile.build_prompts import build_prompt
+from mcpcli.toolsfile.build_resources import build_resource
+from mcpcli.toolsfile.build_tools import build_tool
+from mcpcli.toolsfile.model import JSON, Config, Prompt, Resource, Tool
+from mcpcli.toolsfile.yamlstrict import Marks, Problem
 
 __all__ = ["build_config"]
 

@@ -17,13 +17,13 @@ from contextlib import AsyncExitStack
 
 import anyio
 
-from mcpcli.serve.channel import ChannelDirectory, ChannelServer
-from mcpcli.serve.invoke import build_command
-from mcpcli.serve.model import JSON, Config, Param, RunSpec
-from mcpcli.serve.process import RunResult, SpawnError, run_process
-from mcpcli.serve.results import Masker
-from mcpcli.serve.supervisor import Supervisor
 from mcpcli.server.backend import CallContext
+from mcpcli.toolsfile.arguments import build_command
+from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
+from mcpcli.toolsfile.model import JSON, Config, Param, RunSpec
+from mcpcli.toolsfile.process import RunResult, SpawnError, run_process
+from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.watchdog import Watchdog
 
 __all__ = ["Runner"]
 
@@ -63,7 +63,7 @@ class Runner:
         self._slots = _Slots()
         self._channels = ChannelDirectory()
         self._channel = ChannelServer(self._channels)
-        self._supervisor = Supervisor()  # ends the process groups if the server is killed
+        self._watchdog = Watchdog()  # ends the process groups if the server is killed
 
     def configure(self, config: Config) -> None:
         """Follow a (re)loaded file's limits."""
@@ -72,7 +72,7 @@ class Runner:
     def close(self) -> None:
         self._channel.close()
         self._channels.close()
-        self._supervisor.close()
+        self._watchdog.close()
 
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
@@ -132,7 +132,7 @@ class Runner:
             kill_grace=spec.kill_grace,
             max_bytes=max_bytes,
             kill_on_overflow=kill_on_overflow,
-            supervisor=self._supervisor,
+            watchdog=self._watchdog,
         )
 
     async def _client_env(self, ctx: CallContext, mask: Masker, stack: AsyncExitStack,

@@ -15,8 +15,8 @@ import re
 from typing import Any
 
 from mcpcli.errors import ValidationError
-from mcpcli.serve import templating
-from mcpcli.serve.model import (
+from mcpcli.toolsfile import templating
+from mcpcli.toolsfile.model import (
     DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_TIMEOUT,
     DEFAULT_QUEUE_TIMEOUT,
@@ -25,9 +25,9 @@ from mcpcli.serve.model import (
     parse_duration,
     parse_size,
 )
-from mcpcli.serve.structure import describe_path
-from mcpcli.serve.templating import Template
-from mcpcli.serve.yamlstrict import Marks, Path, Problem
+from mcpcli.toolsfile.structure import describe_path
+from mcpcli.toolsfile.templating import Template
+from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
 __all__ = ["PARAM_NAME", "BuildContext"]
 

@@ -2,7 +2,7 @@
 
 Standard library only, so each callback starts fast. The served call's socket
 and token come from `MCP_SCRIPT_SOCKET` / `MCP_SCRIPT_TOKEN` (see
-`mcpcli.serve.channel`). Answers go to stdout (JSON unless asked otherwise);
+`mcpcli.toolsfile.channel`). Answers go to stdout (JSON unless asked otherwise);
 messages to stderr.
 
 Exit status: 0 done (elicitation accepted); 1 the user declined or cancelled;

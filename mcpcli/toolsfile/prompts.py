@@ -18,15 +18,15 @@ from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.serve.contents import file_contents, read_file_bytes, render
-from mcpcli.serve.invoke import ArgumentProblems
-from mcpcli.serve.model import JSON, MISSING, Config, Param, Prompt
-from mcpcli.serve.process import SpawnError, signal_name
-from mcpcli.serve.resources import read_resource
-from mcpcli.serve.results import Masker
-from mcpcli.serve.runner import Runner
-from mcpcli.serve.tool_calls import missing_capabilities
 from mcpcli.server.backend import CallContext, InputDeclined, ResourceNotFound
+from mcpcli.toolsfile.arguments import ArgumentProblems
+from mcpcli.toolsfile.contents import file_contents, read_file_bytes, render
+from mcpcli.toolsfile.model import JSON, MISSING, Config, Param, Prompt
+from mcpcli.toolsfile.process import SpawnError, signal_name
+from mcpcli.toolsfile.resources import read_resource
+from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.runner import Runner
+from mcpcli.toolsfile.tool_calls import missing_capabilities
 
 __all__ = ["get_prompt"]
 

@@ -9,10 +9,11 @@ tasks, and when they become one.
 
 from __future__ import annotations
 
-from mcpcli.serve.build_context import BuildContext
-from mcpcli.serve.build_params import build_params
-from mcpcli.serve.build_run import build_run
-from mcpcli.serve.model import (
+from mcpcli.server.backend import TaskPolicy
+from mcpcli.toolsfile.build_context import BuildContext
+from mcpcli.toolsfile.build_params import build_params
+from mcpcli.toolsfile.build_run import build_run
+from mcpcli.toolsfile.model import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TASK_AFTER,
     DEFAULT_TASK_POLL,
@@ -24,8 +25,7 @@ from mcpcli.serve.model import (
     RunSpec,
     Tool,
 )
-from mcpcli.serve.yamlstrict import Path
-from mcpcli.server.backend import TaskPolicy
+from mcpcli.toolsfile.yamlstrict import Path
 
 __all__ = ["build_output", "build_task", "build_tool"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from mcpcli.serve.templating import Template
-from mcpcli.serve.yamlstrict import Problem
 from mcpcli.server.backend import TaskPolicy
+from mcpcli.toolsfile.templating import Template
+from mcpcli.toolsfile.yamlstrict import Problem
 
 __all__ = [
     "DEFAULT_INHERIT_ENV",
@@ -92,7 +92,7 @@ def schema_text() -> str:
     """The JSON Schema of the tools.yaml format (what `mcp serve --print-schema` prints)."""
     from importlib.resources import files
 
-    return (files("mcpcli.serve") / "tools.schema.json").read_text(encoding="utf-8")
+    return (files("mcpcli.toolsfile") / "tools.schema.json").read_text(encoding="utf-8")
 
 
 # -- the model ---------------------------------------------------------------------------

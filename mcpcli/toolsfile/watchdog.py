@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-__all__ = ["Supervisor", "group_alive", "live_groups", "signal_group"]
+__all__ = ["Watchdog", "group_alive", "live_groups", "signal_group"]
 
 #: The longest wait between SIGTERM and SIGKILL after the server died.
 MAX_GRACE = 10.0
@@ -77,7 +77,7 @@ def group_alive(pgid: int) -> bool:
     return bool(live_groups({pgid}))
 
 
-class Supervisor:
+class Watchdog:
     """The server's side of the watchdog: started on first use, told about each group.
 
     It remembers the groups it registered, so a helper that died or stopped
@@ -216,7 +216,7 @@ def _end(groups: dict[int, float]) -> None:
 
 
 def main() -> None:
-    """The helper: run as a script by `Supervisor`, reading its stdin."""
+    """The helper: run as a script by `Watchdog`, reading its stdin."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     groups = _serve(sys.stdin.buffer)

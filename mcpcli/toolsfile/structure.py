@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 from mcpcli.args import json_type
-from mcpcli.serve.model import JSON, schema_text
-from mcpcli.serve.yamlstrict import Marks, Path, Problem
+from mcpcli.toolsfile.model import JSON, schema_text
+from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
 __all__ = ["describe_path", "schema_problems"]
 

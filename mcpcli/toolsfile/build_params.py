@@ -14,11 +14,11 @@ import os
 import re
 from typing import Any
 
-from mcpcli.serve.build_context import PARAM_NAME, BuildContext
-from mcpcli.serve.build_run import build_run
-from mcpcli.serve.model import JSON, MISSING, Param
-from mcpcli.serve.structure import describe_path
-from mcpcli.serve.yamlstrict import Path
+from mcpcli.toolsfile.build_context import PARAM_NAME, BuildContext
+from mcpcli.toolsfile.build_run import build_run
+from mcpcli.toolsfile.model import JSON, MISSING, Param
+from mcpcli.toolsfile.structure import describe_path
+from mcpcli.toolsfile.yamlstrict import Path
 
 __all__ = ["build_complete", "build_param", "build_params"]
 

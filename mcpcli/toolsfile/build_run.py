@@ -14,9 +14,9 @@ import os
 import re
 from typing import Any
 
-from mcpcli.serve import templating
-from mcpcli.serve.build_context import BuildContext
-from mcpcli.serve.model import (
+from mcpcli.toolsfile import templating
+from mcpcli.toolsfile.build_context import BuildContext
+from mcpcli.toolsfile.model import (
     DEFAULT_CONCURRENCY,
     DEFAULT_INHERIT_ENV,
     DEFAULT_KILL_GRACE,
@@ -31,7 +31,7 @@ from mcpcli.serve.model import (
     When,
     parse_duration,
 )
-from mcpcli.serve.yamlstrict import Path
+from mcpcli.toolsfile.yamlstrict import Path
 
 __all__ = ["build_argv", "build_run"]
 

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcpcli.serve.backend import ToolsBackend
+    from mcpcli.toolsfile.backend import ToolsBackend
     from mcpcli.transports import Streams
 
 __all__ = ["YamlTransport"]

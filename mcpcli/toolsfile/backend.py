@@ -19,11 +19,11 @@ from typing import Any
 import anyio
 
 from mcpcli.errors import ConfigError
-from mcpcli.serve import completion, prompts, resources, tool_calls
-from mcpcli.serve.load import load_config
-from mcpcli.serve.model import JSON, Config
-from mcpcli.serve.runner import Runner
 from mcpcli.server.backend import CallContext, ChangeListener, TaskPolicy
+from mcpcli.toolsfile import completion, prompts, resources, tool_calls
+from mcpcli.toolsfile.load import load_config
+from mcpcli.toolsfile.model import JSON, Config
+from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["ToolsBackend"]
 
