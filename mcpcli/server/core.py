@@ -164,7 +164,7 @@ class Server:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         #: What the helpers share (settings, signer, parked calls, subscribers, task group).
-        self.runtime = Runtime(
+        self.runtime = runtime = Runtime(
             backend,
             page_size=page_size,
             list_ttl_ms=list_ttl_ms,
@@ -182,7 +182,6 @@ class Server:
         self._server_info: JSON = dict(backend.server_info())
         self._tools: dict[str, JSON] | None = None
         backend.set_change_listener(self._on_change)
-        runtime = self.runtime
         #: Tool calls running as tasks (`tasks.store`), and their methods in each era.
         self.tasks = TaskStore(runtime, max_tasks=max_tasks)
         self.task_handlers = TaskHandlers(runtime, self.tasks)
