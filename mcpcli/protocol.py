@@ -20,11 +20,14 @@ __all__ = [
     "LOG_LEVEL_KEY",
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
+    "RELATED_TASK_KEY",
     "SERVER_INFO_KEY",
     "SHUTTING_DOWN",
     "SHUTTING_DOWN_DATA",
     "SHUTTING_DOWN_MESSAGE",
     "SUBSCRIPTION_ID_KEY",
+    "TASKS_EXTENSION",
+    "TERMINAL_TASK_STATUSES",
     "Era",
     "era_of",
     "is_modern_error",
@@ -84,6 +87,14 @@ CACHEABLE_METHODS = frozenset(
 
 # Only these methods may answer with an InputRequiredResult (MRTR).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+# Tasks, for the client (`mcpcli.tasks`) and the server (`mcpcli.server.tasks`).
+#: The 2026-07-28 extension's identifier (client capabilities, server/discover, -32021 data).
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: `_meta` key tying requests and results to their task (2025-11-25).
+RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
+#: The statuses a task never leaves.
+TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
 
 
 def era_of(version: str) -> Era:

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
+from mcpcli.protocol import RELATED_TASK_KEY as RELATED_TASK_KEY  # one definition, for both sides
+from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     from mcpcli.client import Client
@@ -55,15 +57,11 @@ log = logging.getLogger("mcpcli.tasks")
 JSON = dict[str, Any]
 TaskMode = Literal["auto", "always", "never"]
 
-#: The 2026-07-28 extension's identifier (client capabilities and server/discover).
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-#: `_meta` key tying messages to a task (2025-11-25).
-RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 #: Requests that may be answered with a task (the extension supports only tools/call).
 TASK_CREATING_METHODS = frozenset({"tools/call"})
 #: Requests on which a modern client declares the extension.
 DECLARE_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
+TERMINAL = TERMINAL_TASK_STATUSES
 
 #: Bounds on the server's suggested poll interval, in seconds.
 MIN_POLL = 0.05

@@ -15,6 +15,19 @@ Usage::
 One `Server` answers every era: `initialize` starts a legacy session
 (2024-11-05 .. 2025-11-25) on a connection; requests carrying the 2026-07-28
 `_meta` are served statelessly. `serve_http` imports uvicorn only when called.
+
+What it owns: the server side of MCP, from a `Backend`'s content to the bytes
+on stdio or HTTP. `core` dispatches and keeps each connection's state; the state
+its helpers share (settings, signer, parked 2026 calls, subscribers, task group)
+has one owner, the `Runtime` in `_state`, which `core.Server` creates and hands
+to `handlers`, `mrtr` and the `tasks` package, so none of them sees the `Server`;
+`calls` is the request and the `CallContext` a backend gets; `meta`,
+`subscriptions` and `backend` are leaves; `stdio` and the `http*` modules are the
+transports' server ends. What it may import: `mcpcli.session` (the JSON-RPC
+engine), `mcpcli.transports` (`Envelope`, `Streams`, the in-memory pair behind
+`Server.transport()`), `mcpcli.protocol`, `mcpcli.jsonrpc`, `mcpcli.errors` and
+`mcpcli.text`; never `client`, `connect`, `auth` or `cli` (tests/unit/test_import_rules.py).
+The tools.yaml server builds on this package, not the other way round.
 """
 
 from __future__ import annotations

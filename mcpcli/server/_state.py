@@ -1,6 +1,13 @@
-"""Tamper-evident tokens the server hands to clients: pagination cursors and MRTR `requestState`.
+"""The state one server shares with its helpers (`Runtime`), and the tokens it signs.
 
-Both are opaque to the client and signed with a per-process random key, so a
+`Runtime` is created by `mcpcli.server.core.Server` and handed to the request
+handlers, the MRTR rounds and the task store: they depend on it, never on the
+`Server`. It is the one owner of what they share: the backend, the settings, the
+signer, the 2026 calls parked between rounds, the subscribers to change
+notifications and the server's task group.
+
+Tamper-evident tokens the server hands to clients: pagination cursors and MRTR
+`requestState`. Both are opaque to the client and signed with a per-process random key, so a
 client can neither forge them nor carry them to another server process (a
 restarted server rejects old ones, which the protocol allows: an invalid cursor
 is -32602, an invalid requestState is -32602).
@@ -17,12 +24,19 @@ import hmac
 import json
 import secrets
 import time
-from typing import Any
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS
+from mcpcli.server.backend import Backend
+from mcpcli.server.calls import Continuation
+from mcpcli.server.subscriptions import Sink
 
-__all__ = ["Signer", "request_digest"]
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+__all__ = ["Runtime", "Signer", "request_digest"]
 
 #: Parameters that change between MRTR rounds and so are not part of the request's identity.
 _ROUND_PARAMS = frozenset({"_meta", "inputResponses", "requestState"})
@@ -115,3 +129,47 @@ class Signer:
         if not isinstance(expires, int) or expires < time.time():
             raise RPCError(INVALID_PARAMS, "Invalid requestState: it has expired; call again")
         return data
+
+
+class Runtime:
+    """What one server's helpers share: its backend, settings and state (see the module doc)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        page_size: int,
+        list_ttl_ms: int,
+        read_ttl_ms: int,
+        cache_scope: str,
+        input_ttl: float,
+        max_parked: int,
+        secret: bytes | None,
+    ) -> None:
+        self.backend = backend
+        self.page_size = page_size
+        self.list_ttl_ms = list_ttl_ms
+        self.read_ttl_ms = read_ttl_ms
+        self.cache_scope = cache_scope
+        #: Seconds a 2026 call may wait for the client's retry with its input.
+        self.input_ttl = input_ttl
+        self.max_parked = max_parked
+        #: Signs pagination cursors and requestStates.
+        self.signer = Signer(secret)
+        #: 2026 calls waiting for the client's retry, by continuation id, oldest first.
+        self.parked: OrderedDict[str, Continuation] = OrderedDict()
+        #: Everyone who receives change notifications (connections, listen streams).
+        self.sinks: set[Sink] = set()
+        #: The task group of parked calls and tasks, while the server runs (`async with server`).
+        self.tg: TaskGroup | None = None
+
+    def task_group(self) -> TaskGroup:
+        """The running server's task group (a call that outlives its request runs there)."""
+        if self.tg is None:
+            raise RuntimeError("the server is not running (use `async with server:`)")
+        return self.tg
+
+    def offer(self, method: str, params: dict[str, Any]) -> None:
+        """Offer a notification to every subscriber (each takes what it asked for)."""
+        for sink in list(self.sinks):
+            sink.offer(method, params)

@@ -1,19 +1,25 @@
-"""One request being handled, and the `CallContext` a backend gets for it.
+"""One request being handled, the `CallContext` a backend gets for it, and the
+`Continuation` a 2026 call runs in.
 
-`Rq` holds a request's params and the facts of its era (version, client
-capabilities and info, log level, the connection it came on, where its related
-messages go). `Call` is the `mcpcli.server.backend.CallContext` of one
+`IncomingRequest` holds a request's params and the facts of its era (version,
+client capabilities and info, log level, the connection it came on, where its
+related messages go). `Call` is the `mcpcli.server.backend.CallContext` of one
 tools/call, prompts/get or resources/read: strictly increasing progress, log
 messages filtered by the client's level, and `ask()`, which becomes server to
-client requests (legacy era) or MRTR rounds through the call's continuation
+client requests (legacy era) or MRTR rounds through the call's `Continuation`
 (2026-07-28, see `mcpcli.server.mrtr`). Once a call has become a task
 (`mcpcli.server.tasks`), its input requests and progress go to the task.
+
+This is the bottom of the runtime's helpers: it imports none of them (what it
+needs of a connection or a task is a small protocol here).
 """
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -22,16 +28,24 @@ from mcpcli.jsonrpc import Request
 from mcpcli.protocol import Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
+from mcpcli.server.subscriptions import Sink
 
-if TYPE_CHECKING:
-    from mcpcli.server.core import Server, ServerConnection
-    from mcpcli.server.mrtr import Continuation
-    from mcpcli.server.tasks import Task
-
-__all__ = ["Call", "Invoke", "Outlet", "Rq", "valid_answer"]
+__all__ = [
+    "Call",
+    "Connection",
+    "Continuation",
+    "Handler",
+    "IncomingRequest",
+    "Invoke",
+    "Outlet",
+    "TaskInput",
+    "valid_answer",
+]
 
 JSON = dict[str, Any]
 Invoke = Callable[["Call"], Awaitable[JSON]]
+#: A method's handler: the request in, its result out (or an `RPCError` raised).
+Handler = Callable[["IncomingRequest"], Awaitable[JSON]]
 
 #: Which client capability each kind of `ask` needs.
 _ASK_CAPABILITY = {
@@ -54,7 +68,26 @@ class Outlet(Protocol):
     ) -> JSON: ...
 
 
-class Rq:
+class Connection(Protocol):
+    """What handlers keep on the connection a request came on (`core.ServerConnection`)."""
+
+    #: The client's `logging/setLevel` (legacy era).
+    log_level: str | None
+    #: The resources the client subscribed to (legacy era).
+    subscriptions: set[str]
+    #: The 2026 `subscriptions/listen` streams open on it (ended when it closes).
+    listens: set[Sink]
+
+
+class TaskInput(Protocol):
+    """What a call hands to the task it became (`tasks.store.Task`): its asks and progress."""
+
+    def note_progress(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+    async def ask(self, requests: dict[str, JSON]) -> dict[str, JSON]: ...
+
+
+class IncomingRequest:
     """One request being handled: its params and the facts of its era."""
 
     __slots__ = (
@@ -83,7 +116,7 @@ class Rq:
         caps: JSON,
         info: JSON,
         log_level: str | None,
-        conn: ServerConnection | None,
+        conn: Connection | None,
         transport: str,
         principal: str,
     ) -> None:
@@ -96,11 +129,12 @@ class Rq:
         self.caps = caps
         self.info = info
         self.log_level = log_level
+        #: The initialized legacy session it belongs to (None in the 2026 era).
         self.conn = conn
         self.transport = transport
         self.principal = principal
         #: The connection a request arrived on, in either era (None: stateless HTTP).
-        self.channel: ServerConnection | None = conn
+        self.channel: Connection | None = conn
 
 
 def valid_answer(method: str, value: Any) -> bool:
@@ -119,16 +153,15 @@ def valid_answer(method: str, value: Any) -> bool:
 class Call:
     """The `CallContext` a backend gets for one tools/call, prompts/get or resources/read."""
 
-    def __init__(self, server: Server, rq: Rq) -> None:
-        self._server = server
+    def __init__(self, rq: IncomingRequest) -> None:
         #: Answers received so far (2026 era), by the keys the backend chose.
         self.answers: JSON = {}
         self.cont: Continuation | None = None
         #: The task this call runs as, once it became one.
-        self.task: Task | None = None
+        self.task: TaskInput | None = None
         self.rebind(rq)
 
-    def rebind(self, rq: Rq) -> None:
+    def rebind(self, rq: IncomingRequest) -> None:
         """Attach to a (new) request: a resumed 2026 call reports on the retry's stream."""
         self._rq = rq
         self.era: Era = rq.era
@@ -248,6 +281,85 @@ class Call:
                 for key, item in requests.items():
                     tg.start_soon(one, key, item)
         return {key: results[key] for key in requests}
+
+
+class Continuation:
+    """A 2026 backend call that runs in the server's task group, so that it can be
+    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        call.cont = self
+        self.scope = anyio.CancelScope()
+        #: Where it waits for the client's retry, and under which id (see `park`).
+        self.cid: str | None = None
+        self._lot: OrderedDict[str, Continuation] | None = None
+        self.finished = False
+        self._round = anyio.Event()
+        self._resume: anyio.Event | None = None
+        self._outcome: tuple[str, Any] = ("cancelled", None)
+
+    @property
+    def dead(self) -> bool:
+        return self.finished or self.scope.cancel_called
+
+    async def run(self, invoke: Invoke) -> None:
+        try:
+            with self.scope:
+                try:
+                    result = await invoke(self.call)
+                except Exception as exc:
+                    self._report("error", exc)
+                else:
+                    self._report("done", result)
+        finally:
+            self.finished = True
+            lot = self._lot
+            if lot is not None and self.cid is not None and lot.get(self.cid) is self:
+                del lot[self.cid]
+            if not self._round.is_set():
+                self._report("cancelled", None)
+
+    def park(self, lot: OrderedDict[str, Continuation], cid: str) -> None:
+        """Wait in `lot` (the runtime's parked calls) under `cid`; the call leaves it when it ends."""
+        self.cid = cid
+        self._lot = lot
+        lot[cid] = self
+
+    def _report(self, kind: str, value: Any) -> None:
+        self._outcome = (kind, value)
+        self._round.set()
+
+    async def suspend(self, missing: dict[str, JSON]) -> None:
+        """Called by the backend (inside ask): hand the request back, wait for the retry."""
+        self._resume = anyio.Event()
+        self._report("input", missing)
+        await self._resume.wait()
+
+    def resume(self) -> None:
+        self.scope.deadline = math.inf
+        if self._resume is not None:
+            self._resume.set()
+
+    async def next_round(self, timeout: float | None = None) -> tuple[str, Any] | None:
+        """The call's next outcome: ("done", result), ("error", exc), ("input", requests)
+        or ("cancelled", None); None when `timeout` seconds pass first."""
+        try:
+            if timeout is None:
+                await self._round.wait()
+            else:
+                with anyio.move_on_after(timeout):
+                    await self._round.wait()
+                if not self._round.is_set():
+                    return None
+        except BaseException:
+            # The request was cancelled (client closed the stream, notifications/cancelled).
+            self.scope.cancel()
+            raise
+        outcome = self._outcome
+        if outcome[0] == "input":
+            self._round = anyio.Event()  # for the round after the client's retry
+        return outcome
 
 
 def _assert_call_context(call: Call) -> CallContext:  # pragma: no cover - typing only

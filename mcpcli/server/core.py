@@ -17,23 +17,25 @@ pagination (opaque signed cursors), log-level filtering, strictly increasing
 progress, cancellation (the Session cancels the handler task; parked 2026 calls
 are cancelled with their continuation) and the MRTR continuations.
 
-This module is the dispatcher and the connection state; the rest lives in
-`meta` (2026 `_meta` validation), `handlers` (one per method), `calls` (the
-backend's `CallContext`), `mrtr` (continuations, signed requestState),
-`subscriptions` (change notifications) and `tasks` with `task_handlers` and
-`task_legacy` (tool calls that run as tasks).
+This module is the dispatcher, the lifecycle and the connection state. What the
+helpers share is the `Runtime` (`_state`) the server creates and hands them; none
+of them imports this module. They are, bottom up: `meta` (2026 `_meta`
+validation), `calls` (one request, the backend's `CallContext`, the
+continuation a 2026 call runs in), `_state` (the `Runtime`, signed cursors and
+requestStates), `tasks.store` (tool calls that run as tasks), `mrtr` (calling
+the backend, MRTR rounds), `tasks.handlers` and `tasks.legacy` (the task
+methods of 2026-07-28 and 2025-11-25), `handlers` (one per method) and
+`subscriptions` (change notifications).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import OrderedDict
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.abc
 
 from mcpcli.errors import ConnectionClosed, RPCError
 from mcpcli.jsonrpc import (
@@ -50,21 +52,21 @@ from mcpcli.protocol import (
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
+    TASKS_EXTENSION,
 )
-from mcpcli.server._state import Signer
+from mcpcli.server._state import Runtime
 from mcpcli.server.backend import Backend
-from mcpcli.server.calls import Outlet, Rq
+from mcpcli.server.calls import IncomingRequest, Outlet
 from mcpcli.server.handlers import Handlers
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, subscribable
-from mcpcli.server.task_handlers import TaskHandlers
-from mcpcli.server.task_legacy import TASKS_VERSION, LegacyTasks
-from mcpcli.server.tasks import TASKS_EXTENSION, TaskStore
+from mcpcli.server.tasks.handlers import TaskHandlers
+from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
+from mcpcli.server.tasks.store import TaskStore
 from mcpcli.session import HandlerError, Session, report_default
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
-    from mcpcli.server.mrtr import Continuation
     from mcpcli.transports.memory import InProcessTransport
 
 __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
@@ -161,18 +163,18 @@ class Server:
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
+        #: What the helpers share (settings, signer, parked calls, subscribers, task group).
+        self.runtime = runtime = Runtime(
+            backend,
+            page_size=page_size,
+            list_ttl_ms=list_ttl_ms,
+            read_ttl_ms=read_ttl_ms,
+            cache_scope=cache_scope,
+            input_ttl=input_ttl,
+            max_parked=max_parked,
+            secret=secret,
+        )
         self.backend = backend
-        self.page_size = page_size
-        self.list_ttl_ms = list_ttl_ms
-        self.read_ttl_ms = read_ttl_ms
-        self.cache_scope = cache_scope
-        #: Seconds a 2026 call may wait for the client's retry with its input.
-        self.input_ttl = input_ttl
-        self.max_parked = max_parked
-        self._signer = Signer(secret)
-        self._parked: OrderedDict[str, Continuation] = OrderedDict()
-        self._sinks: set[Sink] = set()
-        self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
         self._depth = 0
         self._loop: Any = None
@@ -180,11 +182,11 @@ class Server:
         self._server_info: JSON = dict(backend.server_info())
         self._tools: dict[str, JSON] | None = None
         backend.set_change_listener(self._on_change)
-        #: Tool calls running as tasks (`tasks`, `task_handlers`).
-        self.tasks = TaskStore(self, max_tasks=max_tasks)
-        self.task_handlers = TaskHandlers(self, self.tasks)
-        self.legacy_tasks = LegacyTasks(self, self.task_handlers)
-        handlers = Handlers(self)
+        #: Tool calls running as tasks (`tasks.store`), and their methods in each era.
+        self.tasks = TaskStore(runtime, max_tasks=max_tasks)
+        self.task_handlers = TaskHandlers(runtime, self.tasks)
+        self.legacy_tasks = LegacyTasks(runtime, self.task_handlers)
+        handlers = Handlers(runtime, self.capabilities, self.task_handlers, self.legacy_tasks)
         self._legacy = handlers.legacy()
         self._legacy.update(self.legacy_tasks.handlers())
         self._modern = handlers.modern()
@@ -195,7 +197,7 @@ class Server:
     async def __aenter__(self) -> Server:
         if self._depth == 0:
             self._tg_cm = anyio.create_task_group()
-            self._tg = await self._tg_cm.__aenter__()
+            self.runtime.tg = await self._tg_cm.__aenter__()
             self._loop_thread = threading.get_ident()
             try:
                 import asyncio
@@ -216,18 +218,19 @@ class Server:
         if self._depth > 0:
             return None
         self.close_subscriptions()
-        assert self._tg is not None
-        self._tg.cancel_scope.cancel()
-        cm, self._tg_cm, self._tg = self._tg_cm, None, None
+        runtime = self.runtime
+        assert runtime.tg is not None
+        runtime.tg.cancel_scope.cancel()
+        cm, self._tg_cm, runtime.tg = self._tg_cm, None, None
         return bool(await cm.__aexit__(exc_type, exc, tb))
 
     @property
     def running(self) -> bool:
-        return self._tg is not None
+        return self.runtime.tg is not None
 
     def close_subscriptions(self) -> None:
         """End every subscription gracefully (listen streams get their final result)."""
-        for sink in list(self._sinks):
+        for sink in list(self.runtime.sinks):
             sink.close()
 
     def connection(self, transport: str, principal: str = "") -> ServerConnection:
@@ -241,7 +244,7 @@ class Server:
         connection: ServerConnection | None = None,
     ) -> None:
         """Serve one connection until its read stream ends."""
-        if self._tg is None:
+        if self.runtime.tg is None:
             async with self:
                 await self._serve(streams, connection or self.connection(transport))
         else:
@@ -255,7 +258,7 @@ class Server:
             on_error=self._transport_warning,
         ) as session:
             conn.session = session
-            self._sinks.add(conn.sink)
+            self.runtime.sinks.add(conn.sink)
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(conn.drain)
@@ -269,7 +272,7 @@ class Server:
                             await session.wait_idle()
                     tg.cancel_scope.cancel()
             finally:
-                self._sinks.discard(conn.sink)
+                self.runtime.sinks.discard(conn.sink)
                 conn.sink.close()
                 conn.sink.receive.close()
 
@@ -348,12 +351,7 @@ class Server:
             return
         method, params = message
         self._server_info = dict(self.backend.server_info())
-        self._offer(method, params)
-
-    def _offer(self, method: str, params: JSON) -> None:
-        """Offer a notification to every subscriber (each takes what it asked for)."""
-        for sink in list(self._sinks):
-            sink.offer(method, params)
+        self.runtime.offer(method, params)
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -391,7 +389,7 @@ class Server:
             # The handshake is not over until notifications/initialized; a client
             # that does not wait would see capabilities and notifications half set up.
             raise RPCError(INVALID_REQUEST, NOT_INITIALIZED)
-        rq = Rq(
+        rq = IncomingRequest(
             request, params, ctx, "legacy", conn.version, conn.client_capabilities,
             conn.client_info, conn.log_level, conn, conn.transport, conn.principal,
         )
@@ -447,7 +445,7 @@ class Server:
         handler = self._modern.get(request.method)
         if handler is None:
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: {request.method}", status=404)
-        rq = Rq(
+        rq = IncomingRequest(
             request, params, outlet, "modern", meta.version, meta.capabilities,
             meta.client_info, meta.log_level, None, transport, principal,
         )
@@ -463,9 +461,10 @@ class Server:
         meta[SERVER_INFO_KEY] = self._server_info
         out["_meta"] = meta
         if kind == "complete" and method in CACHEABLE_METHODS:
+            runtime = self.runtime
             ttl = out.get("ttlMs")
             if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
-                out["ttlMs"] = self.read_ttl_ms if method == "resources/read" else self.list_ttl_ms
+                out["ttlMs"] = runtime.read_ttl_ms if method == "resources/read" else runtime.list_ttl_ms
             if out.get("cacheScope") not in ("public", "private"):
-                out["cacheScope"] = self.cache_scope
+                out["cacheScope"] = runtime.cache_scope
         return out

@@ -1,6 +1,6 @@
 """The request handlers of a `Server`: one per MCP method, for each era.
 
-`Handlers(server).legacy()` and `.modern()` are the method tables the server
+`Handlers(runtime, ...).legacy()` and `.modern()` are the method tables the server
 dispatches with. Handlers check params (-32602), ask the backend, and shape what
 it returns: lists are paginated with the server's signed cursors, completion
 values are clipped to 100, a missing resource gets the era's error code. Calls
@@ -11,24 +11,23 @@ into the backend that may ask the client for input go through
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpcli.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
+from mcpcli.server._state import Runtime
 from mcpcli.server.backend import ResourceNotFound
-from mcpcli.server.calls import Call, Rq
+from mcpcli.server.calls import Call, Handler, IncomingRequest
 from mcpcli.server.meta import LEVEL_RANK, ModernError
 from mcpcli.server.mrtr import call_backend
 from mcpcli.server.subscriptions import TASK_STATUS, Sink, listen_filter, subscribable
-
-if TYPE_CHECKING:
-    from mcpcli.server.core import Server
+from mcpcli.server.tasks.handlers import TaskHandlers
+from mcpcli.server.tasks.legacy import LegacyTasks
 
 __all__ = ["Handler", "Handlers"]
 
 JSON = dict[str, Any]
-Handler = Callable[[Rq], Awaitable[JSON]]
 
 #: At most this many completion values per answer (the spec's limit).
 _MAX_COMPLETIONS = 100
@@ -37,8 +36,19 @@ _MAX_COMPLETIONS = 100
 class Handlers:
     """The handlers of one server's requests."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(
+        self,
+        runtime: Runtime,
+        capabilities: Callable[[str], JSON],
+        tasks: TaskHandlers,
+        legacy_tasks: LegacyTasks,
+    ) -> None:
+        self.runtime = runtime
+        self.backend = runtime.backend
+        #: The server's capabilities for a protocol revision (`Server.capabilities`).
+        self.capabilities = capabilities
+        self.tasks = tasks
+        self.legacy_tasks = legacy_tasks
 
     def legacy(self) -> dict[str, Handler]:
         """Methods of an initialized session (2024-11-05 .. 2025-11-25)."""
@@ -73,15 +83,15 @@ class Handlers:
         }
 
     def _require(self, kind: str) -> None:
-        if kind not in self.server.backend.capabilities():
+        if kind not in self.backend.capabilities():
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: this server has no {kind}", status=404)
 
     # -- session and discovery ---------------------------------------------------------
 
-    async def ping(self, rq: Rq) -> JSON:
+    async def ping(self, rq: IncomingRequest) -> JSON:
         return {}
 
-    async def set_level(self, rq: Rq) -> JSON:
+    async def set_level(self, rq: IncomingRequest) -> JSON:
         level = rq.params.get("level")
         if level not in LEVEL_RANK:
             raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
@@ -89,12 +99,12 @@ class Handlers:
         rq.conn.log_level = level
         return {}
 
-    async def discover(self, rq: Rq) -> JSON:
+    async def discover(self, rq: IncomingRequest) -> JSON:
         result: JSON = {
             "supportedVersions": list(ALL_VERSIONS),
-            "capabilities": self.server.capabilities(rq.version),
+            "capabilities": self.capabilities(rq.version),
         }
-        instructions = self.server.backend.instructions()
+        instructions = self.backend.instructions()
         if instructions:
             result["instructions"] = instructions
         return result
@@ -102,41 +112,41 @@ class Handlers:
     # -- lists -------------------------------------------------------------------------
 
     async def _page(
-        self, rq: Rq, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
+        self, rq: IncomingRequest, key: str, fetch: Callable[[], Awaitable[list[JSON]]]
     ) -> JSON:
-        server = self.server
+        runtime = self.runtime
         cursor = rq.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             raise RPCError(INVALID_PARAMS, "Invalid params: cursor must be a string")
-        offset = server._signer.offset(rq.method, cursor) if cursor else 0
+        offset = runtime.signer.offset(rq.method, cursor) if cursor else 0
         items = await fetch()
-        end = offset + server.page_size
+        end = offset + runtime.page_size
         if offset == 0 and len(items) <= end:
             return {key: items}
         result: JSON = {key: items[offset:end]}
         if end < len(items):
-            result["nextCursor"] = server._signer.cursor(rq.method, end)
+            result["nextCursor"] = runtime.signer.cursor(rq.method, end)
         return result
 
-    async def tools_list(self, rq: Rq) -> JSON:
+    async def tools_list(self, rq: IncomingRequest) -> JSON:
         self._require("tools")
-        return await self._page(rq, "tools", self.server.backend.list_tools)
+        return await self._page(rq, "tools", self.backend.list_tools)
 
-    async def prompts_list(self, rq: Rq) -> JSON:
+    async def prompts_list(self, rq: IncomingRequest) -> JSON:
         self._require("prompts")
-        return await self._page(rq, "prompts", self.server.backend.list_prompts)
+        return await self._page(rq, "prompts", self.backend.list_prompts)
 
-    async def resources_list(self, rq: Rq) -> JSON:
+    async def resources_list(self, rq: IncomingRequest) -> JSON:
         self._require("resources")
-        return await self._page(rq, "resources", self.server.backend.list_resources)
+        return await self._page(rq, "resources", self.backend.list_resources)
 
-    async def templates_list(self, rq: Rq) -> JSON:
+    async def templates_list(self, rq: IncomingRequest) -> JSON:
         self._require("resources")
-        return await self._page(rq, "resourceTemplates", self.server.backend.list_resource_templates)
+        return await self._page(rq, "resourceTemplates", self.backend.list_resource_templates)
 
     # -- calls into the backend ----------------------------------------------------------
 
-    async def tools_call(self, rq: Rq) -> JSON:
+    async def tools_call(self, rq: IncomingRequest) -> JSON:
         self._require("tools")
         name = rq.params.get("name")
         if not isinstance(name, str):
@@ -146,21 +156,21 @@ class Handlers:
             arguments = {}
         elif not isinstance(arguments, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
-        backend = self.server.backend
+        backend = self.backend
         args: JSON = arguments
 
         def invoke(call: Call) -> Awaitable[JSON]:
             return backend.call_tool(name, args, call)
 
         if rq.era == "legacy":
-            created = self.server.legacy_tasks.start(rq, name, invoke)
+            created = self.legacy_tasks.start(rq, name, invoke)
             if created is not None:
                 return created
-            return await call_backend(self.server, rq, invoke)
-        escalation = self.server.task_handlers.escalation(rq, name)
-        return await call_backend(self.server, rq, invoke, escalation)
+            return await call_backend(self.runtime, rq, invoke)
+        escalation = self.tasks.escalation(rq, name)
+        return await call_backend(self.runtime, rq, invoke, escalation)
 
-    async def prompts_get(self, rq: Rq) -> JSON:
+    async def prompts_get(self, rq: IncomingRequest) -> JSON:
         self._require("prompts")
         name = rq.params.get("name")
         if not isinstance(name, str):
@@ -172,18 +182,18 @@ class Handlers:
             isinstance(v, str) for v in arguments.values()
         ):
             raise RPCError(INVALID_PARAMS, "Invalid params: prompt arguments must be strings")
-        backend = self.server.backend
+        backend = self.backend
         args: dict[str, str] = arguments
-        return await call_backend(self.server, rq, lambda call: backend.get_prompt(name, args, call))
+        return await call_backend(self.runtime, rq, lambda call: backend.get_prompt(name, args, call))
 
-    async def resources_read(self, rq: Rq) -> JSON:
+    async def resources_read(self, rq: IncomingRequest) -> JSON:
         self._require("resources")
         uri = rq.params.get("uri")
         if not isinstance(uri, str):
             raise RPCError(INVALID_PARAMS, "Invalid params: resources/read needs a uri")
-        backend = self.server.backend
+        backend = self.backend
         try:
-            return await call_backend(self.server, rq, lambda call: backend.read_resource(uri, call))
+            return await call_backend(self.runtime, rq, lambda call: backend.read_resource(uri, call))
         except RPCError as exc:
             if not isinstance(exc, ResourceNotFound) and exc.code != RESOURCE_NOT_FOUND:
                 raise
@@ -194,7 +204,7 @@ class Handlers:
 
     # -- completion --------------------------------------------------------------------
 
-    async def complete(self, rq: Rq) -> JSON:
+    async def complete(self, rq: IncomingRequest) -> JSON:
         self._require("completions")
         ref = rq.params.get("ref")
         argument = rq.params.get("argument")
@@ -215,50 +225,50 @@ class Handlers:
             context = {}
         elif not isinstance(context, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: context must be an object")
-        result = await self.server.backend.complete(ref, argument, context)
+        result = await self.backend.complete(ref, argument, context)
         return {"completion": _completion(result)}
 
     # -- subscriptions -----------------------------------------------------------------
 
-    async def subscribe(self, rq: Rq) -> JSON:
+    async def subscribe(self, rq: IncomingRequest) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
         rq.conn.subscriptions.add(uri)
         return {}
 
-    async def unsubscribe(self, rq: Rq) -> JSON:
+    async def unsubscribe(self, rq: IncomingRequest) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
         rq.conn.subscriptions.discard(uri)
         return {}
 
-    def _subscription_uri(self, rq: Rq) -> str:
-        if not subscribable(self.server.backend.capabilities()):
+    def _subscription_uri(self, rq: IncomingRequest) -> str:
+        if not subscribable(self.backend.capabilities()):
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         uri = rq.params.get("uri")
         if not isinstance(uri, str):
             raise RPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
         return uri
 
-    async def listen(self, rq: Rq) -> JSON:
+    async def listen(self, rq: IncomingRequest) -> JSON:
         """`subscriptions/listen`: acknowledge, then stream notifications until the
         server ends the subscription (the request is cancelled when the client does)."""
         wanted = rq.params.get("notifications", {})
         if not isinstance(wanted, dict):
             raise RPCError(INVALID_PARAMS, "Invalid params: notifications must be an object")
-        honoured, methods, uris = listen_filter(wanted, self.server.backend.capabilities())
-        task_ids = self.server.task_handlers.follow(rq, wanted.get("taskIds"))
+        honoured, methods, uris = listen_filter(wanted, self.backend.capabilities())
+        task_ids = self.tasks.follow(rq, wanted.get("taskIds"))
         if task_ids:
             honoured["taskIds"] = task_ids
             methods.add(TASK_STATUS)
         sid = rq.request.id
         tag = {SUBSCRIPTION_ID_KEY: sid}
         sink = Sink(frozenset(methods), uris, frozenset(task_ids))
-        sinks = self.server._sinks
+        sinks = self.runtime.sinks
         sinks.add(sink)
         if rq.channel is not None:
             rq.channel.listens.add(sink)
-        self.server.tasks.followers += bool(task_ids)
+        self.tasks.store.followers += bool(task_ids)
         try:
             await rq.outlet.notify(
                 "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
@@ -267,7 +277,7 @@ class Handlers:
                 async for method, params in sink.receive:
                     await rq.outlet.notify(method, {**params, "_meta": tag})
         finally:
-            self.server.tasks.followers -= bool(task_ids)
+            self.tasks.store.followers -= bool(task_ids)
             sinks.discard(sink)
             if rq.channel is not None:
                 rq.channel.listens.discard(sink)

@@ -2,22 +2,23 @@
 
 `call_backend` runs one tools/call, prompts/get or resources/read in the request's era.
 A legacy call runs in the handler task and asks the client with server to client
-requests. A 2026 call runs as a `Continuation` in the server's task group: when
+requests. A 2026 call runs as a `calls.Continuation` in the server's task group: when
 the backend asks for input the request is answered with an `InputRequiredResult`
 whose signed `requestState` names the parked call; the client's retry (with the
 same request, its `inputResponses` and that state) resumes it. A retry whose
 call is gone (expired, evicted, another process) re-runs the backend with the
 answers carried in the state.
 
-A tools/call that may become a task (`mcpcli.server.tasks.Escalation`) waits
+A tools/call that may become a task (`mcpcli.server.tasks.store.Escalation`) waits
 for its round only `after` seconds; a call still working then is adopted by a
 task and the request is answered with the task's `CreateTaskResult`.
+
+The parked calls, the signer and the task group are the `Runtime`'s.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -26,16 +27,15 @@ import anyio
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
-from mcpcli.server._state import request_digest
+from mcpcli.server._state import Runtime, request_digest
 from mcpcli.server.backend import InputDeclined
-from mcpcli.server.calls import Call, Invoke, Rq
+from mcpcli.server.calls import Call, Continuation, IncomingRequest, Invoke
 from mcpcli.server.meta import ModernError
 
 if TYPE_CHECKING:
-    from mcpcli.server.core import Server
-    from mcpcli.server.tasks import Escalation
+    from mcpcli.server.tasks.store import Escalation
 
-__all__ = ["Continuation", "call_backend", "input_responses"]
+__all__ = ["call_backend", "input_responses"]
 
 JSON = dict[str, Any]
 
@@ -43,90 +43,19 @@ JSON = dict[str, Any]
 _MAX_STATE_ANSWERS = 256 * 1024
 
 
-class Continuation:
-    """A 2026 backend call that runs in the server's task group, so that it can be
-    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
-
-    def __init__(self, server: Server, call: Call) -> None:
-        self.server = server
-        self.call = call
-        call.cont = self
-        self.scope = anyio.CancelScope()
-        self.cid: str | None = None
-        self.finished = False
-        self._round = anyio.Event()
-        self._resume: anyio.Event | None = None
-        self._outcome: tuple[str, Any] = ("cancelled", None)
-
-    @property
-    def dead(self) -> bool:
-        return self.finished or self.scope.cancel_called
-
-    async def run(self, invoke: Invoke) -> None:
-        try:
-            with self.scope:
-                try:
-                    result = await invoke(self.call)
-                except Exception as exc:
-                    self._report("error", exc)
-                else:
-                    self._report("done", result)
-        finally:
-            self.finished = True
-            if self.cid is not None and self.server._parked.get(self.cid) is self:
-                del self.server._parked[self.cid]
-            if not self._round.is_set():
-                self._report("cancelled", None)
-
-    def _report(self, kind: str, value: Any) -> None:
-        self._outcome = (kind, value)
-        self._round.set()
-
-    async def suspend(self, missing: dict[str, JSON]) -> None:
-        """Called by the backend (inside ask): hand the request back, wait for the retry."""
-        self._resume = anyio.Event()
-        self._report("input", missing)
-        await self._resume.wait()
-
-    def resume(self) -> None:
-        self.scope.deadline = math.inf
-        if self._resume is not None:
-            self._resume.set()
-
-    async def next_round(self, timeout: float | None = None) -> tuple[str, Any] | None:
-        """The call's next outcome: ("done", result), ("error", exc), ("input", requests)
-        or ("cancelled", None); None when `timeout` seconds pass first."""
-        try:
-            if timeout is None:
-                await self._round.wait()
-            else:
-                with anyio.move_on_after(timeout):
-                    await self._round.wait()
-                if not self._round.is_set():
-                    return None
-        except BaseException:
-            # The request was cancelled (client closed the stream, notifications/cancelled).
-            self.scope.cancel()
-            raise
-        outcome = self._outcome
-        if outcome[0] == "input":
-            self._round = anyio.Event()  # for the round after the client's retry
-        return outcome
-
-
 async def call_backend(
-    server: Server, rq: Rq, invoke: Invoke, escalation: Escalation | None = None
+    runtime: Runtime, rq: IncomingRequest, invoke: Invoke, escalation: Escalation | None = None
 ) -> JSON:
     """Run a backend call in the request's era; `InputDeclined` becomes that era's error.
 
     With an `escalation` (2026 only), a call that outlasts it becomes a task."""
     if rq.era == "legacy":
         try:
-            return await invoke(Call(server, rq))
+            return await invoke(Call(rq))
         except InputDeclined as exc:
             raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
     try:
-        return await _run_round(server, rq, invoke, escalation)
+        return await _run_round(runtime, rq, invoke, escalation)
     except InputDeclined as exc:
         raise ModernError(
             MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -135,7 +64,9 @@ async def call_backend(
         ) from None
 
 
-async def _run_round(server: Server, rq: Rq, invoke: Invoke, escalation: Escalation | None) -> JSON:
+async def _run_round(
+    runtime: Runtime, rq: IncomingRequest, invoke: Invoke, escalation: Escalation | None
+) -> JSON:
     """One MRTR round: start or resume the call, then its result or the input it needs
     (or, with an escalation, the task it became)."""
     params = rq.params
@@ -145,19 +76,18 @@ async def _run_round(server: Server, rq: Rq, invoke: Invoke, escalation: Escalat
     cont: Continuation | None = None
     if "requestState" in params:
         digest = request_digest(rq.method, params)
-        cont = _open_state(server, rq, digest, answers)
+        cont = _open_state(runtime, rq, digest, answers)
     answers.update(responses)
     if cont is not None:
         cont.call.rebind(rq)
         cont.call.answers.update(responses)
         cont.resume()
     else:
-        if server._tg is None:
-            raise RuntimeError("the server is not running (use `async with server:`)")
-        call = Call(server, rq)
+        tg = runtime.task_group()
+        call = Call(rq)
         call.answers = answers
-        cont = Continuation(server, call)
-        server._tg.start_soon(cont.run, invoke)
+        cont = Continuation(call)
+        tg.start_soon(cont.run, invoke)
     outcome = None
     if escalation is not None:
         if escalation.after > 0:
@@ -182,7 +112,7 @@ async def _run_round(server: Server, rq: Rq, invoke: Invoke, escalation: Escalat
     return {
         "resultType": "input_required",
         "inputRequests": value,
-        "requestState": _park(server, cont, digest, rq.principal),
+        "requestState": _park(runtime, cont, digest, rq.principal),
     }
 
 
@@ -203,35 +133,37 @@ def input_responses(params: JSON) -> JSON:
     return responses
 
 
-def _open_state(server: Server, rq: Rq, digest: str, answers: JSON) -> Continuation | None:
+def _open_state(
+    runtime: Runtime, rq: IncomingRequest, digest: str, answers: JSON
+) -> Continuation | None:
     """Verify the request's `requestState`, add its answers to `answers`, and find
     the parked call it names (None when that call is gone)."""
-    state = server._signer.open_request_state(
+    state = runtime.signer.open_request_state(
         rq.params["requestState"], digest=digest, principal=rq.principal
     )
     answers.update(state["a"])
     cont: Continuation | None = None
     cid = state.get("c")
     if isinstance(cid, str):
-        cont = server._parked.pop(cid, None)
+        cont = runtime.parked.pop(cid, None)
     if cont is not None and cont.dead:
         cont = None
     return cont
 
 
-def _park(server: Server, cont: Continuation, digest: str, principal: str) -> str:
+def _park(runtime: Runtime, cont: Continuation, digest: str, principal: str) -> str:
     """Keep a call waiting for input (evicting the oldest beyond `max_parked`);
     the signed requestState that resumes it."""
     cid = secrets.token_urlsafe(12)
-    cont.cid = cid
-    while len(server._parked) >= server.max_parked:
-        _, oldest = server._parked.popitem(last=False)
+    parked = runtime.parked
+    while len(parked) >= runtime.max_parked:
+        _, oldest = parked.popitem(last=False)
         oldest.scope.cancel()
-    server._parked[cid] = cont
-    cont.scope.deadline = anyio.current_time() + server.input_ttl
+    cont.park(parked, cid)
+    cont.scope.deadline = anyio.current_time() + runtime.input_ttl
     answers = cont.call.answers
     if len(json.dumps(answers, default=str)) > _MAX_STATE_ANSWERS:
         answers = {}  # a re-run would ask again; the parked call has them anyway
-    return server._signer.request_state(
-        continuation=cid, digest=digest, principal=principal, ttl=server.input_ttl, answers=answers
+    return runtime.signer.request_state(
+        continuation=cid, digest=digest, principal=principal, ttl=runtime.input_ttl, answers=answers
     )

@@ -16,9 +16,13 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from mcpcli.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    PROTOCOL_VERSION_KEY,
+    TASKS_EXTENSION,
+)
 from mcpcli.server import Server
-from mcpcli.server.tasks import TASKS_EXTENSION
 from mcpcli.session import Session
 from mcpcli.toolsfile.load import ToolsFileError, load_config
 from mcpcli.transports.memory import memory_pair

@@ -409,9 +409,9 @@ async def test_idle_sessions_expire(server: Server) -> None:
         session = {**LEGACY_HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"]}
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         assert (await http.post(url, json=ping, headers=session)).status_code == 200
-        assert len(server._sinks) == 1  # the session's connection
+        assert len(server.runtime.sinks) == 1  # the session's connection
         with anyio.fail_after(10):
-            while server._sinks:  # polling the server, not the session (that would keep it alive)
+            while server.runtime.sinks:  # polling the server, not the session (that would keep it alive)
                 await anyio.sleep(0.05)
         assert (await http.post(url, json=ping, headers=session)).status_code == 404
 

@@ -144,7 +144,7 @@ async def test_parked_calls_are_bounded_and_expire() -> None:
         for _ in range(3):
             r = await s.request("tools/call", call("elicit"), progress_token=False)
             states.append(r["requestState"])
-        assert len(server._parked) == 2
+        assert len(server.runtime.parked) == 2
         # The evicted (oldest) one is re-run from the start, the others resume.
         for state in states:
             done = await s.request(
@@ -154,13 +154,13 @@ async def test_parked_calls_are_bounded_and_expire() -> None:
             )
             assert done["content"][0]["text"] == "Hello, Ada!"
         assert backend.runs["elicit"] == 4
-        assert not server._parked
+        assert not server.runtime.parked
     short = Server(DemoBackend(), input_ttl=0.05)
     async with raw(short) as s:
         await s.request("tools/call", call("elicit"), progress_token=False)
-        assert len(short._parked) == 1
+        assert len(short.runtime.parked) == 1
         with anyio.fail_after(5):
-            while short._parked:  # the continuation's deadline cancels the parked call
+            while short.runtime.parked:  # the continuation's deadline cancels the parked call
                 await anyio.sleep(0.01)
 
 
@@ -197,7 +197,7 @@ async def test_only_declared_capabilities_are_asked(server: Server) -> None:
 async def test_cancelling_a_resumed_call_cancels_the_backend(backend: DemoBackend, server: Server) -> None:
     async with raw(server) as s:
         r1 = await s.request("tools/call", call("elicit"), progress_token=False)
-        assert len(server._parked) == 1
+        assert len(server.runtime.parked) == 1
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: s.request("tools/call", call("slow"), progress_token=False))
             with anyio.fail_after(5):

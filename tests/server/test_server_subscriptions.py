@@ -143,11 +143,11 @@ async def test_cancelled_listen_stops_delivery(backend: DemoBackend, server: Ser
                 )
             )
             with anyio.fail_after(5):
-                while not server._sinks - {c for c in server._sinks if not c.methods}:
+                while not server.runtime.sinks - {c for c in server.runtime.sinks if not c.methods}:
                     await anyio.sleep(0.01)
             tg.cancel_scope.cancel()  # our session sends notifications/cancelled
         with anyio.fail_after(5):
-            while any(sink.methods for sink in server._sinks):
+            while any(sink.methods for sink in server.runtime.sinks):
                 await anyio.sleep(0.01)
 
 

@@ -14,9 +14,9 @@ from server_support import modern_meta, raw
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import Notification
+from mcpcli.protocol import TASKS_EXTENSION
 from mcpcli.server import Server
 from mcpcli.server.backend import TaskPolicy
-from mcpcli.server.tasks import TASKS_EXTENSION
 from mcpcli.session import Session
 from mcpcli.transports import Envelope
 from mcpcli.transports.memory import memory_pair

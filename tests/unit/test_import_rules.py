@@ -100,8 +100,8 @@ def _unit_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], list[str]]
     return graph, why
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one unit (Tarjan)."""
+def _cycles(graph: dict[str, set[str]], nodes: set[str] | None = None) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan); nodes: units by default."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -129,7 +129,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
             if len(component) > 1:
                 found.append(sorted(component))
 
-    for node in sorted({unit_of(m) for m in MODULES}):
+    for node in sorted(nodes if nodes is not None else {unit_of(m) for m in MODULES}):
         if node not in index:
             visit(node)
     return found
@@ -141,6 +141,37 @@ def test_no_import_circle_spans_two_units() -> None:
     for component in _cycles(graph):
         edges = [e for a in component for b in component for e in why.get((a, b), [])]
         problems.append(f"{component}: " + "; ".join(sorted(edges)))
+    assert not problems, "\n".join(problems)
+
+
+#: Import cycles among the modules of one package that are known and explained; they may
+#: only shrink (a cycle must lie inside one of these sets).
+KNOWN_MODULE_CYCLES: dict[str, tuple[frozenset[str], ...]] = {
+    "mcpcli.server": (
+        # The HTTP front: the ASGI app (`http_app`) routes to these modules, and they type
+        # the app they run in (`McpHttpApp`, under TYPE_CHECKING); `http_exchange` types the
+        # legacy session back. Not inherent: the cure is the runtime's (a small protocol of
+        # the app for the route modules), left for its own step.
+        frozenset({
+            "mcpcli.server.http_app", "mcpcli.server.http_exchange", "mcpcli.server.http_legacy_sse",
+            "mcpcli.server.http_modern", "mcpcli.server.http_sessions",
+        }),
+    ),
+}
+
+
+def test_the_server_modules_form_no_cycle() -> None:
+    """The runtime's helpers (calls, handlers, mrtr, tasks.*) share a `Runtime` that
+    `core.Server` creates; none of them imports `core` or each other in a circle."""
+    package = "mcpcli.server"
+    inside = {m for m in MODULES if m == package or m.startswith(package + ".")}
+    graph = {m: {t for t in _imports(m) if t in inside} for m in inside}
+    allowed = KNOWN_MODULE_CYCLES.get(package, ())
+    problems = [
+        "a cycle among " + ", ".join(component)
+        for component in _cycles(graph, inside)
+        if not any(set(component) <= known for known in allowed)
+    ]
     assert not problems, "\n".join(problems)
 
 

@@ -14,20 +14,17 @@ tasks refuses a client without the extension (-32021).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION
+from mcpcli.server._state import Runtime
 from mcpcli.server.backend import TaskPolicy
-from mcpcli.server.calls import Rq
+from mcpcli.server.calls import Handler, IncomingRequest
 from mcpcli.server.meta import ModernError
 from mcpcli.server.mrtr import input_responses
-from mcpcli.server.tasks import TASKS_EXTENSION, Escalation, TaskStore, declares_tasks
-
-if TYPE_CHECKING:
-    from mcpcli.server.core import Server
-    from mcpcli.server.handlers import Handler
+from mcpcli.server.tasks.store import Escalation, TaskStore, declares_tasks
 
 __all__ = ["TaskHandlers", "missing_extension"]
 
@@ -46,17 +43,17 @@ def missing_extension(what: str) -> ModernError:
 class TaskHandlers:
     """The task methods of one server."""
 
-    def __init__(self, server: Server, store: TaskStore) -> None:
-        self.server = server
+    def __init__(self, runtime: Runtime, store: TaskStore) -> None:
+        self.runtime = runtime
         self.store = store
-        self._lookup = getattr(server.backend, "task_policy", None)
+        self._lookup = getattr(runtime.backend, "task_policy", None)
 
     def modern(self) -> dict[str, Handler]:
         return {"tasks/get": self.get, "tasks/update": self.update, "tasks/cancel": self.cancel}
 
     def enabled(self) -> bool:
         """Whether the backend runs tasks now (a reload may change it)."""
-        return "tasks" in self.server.backend.capabilities()
+        return "tasks" in self.runtime.backend.capabilities()
 
     def served(self) -> bool:
         """Whether the task methods exist: the backend runs tasks, or some task is still kept."""
@@ -72,7 +69,7 @@ class TaskHandlers:
             return None
         return policy
 
-    def escalation(self, rq: Rq, name: str) -> Escalation | None:
+    def escalation(self, rq: IncomingRequest, name: str) -> Escalation | None:
         """How a tools/call of tool `name` may become a task (None: it runs as usual)."""
         policy = self.policy(name)
         if policy is None or rq.era != "modern":
@@ -83,7 +80,7 @@ class TaskHandlers:
             return None
         return Escalation(self.store, policy)
 
-    def follow(self, rq: Rq, wanted: Any) -> list[str]:
+    def follow(self, rq: IncomingRequest, wanted: Any) -> list[str]:
         """The task ids a `subscriptions/listen` may follow: the caller's own, of those asked."""
         if wanted is None:
             return []
@@ -98,23 +95,23 @@ class TaskHandlers:
 
     # -- 2026-07-28 ------------------------------------------------------------------
 
-    def _task(self, rq: Rq) -> Any:
+    def _task(self, rq: IncomingRequest) -> Any:
         if not self.served():
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: {rq.method}", status=404)
         if not declares_tasks(rq.caps):
             raise missing_extension(rq.method)
         return self.store.find(rq.params.get("taskId"), rq.principal)
 
-    async def get(self, rq: Rq) -> JSON:
+    async def get(self, rq: IncomingRequest) -> JSON:
         return dict(self._task(rq).detailed())
 
-    async def update(self, rq: Rq) -> JSON:
+    async def update(self, rq: IncomingRequest) -> JSON:
         task = self._task(rq)
         if "inputResponses" not in rq.params:
             raise RPCError(INVALID_PARAMS, "Invalid params: tasks/update needs inputResponses")
         task.update(input_responses(rq.params))
         return {}
 
-    async def cancel(self, rq: Rq) -> JSON:
+    async def cancel(self, rq: IncomingRequest) -> JSON:
         self._task(rq).cancel()
         return {}

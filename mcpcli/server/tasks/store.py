@@ -1,6 +1,6 @@
-"""Tasks: tool calls that outlive their request (the tasks extension and 2025-11-25 tasks).
+"""The task store: tool calls that outlive their request (the tasks extension and 2025-11-25 tasks).
 
-A task is a backend call (a `mrtr.Continuation` in the server's task group)
+A task is a backend call (a `calls.Continuation` in the server's task group)
 that the client follows by id instead of waiting for the answer. The 2026-07-28
 extension `io.modelcontextprotocol/tasks` (SEP-2663) is server-directed: a call
 of a tool whose `TaskPolicy` allows it, from a client that declared the
@@ -17,7 +17,7 @@ The `TaskStore` holds the tasks of one server: created before the
 caller's principal, dropped `ttl` after creation (a running one is cancelled
 then) and bounded in number (the oldest finished ones go first). Status
 changes are offered to `subscriptions/listen` streams that asked for the task.
-The protocol methods are in `task_handlers` (2026-07-28) and `task_legacy`
+The protocol methods are in `tasks.handlers` (2026-07-28) and `tasks.legacy`
 (2025-11-25, where the client asks for a task with `params.task` and input
 requests reach it through `tasks/result`).
 """
@@ -36,19 +36,21 @@ import anyio
 
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcpcli.protocol import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    TASKS_EXTENSION,
+    TERMINAL_TASK_STATUSES,
+)
+from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
 from mcpcli.server.subscriptions import TASK_STATUS
 from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
-    from mcpcli.server.calls import Rq
-    from mcpcli.server.core import Server
-    from mcpcli.server.mrtr import Continuation
+    from mcpcli.server.calls import Continuation, IncomingRequest
 
 __all__ = [
-    "TASKS_EXTENSION",
     "TASK_NOTIFICATION",
     "TERMINAL",
     "Escalation",
@@ -61,11 +63,9 @@ log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
 
-#: The extension's identifier (client capabilities, server/discover, -32021 data).
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: The status notification of the extension (on `subscriptions/listen` streams).
 TASK_NOTIFICATION = TASK_STATUS
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
+TERMINAL = TERMINAL_TASK_STATUSES
 
 
 def declares_tasks(caps: JSON) -> bool:
@@ -291,23 +291,21 @@ class Escalation:
         self.policy = policy
         self.after = max(0.0, policy.after)
 
-    def adopt(self, cont: Continuation, rq: Rq) -> JSON | None:
+    def adopt(self, cont: Continuation, rq: IncomingRequest) -> JSON | None:
         """The CreateTaskResult for the call, now a task; None when the store is full."""
         task = self.store.create(rq.principal, self.policy)
         if task is None:
             return None
         task.attach(cont)
-        tg = self.store.server._tg
-        assert tg is not None
-        tg.start_soon(task.follow, cont)
+        self.store.runtime.task_group().start_soon(task.follow, cont)
         return {"resultType": "task", **task.fields()}
 
 
 class TaskStore:
     """The tasks of one server, by id."""
 
-    def __init__(self, server: Server, *, max_tasks: int = 1000) -> None:
-        self.server = server
+    def __init__(self, runtime: Runtime, *, max_tasks: int = 1000) -> None:
+        self.runtime = runtime
         self.max_tasks = max_tasks
         self._tasks: dict[str, Task] = {}
         self._expiry: list[tuple[float, str]] = []
@@ -369,4 +367,4 @@ class TaskStore:
     def changed(self, task: Task) -> None:
         """Offer the task's new state to the listen streams that follow it."""
         if self.followers:
-            self.server._offer(TASK_NOTIFICATION, task.detailed())
+            self.runtime.offer(TASK_NOTIFICATION, task.detailed())

@@ -24,23 +24,20 @@ import anyio
 
 from mcpcli.errors import ConnectionClosed, McpCliError, RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.server.calls import Call, Invoke, Rq, valid_answer
-from mcpcli.server.mrtr import Continuation
+from mcpcli.protocol import RELATED_TASK_KEY
+from mcpcli.server._state import Runtime
+from mcpcli.server.calls import Call, Continuation, Handler, IncomingRequest, Invoke, valid_answer
+from mcpcli.server.tasks.handlers import TaskHandlers
 
 if TYPE_CHECKING:
-    from mcpcli.server.core import Server
-    from mcpcli.server.handlers import Handler
-    from mcpcli.server.task_handlers import TaskHandlers
-    from mcpcli.server.tasks import Task
+    from mcpcli.server.tasks.store import Task
 
-__all__ = ["RELATED_TASK_KEY", "TASKS_VERSION", "LegacyTasks"]
+__all__ = ["TASKS_VERSION", "LegacyTasks"]
 
 JSON = dict[str, Any]
 
 #: The only legacy revision with tasks.
 TASKS_VERSION = "2025-11-25"
-#: `_meta` key tying requests and results to their task.
-RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
 #: A requested ttl is kept within these bounds (seconds; the tool's policy may lower it).
 _MIN_TTL = 1.0
 
@@ -48,8 +45,8 @@ _MIN_TTL = 1.0
 class LegacyTasks:
     """The task methods and task-augmented tools/call of 2025-11-25 sessions."""
 
-    def __init__(self, server: Server, tasks: TaskHandlers) -> None:
-        self.server = server
+    def __init__(self, runtime: Runtime, tasks: TaskHandlers) -> None:
+        self.runtime = runtime
         self.tasks = tasks
         self.store = tasks.store
 
@@ -66,7 +63,7 @@ class LegacyTasks:
 
     # -- tools/call ------------------------------------------------------------------
 
-    def start(self, rq: Rq, name: str, invoke: Invoke) -> JSON | None:
+    def start(self, rq: IncomingRequest, name: str, invoke: Invoke) -> JSON | None:
         """The CreateTaskResult of a task-augmented call; None when the call runs as usual."""
         policy = self.tasks.policy(name)
         hint = rq.params.get("task") if rq.version == TASKS_VERSION else None
@@ -86,10 +83,8 @@ class LegacyTasks:
         task = self.store.create(rq.principal, policy, None if ttl is None else max(_MIN_TTL, ttl / 1000))
         if task is None:
             raise RPCError(INTERNAL_ERROR, "Too many tasks are running; try again later")
-        tg = self.server._tg
-        if tg is None:
-            raise RuntimeError("the server is not running (use `async with server:`)")
-        cont = Continuation(self.server, Call(self.server, rq))
+        tg = self.runtime.task_group()
+        cont = Continuation(Call(rq))
         task.attach(cont)
         tg.start_soon(cont.run, invoke)
         tg.start_soon(task.follow, cont)
@@ -97,37 +92,37 @@ class LegacyTasks:
 
     # -- the methods -------------------------------------------------------------------
 
-    def _find(self, rq: Rq) -> Task:
+    def _find(self, rq: IncomingRequest) -> Task:
         if rq.version != TASKS_VERSION or not self.tasks.served():
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         return self.store.find(rq.params.get("taskId"), rq.principal)
 
-    async def get(self, rq: Rq) -> JSON:
+    async def get(self, rq: IncomingRequest) -> JSON:
         return self._find(rq).legacy_fields()
 
-    async def cancel(self, rq: Rq) -> JSON:
+    async def cancel(self, rq: IncomingRequest) -> JSON:
         task = self._find(rq)
         if task.terminal:
             raise RPCError(INVALID_PARAMS, f"Cannot cancel task: it is already {task.status}")
         task.cancel()
         return task.legacy_fields()
 
-    async def list(self, rq: Rq) -> JSON:
+    async def list(self, rq: IncomingRequest) -> JSON:
         if rq.version != TASKS_VERSION or not self.tasks.served():
             raise RPCError(METHOD_NOT_FOUND, f"Method not found: {rq.method}")
         cursor = rq.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             raise RPCError(INVALID_PARAMS, "Invalid params: cursor must be a string")
-        signer = self.server._signer
+        signer = self.runtime.signer
         offset = signer.offset(rq.method, cursor) if cursor else 0
         owned = self.store.owned(rq.principal)
-        end = offset + self.server.page_size
+        end = offset + self.runtime.page_size
         result: JSON = {"tasks": [task.legacy_fields() for task in owned[offset:end]]}
         if end < len(owned):
             result["nextCursor"] = signer.cursor(rq.method, end)
         return result
 
-    async def result(self, rq: Rq) -> JSON:
+    async def result(self, rq: IncomingRequest) -> JSON:
         """Wait for the task's end, relaying its input requests; then what the call answers."""
         task = self._find(rq)
         relayed: set[str] = set()
@@ -149,7 +144,7 @@ class LegacyTasks:
         raise RPCError(INTERNAL_ERROR, f"Task {task.id} was {task.status}")
 
     @staticmethod
-    async def _relay(rq: Rq, task: Task, key: str, request: JSON, relayed: set[str]) -> None:
+    async def _relay(rq: IncomingRequest, task: Task, key: str, request: JSON, relayed: set[str]) -> None:
         """Ask the client on the tasks/result stream; its answer goes to the task."""
         params = dict(request.get("params") or {})
         meta = params.get("_meta")
