@@ -1,14 +1,13 @@
-"""The authenticators the HTTP transports call (the `Authenticator` seam in auth/__init__.py).
+"""`OAuthAuthenticator`: the `Authenticator` (see `mcpcli.transports.http`) the HTTP
+transports are handed when no bearer token or `Authorization` header was given
+(that policy lives in `HttpConnection`) and signing in is allowed.
 
-* `NoAuth` for `--no-auth` (and when the config already sends an
-  `Authorization` header): nothing is added, a 401 is an error;
-* `StaticBearer` for `--bearer-token` / `MCP_BEARER_TOKEN`;
-* `OAuthAuthenticator` otherwise: stored tokens are sent (refreshed when they
-  expire, under an inter-process lock, re-reading the store first so two `mcp`
-  processes never burn the same rotated refresh token), and a 401 or a 403
-  `insufficient_scope` runs discovery and sign-in (or step-up) as the mode
-  allows: "interactive" opens the browser, "non-interactive" does so only if a
-  browser can be launched, "stored-only" never signs in.
+Stored tokens are sent (refreshed when they expire, under an inter-process
+lock, re-reading the store first so two `mcp` processes never burn the same
+rotated refresh token), and a 401 or a 403 `insufficient_scope` runs discovery
+and sign-in (or step-up) as the mode allows: "interactive" opens the browser,
+"non-interactive" does so only if a browser can be launched, "stored-only"
+never signs in.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from mcpcli.auth.ui import AuthUI
 from mcpcli.auth.urls import escape_for_display
 from mcpcli.errors import AuthError, McpCliError
 
-__all__ = ["NoAuth", "OAuthAuthenticator", "StaticBearer"]
+__all__ = ["OAuthAuthenticator"]
 
 #: 401s answered per connection before giving up (a server that refuses fresh tokens).
 MAX_401 = 3
@@ -43,44 +42,6 @@ def _count_recent(events: list[float]) -> int:
     now = time.monotonic()
     events[:] = [t for t in events if now - t < LIMIT_WINDOW] + [now]
     return len(events)
-
-
-class NoAuth:
-    """Adds nothing; a 401 is an error."""
-
-    def __init__(self, server_url: str, reason: str) -> None:
-        self.server_url = server_url
-        self.reason = reason
-
-    async def authorization(self) -> str | None:
-        return None
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        raise AuthError(
-            f"{escape_for_display(self.server_url)} refused the request (HTTP {status}); {self.reason}",
-            hint="drop --no-auth to sign in, or run `mcp auth login`" if "no-auth" in self.reason else None,
-        )
-
-
-class StaticBearer:
-    """`--bearer-token` / MCP_BEARER_TOKEN: sent as is, never refreshed."""
-
-    def __init__(self, server_url: str, token: str) -> None:
-        self.server_url = server_url
-        self._token = token
-
-    def __repr__(self) -> str:
-        return "StaticBearer(<redacted>)"
-
-    async def authorization(self) -> str | None:
-        return f"Bearer {self._token}"
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        what = "lacks a scope the request needs" if status == 403 else "was not accepted"
-        raise AuthError(
-            f"the bearer token given for {escape_for_display(self.server_url)} {what} (HTTP {status})",
-            hint="check --bearer-token / MCP_BEARER_TOKEN, or unset it to sign in with OAuth",
-        )
 
 
 class OAuthAuthenticator:
