@@ -26,7 +26,7 @@ Where the parts live:
 * signin.py: `Flow`, one server's sign-in (discovery, the grant, the record to store, refresh);
 * authcode.py: the browser flow (PKCE S256, `state`, RFC 8707 `resource`, RFC 9207
   `iss`, a loopback listener); machine.py: client credentials and enterprise (ID-JAG);
-* discovery.py: OAuth metadata discovery (RFC 9728, RFC 8414, OpenID Connect) and the
+* metadata.py: OAuth metadata discovery (RFC 9728, RFC 8414, OpenID Connect) and the
   `WWW-Authenticate` parser; urls.py: which URLs may be opened, fetched or sent a secret;
 * clients.py: which OAuth client to present; tokens.py: the token endpoint, client
   authentication, registration and revocation; scopes.py: which scope to ask for;

@@ -17,15 +17,15 @@ import time
 import anyio
 
 from mcpcli.auth.clients import client_from_record
-from mcpcli.auth.discovery import Challenge, parse_www_authenticate
+from mcpcli.auth.metadata import Challenge, parse_www_authenticate
 from mcpcli.auth.scopes import select_scope, union_scopes
 from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.signin import Flow, SignIn, strip_fragment
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import OAuthError
 from mcpcli.auth.ui import AuthUI
-from mcpcli.auth.urls import escape_for_display
 from mcpcli.errors import AuthError, McpCliError
+from mcpcli.text import verbatim
 
 __all__ = ["OAuthAuthenticator"]
 
@@ -183,8 +183,8 @@ class OAuthAuthenticator:
             old = previous[0]
             if old.registration == "pre-registered" and not self.settings.client_id:
                 raise AuthError(
-                    f"the authorization server of {escape_for_display(self.server_url)} changed from "
-                    f"{escape_for_display(old.issuer or '?')!r} to {escape_for_display(disc.server.issuer or '?')!r}; "
+                    f"the authorization server of {verbatim(self.server_url, limit=300)} changed from "
+                    f"{verbatim(old.issuer or '?', limit=300)!r} to {verbatim(disc.server.issuer or '?', limit=300)!r}; "
                     "the pre-registered client belongs to the old one",
                     hint="register a client with the new authorization server and run `mcp auth login --client-id ...`",
                 )
@@ -202,10 +202,10 @@ class OAuthAuthenticator:
 
     async def _on_401(self, challenge: Challenge | None) -> bool:
         if self.mode == "none":
-            raise AuthError(f"{escape_for_display(self.server_url)} requires authorization (--no-auth given)")
+            raise AuthError(f"{verbatim(self.server_url, limit=300)} requires authorization (--no-auth given)")
         if _count_recent(self._challenges_401) > MAX_401:
             raise AuthError(
-                f"{escape_for_display(self.server_url)} keeps refusing authorization (HTTP 401) after signing in",
+                f"{verbatim(self.server_url, limit=300)} keeps refusing authorization (HTTP 401) after signing in",
                 hint="the server may not accept tokens from its own authorization server; check its configuration",
             )
         rec, secrets = self._record, self._secrets
@@ -243,8 +243,8 @@ class OAuthAuthenticator:
         if _count_recent(self._step_ups) > MAX_STEP_UPS:
             needed = challenge.scope or "(unspecified)"
             raise AuthError(
-                f"{escape_for_display(self.server_url)} still reports insufficient_scope (needs "
-                f"{escape_for_display(needed)}) after {MAX_STEP_UPS} attempts to get more scope",
+                f"{verbatim(self.server_url, limit=300)} still reports insufficient_scope (needs "
+                f"{verbatim(needed, limit=300)}) after {MAX_STEP_UPS} attempts to get more scope",
                 hint="the account may not be allowed that scope",
             )
         previous = self._record.requested_scope or self._record.scope if self._record else None
@@ -255,7 +255,7 @@ class OAuthAuthenticator:
             self.settings.grant in MACHINE_GRANTS or (self._record and self._record.grant in MACHINE_GRANTS)
         ):
             raise AuthError(
-                f"{escape_for_display(self.server_url)} needs more scope ({escape_for_display(challenge.scope or '?')}) "
+                f"{verbatim(self.server_url, limit=300)} needs more scope ({verbatim(challenge.scope or '?', limit=300)}) "
                 "and --stored-auth-only forbids signing in again",
                 hint=f"run `mcp auth login {self.settings.name or self.server_url} --scope '{scope or ''}'`",
             )

@@ -108,7 +108,7 @@ def test_step_up_through_the_cli_stops(oauth, browser_script) -> None:
 
 def test_loopback_authorization_endpoint_of_a_remote_server_is_refused(monkeypatch) -> None:
     """Checked before any browser: a remote server may not send the browser into our network."""
-    from mcpcli.auth.discovery import AuthServer, Discovery, ProtectedResource
+    from mcpcli.auth.metadata import AuthServer, Discovery, ProtectedResource
     from mcpcli.auth.signin import Flow
 
     flow = Flow("https://mcp.example.com/mcp", AuthSettings(), TokenStore(), ui=quiet())

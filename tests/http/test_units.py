@@ -14,7 +14,7 @@ from mcpcli.transports._headers import (
     standard_headers,
 )
 from mcpcli.transports._sse import SSEDecoder
-from mcpcli.transports.http import display_url, origin_of, snippet
+from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
 
 # -- SSE -------------------------------------------------------------------------
 
@@ -174,6 +174,12 @@ def test_origins_compare_scheme_host_and_port() -> None:
     assert origin_of("https://a.example/x") == origin_of("https://A.example:443/y")
     assert origin_of("http://a.example/") != origin_of("https://a.example/")
     assert origin_of("http://127.0.0.1:1/") != origin_of("http://127.0.0.1:2/")
+
+
+def test_same_origin_is_false_for_a_malformed_url() -> None:
+    assert same_origin("https://A.example:443/x", "https://a.example/y")
+    assert not same_origin("https://a.example:99999/", "https://a.example/")
+    assert not same_origin("http://[::1/", "http://[::1]/")
 
 
 def test_snippet_is_one_printable_line() -> None:
