@@ -3,6 +3,10 @@
 A target is one of: a server name from the config (ours first, then the servers
 other clients have configured); an `http(s)://` URL; a tools.yaml file, served
 in-process; or, with no target, the server command given after `--`.
+
+This is the only module that knows config entries, CLI options and auth
+together: it hands each transport explicit settings (URL, headers, limits, an
+`AuthProvider` built from `mcpcli.auth`), so `mcpcli.transports` never reaches up.
 """
 
 from __future__ import annotations
@@ -11,14 +15,24 @@ import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import ConfigError, UsageError
 from mcpcli.transports import Transport
 
-__all__ = ["ConnectOptions", "connect", "open_transport", "resolve_target"]
+if TYPE_CHECKING:
+    from mcpcli.auth.authenticator import OAuthAuthenticator
+
+__all__ = [
+    "ConnectOptions",
+    "OAuthProvider",
+    "connect",
+    "open_http_transport",
+    "open_transport",
+    "resolve_target",
+]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -41,8 +55,10 @@ class ConnectOptions:
     max_message_bytes: int | None = None
     #: Auth behaviour: "interactive", "stored-only" (never prompt) or "none".
     auth: str = "interactive"
-    #: Extra settings for HTTP transports and auth (client id, scopes, ...).
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: `--token-store`: where OAuth tokens are kept (default: the keyring, else a file).
+    token_store: str | None = None
+    #: HTTP: how long connecting (and waiting for an SSE endpoint event) may take.
+    connect_timeout: float = 30.0
 
 
 def is_url(target: str) -> bool:
@@ -97,7 +113,8 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
     entry = entry.resolved()
     if entry.transport == "stdio":
-        from mcpcli.transports.stdio import MAX_MESSAGE_BYTES, StdioTransport
+        from mcpcli.protocol import MAX_MESSAGE_BYTES
+        from mcpcli.transports.stdio import StdioTransport
 
         assert entry.command is not None
         env = dict(entry.env)
@@ -120,8 +137,6 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
             max_message_bytes=options.max_message_bytes or MAX_MESSAGE_BYTES,
         )
     if entry.transport in ("http", "sse"):
-        from mcpcli.transports.http import open_http_transport
-
         return open_http_transport(entry, options)
     if entry.transport == "yaml":
         from mcpcli.toolsfile import in_process_transport
@@ -129,6 +144,80 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
         assert entry.path is not None
         return in_process_transport(entry.path)
     raise ConfigError(f"server {entry.name!r}: unknown transport {entry.transport!r}")
+
+
+def _entry_headers(entry: ServerEntry, options: ConnectOptions) -> dict[str, str]:
+    headers = dict(entry.headers)
+    lowered = {k.lower(): k for k in headers}
+    for name, value in options.headers.items():
+        existing = lowered.get(name.lower())
+        if existing is not None:
+            del headers[existing]
+        headers[name] = value
+        lowered[name.lower()] = name
+    return headers
+
+
+@dataclass
+class OAuthProvider:
+    """The transports' `AuthProvider` for one server: OAuth from `mcpcli.auth`, built lazily.
+
+    The settings (flags, then the entry's `oauth` object, then env) are read only
+    when the authenticator is first needed, as is everything in `mcpcli.auth`.
+    """
+
+    url: str
+    entry: ServerEntry
+    options: ConnectOptions
+
+    def has_stored_sign_in(self) -> bool:
+        from mcpcli.auth import has_stored_sign_in
+
+        return has_stored_sign_in(self.url)
+
+    def authenticator(self) -> OAuthAuthenticator:
+        from mcpcli.auth.authenticator import OAuthAuthenticator
+        from mcpcli.auth.settings import AuthSettings
+
+        options = self.options
+        flags = {"token_store": options.token_store} if options.token_store else {}
+        settings = AuthSettings.build(self.entry, flags, insecure=options.insecure)
+        return OAuthAuthenticator(self.url, settings, mode=options.auth)
+
+
+def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
+    """The transport for an `http`/`sse` server entry, honouring `--transport`.
+
+    * `--transport http` (or config `"type": "http"` with `--transport auto`):
+      Streamable HTTP, falling back to the legacy HTTP+SSE transport when the
+      server answers our `initialize` POST with 400, 404 or 405 (auto only);
+    * `--transport sse` (or config `"type": "sse"`): legacy HTTP+SSE (2024-11-05).
+    """
+    from mcpcli.protocol import MAX_MESSAGE_BYTES
+    from mcpcli.transports.http import HttpConnection
+
+    assert entry.url is not None
+    mode = options.transport
+    if mode == "auto":
+        mode = "sse" if entry.transport == "sse" else "auto"
+    connection = HttpConnection(
+        entry.url,
+        headers=_entry_headers(entry, options),
+        bearer_token=options.bearer_token or None,
+        insecure=options.insecure,
+        connect_timeout=options.connect_timeout,
+        auth=None if options.auth == "none" else OAuthProvider(entry.url, entry, options),
+    )
+    max_bytes = options.max_message_bytes or MAX_MESSAGE_BYTES
+    if mode == "sse":
+        from mcpcli.transports.sse import SseTransport
+
+        return SseTransport(connection, max_message_bytes=max_bytes)
+    from mcpcli.transports.streamable_http import StreamableHttpTransport
+
+    return StreamableHttpTransport(
+        connection, sse_fallback=(mode == "auto"), max_message_bytes=max_bytes
+    )
 
 
 @asynccontextmanager

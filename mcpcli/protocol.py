@@ -18,6 +18,7 @@ __all__ = [
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
     "LOG_LEVEL_KEY",
+    "MAX_MESSAGE_BYTES",
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
     "RELATED_TASK_KEY",
@@ -41,6 +42,9 @@ LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2
 ALL_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + LEGACY_VERSIONS
 LATEST_MODERN = MODERN_VERSIONS[0]
 LATEST_LEGACY = LEGACY_VERSIONS[0]
+
+#: Largest message we accept from a peer (a stdio line, a JSON body, an SSE event).
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 # Reserved `_meta` keys of 2026-07-28.
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"

@@ -1,17 +1,37 @@
-"""OAuth 2.1 for remote MCP servers, behind one small seam the HTTP transports use.
+"""OAuth 2.1 for remote MCP servers: sign-in, token storage, refresh and step-up.
 
-An HTTP transport asks `authenticator_for(...)` once per connection (lazily, so
-nothing auth-related is imported for servers that never say 401) and then:
+The package owns everything about OAuth: discovery of the protected resource
+and authorization server metadata, the sign-in grants, the token store, and
+`OAuthAuthenticator`, the object an HTTP transport asks for credentials (it
+satisfies `mcpcli.transports.http.Authenticator`). It may import the shared
+modules (`errors`, `text`, `config` for the state directory and `${VAR}`
+interpolation), `mcpcli.transports._http` (its HTTP client) and
+`mcpcli.transports.http` (URL helpers), and `mcpcli.session` for one thing: the
+user's time in the browser pauses every request's timeout clock. It never
+imports `connect`, `client` or `cli`: `mcpcli.connect` builds the settings
+(`AuthSettings`) and the authenticator, and hands them to the transport;
+`cli/auth.py` calls `commands.py` for `mcp auth login/token/logout`.
 
-* before each request, `await auth.authorization()` gives the `Authorization`
-  header value to send (a stored token, refreshed if it expired), or None;
-  `has_stored_sign_in(url)` (a small file read, no keyring) tells a transport
-  whether to create the authenticator before the first request, so a stored
-  token goes out at once instead of after a 401;
-* on a 401 or a 403 with `insufficient_scope`, `await auth.challenge(...)` runs
-  discovery, sign-in or step-up as needed and returns True when the request
-  should be retried with a fresh `authorization()`; False means give up (the
-  transport raises `AuthError`, exit 3).
+Which credentials apply (a bearer token or an `Authorization` header given by
+the user, OAuth, or nothing with `--no-auth`) is decided once, in
+`mcpcli.transports.http.HttpConnection`; the authenticator is built lazily (see
+`mcpcli.connect.OAuthProvider`), and `has_stored_sign_in(url)` (a small file
+read, no keyring) tells whether to build it before the first request, so a
+stored token goes out at once instead of after a 401.
+
+Where the parts live:
+
+* settings.py: `AuthSettings` (flags, then the config entry's `oauth`, then env);
+* authenticator.py: `OAuthAuthenticator` (stored tokens, refresh, 401, step-up);
+* signin.py: `Flow`, one server's sign-in (discovery, the grant, the record to store, refresh);
+* authcode.py: the browser flow (PKCE S256, `state`, RFC 8707 `resource`, RFC 9207
+  `iss`, a loopback listener); machine.py: client credentials and enterprise (ID-JAG);
+* metadata.py: OAuth metadata discovery (RFC 9728, RFC 8414, OpenID Connect) and the
+  `WWW-Authenticate` parser; urls.py: which URLs may be opened, fetched or sent a secret;
+* clients.py: which OAuth client to present; tokens.py: the token endpoint, client
+  authentication, registration and revocation; scopes.py: which scope to ask for;
+* store.py, keyring_secrets.py, lock.py: the token store; ui.py: `AuthUI` (stderr notices);
+* commands.py: what `mcp auth login/token/logout` do.
 
 Tokens never appear in logs, traces, argv, URLs, error messages or child
 environments.
@@ -19,32 +39,7 @@ environments.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from mcpcli.config import ServerEntry
-    from mcpcli.connect import ConnectOptions
-
-__all__ = ["Authenticator", "authenticator_for", "has_stored_sign_in"]
-
-
-class Authenticator(Protocol):
-    async def authorization(self) -> str | None:
-        """The `Authorization` header value for the next request, or None."""
-        ...
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        """React to a 401/403 from `url`; True when a retry may now succeed."""
-        ...
-
-
-def authenticator_for(
-    server_url: str, entry: ServerEntry, options: ConnectOptions
-) -> Authenticator:
-    """The authenticator for one MCP server URL (static bearer token, or OAuth)."""
-    from mcpcli.auth.flow import build_authenticator
-
-    return build_authenticator(server_url, entry, options)
+__all__ = ["has_stored_sign_in"]
 
 
 def has_stored_sign_in(server_url: str) -> bool:

@@ -22,14 +22,15 @@ from mcpcli.auth.browser import (
     open_browser,
     parse_callback_url,
 )
-from mcpcli.auth.discovery import AuthServer, Discovery, Fetcher, require_pkce
+from mcpcli.auth.metadata import AuthServer, Discovery, Fetcher, require_pkce
 from mcpcli.auth.pkce import Pkce, new_state
 from mcpcli.auth.scopes import with_offline_access
 from mcpcli.auth.store import Record, Secrets
 from mcpcli.auth.tokens import request_token, scrub
 from mcpcli.auth.ui import AuthUI, read_line
-from mcpcli.auth.urls import check_browser_url, escape_for_display, host_is_private
+from mcpcli.auth.urls import check_browser_url, host_is_private
 from mcpcli.errors import AuthError
+from mcpcli.text import verbatim
 
 if TYPE_CHECKING:
     from mcpcli.auth.settings import AuthSettings
@@ -42,15 +43,15 @@ def check_can_interact(flow: Flow) -> None:
     """Refuse a sign-in the mode forbids, before anything is opened."""
     if flow.mode == "stored-only":
         raise AuthError(
-            f"{escape_for_display(flow.server_url)} needs you to sign in, and --stored-auth-only "
+            f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and --stored-auth-only "
             "forbids opening a sign-in",
             hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` first",
         )
     if flow.mode == "none":
-        raise AuthError(f"{escape_for_display(flow.server_url)} requires authorization (--no-auth given)")
+        raise AuthError(f"{verbatim(flow.server_url, limit=300)} requires authorization (--no-auth given)")
     if flow.mode == "non-interactive" and not can_launch_browser() and not flow.settings.no_browser:
         raise AuthError(
-            f"{escape_for_display(flow.server_url)} needs you to sign in, and this session has no "
+            f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and this session has no "
             "terminal or browser to do it",
             hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` in a terminal first "
             "(or --no-browser to paste the redirect URL); for a server with a fixed token "
@@ -69,7 +70,7 @@ async def authorization_code(
     server = disc.server
     require_pkce(server)
     if not server.authorization_endpoint:
-        raise AuthError(f"authorization server {escape_for_display(server.label)!r} has no authorization_endpoint")
+        raise AuthError(f"authorization server {verbatim(server.label, limit=300)!r} has no authorization_endpoint")
     await anyio.to_thread.run_sync(flow.store.check_writable)
     scope = with_offline_access(scope, server)
     listener = await _open_listener(flow.settings, server, previous)
@@ -141,7 +142,7 @@ def _authorization_url(fetcher: Fetcher, endpoint: str, params: dict[str, str]) 
         and host_is_private(urlsplit(endpoint).hostname or "")
     ):
         raise AuthError(
-            f"the authorization endpoint {escape_for_display(endpoint)!r} of a remote server "
+            f"the authorization endpoint {verbatim(endpoint, limit=300)!r} of a remote server "
             "points into a private network; refusing to open it",
             hint="set MCP_OAUTH_ALLOW_PRIVATE=1 if this really is your authorization server",
         )
@@ -214,8 +215,8 @@ def check_callback(cb: Callback, server: AuthServer) -> str:
             )
         if iss is not None and iss != server.issuer:
             raise AuthError(
-                f"the authorization response came from issuer {escape_for_display(iss)!r}, "
-                f"not {escape_for_display(server.issuer)!r}; rejected (possible mix-up attack)"
+                f"the authorization response came from issuer {verbatim(iss, limit=300)!r}, "
+                f"not {verbatim(server.issuer, limit=300)!r}; rejected (possible mix-up attack)"
             )
     if cb.error:
         desc = cb.params.get("error_description")

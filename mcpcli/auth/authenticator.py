@@ -1,14 +1,13 @@
-"""The authenticators the HTTP transports call (the `Authenticator` seam in auth/__init__.py).
+"""`OAuthAuthenticator`: the `Authenticator` (see `mcpcli.transports.http`) the HTTP
+transports are handed when no bearer token or `Authorization` header was given
+(that policy lives in `HttpConnection`) and signing in is allowed.
 
-* `NoAuth` for `--no-auth` (and when the config already sends an
-  `Authorization` header): nothing is added, a 401 is an error;
-* `StaticBearer` for `--bearer-token` / `MCP_BEARER_TOKEN`;
-* `OAuthAuthenticator` otherwise: stored tokens are sent (refreshed when they
-  expire, under an inter-process lock, re-reading the store first so two `mcp`
-  processes never burn the same rotated refresh token), and a 401 or a 403
-  `insufficient_scope` runs discovery and sign-in (or step-up) as the mode
-  allows: "interactive" opens the browser, "non-interactive" does so only if a
-  browser can be launched, "stored-only" never signs in.
+Stored tokens are sent (refreshed when they expire, under an inter-process
+lock, re-reading the store first so two `mcp` processes never burn the same
+rotated refresh token), and a 401 or a 403 `insufficient_scope` runs discovery
+and sign-in (or step-up) as the mode allows: "interactive" opens the browser,
+"non-interactive" does so only if a browser can be launched, "stored-only"
+never signs in.
 """
 
 from __future__ import annotations
@@ -18,17 +17,17 @@ import time
 import anyio
 
 from mcpcli.auth.clients import client_from_record
-from mcpcli.auth.discovery import Challenge, parse_www_authenticate
+from mcpcli.auth.metadata import Challenge, parse_www_authenticate
 from mcpcli.auth.scopes import select_scope, union_scopes
 from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.signin import Flow, SignIn, strip_fragment
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import OAuthError
 from mcpcli.auth.ui import AuthUI
-from mcpcli.auth.urls import escape_for_display
 from mcpcli.errors import AuthError, McpCliError
+from mcpcli.text import verbatim
 
-__all__ = ["NoAuth", "OAuthAuthenticator", "StaticBearer"]
+__all__ = ["OAuthAuthenticator"]
 
 #: 401s answered per connection before giving up (a server that refuses fresh tokens).
 MAX_401 = 3
@@ -43,44 +42,6 @@ def _count_recent(events: list[float]) -> int:
     now = time.monotonic()
     events[:] = [t for t in events if now - t < LIMIT_WINDOW] + [now]
     return len(events)
-
-
-class NoAuth:
-    """Adds nothing; a 401 is an error."""
-
-    def __init__(self, server_url: str, reason: str) -> None:
-        self.server_url = server_url
-        self.reason = reason
-
-    async def authorization(self) -> str | None:
-        return None
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        raise AuthError(
-            f"{escape_for_display(self.server_url)} refused the request (HTTP {status}); {self.reason}",
-            hint="drop --no-auth to sign in, or run `mcp auth login`" if "no-auth" in self.reason else None,
-        )
-
-
-class StaticBearer:
-    """`--bearer-token` / MCP_BEARER_TOKEN: sent as is, never refreshed."""
-
-    def __init__(self, server_url: str, token: str) -> None:
-        self.server_url = server_url
-        self._token = token
-
-    def __repr__(self) -> str:
-        return "StaticBearer(<redacted>)"
-
-    async def authorization(self) -> str | None:
-        return f"Bearer {self._token}"
-
-    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
-        what = "lacks a scope the request needs" if status == 403 else "was not accepted"
-        raise AuthError(
-            f"the bearer token given for {escape_for_display(self.server_url)} {what} (HTTP {status})",
-            hint="check --bearer-token / MCP_BEARER_TOKEN, or unset it to sign in with OAuth",
-        )
 
 
 class OAuthAuthenticator:
@@ -222,8 +183,8 @@ class OAuthAuthenticator:
             old = previous[0]
             if old.registration == "pre-registered" and not self.settings.client_id:
                 raise AuthError(
-                    f"the authorization server of {escape_for_display(self.server_url)} changed from "
-                    f"{escape_for_display(old.issuer or '?')!r} to {escape_for_display(disc.server.issuer or '?')!r}; "
+                    f"the authorization server of {verbatim(self.server_url, limit=300)} changed from "
+                    f"{verbatim(old.issuer or '?', limit=300)!r} to {verbatim(disc.server.issuer or '?', limit=300)!r}; "
                     "the pre-registered client belongs to the old one",
                     hint="register a client with the new authorization server and run `mcp auth login --client-id ...`",
                 )
@@ -241,10 +202,10 @@ class OAuthAuthenticator:
 
     async def _on_401(self, challenge: Challenge | None) -> bool:
         if self.mode == "none":
-            raise AuthError(f"{escape_for_display(self.server_url)} requires authorization (--no-auth given)")
+            raise AuthError(f"{verbatim(self.server_url, limit=300)} requires authorization (--no-auth given)")
         if _count_recent(self._challenges_401) > MAX_401:
             raise AuthError(
-                f"{escape_for_display(self.server_url)} keeps refusing authorization (HTTP 401) after signing in",
+                f"{verbatim(self.server_url, limit=300)} keeps refusing authorization (HTTP 401) after signing in",
                 hint="the server may not accept tokens from its own authorization server; check its configuration",
             )
         rec, secrets = self._record, self._secrets
@@ -282,8 +243,8 @@ class OAuthAuthenticator:
         if _count_recent(self._step_ups) > MAX_STEP_UPS:
             needed = challenge.scope or "(unspecified)"
             raise AuthError(
-                f"{escape_for_display(self.server_url)} still reports insufficient_scope (needs "
-                f"{escape_for_display(needed)}) after {MAX_STEP_UPS} attempts to get more scope",
+                f"{verbatim(self.server_url, limit=300)} still reports insufficient_scope (needs "
+                f"{verbatim(needed, limit=300)}) after {MAX_STEP_UPS} attempts to get more scope",
                 hint="the account may not be allowed that scope",
             )
         previous = self._record.requested_scope or self._record.scope if self._record else None
@@ -294,7 +255,7 @@ class OAuthAuthenticator:
             self.settings.grant in MACHINE_GRANTS or (self._record and self._record.grant in MACHINE_GRANTS)
         ):
             raise AuthError(
-                f"{escape_for_display(self.server_url)} needs more scope ({escape_for_display(challenge.scope or '?')}) "
+                f"{verbatim(self.server_url, limit=300)} needs more scope ({verbatim(challenge.scope or '?', limit=300)}) "
                 "and --stored-auth-only forbids signing in again",
                 hint=f"run `mcp auth login {self.settings.name or self.server_url} --scope '{scope or ''}'`",
             )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from mcpcli.auth.discovery import AuthServer, Discovery, Fetcher
+from mcpcli.auth.metadata import AuthServer, Discovery, Fetcher
 from mcpcli.auth.settings import AuthSettings, read_key_file
 from mcpcli.auth.store import Record, Secrets
 from mcpcli.auth.tokens import ClientInfo, choose_auth_method, register_client
-from mcpcli.auth.urls import escape_for_display
 from mcpcli.errors import UsageError
+from mcpcli.text import verbatim
 
 __all__ = ["choose_client", "client_from_record", "pre_registered"]
 
@@ -89,7 +89,7 @@ async def choose_client(
         parts = urlsplit(url)
         if parts.scheme != "https" or parts.path in ("", "/"):
             raise UsageError(
-                f"client metadata URL {escape_for_display(url)!r} must be an https URL with a path"
+                f"client metadata URL {verbatim(url, limit=300)!r} must be an https URL with a path"
             )
         return ClientInfo(client_id=url, auth_method="none", registration="metadata-document",
                           redirect_uri=redirect_uri)

@@ -11,15 +11,15 @@ import anyio
 
 from mcpcli.auth.authenticator import OAuthAuthenticator
 from mcpcli.auth.clients import client_from_record
-from mcpcli.auth.discovery import Challenge, Fetcher, parse_www_authenticate
+from mcpcli.auth.metadata import Challenge, Fetcher, parse_www_authenticate
 from mcpcli.auth.scopes import select_scope
 from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.signin import Flow, server_from_record
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import ClientInfo, revoke_token
 from mcpcli.auth.ui import AuthUI
-from mcpcli.auth.urls import escape_for_display
 from mcpcli.errors import AuthError, UsageError
+from mcpcli.text import verbatim
 
 __all__ = ["access_token", "login", "logout", "probe_challenge"]
 
@@ -103,12 +103,12 @@ async def access_token(
     rec = auth.record
     if header is None or rec is None:
         raise AuthError(
-            f"not signed in to {escape_for_display(server_url)}",
+            f"not signed in to {verbatim(server_url, limit=300)}",
             hint=f"run `mcp auth login {settings.name or server_url}`",
         )
     if rec.expired(margin=0):
         raise AuthError(
-            f"the stored token for {escape_for_display(server_url)} has expired and could not be refreshed",
+            f"the stored token for {verbatim(server_url, limit=300)} has expired and could not be refreshed",
             hint=f"run `mcp auth login {settings.name or server_url}`",
         )
     return header.split(" ", 1)[1]

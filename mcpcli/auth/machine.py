@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcpcli.auth.clients import pre_registered
-from mcpcli.auth.discovery import AuthServer, Discovery, Fetcher
+from mcpcli.auth.metadata import AuthServer, Discovery, Fetcher
 from mcpcli.auth.settings import AuthSettings
 from mcpcli.auth.tokens import ClientInfo, OAuthError, TokenResponse, request_token, scrub
 from mcpcli.errors import UsageError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcpcli.auth.discovery import AuthServer, Challenge, Discovery
+    from mcpcli.auth.metadata import AuthServer, Challenge, Discovery
     from mcpcli.auth.settings import AuthSettings
 
 __all__ = ["select_scope", "union_scopes", "with_offline_access"]

@@ -1,4 +1,4 @@
-"""One server's sign-in: discovery, the grant, the record to store, and refresh.
+"""The sign-in flow for one server: discovery, the grant, the record to store, and refresh.
 
 `Flow` holds what a sign-in to one server URL needs (settings, token store,
 mode, where to talk to the user, a fetcher bound to the server) and hands the
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcpcli.auth import authcode, machine
 from mcpcli.auth.clients import choose_client, client_from_record
-from mcpcli.auth.discovery import AuthServer, Challenge, Discovery, Fetcher, discover
+from mcpcli.auth.metadata import AuthServer, Challenge, Discovery, Fetcher, discover
 from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import (

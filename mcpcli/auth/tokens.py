@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from mcpcli.auth.discovery import AuthServer, Fetcher
-from mcpcli.auth.urls import escape_for_display
+from mcpcli.auth.metadata import AuthServer, Fetcher
 from mcpcli.errors import AuthError
+from mcpcli.text import verbatim
 
 __all__ = [
     "ClientInfo",
@@ -51,7 +51,7 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "<redacted>")
-    return escape_for_display(text, limit=300)
+    return verbatim(text, limit=300)
 
 
 @dataclass
@@ -108,7 +108,7 @@ def choose_auth_method(server: AuthServer, *, have_secret: bool) -> str:
     if "none" in supported:
         return "none"
     raise AuthError(
-        f"authorization server {escape_for_display(server.label)!r} supports none of our token "
+        f"authorization server {verbatim(server.label, limit=300)!r} supports none of our token "
         f"endpoint auth methods ({', '.join(supported)})"
     )
 
@@ -125,7 +125,7 @@ async def register_client(
     endpoint = server.registration_endpoint
     if not endpoint:
         raise AuthError(
-            f"authorization server {escape_for_display(server.label)!r} offers no way to register "
+            f"authorization server {verbatim(server.label, limit=300)!r} offers no way to register "
             "this client (no client metadata document support, no registration endpoint)",
             hint="register an OAuth client with the provider and pass --client-id (and --client-secret)",
         )
@@ -145,11 +145,11 @@ async def register_client(
     if status not in (200, 201):
         detail = _oauth_error_text(doc, text, [])
         raise AuthError(
-            f"client registration at {escape_for_display(endpoint)} failed: HTTP {status}{detail}",
+            f"client registration at {verbatim(endpoint, limit=300)} failed: HTTP {status}{detail}",
             hint="the server may require a pre-registered client: pass --client-id",
         )
     if doc is None or not isinstance(doc.get("client_id"), str) or not doc["client_id"]:
-        raise AuthError(f"client registration at {escape_for_display(endpoint)} returned no client_id")
+        raise AuthError(f"client registration at {verbatim(endpoint, limit=300)} returned no client_id")
     client_id = doc["client_id"]
     if len(client_id) > 4096:
         raise AuthError("client registration returned an oversized client_id")
@@ -237,7 +237,7 @@ async def request_token(
         if status == 200:
             detail = detail or ": the response has no access_token"
         raise OAuthError(
-            f"{what} refused by {escape_for_display(server.token_endpoint)}: HTTP {status}{detail}",
+            f"{what} refused by {verbatim(server.token_endpoint, limit=300)}: HTTP {status}{detail}",
             error=error,
         )
     token = doc.get("access_token")

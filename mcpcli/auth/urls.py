@@ -22,16 +22,16 @@ import socket
 from urllib.parse import urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError
-from mcpcli.text import printable
+from mcpcli.text import verbatim
+from mcpcli.transports.http import same_origin
 
 __all__ = [
     "as_metadata_urls",
+    "base_url",
     "check_browser_url",
     "check_endpoint_url",
     "check_not_private",
-    "escape_for_display",
     "is_loopback_host",
-    "origin_of",
     "resource_matches",
     "well_known_prm_urls",
 ]
@@ -39,12 +39,6 @@ __all__ = [
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
 #: Percent-encoded control characters (%00-%1f, %7f).
 _PCT_CONTROL = re.compile(r"%(?:[01][0-9a-fA-F]|7[fF])")
-
-
-def escape_for_display(text: str, limit: int = 300) -> str:
-    """A URL or value made safe for one line of an error message (tab, newline escaped too)."""
-    shown = printable(text[:limit]).replace("\t", "\\x09").replace("\n", "\\x0a")
-    return shown + ("..." if len(text) > limit else "")
 
 
 def is_loopback_host(host: str | None) -> bool:
@@ -69,13 +63,13 @@ def _split(url: str, what: str) -> tuple[str, str, str, str, str, str | None, in
         host = parts.hostname
         port = parts.port
     except ValueError as exc:
-        raise AuthError(f"{what}: malformed URL {escape_for_display(url)!r}: {exc}") from None
+        raise AuthError(f"{what}: malformed URL {verbatim(url, limit=300)!r}: {exc}") from None
     return parts.scheme.lower(), parts.netloc, parts.path, parts.query, parts.fragment, host, port
 
 
 def check_browser_url(url: str) -> str:
     """Return `url` if it is safe to hand to a browser launcher, else raise AuthError (exit 3)."""
-    shown = escape_for_display(url)
+    shown = verbatim(url, limit=300)
     reason = _browser_url_problem(url)
     if reason:
         raise AuthError(
@@ -133,19 +127,19 @@ def check_endpoint_url(url: object, what: str, *, insecure_ok: bool = False) -> 
     if not isinstance(url, str) or not url:
         raise AuthError(f"{what} is missing or not a string")
     if _CONTROL.search(url):
-        raise AuthError(f"{what} {escape_for_display(url)!r} contains whitespace or control characters")
+        raise AuthError(f"{what} {verbatim(url, limit=300)!r} contains whitespace or control characters")
     scheme, netloc, _path, _query, fragment, host, _port = _split(url, what)
     if scheme not in ("https", "http"):
-        raise AuthError(f"{what} {escape_for_display(url)!r} must be an https URL")
+        raise AuthError(f"{what} {verbatim(url, limit=300)!r} must be an https URL")
     if not host:
-        raise AuthError(f"{what} {escape_for_display(url)!r} has no host")
+        raise AuthError(f"{what} {verbatim(url, limit=300)!r} has no host")
     if "@" in netloc:
-        raise AuthError(f"{what} {escape_for_display(url)!r} must not contain user information")
+        raise AuthError(f"{what} {verbatim(url, limit=300)!r} must not contain user information")
     if fragment:
-        raise AuthError(f"{what} {escape_for_display(url)!r} must not contain a fragment")
+        raise AuthError(f"{what} {verbatim(url, limit=300)!r} must not contain a fragment")
     if scheme == "http" and not is_loopback_host(host) and not insecure_ok:
         raise AuthError(
-            f"{what} {escape_for_display(url)!r} must use https (plain http is allowed on loopback only)",
+            f"{what} {verbatim(url, limit=300)!r} must use https (plain http is allowed on loopback only)",
             hint="authorization server endpoints MUST be served over https",
         )
     return url
@@ -219,23 +213,26 @@ def check_not_private(url: str, what: str) -> None:
                 continue
     if private:
         raise AuthError(
-            f"{what} {escape_for_display(url)!r}: blocked private-network URL for a remote server",
+            f"{what} {verbatim(url, limit=300)!r}: blocked private-network URL for a remote server",
             hint="set MCP_OAUTH_ALLOW_PRIVATE=1 if this authorization server really is on your network",
         )
 
 
-def origin_of(url: str) -> str:
-    """`scheme://netloc` exactly as written (no case folding, no default-port elision)."""
+def base_url(url: str) -> str:
+    """`scheme://netloc` exactly as written (no case folding, no default-port elision).
+
+    For building URLs at the root of a server (`/authorize`, the well-known
+    documents) and for labels; to compare origins use
+    `mcpcli.transports.http.same_origin`.
+    """
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
 
 
 def well_known_prm_urls(server_url: str) -> list[str]:
     """RFC 9728 §3.1 locations, path-based first, then the root (spec 2025-11-25 order)."""
-    parts = urlsplit(server_url)
-    base = f"{parts.scheme}://{parts.netloc}"
-    root = f"{base}/.well-known/oauth-protected-resource"
-    path = parts.path.rstrip("/")
+    root = f"{base_url(server_url)}/.well-known/oauth-protected-resource"
+    path = urlsplit(server_url).path.rstrip("/")
     if path:
         return [f"{root}{path}", root]
     return [root]
@@ -243,9 +240,8 @@ def well_known_prm_urls(server_url: str) -> list[str]:
 
 def as_metadata_urls(issuer: str) -> list[str]:
     """RFC 8414 §3.1 + OpenID Connect discovery URLs, in the spec's priority order."""
-    parts = urlsplit(issuer)
-    base = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
+    base = base_url(issuer)
+    path = urlsplit(issuer).path.rstrip("/")
     if path:
         return [
             f"{base}/.well-known/oauth-authorization-server{path}",
@@ -266,26 +262,17 @@ def resource_matches(resource: str, server_url: str) -> bool:
     filled in; the resource path must equal the server path or be a parent of it at
     a segment boundary. A resource on another origin never matches.
     """
-    try:
-        r = urlsplit(resource)
-        s = urlsplit(server_url)
-        r_port = r.port or _default_port(r.scheme)
-        s_port = s.port or _default_port(s.scheme)
-    except ValueError:
+    if not same_origin(resource, server_url):
         return False
-    if r.scheme.lower() != s.scheme.lower() or (r.hostname or "") != (s.hostname or ""):
-        return False
-    if r_port != s_port or r.fragment:
+    r = urlsplit(resource)
+    s = urlsplit(server_url)
+    if r.fragment:
         return False
     r_path = r.path.rstrip("/")
     s_path = s.path.rstrip("/")
     if not r_path:
         return True
     return s_path == r_path or s_path.startswith(r_path + "/")
-
-
-def _default_port(scheme: str) -> int | None:
-    return {"http": 80, "https": 443}.get(scheme.lower())
 
 
 def canonical_resource(server_url: str) -> str:

@@ -386,10 +386,10 @@ class Connection:
             transport=self.transport,
             insecure=self.insecure,
             auth=auth,
-            extra={"token_store": self.token_store} if self.token_store else {},
+            token_store=self.token_store,
+            # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
+            connect_timeout=min(self.timeout, 30.0),
         )
-        # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
-        options.extra["connect_timeout"] = min(self.timeout, 30.0)
         return options
 
     def client_options(self, app: App) -> ClientOptions:

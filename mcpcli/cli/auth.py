@@ -20,7 +20,7 @@ from mcpcli.output import Output, sanitize
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mcpcli.auth.flow import AuthSettings
+    from mcpcli.auth.settings import AuthSettings
     from mcpcli.auth.store import Record, TokenStore
     from mcpcli.config import ServerEntry
 
@@ -78,7 +78,7 @@ def _find(app: App, target: str, store: TokenStore) -> Record | None:
 
 
 def _settings(entry: ServerEntry | None, **flags: Any) -> AuthSettings:
-    from mcpcli.auth.flow import AuthSettings
+    from mcpcli.auth.settings import AuthSettings
 
     extra = {k: v for k, v in flags.items() if v not in (None, False, "")}
     insecure = bool(extra.pop("insecure", False))
@@ -218,9 +218,9 @@ def login(
     needed, opens the browser (PKCE, state and issuer checks) and keeps the
     tokens in the OS keyring. With --client-credentials no browser is involved.
     """
-    from mcpcli.auth.flow import AuthUI
-    from mcpcli.auth.flow import login as do_login
+    from mcpcli.auth.commands import login as do_login
     from mcpcli.auth.store import TokenStore
+    from mcpcli.auth.ui import AuthUI
 
     entry = _entry(app, target)
     assert entry.url is not None
@@ -305,8 +305,8 @@ def logout(
     app: App, target: str | None, all_: bool, no_revoke: bool, insecure: bool, token_store: str | None
 ) -> None:
     """Forget the sign-in for TARGET, revoking its tokens where the server supports it (RFC 7009)."""
-    from mcpcli.auth.flow import AuthSettings
-    from mcpcli.auth.flow import logout as do_logout
+    from mcpcli.auth.commands import logout as do_logout
+    from mcpcli.auth.settings import AuthSettings
     from mcpcli.auth.store import TokenStore
 
     if all_ == (target is not None):
@@ -339,7 +339,7 @@ def token(app: App, target: str, insecure: bool, token_store: str | None) -> Non
 
     The token is printed on stdout and nowhere else; treat the output as a secret.
     """
-    from mcpcli.auth.flow import access_token
+    from mcpcli.auth.commands import access_token
     from mcpcli.auth.store import TokenStore
 
     store = TokenStore(token_store)

@@ -30,6 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
+from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_MESSAGE_BYTES", "serve_stdio", "stdio_streams"]
 
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: After end of input, how long requests already read may take to finish before they
 #: are cancelled (the client is shutting us down; it will signal us soon anyway).
 EOF_GRACE = 2.0

@@ -123,8 +123,8 @@ def _reason(exc: Exception) -> str:
     return text.splitlines()[0][:200]
 
 
-class Headers:
-    """Header access shared by every response class; `headers` has lower-cased names."""
+class HeaderLookup:
+    """A mixin for response classes: header lookup by name (`headers` has lower-cased names)."""
 
     headers: dict[str, str]
 
@@ -137,7 +137,7 @@ class Headers:
         return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
 
 
-class HttpResponse(Headers):
+class HttpResponse(HeaderLookup):
     """A whole response (what `fetch` returns)."""
 
     def __init__(
@@ -219,7 +219,7 @@ class ResponseStream(Protocol):
     async def peek(self, max_bytes: int = 200) -> bytes: ...
 
 
-class HttpStream(Headers):
+class HttpStream(HeaderLookup):
     """A response whose body is read incrementally (what the MCP transports need)."""
 
     def __init__(self, response: httpx.Response, url: str) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from mcpcli.errors import MessageTooLarge, TransportError
-from mcpcli.transports._http import Headers
+from mcpcli.transports._http import HeaderLookup
 
 __all__ = ["PlainClient", "PlainStream"]
 
@@ -130,7 +130,7 @@ class _Reader:
         return data
 
 
-class PlainStream(Headers):
+class PlainStream(HeaderLookup):
     """A response with its body unread (the interface of `_http.HttpStream`)."""
 
     def __init__(

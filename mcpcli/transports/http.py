@@ -1,50 +1,49 @@
-"""Remote servers over HTTP: choosing the transport, and the policy every request follows.
+"""The policy every request to a remote MCP server follows, shared by both HTTP transports.
 
-`open_http_transport(entry, options)` picks the transport for a URL:
+`HttpConnection` is what the Streamable HTTP and the legacy HTTP+SSE transports
+send requests through. It is handed everything it needs (by `mcpcli.connect`,
+which picks the transport): the URL, the headers, a bearer token, TLS and
+timeout settings, and an `AuthProvider` for OAuth. It owns:
 
-* `--transport http` (or config `"type": "http"` with `--transport auto`):
-  Streamable HTTP, falling back to the legacy HTTP+SSE transport when the
-  server answers our `initialize` POST with 400, 404 or 405 (auto only);
-* `--transport sse` (or config `"type": "sse"`): legacy HTTP+SSE (2024-11-05).
-
-`HttpConnection` is what both transports send requests through. It owns:
-
-* headers: config `headers` and `--header` (already `${VAR}`-interpolated by
-  the config), the `User-Agent`, and credentials: `--bearer-token` /
-  `MCP_BEARER_TOKEN`, or the OAuth authenticator from `mcpcli.auth`, asked
-  lazily after the first 401 (or 403 `insufficient_scope`);
+* headers: the given headers (config `headers` and `--header`, already
+  `${VAR}`-interpolated), and credentials: the bearer token, or the provider's
+  `Authenticator`, built lazily: before the first request when a sign-in is
+  stored, otherwise only after the first 401 (or 403 `insufficient_scope`);
 * redirects, followed by hand (at most `MAX_REDIRECTS`, loops refused): a
   redirect to another origin never carries our credentials or custom headers,
   and https never redirects to http;
 * errors: one line with the URL (without userinfo or query), the status and
-  the first 200 bytes of the body, control characters removed.
+  the first 200 bytes of the body, control characters shown as escapes.
+
+Which credentials apply is decided here and only here: a bearer token or an
+`Authorization` header given by the user is sent as is and never replaced (a
+401 then is an error); no provider means no sign-in (`--no-auth`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError, TransportError, UsageError
-from mcpcli.text import printable
+from mcpcli.protocol import MAX_MESSAGE_BYTES
+from mcpcli.text import one_line
 
 if TYPE_CHECKING:
-    from mcpcli.auth import Authenticator
-    from mcpcli.config import ServerEntry
-    from mcpcli.connect import ConnectOptions
-    from mcpcli.transports import Transport
     from mcpcli.transports._http import HttpClient
     from mcpcli.transports._http import ResponseStream as HttpStream
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "MAX_REDIRECTS",
+    "AuthProvider",
+    "Authenticator",
     "HttpConnection",
     "display_url",
-    "open_http_transport",
     "origin_of",
+    "same_origin",
     "snippet",
 ]
 
@@ -59,7 +58,31 @@ PROTOCOL_HEADERS = frozenset(
         "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id",
     }
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+class Authenticator(Protocol):
+    """Credentials for one server URL that may change (OAuth: refresh, sign-in, step-up)."""
+
+    async def authorization(self) -> str | None:
+        """The `Authorization` header value for the next request, or None."""
+        ...
+
+    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
+        """React to a 401/403 from `url`; True when a retry may now succeed, False to give up."""
+        ...
+
+
+class AuthProvider(Protocol):
+    """Builds the `Authenticator` when it is first needed, so servers that never say 401
+    import and read nothing auth-related (`mcpcli.connect` supplies the OAuth one)."""
+
+    def has_stored_sign_in(self) -> bool:
+        """Is a sign-in stored for this server? (Then its token goes out with the first request.)"""
+        ...
+
+    def authenticator(self) -> Authenticator:
+        """The authenticator; ImportError if the auth support cannot be loaded."""
+        ...
 
 
 def display_url(url: str) -> str:
@@ -80,7 +103,11 @@ def display_url(url: str) -> str:
 
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) with default ports filled in."""
+    """The origin (RFC 6454): (scheme, host, port), case-folded, default ports filled in.
+
+    ValueError for a malformed port. For comparing origins; `mcpcli.auth.urls.base_url`
+    is the other notion, the `scheme://netloc` prefix as written, for building URLs.
+    """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     port = parts.port
@@ -89,11 +116,17 @@ def origin_of(url: str) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower(), port
 
 
+def same_origin(a: str, b: str) -> bool:
+    """Do two URLs share an origin? (False when either is malformed.)"""
+    try:
+        return origin_of(a) == origin_of(b)
+    except ValueError:
+        return False
+
+
 def snippet(body: bytes, limit: int = 200) -> str:
     """The first `limit` bytes of a body as one printable line."""
-    text = body[:limit].decode("utf-8", "replace")
-    text = _CONTROL.sub(" ", text).strip()
-    return printable(re.sub(r"\s{2,}", " ", text), keep_newlines=False)
+    return one_line(body[:limit].decode("utf-8", "replace"))
 
 
 def status_text(status: int) -> str:
@@ -116,10 +149,9 @@ class HttpConnection:
         bearer_token: str | None = None,
         insecure: bool = False,
         connect_timeout: float = 30.0,
-        auth_mode: str = "interactive",
-        entry: ServerEntry | None = None,
-        options: ConnectOptions | None = None,
+        auth: AuthProvider | None = None,
     ) -> None:
+        """`auth` None: never sign in (`--no-auth`); a 401 or 403 is an error."""
         parts = urlsplit(url)
         try:
             parts.port  # noqa: B018 - raises ValueError for a bad port
@@ -138,9 +170,7 @@ class HttpConnection:
         self.bearer_token = bearer_token
         self.insecure = insecure
         self.connect_timeout = connect_timeout
-        self.auth_mode = auth_mode
-        self._entry = entry
-        self._options = options
+        self._provider = auth
         self._auth: Authenticator | None = None
         self._store_checked = False
         self._client: HttpClient | None = None
@@ -171,21 +201,25 @@ class HttpConnection:
         except ValueError:
             return False
 
+    def _static_credentials(self) -> bool:
+        """Credentials the user gave (a bearer token or an `Authorization` header): sent as
+        they are, never replaced by a sign-in."""
+        return bool(self.bearer_token) or self._explicit_authorization
+
     async def _headers_for(self, url: str, extra: Mapping[str, str]) -> dict[str, str]:
         headers: dict[str, str] = {}
         if self.same_origin(url):
             headers.update(self.user_headers)
-            if not self._explicit_authorization:
-                if self.bearer_token:
-                    headers["Authorization"] = f"Bearer {self.bearer_token}"
-                elif self._auth is None and self.auth_mode != "none" and not self._store_checked:
+            if self.bearer_token and not self._explicit_authorization:
+                headers["Authorization"] = f"Bearer {self.bearer_token}"
+            elif not self._static_credentials():
+                provider = self._provider
+                if self._auth is None and provider is not None and not self._store_checked:
                     # A stored sign-in is sent from the first request on (no 401 round trip).
                     self._store_checked = True
-                    from mcpcli.auth import has_stored_sign_in
-
-                    if has_stored_sign_in(self.url):
-                        self._auth = self._authenticator()
-                if not self.bearer_token and self._auth is not None:
+                    if provider.has_stored_sign_in():
+                        self._auth = provider.authenticator()
+                if self._auth is not None:
                     value = await self._auth.authorization()
                     if value:
                         headers["Authorization"] = value
@@ -193,17 +227,6 @@ class HttpConnection:
         return headers
 
     # -- auth ---------------------------------------------------------------------
-
-    def _static_credentials(self) -> bool:
-        return bool(self.bearer_token) or self._explicit_authorization
-
-    def _authenticator(self) -> Authenticator:
-        from mcpcli.auth import authenticator_for
-        from mcpcli.config import ServerEntry
-        from mcpcli.connect import ConnectOptions
-
-        entry = self._entry or ServerEntry(name=self.url, url=self.url, transport="http")
-        return authenticator_for(self.url, entry, self._options or ConnectOptions())
 
     async def _challenge(self, response: HttpStream, url: str) -> None:
         """A 401/403: let the authenticator react, or raise `AuthError`."""
@@ -218,11 +241,11 @@ class HttpConnection:
             raise AuthError(what, hint="the server refused access with these credentials")
         if self._static_credentials():
             raise AuthError(what, hint="the server rejected the token or Authorization header given")
-        if self.auth_mode == "none":
+        if self._provider is None:
             raise AuthError(what, hint="the server requires authorization; --no-auth was given")
         if self._auth is None:
             try:
-                self._auth = self._authenticator()
+                self._auth = self._provider.authenticator()
             except ImportError:
                 raise AuthError(
                     what,
@@ -303,51 +326,6 @@ class HttpConnection:
         if text:
             message += f": {text}"
         return TransportError(message, status=response.status)
-
-
-def _entry_headers(entry: ServerEntry, options: ConnectOptions) -> dict[str, str]:
-    headers = dict(entry.headers)
-    lowered = {k.lower(): k for k in headers}
-    for name, value in options.headers.items():
-        existing = lowered.get(name.lower())
-        if existing is not None:
-            del headers[existing]
-        headers[name] = value
-        lowered[name.lower()] = name
-    return headers
-
-
-def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
-    """The transport for an `http`/`sse` server entry, honouring `--transport`."""
-    assert entry.url is not None
-    mode = options.transport
-    if mode == "auto":
-        mode = "sse" if entry.transport == "sse" else "auto"
-    connect_timeout = float(options.extra.get("connect_timeout", 30.0))
-    connection = HttpConnection(
-        entry.url,
-        headers=_entry_headers(entry, options),
-        bearer_token=options.bearer_token or None,
-        insecure=options.insecure,
-        connect_timeout=connect_timeout,
-        auth_mode=options.auth,
-        entry=entry,
-        options=options,
-    )
-    max_bytes = options.max_message_bytes or MAX_MESSAGE_BYTES
-    if mode == "sse":
-        from mcpcli.transports.sse import SseTransport
-
-        return SseTransport(connection, max_message_bytes=max_bytes)
-    from mcpcli.transports.streamable_http import StreamableHttpTransport
-
-    return StreamableHttpTransport(
-        connection, sse_fallback=(mode == "auto"), max_message_bytes=max_bytes
-    )
-
-
-#: Largest message (JSON body or SSE event) we accept from a server.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 def modern_version(params: Any) -> str | None:

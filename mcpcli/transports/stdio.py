@@ -26,6 +26,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, TransportError
+from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports._spawn import (
     DEFAULT_INHERITED_ENV,
@@ -43,7 +44,6 @@ __all__ = [
     "kill_all",
 ]
 
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: After stdin closes, a server gets this long to exit on its own before SIGTERM.
 #: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
 EOF_GRACE = 0.02

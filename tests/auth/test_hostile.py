@@ -9,8 +9,11 @@ import anyio
 import pytest
 from helpers import mcp
 
-from mcpcli.auth.flow import AuthSettings, AuthUI, OAuthAuthenticator, login
+from mcpcli.auth.authenticator import OAuthAuthenticator
+from mcpcli.auth.commands import login
+from mcpcli.auth.settings import AuthSettings
 from mcpcli.auth.store import TokenStore
+from mcpcli.auth.ui import AuthUI
 from mcpcli.errors import AuthError
 
 from .conftest import child_env
@@ -105,8 +108,8 @@ def test_step_up_through_the_cli_stops(oauth, browser_script) -> None:
 
 def test_loopback_authorization_endpoint_of_a_remote_server_is_refused(monkeypatch) -> None:
     """Checked before any browser: a remote server may not send the browser into our network."""
-    from mcpcli.auth.discovery import AuthServer, Discovery, ProtectedResource
-    from mcpcli.auth.flow import Flow
+    from mcpcli.auth.metadata import AuthServer, Discovery, ProtectedResource
+    from mcpcli.auth.signin import Flow
 
     flow = Flow("https://mcp.example.com/mcp", AuthSettings(), TokenStore(), ui=quiet())
     disc = Discovery(

@@ -7,8 +7,11 @@ import io
 import anyio
 import pytest
 
-from mcpcli.auth.flow import AuthSettings, AuthUI, OAuthAuthenticator, login
+from mcpcli.auth.authenticator import OAuthAuthenticator
+from mcpcli.auth.commands import login
+from mcpcli.auth.settings import AuthSettings
 from mcpcli.auth.store import TokenStore
+from mcpcli.auth.ui import AuthUI
 from mcpcli.errors import AuthError
 
 

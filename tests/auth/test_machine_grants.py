@@ -5,7 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcpcli.auth.flow import AuthSettings, OAuthAuthenticator, login
+from mcpcli.auth.authenticator import OAuthAuthenticator
+from mcpcli.auth.commands import login
+from mcpcli.auth.settings import AuthSettings
 from mcpcli.auth.store import TokenStore
 from mcpcli.errors import UsageError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpcli.auth.discovery import parse_www_authenticate
+from mcpcli.auth.metadata import parse_www_authenticate
 from mcpcli.auth.urls import (
     as_metadata_urls,
     check_browser_url,
@@ -153,7 +153,7 @@ def test_www_authenticate_parsing() -> None:
 def test_ssrf_guard_for_a_remote_server(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import anyio
 
-    from mcpcli.auth.discovery import Fetcher
+    from mcpcli.auth.metadata import Fetcher
 
     monkeypatch.delenv("MCP_OAUTH_ALLOW_PRIVATE", raising=False)
     remote = Fetcher("https://mcp.example.com/mcp")

@@ -19,7 +19,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, dumps, json_objects, json_values
-from mcpcli.auth.discovery import (
+from mcpcli.auth.metadata import (
     AuthServer,
     Fetcher,
     _auth_server_from,
@@ -195,7 +195,7 @@ def test_discovery_follows_server_urls(metadata: str, location: str, status: int
     """URLs a server hands out (resource_metadata, Location) lead to metadata or an AuthError."""
     from unittest import mock
 
-    from mcpcli.auth.discovery import Challenge, fetch_protected_resource
+    from mcpcli.auth.metadata import Challenge, fetch_protected_resource
 
     async def fake_fetch(method: str, url: str, **kwargs: Any) -> HttpResponse:
         if status == 200:

@@ -75,7 +75,7 @@ def test_server_error_500_exits_4_with_its_body(fake: Fake) -> None:
     server = fake(lambda req: Reply(500, {"Content-Type": "text/plain"}, b"upstream\x1b[31m exploded\n"))
     r = mcp("tools", "list", server.url)
     assert r.code == 4, r
-    assert "HTTP 500 Internal Server Error: upstream [31m exploded" in one_line(r.stderr)
+    assert "HTTP 500 Internal Server Error: upstream\\x1b[31m exploded" in one_line(r.stderr)
 
 
 def test_500_with_a_json_rpc_error_is_still_a_server_fault(fake: Fake) -> None:

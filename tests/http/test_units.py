@@ -14,7 +14,7 @@ from mcpcli.transports._headers import (
     standard_headers,
 )
 from mcpcli.transports._sse import SSEDecoder
-from mcpcli.transports.http import display_url, origin_of, snippet
+from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
 
 # -- SSE -------------------------------------------------------------------------
 
@@ -176,9 +176,16 @@ def test_origins_compare_scheme_host_and_port() -> None:
     assert origin_of("http://127.0.0.1:1/") != origin_of("http://127.0.0.1:2/")
 
 
+def test_same_origin_is_false_for_a_malformed_url() -> None:
+    assert same_origin("https://A.example:443/x", "https://a.example/y")
+    assert not same_origin("https://a.example:99999/", "https://a.example/")
+    assert not same_origin("http://[::1/", "http://[::1]/")
+
+
 def test_snippet_is_one_printable_line() -> None:
     text = snippet(b"<html>\n  <body>\x1b[31mbad</body>" + b"x" * 500)
-    assert text == "<html> <body> [31mbad</body>" + "x" * 170  # the first 200 bytes
+    # The escape shows as `\x1b`, as everywhere else (it used to become a space).
+    assert text == "<html> <body>\\x1b[31mbad</body>" + "x" * 170  # the first 200 bytes
 
 
 def test_sse_decoder_notes_invalid_utf8_once_even_split_across_chunks() -> None:

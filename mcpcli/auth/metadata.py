@@ -1,4 +1,4 @@
-"""Discovery: from a 401 (or nothing) to the authorization server's metadata.
+"""OAuth metadata discovery: from a 401 (or nothing) to the authorization server's metadata.
 
 * `parse_www_authenticate` reads RFC 9110 challenges (several per header, quoted
   strings, escapes) and returns the `Bearer` one's parameters.
@@ -24,15 +24,15 @@ from urllib.parse import urljoin, urlsplit
 
 from mcpcli.auth.urls import (
     as_metadata_urls,
+    base_url,
     check_endpoint_url,
     check_not_private,
-    escape_for_display,
     host_is_private,
-    origin_of,
     resource_matches,
     well_known_prm_urls,
 )
 from mcpcli.errors import AuthError
+from mcpcli.text import verbatim
 
 __all__ = [
     "AuthServer",
@@ -150,7 +150,7 @@ def _join(base: str, ref: str, what: str) -> str:
     try:
         return urljoin(base, ref)
     except ValueError:
-        raise AuthError(f"{what} is a malformed URL: {escape_for_display(ref)!r}") from None
+        raise AuthError(f"{what} is a malformed URL: {verbatim(ref, limit=300)!r}") from None
 
 
 @dataclass
@@ -214,9 +214,9 @@ class Fetcher:
             try:
                 doc = resp.json()
             except ValueError:
-                raise AuthError(f"{what} at {escape_for_display(url)} is not valid JSON") from None
+                raise AuthError(f"{what} at {verbatim(url, limit=300)} is not valid JSON") from None
             if not isinstance(doc, dict):
-                raise AuthError(f"{what} at {escape_for_display(url)} is not a JSON object")
+                raise AuthError(f"{what} at {verbatim(url, limit=300)} is not a JSON object")
             return 200, doc
 
     async def post_form(
@@ -303,7 +303,7 @@ class AuthServer:
 
     @property
     def label(self) -> str:
-        return self.issuer or origin_of(self.token_endpoint)
+        return self.issuer or base_url(self.token_endpoint)
 
     def to_json(self) -> JSON:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -349,16 +349,16 @@ async def fetch_protected_resource(
         resource = doc.get("resource")
         servers = _str_list(doc.get("authorization_servers"))
         if not isinstance(resource, str) or not resource:
-            raise AuthError(f"protected resource metadata at {escape_for_display(url)} has no 'resource'")
+            raise AuthError(f"protected resource metadata at {verbatim(url, limit=300)} has no 'resource'")
         if not resource_matches(resource, server_url):
             raise AuthError(
-                f"protected resource metadata names resource {escape_for_display(resource)!r}, "
-                f"which is not the server {escape_for_display(server_url)!r}; refusing to sign in",
+                f"protected resource metadata names resource {verbatim(resource, limit=300)!r}, "
+                f"which is not the server {verbatim(server_url, limit=300)!r}; refusing to sign in",
                 hint="a token for another resource must not be requested for this server",
             )
         if not servers:
             raise AuthError(
-                f"protected resource metadata at {escape_for_display(url)} lists no authorization_servers"
+                f"protected resource metadata at {verbatim(url, limit=300)} lists no authorization_servers"
             )
         return ProtectedResource(
             resource=resource,
@@ -423,8 +423,8 @@ async def fetch_auth_server(fetcher: Fetcher, issuer: str, *, legacy: bool = Fal
         return _auth_server_from(doc, url, fetcher)
     if mismatch is not None:
         raise AuthError(
-            f"authorization server metadata for {escape_for_display(issuer)!r} declares issuer "
-            f"{escape_for_display(mismatch)}; refusing to use it",
+            f"authorization server metadata for {verbatim(issuer, limit=300)!r} declares issuer "
+            f"{verbatim(mismatch, limit=300)}; refusing to use it",
             hint="the metadata issuer must be identical to the authorization server URL",
         )
     return None
@@ -447,17 +447,17 @@ async def discover(
         server = await fetch_auth_server(fetcher, issuer)
         if server is None:
             raise AuthError(
-                f"authorization server {escape_for_display(issuer)!r} publishes no metadata "
+                f"authorization server {verbatim(issuer, limit=300)!r} publishes no metadata "
                 "(tried RFC 8414 and OpenID Connect discovery)"
             )
         return Discovery(resource=prm, server=server, challenge=challenge)
     if not legacy_fallback:
         raise AuthError(
-            f"{escape_for_display(server_url)} publishes no OAuth protected resource metadata",
+            f"{verbatim(server_url, limit=300)} publishes no OAuth protected resource metadata",
             hint="the server may not need sign-in",
         )
     # 2025-03-26: the MCP server's origin is the authorization server.
-    origin = origin_of(server_url)
+    origin = base_url(server_url)
     from mcpcli.auth.urls import canonical_resource
 
     legacy_prm = ProtectedResource(
@@ -482,6 +482,6 @@ def require_pkce(server: AuthServer) -> None:
     if not methods or "S256" not in methods:
         shown = ", ".join(methods) if methods else "none advertised"
         raise AuthError(
-            f"authorization server {escape_for_display(server.label)!r} does not support PKCE S256 "
+            f"authorization server {verbatim(server.label, limit=300)!r} does not support PKCE S256 "
             f"(code_challenge_methods_supported: {shown}); refusing to sign in"
         )
