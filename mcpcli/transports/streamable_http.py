@@ -59,7 +59,6 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
 from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._headers import invalid_tool_reason, param_headers, standard_headers
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -68,6 +67,7 @@ from mcpcli.transports.http import (
     snippet,
     status_text,
 )
+from mcpcli.wire import invalid_tool_reason, param_headers, standard_headers
 
 if TYPE_CHECKING:
     from mcpcli.transports._http import ResponseStream as HttpStream
