@@ -58,7 +58,7 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
-from mcpcli.transports import Envelope, Streams
+from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -113,12 +113,10 @@ class _Broken(Exception):
         self.decoder = decoder
 
 
-class StreamableHttpTransport:
+class StreamableHttpTransport(Transport):
     """Streamable HTTP (both eras), optionally falling back to legacy HTTP+SSE."""
 
     name = "streamable-http"
-    #: A server always answers an HTTP request, so a silent era probe is not "legacy".
-    probe_silence_is_legacy = False
 
     def __init__(
         self,
@@ -130,8 +128,13 @@ class StreamableHttpTransport:
         self.conn = connection
         self.sse_fallback = sse_fallback
         self.max_message_bytes = max_message_bytes
-        #: Key for the client's caches (discover and list results).
-        self.cache_key = connection.url
+        self.traits = TransportTraits(
+            # A server always answers an HTTP request, so a silent era probe is not "legacy".
+            probe_silence_is_legacy=False,
+            # Key for the client's caches (discover and list results).
+            cache_key=connection.url,
+            mirrors_headers=True,
+        )
         self.session_id: str | None = None
         #: The legacy protocol version the initialize handshake settled on.
         self.protocol_version: str | None = None
@@ -153,14 +156,11 @@ class StreamableHttpTransport:
 
     # -- hooks the client uses ---------------------------------------------------
 
-    def request_headers(self, client: Any, method: str, params: Mapping[str, Any]) -> dict[str, str]:
+    def request_headers(
+        self, method: str, params: Mapping[str, Any], *, tool: Mapping[str, Any] | None = None
+    ) -> dict[str, str]:
         """`Mcp-Param-*` for a modern `tools/call`, from the tool's `x-mcp-header`s."""
-        if method != "tools/call" or getattr(client, "era", None) != "modern":
-            return {}
-        name = params.get("name")
-        known = getattr(client, "known_tool", None)
-        tool = known(name) if known is not None and isinstance(name, str) else None
-        if not isinstance(tool, dict):
+        if method != "tools/call" or tool is None:
             return {}
         arguments = params.get("arguments")
         return param_headers(tool.get("inputSchema"), arguments if isinstance(arguments, dict) else None)
