@@ -411,7 +411,7 @@ class Client:
                 # An HTTP error status: a legacy server that does not know the method
                 # (400/404/405), or one that breaks on it; `initialize` will tell. So
                 # does a broken answer (one that names the probe but cannot be parsed).
-                broken_answer = getattr(exc, "request_id", None) is not None
+                broken_answer = isinstance(exc, ProtocolError) and exc.request_id is not None
                 if not probe or (exc.status is None and not broken_answer):
                     raise
                 log.debug("server/discover failed (%s); falling back to initialize", exc)

@@ -25,8 +25,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpcli import jsonrpc
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
-from mcpcli.jsonrpc import ErrorObject, ErrorResponse, Message, Request
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
+from mcpcli.jsonrpc import Message, Request
+from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -213,8 +213,7 @@ class SseTransport(Transport):
                 try:
                     await channel.post(request)
                 except McpCliError as exc:
-                    error = ErrorResponse(request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
-                    await deliver(Envelope(error, context=exc))
+                    await deliver(RequestFailed(request.id, exc))
                 finally:
                     self._scopes.discard(scope)
 

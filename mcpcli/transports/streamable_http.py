@@ -22,9 +22,9 @@ With `sse_fallback`, an `initialize` POST answered with 400, 404 or 405 (and
 no modern JSON-RPC error in the body) switches the connection to the legacy
 HTTP+SSE transport (`mcpcli.transports.sse`) without the session noticing.
 
-Failures of one request travel to the session as an error response whose
-envelope `context` is the typed error (exit 4 for transport faults, 3 for
-auth); a failure of the whole connection is a `ConnectionClosed` item.
+Failures of one request travel to the session as a `RequestFailed` item
+carrying the typed error (exit 4 for transport faults, 3 for auth); a failure
+of the whole connection is a `ConnectionClosed` item.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from mcpcli.errors import (
     TransportError,
 )
 from mcpcli.jsonrpc import (
-    ErrorObject,
     ErrorResponse,
     Message,
     Notification,
@@ -58,7 +57,7 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
+from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -240,8 +239,7 @@ class StreamableHttpTransport(Transport):
 
     async def _fail(self, request_id: RequestId, exc: McpCliError) -> None:
         """Make one request fail with a typed error (the session raises it)."""
-        error = ErrorResponse(request_id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
-        await self._deliver(Envelope(error, context=exc))
+        await self._deliver(RequestFailed(request_id, exc))
 
     async def _end_session(self) -> None:
         if self.session_id is None or self._sse is not None:
