@@ -42,6 +42,7 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION, is_shutting_down
+from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
@@ -59,9 +60,7 @@ def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> Non
     buries the rest; the traceback is attached only when the logger is enabled
     for DEBUG (someone asked for detail).
     """
-    text = " ".join(str(exc).split())
-    if len(text) > _LOG_MESSAGE_MAX:
-        text = text[:_LOG_MESSAGE_MAX] + "..."
+    text = one_line(str(exc), limit=_LOG_MESSAGE_MAX)
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
 

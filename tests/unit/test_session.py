@@ -211,3 +211,22 @@ async def test_a_failing_handler_is_reported_in_one_line_and_the_peer_gets_inter
     assert (info.value.code, info.value.rpc_message) == (-32603, "Internal error")
     assert [str(e) for e in reported] == ["internal error while answering sample: BrokenPipeError: gone"]
     assert "Traceback" not in capsys.readouterr().err
+
+
+async def test_an_unexpected_exception_is_logged_as_one_safe_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The operator's terminal gets the message on one line, control sequences shown
+    as escapes (not acted on), cut to a bound."""
+    import logging
+
+    from mcpcli.session import log_unexpected
+
+    logger = logging.getLogger("mcpcli.test.session")
+    message = "\x1b]0;owned\x07 bad\nvalue " + "x" * 400
+    with caplog.at_level(logging.ERROR, logger=logger.name):
+        log_unexpected(logger, "failed while answering tools/call", ValueError(message))
+    [record] = caplog.records
+    line = record.getMessage()
+    assert line.startswith("failed while answering tools/call: ValueError: \\x1b]0;owned\\x07 bad value xxx")
+    assert "\x1b" not in line and "\x07" not in line and "\n" not in line
+    assert line.endswith("...") and len(line) < 400
+    assert record.exc_info is None
