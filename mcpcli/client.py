@@ -248,7 +248,7 @@ class Client:
             else:
                 await self._initialize(forced)
             return
-        if getattr(self.transport, "legacy_only", False):
+        if self.transport.traits.legacy_only:
             # HTTP+SSE (2024-11-05) predates the modern era: no probe.
             await self._initialize(LATEST_LEGACY)
             return
@@ -286,15 +286,12 @@ class Client:
 
     def _probe_memory_key(self) -> str | None:
         """The command line of a stdio server, whose era is remembered across runs."""
-        if getattr(self.transport, "name", None) != "stdio":
-            return None
-        command = getattr(self.transport, "command", None)
-        args = getattr(self.transport, "args", None)
-        if not isinstance(command, str) or not isinstance(args, list):
+        command_line = self.transport.traits.command_line
+        if not command_line:
             return None
         import json
 
-        return "stdio:" + json.dumps([command, *args])
+        return "stdio:" + json.dumps(list(command_line))
 
     def _remembered_legacy(self) -> JSON | None:
         key = self._probe_memory_key()
@@ -322,8 +319,7 @@ class Client:
 
     def _cache_key(self) -> str | None:
         """Where this server's cacheable results live (HTTP servers only: a URL)."""
-        key = getattr(self.transport, "cache_key", None)
-        return key if isinstance(key, str) and key else None
+        return self.transport.traits.cache_key or None
 
     def _cached_discover(self) -> JSON | None:
         key = self._cache_key()
@@ -375,7 +371,7 @@ class Client:
         status (400/404/405 from a legacy server, or any other) means legacy.
         """
         tried: dict[str, int] = {}
-        silence_is_legacy = getattr(self.transport, "probe_silence_is_legacy", True)
+        silence_is_legacy = self.transport.traits.probe_silence_is_legacy
         probe_timeout: float | bool | None = True
         if probe and silence_is_legacy:
             probe_timeout = self.options.probe_timeout
@@ -415,7 +411,7 @@ class Client:
                 # An HTTP error status: a legacy server that does not know the method
                 # (400/404/405), or one that breaks on it; `initialize` will tell. So
                 # does a broken answer (one that names the probe but cannot be parsed).
-                broken_answer = getattr(exc, "request_id", None) is not None
+                broken_answer = isinstance(exc, ProtocolError) and exc.request_id is not None
                 if not probe or (exc.status is None and not broken_answer):
                     raise
                 log.debug("server/discover failed (%s); falling back to initialize", exc)
@@ -494,12 +490,13 @@ class Client:
     # -- requests ----------------------------------------------------------------
 
     def request_headers(self, method: str, params: JSON) -> Mapping[str, str] | None:
-        """Extra transport headers for a request; HTTP transports override via hooks."""
-        hook = getattr(self.transport, "request_headers", None)
-        if hook is None:
-            return None
-        headers: Mapping[str, str] | None = hook(self, method, params)
-        return headers
+        """Extra transport headers for a request. A modern `tools/call` hands the
+        transport the tool's listed definition (HTTP mirrors its `x-mcp-header`s)."""
+        tool: JSON | None = None
+        if method == "tools/call" and self.era == "modern":
+            name = params.get("name")
+            tool = self.known_tool(name) if isinstance(name, str) else None
+        return self.transport.request_headers(method, params, tool=tool)
 
     async def request(
         self,
@@ -716,9 +713,8 @@ class Client:
                 return cached
         async with self._feature("tools", "tools"):
             result = await self._pages("tools/list", "tools")
-        filter_tools = getattr(self.transport, "filter_tools", None)
-        if filter_tools is not None and self.era == "modern":
-            kept, dropped = filter_tools(result["tools"])
+        if self.era == "modern":
+            kept, dropped = self.transport.filter_tools(result["tools"])
             for name, reason in dropped:
                 self._warn(ProtocolError(f"ignoring tool {name!r}: {reason}"))
             result["tools"] = kept
@@ -774,7 +770,7 @@ class Client:
         return await waiter.wait()
 
     async def _call_tool(self, params: JSON, on_progress: ProgressHandler | None) -> JSON:
-        mirrors = getattr(self.transport, "request_headers", None) is not None
+        mirrors = self.transport.traits.mirrors_headers
         if mirrors and self.era == "modern" and self._tools is None:
             # Over HTTP the tool's x-mcp-header parameters travel as headers too.
             await self.list_tools()
@@ -817,8 +813,7 @@ class Client:
         name = self.server_info.get("name")
         if isinstance(name, str) and name:
             return name
-        describe = getattr(self.transport, "describe", None)
-        return str(describe()) if callable(describe) else "the server"
+        return self.transport.describe() or "the server"
 
     @asynccontextmanager
     async def _feature(self, capability: str, what: str, *, optional: bool = False) -> AsyncIterator[None]:
@@ -921,9 +916,7 @@ class Client:
     @asynccontextmanager
     async def _legacy_subscribe(self, uris: list[str]) -> AsyncIterator[None]:
         # Streamable HTTP delivers unrelated server messages on a GET stream.
-        opener = getattr(self.transport, "open_standalone_stream", None)
-        if opener is not None:
-            await opener()
+        await self.transport.open_standalone_stream()
         for uri in uris:
             await self.request("resources/subscribe", {"uri": uri})
         try:

@@ -24,6 +24,7 @@ from mcpcli import jsonrpc
 from mcpcli.errors import (
     ConnectionClosed,
     McpCliError,
+    ProtocolError,
     RequestTimeout,
     RPCError,
     ServerShuttingDown,
@@ -41,7 +42,8 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION, is_shutting_down
-from mcpcli.transports import Envelope, Streams
+from mcpcli.text import one_line
+from mcpcli.transports import Envelope, RequestFailed, Streams
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
@@ -58,9 +60,7 @@ def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> Non
     buries the rest; the traceback is attached only when the logger is enabled
     for DEBUG (someone asked for detail).
     """
-    text = " ".join(str(exc).split())
-    if len(text) > _LOG_MESSAGE_MAX:
-        text = text[:_LOG_MESSAGE_MAX] + "..."
+    text = one_line(str(exc), limit=_LOG_MESSAGE_MAX)
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
 
@@ -431,6 +431,9 @@ class Session:
                 if isinstance(item, ConnectionClosed):
                     closed = item
                     continue
+                if isinstance(item, RequestFailed):
+                    self._fail_request(item)
+                    continue
                 if isinstance(item, Exception):
                     if not self._fail_pending(item):
                         self._report(item)
@@ -445,11 +448,21 @@ class Session:
                 pending.done.set()
         self._closed_event.set()
 
+    def _fail_request(self, failed: RequestFailed) -> None:
+        """The transport failed one request (an HTTP error status): raise its typed error."""
+        pending = self._pending.get(failed.request_id)
+        if pending is None or pending.done.is_set():
+            log.debug("ignoring a failure of unknown request id %r: %s", failed.request_id, failed.error)
+            return
+        pending.error = failed.error
+        pending.done.set()
+
     def _fail_pending(self, exc: Exception) -> bool:
         """End the request a broken answer was meant for (a `ProtocolError` naming it)."""
-        request_id = getattr(exc, "request_id", None)
-        pending = self._pending.get(request_id) if request_id is not None else None
-        if pending is None or pending.done.is_set() or not isinstance(exc, McpCliError):
+        if not isinstance(exc, ProtocolError) or exc.request_id is None:
+            return False
+        pending = self._pending.get(exc.request_id)
+        if pending is None or pending.done.is_set():
             return False
         pending.error = exc
         pending.done.set()
@@ -478,9 +491,9 @@ class Session:
         elif isinstance(message, Notification):
             await self._handle_notification(envelope, message)
         else:
-            self._resolve(message, envelope)
+            self._resolve(message)
 
-    def _resolve(self, message: Response | ErrorResponse, envelope: Envelope | None = None) -> None:
+    def _resolve(self, message: Response | ErrorResponse) -> None:
         pending = self._pending.get(message.id) if message.id is not None else None
         if pending is None or pending.done.is_set():
             if isinstance(message, ErrorResponse) and message.id is None:
@@ -491,9 +504,6 @@ class Session:
             return
         if isinstance(message, Response):
             pending.result = message.result
-        elif envelope is not None and isinstance(envelope.context, McpCliError):
-            # A transport failed this one request (an HTTP error): raise its typed error.
-            pending.error = envelope.context
         else:
             pending.error = rpc_error_from(message.error)
         pending.done.set()

@@ -20,7 +20,8 @@ Two designs exist and the `Client` hides the difference:
 
 Both end with `tasks/cancel` when the caller gives up (Ctrl-C, a timeout).
 `TaskWaiter` drives one task to its end and returns what `tools/call` would
-have returned.
+have returned. It works on any `TaskClient` (the small protocol below, which
+`mcpcli.client.Client` satisfies), so this module does not import the client.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import itertools
 import logging
 import random
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
@@ -39,13 +41,13 @@ from mcpcli.protocol import RELATED_TASK_KEY as RELATED_TASK_KEY  # one definiti
 from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
-    from mcpcli.client import Client
     from mcpcli.session import ProgressHandler
 
 __all__ = [
     "TASKS_EXTENSION",
     "Task",
     "TaskCancelled",
+    "TaskClient",
     "TaskOptions",
     "TaskWaiter",
     "cancel_current",
@@ -74,6 +76,42 @@ CANCEL_GRACE = 5.0
 MAX_INPUT_ROUNDS = 64
 
 _tokens = itertools.count(1)
+
+
+class _Limits(Protocol):
+    @property
+    def max_timeout(self) -> float | None: ...
+
+
+class TaskClient(Protocol):
+    """What following a task needs of a connected client (`mcpcli.client.Client`)."""
+
+    @property
+    def era(self) -> str: ...
+
+    @property
+    def capabilities(self) -> JSON: ...
+
+    @property
+    def options(self) -> _Limits: ...
+
+    async def get_tool(self, name: str) -> JSON | None: ...
+
+    async def request(
+        self,
+        method: str,
+        params: JSON | None = None,
+        *,
+        on_progress: ProgressHandler | None = None,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
+    ) -> JSON: ...
+
+    async def cancel_task(self, task_id: str) -> JSON: ...
+
+    async def fulfil_input_requests(self, requests: Any) -> JSON: ...
+
+    def tap(self, tap: Callable[[str, JSON], bool]) -> AbstractContextManager[None]: ...
 
 
 class TaskCancelled(McpCliError):
@@ -198,7 +236,7 @@ def should_augment(capabilities: JSON, tool: JSON | None, mode: TaskMode) -> boo
     return support == "required" or (support == "optional" and mode == "always")
 
 
-async def augment(client: Client, name: str, params: JSON, options: TaskOptions) -> str | None:
+async def augment(client: TaskClient, name: str, params: JSON, options: TaskOptions) -> str | None:
     """Ask a 2025-11-25 server for a task when the tool needs (or allows) one.
 
     Adds `params.task` (and a progress token that outlives the request's id, so
@@ -232,7 +270,7 @@ class TaskWaiter:
 
     def __init__(
         self,
-        client: Client,
+        client: TaskClient,
         task: Task,
         options: TaskOptions,
         *,
@@ -423,7 +461,7 @@ class TaskWaiter:
         return False
 
 
-async def cancel_current(client: Client, options: TaskOptions) -> Task | None:
+async def cancel_current(client: TaskClient, options: TaskOptions) -> Task | None:
     """Cancel the task `options` is waiting for, if any is still running (Ctrl-C)."""
     task = options.current
     if task is None or task.terminal or task.cancel_requested:

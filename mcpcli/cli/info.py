@@ -35,9 +35,9 @@ def server_summary(client: Any) -> dict[str, Any]:
         summary["instructions"] = client.instructions
     if client.supported_versions:
         summary["supportedVersions"] = list(client.supported_versions)
-    describe = getattr(transport, "describe", None)
-    if callable(describe):
-        summary["endpoint"] = describe()
+    endpoint = transport.describe()
+    if endpoint is not None:
+        summary["endpoint"] = endpoint
     summary["handshake"] = client.handshake
     return summary
 

@@ -12,11 +12,7 @@ removed methods 404 + -32601. Closing the response stream cancels the request.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
-import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -46,6 +42,7 @@ from mcpcli.server.http_asgi import (
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.session import log_unexpected
+from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
 
 if TYPE_CHECKING:
     from mcpcli.server.http_app import McpHttpApp
@@ -54,52 +51,6 @@ __all__ = ["modern_post"]
 
 log = logging.getLogger("mcpcli.server.http")
 
-_SENTINEL_PREFIX = "=?base64?"
-_SENTINEL_SUFFIX = "?="
-_NAME_METHODS = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    # The tasks extension routes by task (SEP-2663).
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
-
-
-def _decode_header_value(raw: str) -> str:
-    """A header value as text: `=?base64?..?=` decoded; ValueError if it is not valid."""
-    if (
-        raw.startswith(_SENTINEL_PREFIX)
-        and raw.endswith(_SENTINEL_SUFFIX)
-        and len(raw) >= len(_SENTINEL_PREFIX) + len(_SENTINEL_SUFFIX)
-    ):
-        inner = raw[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
-        try:
-            return base64.b64decode(inner, validate=True).decode("utf-8")
-        except (binascii.Error, ValueError, UnicodeDecodeError):
-            raise ValueError("invalid base64 value") from None
-    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
-        raise ValueError("invalid characters")
-    return raw
-
-
-def _header_params(schema: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, tuple[str, ...]]]:
-    """(header name, property path) for every `x-mcp-header` reachable through `properties`."""
-    if not isinstance(schema, dict):
-        return
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        return
-    for key, sub in properties.items():
-        if not isinstance(sub, dict):
-            continue
-        name = sub.get("x-mcp-header")
-        if isinstance(name, str) and name:
-            yield name, (*path, key)
-        yield from _header_params(sub, (*path, key))
-
-
 def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
     value = arguments
     for key in path:
@@ -107,20 +58,6 @@ def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
             return None
         value = value.get(key)
     return value
-
-
-def _same_value(header: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return header == ("true" if value else "false")
-    if isinstance(value, (int, float)):
-        try:
-            number = float(header)
-        except ValueError:
-            return False
-        return math.isfinite(number) and number == value
-    if isinstance(value, str):
-        return header == value
-    return False
 
 
 def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str | None:
@@ -134,14 +71,14 @@ def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str
             return "missing Mcp-Method header"
         if method != message.method:
             return f"Mcp-Method header {method!r} does not match the body method {message.method!r}"
-        field = _NAME_METHODS.get(message.method)
+        field = NAME_FIELDS.get(message.method)
         params = message.params or {}
         if field is not None and isinstance(params.get(field), str):
             raw = headers.only("mcp-name")
             if raw is None:
                 return "missing Mcp-Name header"
             try:
-                name = _decode_header_value(raw)
+                name = decode_value(raw)
             except ValueError as exc:
                 return f"Mcp-Name header: {exc}"
             if name != params[field]:
@@ -161,7 +98,7 @@ async def _check_param_headers(app: McpHttpApp, headers: Headers, message: Reque
     if tool is None:
         return None
     arguments = params.get("arguments")
-    for header, path in _header_params(tool.get("inputSchema")):
+    for header, path in declared_params(tool.get("inputSchema")):
         key = "mcp-param-" + header.lower()
         try:
             raw = headers.only(key)
@@ -175,10 +112,10 @@ async def _check_param_headers(app: McpHttpApp, headers: Headers, message: Reque
         if raw is None:
             return f"missing Mcp-Param-{header} header"
         try:
-            decoded = _decode_header_value(raw)
+            decoded = decode_value(raw)
         except ValueError as exc:
             return f"Mcp-Param-{header} header: {exc}"
-        if not _same_value(decoded, value):
+        if not same_value(decoded, value):
             return f"Mcp-Param-{header} header does not match {'.'.join(path)}"
     return None
 

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
+from mcpcli.transports import Transport
+
 if TYPE_CHECKING:
     from mcpcli.toolsfile.backend import ToolsBackend
     from mcpcli.transports import Streams
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["YamlTransport"]
 
 
-class YamlTransport:
+class YamlTransport(Transport):
     """A client transport that serves a tools.yaml file in this process."""
 
     name = "in-process"

@@ -1,29 +1,60 @@
-"""The transport seam: an async context manager yielding a pair of message streams.
+"""The transport seam: how the client (and a served connection) reaches a peer.
 
-A transport opens a connection and yields `(read, write)`:
+A transport is given everything it needs when it is built, by `mcpcli.connect`
+(the only place that knows config, CLI options and auth): a command line and
+environment (stdio), or an `HttpConnection` that already carries the URL, the
+headers, the authenticator and the limits (Streamable HTTP, HTTP+SSE); in-memory
+transports get the coroutine that serves the other end.
+
+`connect()` opens the connection and yields the session-facing pair `(read, write)`:
 
 * `read` yields `Envelope`s for messages that arrived, and `Exception`s for
   problems the session should report but survive (a garbage line on stdout). A
-  fatal failure (the server process died) ends the stream after its exception.
+  `RequestFailed` item fails one outgoing request with its typed error (an HTTP
+  error status: exit 4, or 3 for auth); a `ProtocolError` naming a `request_id`
+  fails that request too (its answer was broken). A fatal failure (the server
+  process died) ends the stream after its `ConnectionClosed`.
 * `write` accepts `Envelope`s to deliver.
 
+What the client may rely on beyond the pair is declared, never probed: every
+transport derives from `Transport`, states its `TransportTraits` (legacy only,
+whether a silent era probe means legacy, a cache key, header mirroring, the
+command line the era memory is keyed on) and overrides the hooks whose default
+does not fit it (`describe`, `request_headers`, `filter_tools`,
+`open_standalone_stream`). The client hands a hook what it needs (the
+definition of the tool being called), so a transport never calls back into it.
+
 Transports know framing and connection management only; the JSON-RPC engine
-(`mcpcli.session`) knows ids, correlation, timeouts and cancellation.
+(`mcpcli.session`) knows ids, correlation, timeouts and cancellation. This
+package imports from `mcpcli` (its version), `errors`, `jsonrpc`, `protocol`, `text`
+and `wire`, and nothing from `auth/`, `cli/`, `connect`, `client`, `config`, `server/` or
+`session`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["Envelope", "ReadStream", "Streams", "Transport", "WriteStream"]
+    from mcpcli.errors import McpCliError
+
+__all__ = [
+    "Envelope",
+    "ReadStream",
+    "RequestFailed",
+    "Streams",
+    "Transport",
+    "TransportTraits",
+    "WriteStream",
+]
 
 
 @dataclass(slots=True)
@@ -66,27 +97,77 @@ else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class Transport(Protocol):
+class RequestFailed(Exception):
+    """A read-stream item: the transport failed one request (`error` says how).
+
+    The session fails the pending request `request_id` with `error` itself, so
+    an HTTP error status reaches the caller as the `TransportError` (exit 4) or
+    `AuthError` (exit 3) it is, not dressed up as a JSON-RPC error response.
+    """
+
+    def __init__(self, request_id: RequestId, error: McpCliError) -> None:
+        super().__init__(error.message)
+        self.request_id = request_id
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class TransportTraits:
+    """What a transport declares about itself, for the client to rely on."""
+
+    #: The transport predates the modern era (HTTP+SSE): the client skips the
+    #: `server/discover` probe and goes straight to `initialize`.
+    legacy_only: bool = False
+    #: Whether an era probe that gets no answer means a legacy server (stdio), or
+    #: an error (HTTP always answers).
+    probe_silence_is_legacy: bool = True
+    #: Where this server's cacheable results live (a URL); None: nothing is cached.
+    cache_key: str | None = None
+    #: A modern `tools/call` mirrors the tool's `x-mcp-header` parameters into
+    #: headers (Streamable HTTP): the client lists tools before calling one, and
+    #: lists again and retries once when the server reports a header mismatch.
+    mirrors_headers: bool = False
+    #: The server's command line (stdio), what the client remembers its era by.
+    command_line: tuple[str, ...] | None = None
+
+
+class Transport(ABC):
     """Anything that can open a connection to an MCP peer.
 
-    Optional attributes a transport may have, which `mcpcli.client.Client` reads:
-
-    * `request_headers(client, method, params) -> Mapping | None`: extra headers
-      for one outgoing request (HTTP: `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`);
-    * `legacy_only: bool`: the transport predates the modern era (HTTP+SSE), so
-      the client skips the `server/discover` probe;
-    * `probe_silence_is_legacy: bool` (default True): whether a probe that gets no
-      answer means a legacy server (stdio) or an error (HTTP always answers);
-    * `cache_key: str`: where this server's cacheable results live (a URL);
-    * `filter_tools(tools) -> (kept, [(name, reason), ...])`: drop tools the
-      transport cannot call (HTTP: invalid `x-mcp-header` declarations, as the
-      2026-07-28 spec requires);
-    * `async open_standalone_stream()`: open the legacy GET stream that carries
-      server-initiated messages (subscriptions);
-    * `describe() -> str`: a human description for `mcp info`.
+    Subclasses implement `connect`, set `name` and (when the defaults do not fit)
+    `traits`, and override the hooks below; the defaults are what a transport
+    without the feature does.
     """
 
     #: A short label for messages and `mcp info`: "stdio", "streamable-http", ...
     name: str
+    #: What the client may rely on (a class attribute, or set in `__init__`).
+    traits: TransportTraits = TransportTraits()
 
-    def connect(self) -> AbstractAsyncContextManager[Streams]: ...
+    @abstractmethod
+    def connect(self) -> AbstractAsyncContextManager[Streams]:
+        """Open the connection and yield the session-facing `(read, write)` pair."""
+
+    def describe(self) -> str | None:
+        """The peer for people (a URL, a command line); None when there is nothing to show."""
+        return None
+
+    def request_headers(
+        self, method: str, params: Mapping[str, Any], *, tool: Mapping[str, Any] | None = None
+    ) -> Mapping[str, str] | None:
+        """Extra headers for one outgoing request (HTTP: `Mcp-Param-*`).
+
+        `tool` is the listed definition of the tool a modern `tools/call` calls,
+        when the client has one: its `x-mcp-header` declarations say what to mirror.
+        """
+        return None
+
+    def filter_tools(self, tools: list[Any]) -> tuple[list[Any], list[tuple[str, str]]]:
+        """The tools this transport can call, and `(name, reason)` for those it cannot
+        (HTTP drops invalid `x-mcp-header` declarations, as the 2026-07-28 spec requires)."""
+        return tools, []
+
+    async def open_standalone_stream(self) -> None:
+        """Open the stream that carries server-initiated messages outside any request,
+        where the transport has one (legacy Streamable HTTP: the GET stream)."""
+        return None

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 
-from mcpcli.transports import Envelope, Streams
+from mcpcli.transports import Envelope, Streams, Transport
 
 __all__ = ["InProcessTransport", "memory_pair"]
 
@@ -24,7 +24,7 @@ async def memory_pair(buffer: int = 64) -> AsyncIterator[tuple[Streams, Streams]
         yield (a_recv, a_send), (b_recv, b_send)
 
 
-class InProcessTransport:
+class InProcessTransport(Transport):
     """Connects a client to a server run in the same process over memory streams.
 
     `serve` is called with the server's `(read, write)` pair and runs until the

@@ -25,8 +25,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpcli import jsonrpc
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
-from mcpcli.jsonrpc import ErrorObject, ErrorResponse, Message, Request
-from mcpcli.transports import Envelope, Streams
+from mcpcli.jsonrpc import Message, Request
+from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -149,17 +149,16 @@ class SseChannel:
             raise self.conn.http_error(response, raw)
 
 
-class SseTransport:
+class SseTransport(Transport):
     """The HTTP+SSE transport on its own (`--transport sse`)."""
 
     name = "sse"
-    #: HTTP+SSE predates the modern era: go straight to `initialize`.
-    legacy_only = True
 
     def __init__(self, connection: HttpConnection, *, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.conn = connection
         self.max_message_bytes = max_message_bytes
-        self.cache_key = connection.url
+        #: HTTP+SSE predates the modern era: go straight to `initialize`.
+        self.traits = TransportTraits(legacy_only=True, cache_key=connection.url)
         #: Shielded scopes of the writer and of request POSTs, cancelled on exit.
         self._scopes: set[anyio.CancelScope] = set()
 
@@ -214,8 +213,7 @@ class SseTransport:
                 try:
                     await channel.post(request)
                 except McpCliError as exc:
-                    error = ErrorResponse(request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
-                    await deliver(Envelope(error, context=exc))
+                    await deliver(RequestFailed(request.id, exc))
                 finally:
                     self._scopes.discard(scope)
 

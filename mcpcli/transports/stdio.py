@@ -27,7 +27,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.transports import Envelope, Streams
+from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
 from mcpcli.transports._spawn import (
     DEFAULT_INHERITED_ENV,
     SpawnError,
@@ -118,7 +118,7 @@ async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
     return await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
 
 
-class StdioTransport:
+class StdioTransport(Transport):
     """Run `command *args` and talk to it over stdin/stdout."""
 
     name = "stdio"
@@ -137,6 +137,7 @@ class StdioTransport:
     ) -> None:
         self.command = command
         self.args = list(args)
+        self.traits = TransportTraits(command_line=(command, *self.args))
         self.env = child_environment(env)
         self.cwd = cwd
         self._stderr = stderr

@@ -22,9 +22,9 @@ With `sse_fallback`, an `initialize` POST answered with 400, 404 or 405 (and
 no modern JSON-RPC error in the body) switches the connection to the legacy
 HTTP+SSE transport (`mcpcli.transports.sse`) without the session noticing.
 
-Failures of one request travel to the session as an error response whose
-envelope `context` is the typed error (exit 4 for transport faults, 3 for
-auth); a failure of the whole connection is a `ConnectionClosed` item.
+Failures of one request travel to the session as a `RequestFailed` item
+carrying the typed error (exit 4 for transport faults, 3 for auth); a failure
+of the whole connection is a `ConnectionClosed` item.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from mcpcli.errors import (
     TransportError,
 )
 from mcpcli.jsonrpc import (
-    ErrorObject,
     ErrorResponse,
     Message,
     Notification,
@@ -58,8 +57,7 @@ from mcpcli.jsonrpc import (
     Response,
 )
 from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
-from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._headers import invalid_tool_reason, param_headers, standard_headers
+from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     MAX_MESSAGE_BYTES,
@@ -68,6 +66,7 @@ from mcpcli.transports.http import (
     snippet,
     status_text,
 )
+from mcpcli.wire import invalid_tool_reason, param_headers, standard_headers
 
 if TYPE_CHECKING:
     from mcpcli.transports._http import ResponseStream as HttpStream
@@ -113,12 +112,10 @@ class _Broken(Exception):
         self.decoder = decoder
 
 
-class StreamableHttpTransport:
+class StreamableHttpTransport(Transport):
     """Streamable HTTP (both eras), optionally falling back to legacy HTTP+SSE."""
 
     name = "streamable-http"
-    #: A server always answers an HTTP request, so a silent era probe is not "legacy".
-    probe_silence_is_legacy = False
 
     def __init__(
         self,
@@ -130,8 +127,13 @@ class StreamableHttpTransport:
         self.conn = connection
         self.sse_fallback = sse_fallback
         self.max_message_bytes = max_message_bytes
-        #: Key for the client's caches (discover and list results).
-        self.cache_key = connection.url
+        self.traits = TransportTraits(
+            # A server always answers an HTTP request, so a silent era probe is not "legacy".
+            probe_silence_is_legacy=False,
+            # Key for the client's caches (discover and list results).
+            cache_key=connection.url,
+            mirrors_headers=True,
+        )
         self.session_id: str | None = None
         #: The legacy protocol version the initialize handshake settled on.
         self.protocol_version: str | None = None
@@ -153,14 +155,11 @@ class StreamableHttpTransport:
 
     # -- hooks the client uses ---------------------------------------------------
 
-    def request_headers(self, client: Any, method: str, params: Mapping[str, Any]) -> dict[str, str]:
+    def request_headers(
+        self, method: str, params: Mapping[str, Any], *, tool: Mapping[str, Any] | None = None
+    ) -> dict[str, str]:
         """`Mcp-Param-*` for a modern `tools/call`, from the tool's `x-mcp-header`s."""
-        if method != "tools/call" or getattr(client, "era", None) != "modern":
-            return {}
-        name = params.get("name")
-        known = getattr(client, "known_tool", None)
-        tool = known(name) if known is not None and isinstance(name, str) else None
-        if not isinstance(tool, dict):
+        if method != "tools/call" or tool is None:
             return {}
         arguments = params.get("arguments")
         return param_headers(tool.get("inputSchema"), arguments if isinstance(arguments, dict) else None)
@@ -240,8 +239,7 @@ class StreamableHttpTransport:
 
     async def _fail(self, request_id: RequestId, exc: McpCliError) -> None:
         """Make one request fail with a typed error (the session raises it)."""
-        error = ErrorResponse(request_id, ErrorObject(jsonrpc.INTERNAL_ERROR, exc.message))
-        await self._deliver(Envelope(error, context=exc))
+        await self._deliver(RequestFailed(request_id, exc))
 
     async def _end_session(self) -> None:
         if self.session_id is None or self._sse is not None:

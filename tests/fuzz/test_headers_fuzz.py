@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 from fuzz.strategies import ANY_CHAR
 from mcpcli.server.http_asgi import Headers
-from mcpcli.server.http_modern import _decode_header_value, _same_value
-from mcpcli.transports._headers import encode_value, param_headers, standard_headers
+from mcpcli.wire import decode_value, encode_value, param_headers, same_value, standard_headers
 
 MAX_SAFE = 2**53 - 1
 #: Valid strings (no lone surrogates: those cannot travel as UTF-8 at all).
@@ -46,7 +45,7 @@ def test_string_values_round_trip(text: str) -> None:
     assert visible_ascii(encoded)
     received = server_reads("Mcp-Name", encoded)
     assert received is not None
-    assert _decode_header_value(received) == text
+    assert decode_value(received) == text
 
 
 @given(st.text(ANY_CHAR, max_size=10))
@@ -59,7 +58,7 @@ def test_unencodable_strings_still_give_a_header(text: str) -> None:
 @given(st.text(max_size=60) | st.binary(max_size=60).map(lambda b: b.decode("latin-1")))
 def test_decoder_takes_any_header_text(raw: str) -> None:
     try:
-        _decode_header_value(raw.strip(" \t"))
+        decode_value(raw.strip(" \t"))
     except ValueError:
         pass
 
@@ -69,7 +68,7 @@ def test_standard_headers_round_trip(method: str, name: str) -> None:
     field = {"resources/read": "uri", "tasks/get": "taskId"}.get(method, "name")
     headers = standard_headers(method, {field: name})
     assert headers["Mcp-Method"] == method
-    assert _decode_header_value(server_reads("Mcp-Name", headers["Mcp-Name"]) or "") == name
+    assert decode_value(server_reads("Mcp-Name", headers["Mcp-Name"]) or "") == name
 
 
 @given(
@@ -105,4 +104,4 @@ def test_param_headers_round_trip(props: dict[str, tuple[str, str]], data: st.Da
         assert sent is not None and visible_ascii(sent)
         received = server_reads(f"Mcp-Param-{header}", sent)
         assert received is not None
-        assert _same_value(_decode_header_value(received), arguments[name])
+        assert same_value(decode_value(received), arguments[name])

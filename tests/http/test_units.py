@@ -7,14 +7,14 @@ import base64
 import pytest
 
 from mcpcli.errors import MessageTooLarge
-from mcpcli.transports._headers import (
+from mcpcli.transports._sse import SSEDecoder
+from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
+from mcpcli.wire import (
     encode_value,
     invalid_tool_reason,
     param_headers,
     standard_headers,
 )
-from mcpcli.transports._sse import SSEDecoder
-from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
 
 # -- SSE -------------------------------------------------------------------------
 

@@ -162,6 +162,39 @@ async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> No
             assert client.closed is None
 
 
+async def test_a_transport_failure_fails_its_request_with_the_typed_error() -> None:
+    """`RequestFailed` (an HTTP error status) ends that request with the transport's own
+    error, exit code included, not a JSON-RPC error; one naming nobody is dropped."""
+    from mcpcli.errors import AuthError, ExitCode, TransportError
+    from mcpcli.jsonrpc import Batch, Message
+    from mcpcli.transports import RequestFailed
+
+    failures = {"one": TransportError("HTTP 502", status=502), "two": AuthError("HTTP 401")}
+    reported: list[Exception] = []
+    traced: list[str] = []
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b):
+            def trace(direction: str, message: Message | Batch) -> None:
+                # The transport fails each request as it goes out (the session knows it by then).
+                traced.append(direction)
+                if isinstance(message, Request):
+                    failed = RequestFailed(message.id, failures[message.method])
+                    b[1].send_nowait(failed)  # type: ignore[arg-type]
+
+            await b[1].send(RequestFailed(999, TransportError("nobody's")))  # type: ignore[arg-type]
+            async with Session(a, on_error=reported.append, trace=trace) as client:
+                with pytest.raises(TransportError) as transport:
+                    await client.request("one", timeout=None, progress_token=False)
+                with pytest.raises(AuthError) as auth:
+                    await client.request("two", timeout=None, progress_token=False)
+                assert client.closed is None
+    assert (transport.value.exit_code, transport.value.status) == (ExitCode.TRANSPORT, 502)
+    assert auth.value.exit_code == ExitCode.AUTH
+    assert reported == []
+    # Nothing arrived on the wire: the trace shows only what was sent.
+    assert traced == ["send", "send"]
+
+
 async def test_a_failing_handler_is_reported_in_one_line_and_the_peer_gets_internal_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -178,3 +211,22 @@ async def test_a_failing_handler_is_reported_in_one_line_and_the_peer_gets_inter
     assert (info.value.code, info.value.rpc_message) == (-32603, "Internal error")
     assert [str(e) for e in reported] == ["internal error while answering sample: BrokenPipeError: gone"]
     assert "Traceback" not in capsys.readouterr().err
+
+
+async def test_an_unexpected_exception_is_logged_as_one_safe_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The operator's terminal gets the message on one line, control sequences shown
+    as escapes (not acted on), cut to a bound."""
+    import logging
+
+    from mcpcli.session import log_unexpected
+
+    logger = logging.getLogger("mcpcli.test.session")
+    message = "\x1b]0;owned\x07 bad\nvalue " + "x" * 400
+    with caplog.at_level(logging.ERROR, logger=logger.name):
+        log_unexpected(logger, "failed while answering tools/call", ValueError(message))
+    [record] = caplog.records
+    line = record.getMessage()
+    assert line.startswith("failed while answering tools/call: ValueError: \\x1b]0;owned\\x07 bad value xxx")
+    assert "\x1b" not in line and "\x07" not in line and "\n" not in line
+    assert line.endswith("...") and len(line) < 400
+    assert record.exc_info is None

@@ -1,25 +1,34 @@
-"""2026-07-28 HTTP request metadata: `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` (no I/O).
+"""The 2026-07-28 HTTP request headers, one codec for client and server (no I/O).
 
 Streamable HTTP mirrors parts of each request body into headers so proxies can
 route without parsing JSON. `Mcp-Name` carries `params.name` (tools/call,
-prompts/get) or `params.uri` (resources/read); tools may mark input properties
-with `x-mcp-header: "Name"` to have their values mirrored as `Mcp-Param-Name`.
-Values that are not plain visible ASCII travel as `=?base64?...?=`.
+prompts/get), `params.uri` (resources/read) or `params.taskId` (tasks/*); tools
+may mark input properties with `x-mcp-header: "Name"` to have their values
+mirrored as `Mcp-Param-Name`. Values that are not plain visible ASCII travel as
+`=?base64?...?=`.
 
-A tool whose `x-mcp-header` annotations break the rules (empty, not a token,
-duplicated, on a non-primitive, or not reachable through `properties` alone) is
-invalid, and HTTP clients must drop it from `tools/list`.
+The client encodes (`standard_headers`, `param_headers`) and must drop a tool
+whose `x-mcp-header` annotations break the rules (empty, not a token,
+duplicated, on a non-primitive, or not reachable through `properties` alone:
+`invalid_tool_reason`); the server decodes (`decode_value`) and checks each
+declared parameter against the body (`declared_params`, `same_value`). Imports
+nothing from mcpcli.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "NAME_FIELDS",
+    "declared_params",
+    "decode_value",
     "encode_value",
     "invalid_tool_reason",
     "param_headers",
+    "same_value",
     "standard_headers",
 ]
 
@@ -28,6 +37,15 @@ _TCHAR = frozenset(
     "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 )
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
+#: The body field `Mcp-Name` mirrors, by method (the tasks extension routes by task, SEP-2663).
+NAME_FIELDS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _PRIMITIVES = frozenset({"string", "integer", "boolean"})
 _MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -60,6 +78,41 @@ def encode_value(value: str) -> str:
     return _SENTINEL_START + encoded + _SENTINEL_END
 
 
+def decode_value(raw: str) -> str:
+    """A header value as text: `=?base64?..?=` decoded; ValueError if it is not valid."""
+    if (
+        raw.startswith(_SENTINEL_START)
+        and raw.endswith(_SENTINEL_END)
+        and len(raw) >= len(_SENTINEL_START) + len(_SENTINEL_END)
+    ):
+        import base64
+        import binascii
+
+        inner = raw[len(_SENTINEL_START) : -len(_SENTINEL_END)]
+        try:
+            return base64.b64decode(inner, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            raise ValueError("invalid base64 value") from None
+    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+        raise ValueError("invalid characters")
+    return raw
+
+
+def same_value(header: str, value: Any) -> bool:
+    """Whether a decoded header carries the argument `value` (numbers compare as numbers)."""
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, (int, float)):
+        try:
+            number = float(header)
+        except ValueError:
+            return False
+        return math.isfinite(number) and number == value
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
 def _header_text(value: Any) -> str | None:
     """The header text for an argument value, or None when it is not mirrored."""
     if value is None:
@@ -79,13 +132,8 @@ def standard_headers(method: str, params: Mapping[str, Any] | None) -> dict[str,
     """`Mcp-Method`, and `Mcp-Name` for the methods that name a target."""
     headers = {"Mcp-Method": method}
     params = params or {}
-    name: Any = None
-    if method in ("tools/call", "prompts/get"):
-        name = params.get("name")
-    elif method == "resources/read":
-        name = params.get("uri")
-    elif method in ("tasks/get", "tasks/update", "tasks/cancel"):
-        name = params.get("taskId")
+    field = NAME_FIELDS.get(method)
+    name = params.get(field) if field is not None else None
     if isinstance(name, str):
         headers["Mcp-Name"] = encode_value(name)
     return headers
@@ -178,3 +226,23 @@ def param_headers(schema: Any, arguments: Mapping[str, Any] | None) -> dict[str,
         if text is not None:
             headers[f"Mcp-Param-{name}"] = text
     return headers
+
+
+def declared_params(schema: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, tuple[str, ...]]]:
+    """(header name, property path) for every `x-mcp-header` reachable through `properties`.
+
+    What a server checks a request against: every parameter its tool declares,
+    without the validity rules a client applies before it mirrors any.
+    """
+    if not isinstance(schema, dict):
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for key, sub in properties.items():
+        if not isinstance(sub, dict):
+            continue
+        name = sub.get(ANNOTATION)
+        if isinstance(name, str) and name:
+            yield name, (*path, key)
+        yield from declared_params(sub, (*path, key))
