@@ -125,8 +125,9 @@ class _NullOutlet:
 
 async def dispatch_only(backend: BenchBackend, protocol: str, requests: int) -> dict[str, float]:
     """The server's own work per request: dispatch to the backend and back, no framing."""
-    from mcpcli.jsonrpc import Request
+    from mcpcli.jsonrpc import Notification, Request
     from mcpcli.server import Server
+    from mcpcli.transports import Envelope
 
     server = Server(backend)
     out: dict[str, float] = {}
@@ -138,6 +139,9 @@ async def dispatch_only(backend: BenchBackend, protocol: str, requests: int) -> 
         else:
             meta = {}
             await server._dispatch(conn, Request("initialize", {"protocolVersion": protocol}, 0), _NullOutlet())
+            # The 2025 lifecycle: nothing but ping is served until the client says it is ready.
+            ready = Notification("notifications/initialized")
+            await conn.on_notification(ready, Envelope(ready))
         for label, method, params in (
             ("tools/list", "tools/list", {}),
             ("resources/read", "resources/read", {"uri": backend.uri}),
