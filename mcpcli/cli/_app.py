@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 
 from mcpcli.errors import ExitCode, Interrupted, McpCliError
+from mcpcli.text import one_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -47,6 +48,8 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 
 #: Placeholder for the TARGET positional when the server command came after `--`.
 NO_TARGET = "\x00--"
+#: What a line break in a message becomes: errors and notes are one line on stderr.
+LINE_BREAK = " | "
 #: Bound on the interrupt hooks run on the first Ctrl-C.
 INTERRUPT_GRACE = 5.0
 
@@ -102,15 +105,15 @@ class App:
     # -- messages on stderr ------------------------------------------------------
 
     def error_line(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: error: {_one_line(message)}\n")
+        self.stderr.write(f"{self.prog}: error: {one_line(message, newline=LINE_BREAK)}\n")
         self.stderr.flush()
 
     def warn(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: warning: {_one_line(message)}\n")
+        self.stderr.write(f"{self.prog}: warning: {one_line(message, newline=LINE_BREAK)}\n")
         self.stderr.flush()
 
     def info(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: {_one_line(message)}\n")
+        self.stderr.write(f"{self.prog}: {one_line(message, newline=LINE_BREAK)}\n")
         self.stderr.flush()
 
     def report(self, exc: McpCliError) -> None:
@@ -121,9 +124,9 @@ class App:
 
             self.stderr.write(json_safe(dumps(exc.to_json())) + "\n")
         else:
-            self.stderr.write(f"{self.prog}: error: {_one_line(exc.message)}\n")
+            self.stderr.write(f"{self.prog}: error: {one_line(exc.message, newline=LINE_BREAK)}\n")
             if exc.hint:
-                self.stderr.write(f"{self.prog}: hint: {_one_line(exc.hint)}\n")
+                self.stderr.write(f"{self.prog}: hint: {one_line(exc.hint, newline=LINE_BREAK)}\n")
         self.stderr.flush()
 
     def usage_error(self, exc: click.UsageError) -> None:
@@ -134,7 +137,7 @@ class App:
 
             self.report(UsageError(exc.format_message()))
             return
-        self.stderr.write(f"{self.prog}: error: {_one_line(exc.format_message())}\n")
+        self.stderr.write(f"{self.prog}: error: {one_line(exc.format_message(), newline=LINE_BREAK)}\n")
         self.stderr.write(f"{self.prog}: hint: see `{path} --help`\n")
         self.stderr.flush()
 
@@ -225,13 +228,6 @@ def _isatty(stream: IO[str]) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _one_line(text: str) -> str:
-    """Errors are one line: newlines become " | ", unsafe characters are escaped."""
-    from mcpcli.text import printable
-
-    return printable(text.strip().replace("\n", " | "), keep_newlines=False)
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)
@@ -496,7 +492,8 @@ def output_options(f: F) -> F:
         jq_filter = kwargs.pop("jq_filter")
         raw = kwargs.pop("raw")
         app.json_errors = bool(as_json or jsonl or jq_filter)
-        kwargs["out"] = Output.for_app(app, as_json=as_json, jsonl=jsonl, jq_filter=jq_filter, raw=raw)
+        kwargs["out"] = Output.for_stream(
+            app.stdout, tty=app.stdout_tty, as_json=as_json, jsonl=jsonl, jq_filter=jq_filter, raw=raw)
         return f(*args, **kwargs)
 
     wrapper = click.option("--raw", "-r", is_flag=True,

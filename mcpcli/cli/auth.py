@@ -15,7 +15,8 @@ import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, output_options, pass_app
 from mcpcli.errors import AuthError, UsageError
-from mcpcli.output import Output, sanitize
+from mcpcli.output import Output
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -133,7 +134,7 @@ def _ago(seconds: int) -> str:
 
 def _human_one(console: Console, info: dict[str, Any]) -> None:
     title = info["server"] + (f"  ({info['name']})" if info.get("name") else "")
-    console.print(sanitize(title, keep_newlines=False), soft_wrap=True)
+    console.print(printable(title, keep_newlines=False), soft_wrap=True)
     rows = [
         ("issuer", info.get("issuer") or "(none: 2025-03-26 default endpoints)"),
         ("client", f"{info['clientId']} ({info['registration']}, {info['tokenEndpointAuthMethod']})"),
@@ -148,7 +149,7 @@ def _human_one(console: Console, info: dict[str, Any]) -> None:
     rows.append(("refresh token", "yes" if info["refreshToken"] else "no"))
     rows.append(("stored in", info["storeLocation"]))
     for key, value in rows:
-        console.print(f"  {key + ':':<15}{sanitize(str(value), keep_newlines=False)}", soft_wrap=True)
+        console.print(f"  {key + ':':<15}{printable(str(value), keep_newlines=False)}", soft_wrap=True)
 
 
 def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
@@ -164,7 +165,7 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
             when += ", refreshable"
         name = f" ({info['name']})" if info.get("name") else ""
         console.print(
-            sanitize(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
+            printable(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
             soft_wrap=True,
         )
 
@@ -244,7 +245,7 @@ def login(
 
     rec = app.run(go)
     where = "the OS keyring" if rec.store == "keyring" else store.location("file")
-    app.info(f"signed in to {sanitize(rec.server_url, keep_newlines=False)}; tokens stored in {where}")
+    app.info(f"signed in to {printable(rec.server_url, keep_newlines=False)}; tokens stored in {where}")
     if not out.human:
         out.emit(_describe(rec, store))
 
@@ -326,7 +327,7 @@ def logout(
 
         revoked = app.run(go)
         note = " (tokens revoked)" if revoked else ""
-        app.info(f"signed out of {sanitize(rec.server_url, keep_newlines=False)}{note}")
+        app.info(f"signed out of {printable(rec.server_url, keep_newlines=False)}{note}")
 
 
 @auth.command("token")

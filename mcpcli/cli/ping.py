@@ -87,6 +87,6 @@ def ping(
 
 
 def _name(client: Any) -> str:
-    from mcpcli.output import sanitize
+    from mcpcli.text import printable
 
-    return sanitize(str(client.server_info.get("name") or "server"), keep_newlines=False)
+    return printable(str(client.server_info.get("name") or "server"), keep_newlines=False)

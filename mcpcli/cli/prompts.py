@@ -163,7 +163,7 @@ def get(
             out.emit(result, items="messages",
                      human=lambda console, r: render.prompt_messages(console, r, save_dir))
             if save_dir and not out.human:
-                render.save_blobs(_as_content(result), save_dir, app)
+                render.save_blobs(_as_content(result), save_dir, app.info)
 
     app.run(go)
 

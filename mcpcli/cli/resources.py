@@ -120,14 +120,14 @@ def read(
         app.info(f"wrote {len(data)} bytes to {out_file}")
         if not explicit:
             if save_dir:
-                render.save_blobs(result, save_dir, app)
+                render.save_blobs(result, save_dir, app.info)
             return
     if out.human:
         out.emit(result, human=lambda console, r: render.resource_contents(console, r, save_dir))
     else:
         out.emit(result, items="contents")
         if save_dir:
-            render.save_blobs(result, save_dir, app)
+            render.save_blobs(result, save_dir, app.info)
 
 
 def _explicit_output(ctx: click.Context) -> bool:
