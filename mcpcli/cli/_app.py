@@ -293,7 +293,7 @@ def _prespawn(ctx: click.Context) -> None:
 def _complete_target(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
-    from mcpcli.cli._complete import server_names
+    from mcpcli.cli._completers import server_names
 
     # The file item goes first: click's bash script resets its replies on a file item,
     # so server names must follow it (bash then falls back to files only when none match).

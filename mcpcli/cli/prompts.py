@@ -82,7 +82,7 @@ def _find(listing: JSON, name: str) -> JSON:
 
 
 def _prompt_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from mcpcli.cli._complete import prompt_names
+    from mcpcli.cli._completers import prompt_names
 
     return prompt_names(ctx, incomplete)
 

@@ -83,7 +83,7 @@ def list_(app: App, out: Output) -> None:
 def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
-    from mcpcli.cli._complete import server_names
+    from mcpcli.cli._completers import server_names
 
     return [CompletionItem(n) for n in server_names() if n.startswith(incomplete)]
 

@@ -101,7 +101,7 @@ def result(
     Exits 1 when the tool reported an error, 5 when the task failed or was cancelled.
     """
     from mcpcli.cli._notify import progress_printer
-    from mcpcli.cli._tasks import emit_call_result, task_options
+    from mcpcli.cli._task_follow import emit_call_result, task_options
 
     async def go() -> dict[str, Any]:
         async with app.client(target, conn) as client:

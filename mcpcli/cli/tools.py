@@ -51,7 +51,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
 
 
 def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from mcpcli.cli._complete import tool_names
+    from mcpcli.cli._completers import tool_names
 
     return tool_names(ctx, incomplete)
 
@@ -82,7 +82,7 @@ async def _call_and_print(
 ) -> dict[str, Any]:
     """Call the tool (following its task, if it runs as one) and print the outcome."""
     from mcpcli.cli._notify import progress_printer
-    from mcpcli.cli._tasks import (
+    from mcpcli.cli._task_follow import (
         announce_detached,
         cancel_on_interrupt,
         emit_call_result,
