@@ -97,23 +97,17 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
     entry = entry.resolved()
     if entry.transport == "stdio":
+        from mcpcli.transports._spawn import UnsetVariable, launch
         from mcpcli.transports.stdio import MAX_MESSAGE_BYTES, StdioTransport
 
         assert entry.command is not None
-        env = dict(entry.env)
-        for key, value in options.env.items():
-            if value is None:
-                passed = os.environ.get(key)
-                if passed is None:
-                    raise UsageError(f"--env {key}: {key} is not set in this environment")
-                env[key] = passed
-            else:
-                env[key] = value
+        try:
+            spec = launch(entry.command, entry.args, entry.env, entry.cwd,
+                          passed=options.env, cwd_option=options.cwd)
+        except UnsetVariable as exc:
+            raise UsageError(str(exc)) from None
         return StdioTransport(
-            entry.command,
-            entry.args,
-            env=env,
-            cwd=options.cwd or entry.cwd,
+            spec,
             stderr=options.stderr,
             server_log=options.server_log,
             quiet=options.quiet,

@@ -38,9 +38,9 @@ def _early_spawn(args: list[str]) -> None:
         return
     if any(token.startswith(_SPAWN_OPTIONS) for token in before):
         return
-    from mcpcli.transports._spawn import child_environment, prespawn
+    from mcpcli.transports._spawn import launch, prespawn
 
-    prespawn(command[0], command[1:], child_environment(), None)
+    prespawn(launch(command[0], command[1:]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

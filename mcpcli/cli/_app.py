@@ -12,7 +12,7 @@ import functools
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -73,6 +73,7 @@ class App:
     #: the command is cancelled: e.g. `tasks/cancel` for a task being waited for.
     interrupt_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _config: Config | None = None
+    _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
     @property
     def stdout_tty(self) -> bool:
@@ -204,11 +205,14 @@ class App:
             yield client
 
     def resolve(self, target: str | None) -> ServerEntry:
+        """The server entry for TARGET (or the `--` command): resolved once per command."""
         from mcpcli.connect import resolve_target
 
         if target == NO_TARGET:
             target = None
-        return resolve_target(target, self.server_command, self.config())
+        if target not in self._entries:
+            self._entries[target] = resolve_target(target, self.server_command, self.config())
+        return self._entries[target]
 
 
 async def offered(app: App, listing: Awaitable[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -253,40 +257,27 @@ class TargetCommand(click.Command):
 def _prespawn(ctx: click.Context) -> None:
     """Start a stdio server now, so it boots while the rest of mcpcli imports.
 
-    Best effort and exactly equivalent to what the transport would spawn (same
-    argv, environment and cwd), or nothing: the transport adopts it by that key,
-    and reports any problem itself.
+    Best effort and exactly what the transport would spawn (`_spawn.launch` from
+    the same entry and options), or nothing: the transport adopts it by that
+    launch, and reports any problem itself.
     """
     app = ctx.find_object(App)
     params = ctx.params
     if app is None:
         return
-    try:
-        if app.server_command:
-            command, args = app.server_command[0], app.server_command[1:]
-            env: dict[str, str] = {}
-            cwd: str | None = None
-        else:
-            target = params.get("target")
-            if not isinstance(target, str) or target == NO_TARGET or "://" in target:
-                return
-            entry = app.config().get(target)
-            if entry is None or entry.transport != "stdio" or entry.command is None:
-                return
-            entry = entry.resolved()
-            assert entry.command is not None
-            command, args, env, cwd = entry.command, entry.args, dict(entry.env), entry.cwd
-        for item in params.get("env") or ():
-            key, sep, value = item.partition("=")
-            passed = value if sep else os.environ.get(key)
-            if not key or passed is None:
-                return
-            env[key] = passed
-        cwd = params.get("cwd") or cwd
-        from mcpcli.transports._spawn import child_environment, prespawn
+    target = params.get("target")
+    if not app.server_command and (not isinstance(target, str) or "://" in target):
+        return
+    from mcpcli.transports._spawn import SpawnError, launch, prespawn
 
-        prespawn(command, args, child_environment(env), cwd)
-    except McpCliError:
+    try:
+        entry = app.resolve(target).resolved()
+        if entry.transport != "stdio" or entry.command is None:
+            return
+        passed = env_options(params.get("env") or ())
+        prespawn(launch(entry.command, entry.args, entry.env, entry.cwd,
+                        passed=passed, cwd_option=params.get("cwd")))
+    except (McpCliError, SpawnError):
         return  # e.g. a config error: the command reports it when it connects
 
 
@@ -356,12 +347,7 @@ class Connection:
         from mcpcli.connect import ConnectOptions
         from mcpcli.errors import UsageError
 
-        env: dict[str, str | None] = {}
-        for item in self.env:
-            key, sep, value = item.partition("=")
-            if not key:
-                raise UsageError(f"--env {item!r}: expected KEY=VALUE or KEY")
-            env[key] = value if sep else None
+        env = env_options(self.env)
         headers: dict[str, str] = {}
         for item in self.header:
             name, sep, value = item.partition(":")
@@ -406,6 +392,19 @@ class Connection:
             on_error=lambda exc: app.warn(str(exc)),
             trace=trace_printer(app) if self.trace else None,
         )
+
+
+def env_options(items: Iterable[str]) -> dict[str, str | None]:
+    """--env KEY=VALUE items; a KEY alone (None) passes our own variable through."""
+    from mcpcli.errors import UsageError
+
+    env: dict[str, str | None] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not key:
+            raise UsageError(f"--env {item!r}: expected KEY=VALUE or KEY")
+        env[key] = value if sep else None
+    return env
 
 
 def _log_level_choices() -> list[str]:

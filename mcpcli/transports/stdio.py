@@ -29,9 +29,11 @@ from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, Transpor
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports._spawn import (
     DEFAULT_INHERITED_ENV,
+    Launch,
     SpawnError,
     adopt,
     child_environment,
+    launch,
     spawn,
 )
 
@@ -119,13 +121,18 @@ async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
 
 
 class StdioTransport:
-    """Run `command *args` and talk to it over stdin/stdout."""
+    """Run `command *args` and talk to it over stdin/stdout.
+
+    `command` is a program (run with `args`, the configured `env` on top of the
+    allow-listed environment, in `cwd`) or a `Launch` already computed by
+    `_spawn.launch`, which then says all of that.
+    """
 
     name = "stdio"
 
     def __init__(
         self,
-        command: str,
+        command: str | Launch,
         args: Sequence[str] = (),
         *,
         env: Mapping[str, str] | None = None,
@@ -135,10 +142,11 @@ class StdioTransport:
         quiet: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
-        self.command = command
-        self.args = list(args)
-        self.env = child_environment(env)
-        self.cwd = cwd
+        self.launch = command if isinstance(command, Launch) else launch(command, args, env, cwd)
+        self.command = self.launch.command
+        self.args = self.launch.args
+        self.env = self.launch.env
+        self.cwd = self.launch.cwd
         self._stderr = stderr
         self._server_log = server_log
         self._quiet = quiet
@@ -152,7 +160,7 @@ class StdioTransport:
         return " ".join([self.command, *self.args])
 
     def _start(self) -> subprocess.Popen[bytes]:
-        process = adopt(self.command, self.args, self.env, self.cwd)
+        process = adopt(self.launch)
         if process is not None:
             return process
         try:
