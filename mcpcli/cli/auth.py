@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, output_options, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._options import output_options
 from mcpcli.errors import AuthError, UsageError
 from mcpcli.output import Output
 from mcpcli.text import printable
