@@ -69,3 +69,28 @@ def test_the_prespawned_server_is_the_one_the_transport_adopts(
     assert (command, args, cwd) == (sys.executable, [str(FAKES / "fake_stdio_server.py")], str(workdir))
     assert (env["CONFIGURED"], env["PASSED"], env["SET"]) == ("interpolated", "ours", "1")
     assert env["PATH"] == os.environ["PATH"]
+
+
+def test_a_command_resolves_its_target_once(
+    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prespawn, the validator preload and the connection of `tools call` share one resolution."""
+    from mcpcli import connect
+
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"srv": {
+        "command": sys.executable, "args": [str(FAKES / "fake_stdio_server.py")],
+    }}}))
+    resolved: list[str | None] = []
+    real = connect.resolve_target
+
+    def counted(target: str | None, *args: Any) -> Any:
+        resolved.append(target)
+        return real(target, *args)
+
+    monkeypatch.setattr(connect, "resolve_target", counted)
+    code = run(["--config", str(config), "tools", "call", "srv", "echo", "--arg", "message=hi", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["content"]
+    assert resolved == ["srv"]
