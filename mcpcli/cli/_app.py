@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 
 from mcpcli.errors import ExitCode, Interrupted, McpCliError
-from mcpcli.text import one_line
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -96,15 +96,15 @@ class App:
     # -- messages on stderr ------------------------------------------------------
 
     def error_line(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: error: {one_line(message, newline=LINE_BREAK)}\n")
+        self.stderr.write(f"{self.prog}: error: {_line(message)}\n")
         self.stderr.flush()
 
     def warn(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: warning: {one_line(message, newline=LINE_BREAK)}\n")
+        self.stderr.write(f"{self.prog}: warning: {_line(message)}\n")
         self.stderr.flush()
 
     def info(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: {one_line(message, newline=LINE_BREAK)}\n")
+        self.stderr.write(f"{self.prog}: {_line(message)}\n")
         self.stderr.flush()
 
     def report(self, exc: McpCliError) -> None:
@@ -115,9 +115,9 @@ class App:
 
             self.stderr.write(json_safe(dumps(exc.to_json())) + "\n")
         else:
-            self.stderr.write(f"{self.prog}: error: {one_line(exc.message, newline=LINE_BREAK)}\n")
+            self.stderr.write(f"{self.prog}: error: {_line(exc.message)}\n")
             if exc.hint:
-                self.stderr.write(f"{self.prog}: hint: {one_line(exc.hint, newline=LINE_BREAK)}\n")
+                self.stderr.write(f"{self.prog}: hint: {_line(exc.hint)}\n")
         self.stderr.flush()
 
     def usage_error(self, exc: click.UsageError) -> None:
@@ -128,7 +128,7 @@ class App:
 
             self.report(UsageError(exc.format_message()))
             return
-        self.stderr.write(f"{self.prog}: error: {one_line(exc.format_message(), newline=LINE_BREAK)}\n")
+        self.stderr.write(f"{self.prog}: error: {_line(exc.format_message())}\n")
         self.stderr.write(f"{self.prog}: hint: see `{path} --help`\n")
         self.stderr.flush()
 
@@ -235,6 +235,17 @@ def _isatty(stream: IO[str]) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _line(text: str) -> str:
+    """A message as one line: line breaks become " | ", every other unsafe character
+    (U+2028 and NEL too) a visible escape.
+
+    Not `text.one_line`, which treats U+2028 and NEL as line breaks and collapses
+    whitespace: a hostile server's error must show those characters as escapes, and
+    the message text stays exactly what it has always been.
+    """
+    return printable(text.strip().replace("\n", LINE_BREAK), keep_newlines=False)
 
 
 pass_app = click.make_pass_decorator(App, ensure=True)
