@@ -7,20 +7,18 @@ in-process; or, with no target, the server command given after `--`.
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from mcpcli.client import Client, ClientOptions
-from mcpcli.config import Config, ServerEntry
+from mcpcli.config import ServerEntry
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.targets import YAML_SUFFIXES, is_url, resolve_target
 from mcpcli.transports import Transport
 
-__all__ = ["ConnectOptions", "connect", "open_transport", "resolve_target"]
-
-YAML_SUFFIXES = (".yaml", ".yml")
+__all__ = ["YAML_SUFFIXES", "ConnectOptions", "connect", "is_url", "open_transport", "resolve_target"]
 
 
 @dataclass
@@ -43,54 +41,6 @@ class ConnectOptions:
     auth: str = "interactive"
     #: Extra settings for HTTP transports and auth (client id, scopes, ...).
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def is_url(target: str) -> bool:
-    return target.startswith(("http://", "https://"))
-
-
-def _discovered(name: str) -> ServerEntry | None:
-    """A server configured in another client (Claude, Cursor, VS Code...), if any."""
-    try:
-        from mcpcli import discovery
-    except ImportError:  # pragma: no cover - discovery is part of the package
-        return None
-    return discovery.find(name)
-
-
-def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
-    """Turn the TARGET argument (or the `--` command) into a server entry."""
-    if command:
-        if target is not None:
-            raise UsageError(
-                "give either a TARGET or a server command after --, not both",
-                hint="mcp tools list -- npx -y @modelcontextprotocol/server-everything",
-            )
-        return ServerEntry(name=command[0], command=command[0], args=list(command[1:]), source="argv")
-    if target is None:
-        raise UsageError(
-            "no server given",
-            hint="name a configured server, a URL or a tools.yaml file, or put a command after --",
-        )
-    if is_url(target):
-        return ServerEntry(name=target, url=target, transport="http", source="argv")
-    entry = config.get(target)
-    if entry is not None:
-        return entry
-    if target.endswith(YAML_SUFFIXES) or (os.sep in target and os.path.isfile(target)):
-        if not os.path.isfile(target):
-            raise ConfigError(f"no such file: {target}")
-        return ServerEntry(name=target, transport="yaml", path=target, source="argv")
-    found = _discovered(target)
-    if found is not None:
-        return found
-    known = config.names()
-    hint = (
-        "configured servers: " + ", ".join(sorted(known))
-        if known
-        else "add one with `mcp servers add NAME -- COMMAND...` or `mcp servers add NAME URL`"
-    )
-    raise UsageError(f"unknown server {target!r}", hint=hint)
 
 
 def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:

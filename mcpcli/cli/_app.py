@@ -209,7 +209,7 @@ class App:
 
     def resolve(self, target: str | None) -> ServerEntry:
         """The server entry for TARGET (or the `--` command): resolved once per command."""
-        from mcpcli.connect import resolve_target
+        from mcpcli.targets import resolve_target
 
         if target == NO_TARGET:
             target = None

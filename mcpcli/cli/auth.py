@@ -54,7 +54,7 @@ def auth() -> None:
 
 def _entry(app: App, target: str) -> ServerEntry:
     """TARGET (a configured name or a URL) as a remote server entry."""
-    from mcpcli.connect import resolve_target
+    from mcpcli.targets import resolve_target
 
     entry = resolve_target(target, [], app.config()).resolved()
     if entry.url is None:
@@ -67,7 +67,7 @@ def _entry(app: App, target: str) -> ServerEntry:
 
 def _find(app: App, target: str, store: TokenStore) -> Record | None:
     """The stored sign-in for TARGET: by URL, by configured name, or by the name it was stored under."""
-    from mcpcli.connect import is_url
+    from mcpcli.targets import is_url
 
     if is_url(target):
         return store.find(target.split("#", 1)[0])

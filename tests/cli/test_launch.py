@@ -75,20 +75,20 @@ def test_a_command_resolves_its_target_once(
     isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Prespawn, the validator preload and the connection of `tools call` share one resolution."""
-    from mcpcli import connect
+    from mcpcli import targets
 
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"srv": {
         "command": sys.executable, "args": [str(FAKES / "fake_stdio_server.py")],
     }}}))
     resolved: list[str | None] = []
-    real = connect.resolve_target
+    real = targets.resolve_target
 
     def counted(target: str | None, *args: Any) -> Any:
         resolved.append(target)
         return real(target, *args)
 
-    monkeypatch.setattr(connect, "resolve_target", counted)
+    monkeypatch.setattr(targets, "resolve_target", counted)
     code = run(["--config", str(config), "tools", "call", "srv", "echo", "--arg", "message=hi", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
