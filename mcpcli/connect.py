@@ -11,30 +11,30 @@ together: it hands each transport explicit settings (URL, headers, limits, an
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING
 
 from mcpcli.client import Client, ClientOptions
-from mcpcli.config import Config, ServerEntry
+from mcpcli.config import ServerEntry
 from mcpcli.errors import ConfigError, UsageError
+from mcpcli.targets import YAML_SUFFIXES, is_url, resolve_target
 from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
     from mcpcli.auth.authenticator import OAuthAuthenticator
 
 __all__ = [
+    "YAML_SUFFIXES",
     "ConnectOptions",
     "OAuthProvider",
     "connect",
+    "is_url",
     "open_http_transport",
     "open_transport",
     "resolve_target",
 ]
-
-YAML_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass
@@ -61,76 +61,22 @@ class ConnectOptions:
     connect_timeout: float = 30.0
 
 
-def is_url(target: str) -> bool:
-    return target.startswith(("http://", "https://"))
-
-
-def _discovered(name: str) -> ServerEntry | None:
-    """A server configured in another client (Claude, Cursor, VS Code...), if any."""
-    try:
-        from mcpcli import other_clients
-    except ImportError:  # pragma: no cover - discovery is part of the package
-        return None
-    return other_clients.find(name)
-
-
-def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
-    """Turn the TARGET argument (or the `--` command) into a server entry."""
-    if command:
-        if target is not None:
-            raise UsageError(
-                "give either a TARGET or a server command after --, not both",
-                hint="mcp tools list -- npx -y @modelcontextprotocol/server-everything",
-            )
-        return ServerEntry(name=command[0], command=command[0], args=list(command[1:]), source="argv")
-    if target is None:
-        raise UsageError(
-            "no server given",
-            hint="name a configured server, a URL or a tools.yaml file, or put a command after --",
-        )
-    if is_url(target):
-        return ServerEntry(name=target, url=target, transport="http", source="argv")
-    entry = config.get(target)
-    if entry is not None:
-        return entry
-    if target.endswith(YAML_SUFFIXES) or (os.sep in target and os.path.isfile(target)):
-        if not os.path.isfile(target):
-            raise ConfigError(f"no such file: {target}")
-        return ServerEntry(name=target, transport="yaml", path=target, source="argv")
-    found = _discovered(target)
-    if found is not None:
-        return found
-    known = config.names()
-    hint = (
-        "configured servers: " + ", ".join(sorted(known))
-        if known
-        else "add one with `mcp servers add NAME -- COMMAND...` or `mcp servers add NAME URL`"
-    )
-    raise UsageError(f"unknown server {target!r}", hint=hint)
-
-
 def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
     entry = entry.resolved()
     if entry.transport == "stdio":
         from mcpcli.protocol import MAX_MESSAGE_BYTES
+        from mcpcli.transports._spawn import UnsetVariable, launch
         from mcpcli.transports.stdio import StdioTransport
 
         assert entry.command is not None
-        env = dict(entry.env)
-        for key, value in options.env.items():
-            if value is None:
-                passed = os.environ.get(key)
-                if passed is None:
-                    raise UsageError(f"--env {key}: {key} is not set in this environment")
-                env[key] = passed
-            else:
-                env[key] = value
+        try:
+            spec = launch(entry.command, entry.args, entry.env, entry.cwd,
+                          passed=options.env, cwd_option=options.cwd)
+        except UnsetVariable as exc:
+            raise UsageError(str(exc)) from None
         return StdioTransport(
-            entry.command,
-            entry.args,
-            env=env,
-            cwd=options.cwd or entry.cwd,
+            spec,
             stderr=options.stderr,
             server_log=options.server_log,
             quiet=options.quiet,

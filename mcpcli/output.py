@@ -16,21 +16,14 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.errors import UsageError
-from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mcpcli.cli._app import App
-
-__all__ = ["Output", "print_json", "sanitize"]
+__all__ = ["Output", "print_json"]
 
 JSON = dict[str, Any]
 HumanRenderer = Callable[["Console", Any], None]
-
-#: The one escaper of server-controlled text (`mcpcli.text.printable`), under the
-#: name the renderers use.
-sanitize = printable
 
 
 def print_json(console: Console, data: Any) -> None:
@@ -58,27 +51,28 @@ class Output:
     _jq_program: Any = None
 
     @classmethod
-    def for_app(
+    def for_stream(
         cls,
-        app: App,
+        stdout: IO[str],
         *,
+        tty: bool,
         as_json: bool = False,
         jsonl: bool = False,
         jq_filter: str | None = None,
         raw: bool = False,
     ) -> Output:
+        """The output for the --json/--jsonl/--jq/--raw flags on `stdout` (`tty`: a terminal)."""
         if as_json and jsonl:
             raise UsageError("--json and --jsonl cannot be used together")
         if raw and not jq_filter:
             raise UsageError("--raw only applies with --jq")
-        tty = app.stdout_tty
         if jsonl:
             mode = "jsonl"
         elif as_json or jq_filter or not tty:
             mode = "json"
         else:
             mode = "human"
-        out = cls(mode=mode, stdout=app.stdout, jq_filter=jq_filter, raw=raw, pretty=tty)
+        out = cls(mode=mode, stdout=stdout, jq_filter=jq_filter, raw=raw, pretty=tty)
         if jq_filter:
             out._compile_jq()
         return out

@@ -54,22 +54,26 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
     return _ESCAPE_ONE_LINE.sub(_one_line, text)
 
 
-_WHITESPACE_RUN = re.compile(r"[ \t\r\f\v]+")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_WHITESPACE_RUN = re.compile(r"\s{2,}")
 
 
-def one_line(text: str, *, newline: str = " ", limit: int | None = None) -> str:
+def one_line(text: str, *, newline: str = " ", limit: int | None = None, squeeze: bool = False) -> str:
     """`text` for one line of a message: the form every error and table cell uses.
 
     Line breaks become `newline` (a space, or " | " where the breaks carry
-    meaning, as in a server's multi-line error), runs of other whitespace one
-    space, unsafe characters visible escapes; with `limit`, the text is cut
-    after that many characters and ends in "...".
+    meaning, as in a server's multi-line error), tabs a space, unsafe characters
+    (U+2028 among them) visible escapes; `squeeze` folds every run of
+    whitespace into one space first (an HTML error page). With `limit`, the
+    text is cut after that many characters and ends in "...".
     """
     cut = limit is not None and len(text) > limit
     if cut:
         text = text[:limit]
-    lines = [_WHITESPACE_RUN.sub(" ", line).strip() for line in text.strip().splitlines()]
-    shown = printable(newline.join(line for line in lines if line), keep_newlines=False)
+    text = text.strip()
+    if squeeze:
+        text = _WHITESPACE_RUN.sub(" ", text)
+    shown = printable(_LINE_BREAK.sub(newline, text), keep_newlines=False)
     return shown + "..." if cut else shown
 
 

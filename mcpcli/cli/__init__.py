@@ -6,6 +6,12 @@ server to boot. So when the server command is right there on the command line
 else, and the rest of mcpcli loads while the server boots; the stdio transport
 adopts the process later (`mcpcli.transports._spawn`). Everything else lives in
 `mcpcli.cli._root`.
+
+The package owns the command line: parsing (click), the injected `App`, option
+groups, prompts on the terminal, and mapping errors to exit codes. Commands only
+parse, call the library and render; they may import any of mcpcli, and nothing
+in mcpcli imports them. This module itself imports only the standard library and,
+lazily, `mcpcli.transports._spawn` (start-up time is measured).
 """
 
 from __future__ import annotations
@@ -32,9 +38,9 @@ def _early_spawn(args: list[str]) -> None:
         return
     if any(token.startswith(_SPAWN_OPTIONS) for token in before):
         return
-    from mcpcli.transports._spawn import child_environment, prespawn
+    from mcpcli.transports._spawn import launch, prespawn
 
-    prespawn(command[0], command[1:], child_environment(), None)
+    prespawn(launch(command[0], command[1:]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

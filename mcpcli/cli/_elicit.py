@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from mcpcli.output import sanitize
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
@@ -60,7 +60,7 @@ def _policy_answer(app: App | None, params: JSON, content: JSON, flag: str) -> J
     missing = sorted(_required(params) - set(content))
     if missing:
         if app is not None:
-            message = sanitize(str(params.get("message", "")), keep_newlines=False)[:120]
+            message = printable(str(params.get("message", "")), keep_newlines=False)[:120]
             app.warn(f"declined the server's request for input ({message}): {flag} gives no "
                      f"value for required field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         return {"action": "decline"}
@@ -95,7 +95,7 @@ def decline_with_notice(app: App) -> Elicitor:
     """No TTY and no policy: decline, and say so on stderr."""
 
     async def answer(params: JSON) -> JSON:
-        message = sanitize(str(params.get("message", "")), keep_newlines=False)
+        message = printable(str(params.get("message", "")), keep_newlines=False)
         app.warn(
             f"declined the server's request for input ({message[:120]}); "
             "answer with --elicit-json or --elicit-defaults, or run on a terminal"
@@ -196,7 +196,7 @@ def _multi_choices(prop: JSON) -> list[tuple[Any, str]] | None:
 
 def _list_choices(tty: _Terminal, choices: list[tuple[Any, str]]) -> None:
     for i, (_value, text) in enumerate(choices, 1):
-        tty.echo(f"    {i}) {sanitize(text, keep_newlines=False)}")
+        tty.echo(f"    {i}) {printable(text, keep_newlines=False)}")
 
 
 def _pick(tty: _Terminal, label: str, choices: list[tuple[Any, str]], default: Any, optional: bool) -> Any:
@@ -257,9 +257,9 @@ def _number(tty: _Terminal, label: str, prop: JSON, required: bool) -> Any:
 
 
 def _field(tty: _Terminal, name: str, prop: JSON, required: bool) -> Any:
-    title = sanitize(str(prop.get("title") or name), keep_newlines=False)
+    title = printable(str(prop.get("title") or name), keep_newlines=False)
     if prop.get("description"):
-        tty.echo(f"  {sanitize(str(prop['description']), keep_newlines=False)}")
+        tty.echo(f"  {printable(str(prop['description']), keep_newlines=False)}")
     label = f"  {title}" + ("" if required else " (optional)")
     default = prop.get("default")
     choices = _choices(prop)
@@ -288,7 +288,7 @@ def _field(tty: _Terminal, name: str, prop: JSON, required: bool) -> Any:
 
 
 def _interactive_form(tty: _Terminal, params: JSON) -> JSON:
-    message = sanitize(str(params.get("message", "The server asks for input.")))
+    message = printable(str(params.get("message", "The server asks for input.")))
     tty.echo(f"\n{message}")
     while True:
         choice = tty.ask("Respond? [a]ccept, [d]ecline, [c]ancel", "a", show_default=True).strip().lower()
@@ -310,12 +310,12 @@ def _interactive_form(tty: _Terminal, params: JSON) -> JSON:
 def _interactive_url(tty: _Terminal, params: JSON) -> JSON:
     url = str(params.get("url", ""))
     parts = urlsplit(url)
-    message = sanitize(str(params.get("message", "")))
+    message = printable(str(params.get("message", "")))
     if parts.scheme not in ("https", "http") or not parts.hostname:
         tty.echo(f"\nThe server asked to open an unusable URL; declined. {message}")
         return {"action": "decline"}
-    tty.echo(f"\n{message}\nThe server asks you to open a page on {sanitize(parts.hostname)}:")
-    tty.echo(f"  {sanitize(url, keep_newlines=False)}")
+    tty.echo(f"\n{message}\nThe server asks you to open a page on {printable(parts.hostname)}:")
+    tty.echo(f"  {printable(url, keep_newlines=False)}")
     if not tty.confirm("Open it?", False):
         return {"action": "decline"}
     import webbrowser

@@ -10,7 +10,8 @@ from mcpcli.client import ClientFeatures
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.cli._app import App, Connection
+    from mcpcli.cli._app import App
+    from mcpcli.cli._connection import Connection
 
 __all__ = ["build_features"]
 

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from mcpcli.output import sanitize
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
@@ -57,7 +57,7 @@ def trace_printer(app: App) -> Callable[[str, Message | Batch], None]:
         obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
         arrow = "→" if direction == "send" else "←"
         text = json.dumps(redact(obj), ensure_ascii=False, separators=(",", ":"))
-        app.stderr.write(f"{arrow} {sanitize(text, keep_newlines=False)}\n")
+        app.stderr.write(f"{arrow} {printable(text, keep_newlines=False)}\n")
         app.stderr.flush()
 
     return trace
@@ -69,7 +69,7 @@ def _log_line(params: JSON) -> str:
     data = params.get("data")
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     prefix = f"[{level}]" + (f" {logger}:" if isinstance(logger, str) and logger else "")
-    return sanitize(f"{prefix} {text}", keep_newlines=False)
+    return printable(f"{prefix} {text}", keep_newlines=False)
 
 
 def _rank(level: Any) -> int:

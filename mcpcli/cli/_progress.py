@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.output import sanitize
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -30,7 +30,7 @@ class ProgressBar:
     def __call__(self, params: dict[str, Any]) -> None:
         total = params.get("total")
         message = params.get("message")
-        self._message = sanitize(message, keep_newlines=False)[:60] if isinstance(message, str) else ""
+        self._message = printable(message, keep_newlines=False)[:60] if isinstance(message, str) else ""
         if self._paused:
             return
         self._start()
@@ -45,7 +45,7 @@ class ProgressBar:
 
     def status(self, text: str) -> None:
         """Show a background task's status (kept beside any progress message)."""
-        self._status = sanitize(text, keep_newlines=False)[:60]
+        self._status = printable(text, keep_newlines=False)[:60]
         if self._paused:
             return
         self._start()

@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
     "serve": ("mcpcli.cli.serve:serve", "Serve a tools.yaml file as an MCP server."),
     "auth": ("mcpcli.cli.auth:auth", "Sign in to servers and manage stored tokens."),
-    "completion": ("mcpcli.cli.completion:completion", "Print the shell completion script."),
+    "completion": ("mcpcli.cli.shell_completion:completion", "Print the shell completion script."),
     "script": ("mcpcli.cli.script:script", "Talk back to the client from a served script."),
 }
 HIDDEN = {"script"}

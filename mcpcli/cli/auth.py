@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, output_options, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._options import output_options
 from mcpcli.errors import AuthError, UsageError
-from mcpcli.output import Output, sanitize
+from mcpcli.output import Output
+from mcpcli.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,7 +54,7 @@ def auth() -> None:
 
 def _entry(app: App, target: str) -> ServerEntry:
     """TARGET (a configured name or a URL) as a remote server entry."""
-    from mcpcli.connect import resolve_target
+    from mcpcli.targets import resolve_target
 
     entry = resolve_target(target, [], app.config()).resolved()
     if entry.url is None:
@@ -65,7 +67,7 @@ def _entry(app: App, target: str) -> ServerEntry:
 
 def _find(app: App, target: str, store: TokenStore) -> Record | None:
     """The stored sign-in for TARGET: by URL, by configured name, or by the name it was stored under."""
-    from mcpcli.connect import is_url
+    from mcpcli.targets import is_url
 
     if is_url(target):
         return store.find(target.split("#", 1)[0])
@@ -133,7 +135,7 @@ def _ago(seconds: int) -> str:
 
 def _human_one(console: Console, info: dict[str, Any]) -> None:
     title = info["server"] + (f"  ({info['name']})" if info.get("name") else "")
-    console.print(sanitize(title, keep_newlines=False), soft_wrap=True)
+    console.print(printable(title, keep_newlines=False), soft_wrap=True)
     rows = [
         ("issuer", info.get("issuer") or "(none: 2025-03-26 default endpoints)"),
         ("client", f"{info['clientId']} ({info['registration']}, {info['tokenEndpointAuthMethod']})"),
@@ -148,7 +150,7 @@ def _human_one(console: Console, info: dict[str, Any]) -> None:
     rows.append(("refresh token", "yes" if info["refreshToken"] else "no"))
     rows.append(("stored in", info["storeLocation"]))
     for key, value in rows:
-        console.print(f"  {key + ':':<15}{sanitize(str(value), keep_newlines=False)}", soft_wrap=True)
+        console.print(f"  {key + ':':<15}{printable(str(value), keep_newlines=False)}", soft_wrap=True)
 
 
 def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
@@ -164,7 +166,7 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
             when += ", refreshable"
         name = f" ({info['name']})" if info.get("name") else ""
         console.print(
-            sanitize(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
+            printable(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
             soft_wrap=True,
         )
 
@@ -244,7 +246,7 @@ def login(
 
     rec = app.run(go)
     where = "the OS keyring" if rec.store == "keyring" else store.location("file")
-    app.info(f"signed in to {sanitize(rec.server_url, keep_newlines=False)}; tokens stored in {where}")
+    app.info(f"signed in to {printable(rec.server_url, keep_newlines=False)}; tokens stored in {where}")
     if not out.human:
         out.emit(_describe(rec, store))
 
@@ -326,7 +328,7 @@ def logout(
 
         revoked = app.run(go)
         note = " (tokens revoked)" if revoked else ""
-        app.info(f"signed out of {sanitize(rec.server_url, keep_newlines=False)}{note}")
+        app.info(f"signed out of {printable(rec.server_url, keep_newlines=False)}{note}")
 
 
 @auth.command("token")

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import App
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["complete"]
 
@@ -32,8 +28,7 @@ def _context(items: tuple[str, ...]) -> dict[str, str]:
     return context
 
 
-@click.command(cls=TargetCommand, context_settings=CONTEXT_SETTINGS)
-@target_argument
+@target_command()
 @click.argument("argument", metavar="ARG")
 @click.argument("partial", default="", metavar="[PARTIAL]")
 @click.option("--prompt", "prompt_name", metavar="NAME", help="Complete an argument of this prompt.")
@@ -41,9 +36,6 @@ def _context(items: tuple[str, ...]) -> dict[str, str]:
               help="Complete a variable of this resource template.")
 @click.option("--context", "context_items", multiple=True, metavar="KEY=VALUE",
               help="An already chosen argument value the suggestions may depend on (repeatable).")
-@connection_options
-@output_options
-@pass_app
 def complete(
     app: App,
     target: str | None,
@@ -76,15 +68,14 @@ def complete(
     )
     context = _context(context_items)
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            result = await client.complete(ref, argument, partial, context or None)
-        if out.mode == "jsonl":
-            completion = result.get("completion")
-            values = completion.get("values") if isinstance(completion, dict) else None
-            for value in values if isinstance(values, list) else []:
-                out.event(value)
-        else:
-            out.emit(result, human=render.completion_values)
+    async def go(client: Client) -> dict[str, Any]:
+        return await client.complete(ref, argument, partial, context or None)
 
-    app.run(go)
+    result = app.with_client(target, conn, go)
+    if out.mode == "jsonl":
+        completion = result.get("completion")
+        values = completion.get("values") if isinstance(completion, dict) else None
+        for value in values if isinstance(values, list) else []:
+            out.event(value)
+    else:
+        out.emit(result, human=render.completion_values)

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
-
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import App
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["info", "server_summary"]
 
@@ -42,11 +36,7 @@ def server_summary(client: Any) -> dict[str, Any]:
     return summary
 
 
-@click.command(cls=TargetCommand, context_settings=CONTEXT_SETTINGS)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command()
 def info(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """Show server identity, capabilities, instructions and the negotiated protocol.
 
@@ -60,8 +50,7 @@ def info(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            out.emit(server_summary(client), human=render.server_info)
+    async def go(client: Client) -> None:
+        out.emit(server_summary(client), human=render.server_info)
 
-    app.run(go)
+    app.with_client(target, conn, go)

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import App
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["ping"]
 
@@ -25,15 +21,11 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-@click.command(cls=TargetCommand, context_settings=CONTEXT_SETTINGS)
-@target_argument
+@target_command()
 @click.option("--count", "-c", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Send N pings.")
 @click.option("--interval", "-i", type=click.FloatRange(min=0), default=1.0, show_default=True,
               metavar="SECONDS", help="Wait between pings.")
-@connection_options
-@output_options
-@pass_app
 def ping(
     app: App, target: str | None, count: int, interval: float, conn: Connection, out: Output
 ) -> None:
@@ -50,32 +42,30 @@ def ping(
     """
     import anyio
 
-    async def go() -> dict[str, Any]:
+    async def go(client: Client) -> dict[str, Any]:
         times: list[float] = []
         method = "ping"
-        async with app.client(target, conn) as client:
-            for seq in range(1, count + 1):
-                if seq > 1 and interval:
-                    await anyio.sleep(interval)
-                method, elapsed = await client.ping()
-                times.append(_ms(elapsed))
-                if out.mode == "jsonl":
-                    out.event({"seq": seq, "method": method, "ms": times[-1]})
-                elif out.human:
-                    line = f"reply {seq} from {_name(client)}: {times[-1]:.1f} ms ({method})"
-                    out.console().print(line)
-            summary: dict[str, Any] = {
-                "server": client.server_info.get("name"),
-                "method": method,
-                "count": count,
-                "times": times,
-                "minMs": min(times),
-                "avgMs": round(sum(times) / len(times), 3),
-                "maxMs": max(times),
-            }
-        return summary
+        for seq in range(1, count + 1):
+            if seq > 1 and interval:
+                await anyio.sleep(interval)
+            method, elapsed = await client.ping()
+            times.append(_ms(elapsed))
+            if out.mode == "jsonl":
+                out.event({"seq": seq, "method": method, "ms": times[-1]})
+            elif out.human:
+                line = f"reply {seq} from {_name(client)}: {times[-1]:.1f} ms ({method})"
+                out.console().print(line)
+        return {
+            "server": client.server_info.get("name"),
+            "method": method,
+            "count": count,
+            "times": times,
+            "minMs": min(times),
+            "avgMs": round(sum(times) / len(times), 3),
+            "maxMs": max(times),
+        }
 
-    summary = app.run(go)
+    summary = app.with_client(target, conn, go)
     if out.mode == "json":
         out.emit(summary)
     elif out.human and count > 1:
@@ -87,6 +77,6 @@ def ping(
 
 
 def _name(client: Any) -> str:
-    from mcpcli.output import sanitize
+    from mcpcli.text import printable
 
-    return sanitize(str(client.server_info.get("name") or "server"), keep_newlines=False)
+    return printable(str(client.server_info.get("name") or "server"), keep_newlines=False)

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mcpcli.cache import remember
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    offered,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["arguments_schema", "prompts"]
 
@@ -31,22 +26,17 @@ def prompts() -> None:
     """List prompts and render them."""
 
 
-@prompts.command("list", cls=TargetCommand)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command(prompts, "list")
 def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """List the server's prompts (every page)."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            result = await offered(app, client.list_prompts(), "prompts")
-            remember(target, "prompts/list", result)
-            out.emit(result, items="prompts", human=render.prompts_table)
+    async def go(client: Client) -> None:
+        result = await offered(app, client.list_prompts(), "prompts")
+        remember(target, "prompts/list", result)
+        out.emit(result, items="prompts", human=render.prompts_table)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
 def arguments_schema(prompt: JSON) -> JSON:
@@ -82,30 +72,24 @@ def _find(listing: JSON, name: str) -> JSON:
 
 
 def _prompt_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from mcpcli.cli._complete import prompt_names
+    from mcpcli.cli._completers import prompt_names
 
     return prompt_names(ctx, incomplete)
 
 
-@prompts.command("show", cls=TargetCommand)
-@target_argument
+@target_command(prompts, "show")
 @click.argument("name", shell_complete=_prompt_name_completion)
-@connection_options
-@output_options
-@pass_app
 def show(app: App, target: str | None, name: str, conn: Connection, out: Output) -> None:
     """Show a prompt's description and arguments."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            out.emit(_find(await client.list_prompts(), name), human=render.prompt_detail)
+    async def go(client: Client) -> None:
+        out.emit(_find(await client.list_prompts(), name), human=render.prompt_detail)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
-@prompts.command("get", cls=TargetCommand)
-@target_argument
+@target_command(prompts, "get")
 @click.argument("name", shell_complete=_prompt_name_completion)
 @click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
               help="A prompt argument (always a string); key=@file reads a file, key=@- stdin.")
@@ -115,9 +99,6 @@ def show(app: App, target: str | None, name: str, conn: Connection, out: Output)
               help="Send the arguments without checking them against the prompt's argument list.")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the messages to DIR.")
-@connection_options
-@output_options
-@pass_app
 def get(
     app: App,
     target: str | None,
@@ -144,28 +125,27 @@ def get(
     stdin_reader = app.stdin.read
     base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            schema: JSON = {"type": "object", "additionalProperties": {"type": "string"}}
-            if not no_validate:
-                listing = await client.list_prompts()
-                remember(target, "prompts/list", listing)
-                schema = arguments_schema(_find(listing, name))
-            arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
-            if not no_validate:
-                from mcpcli.validation import check
+    async def go(client: Client) -> None:
+        schema: JSON = {"type": "object", "additionalProperties": {"type": "string"}}
+        if not no_validate:
+            listing = await client.list_prompts()
+            remember(target, "prompts/list", listing)
+            schema = arguments_schema(_find(listing, name))
+        arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
+        if not no_validate:
+            from mcpcli.validation import check
 
-                check(schema, arguments, hint="see its arguments with `mcp prompts show`, "
-                      "or skip the check with --no-validate")
-            else:
-                arguments = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
-            result = await client.get_prompt(name, arguments)
-            out.emit(result, items="messages",
-                     human=lambda console, r: render.prompt_messages(console, r, save_dir))
-            if save_dir and not out.human:
-                render.save_blobs(_as_content(result), save_dir, app)
+            check(schema, arguments, hint="see its arguments with `mcp prompts show`, "
+                  "or skip the check with --no-validate")
+        else:
+            arguments = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
+        result = await client.get_prompt(name, arguments)
+        out.emit(result, items="messages",
+                 human=lambda console, r: render.prompt_messages(console, r, save_dir))
+        if save_dir and not out.human:
+            render.save_blobs(_as_content(result), save_dir, app.info)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
 def _json_text(value: Any) -> str:

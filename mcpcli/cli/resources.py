@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    offered,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["resources"]
 
@@ -27,50 +22,36 @@ def resources() -> None:
     """List, read and watch resources."""
 
 
-@resources.command("list", cls=TargetCommand)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command(resources, "list")
 def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """List the server's resources (every page)."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            result = await offered(app, client.list_resources(), "resources")
-            out.emit(result, items="resources", human=render.resources_table)
+    async def go(client: Client) -> None:
+        result = await offered(app, client.list_resources(), "resources")
+        out.emit(result, items="resources", human=render.resources_table)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
-@resources.command("templates", cls=TargetCommand)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command(resources, "templates")
 def templates(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """List the server's resource templates (every page)."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            result = await offered(app, client.list_resource_templates(), "resourceTemplates")
-            out.emit(result, items="resourceTemplates", human=render.templates_table)
+    async def go(client: Client) -> None:
+        result = await offered(app, client.list_resource_templates(), "resourceTemplates")
+        out.emit(result, items="resourceTemplates", human=render.templates_table)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
-@resources.command("read", cls=TargetCommand)
-@target_argument
+@target_command(resources, "read")
 @click.argument("uri")
 @click.option("--out", "-o", "out_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
               help="Write the content itself (text or decoded blob) to FILE; - is stdout, unless it is a terminal.")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save every blob in the result to DIR.")
-@connection_options
-@output_options
-@pass_app
 def read(
     app: App,
     target: str | None,
@@ -99,12 +80,10 @@ def read(
                          hint="redirect stdout, or give a file name")
     explicit = _explicit_output(click.get_current_context())
 
-    async def go() -> dict[str, Any]:
-        async with app.client(target, conn) as client:
-            result: dict[str, Any] = await client.read_resource(uri)
-        return result
+    async def go(client: Client) -> dict[str, Any]:
+        return await client.read_resource(uri)
 
-    result = app.run(go)
+    result = app.with_client(target, conn, go)
     if out_file is not None:
         data = _single_content(result, uri)
         if out_file == "-":
@@ -120,14 +99,14 @@ def read(
         app.info(f"wrote {len(data)} bytes to {out_file}")
         if not explicit:
             if save_dir:
-                render.save_blobs(result, save_dir, app)
+                render.save_blobs(result, save_dir, app.info)
             return
     if out.human:
         out.emit(result, human=lambda console, r: render.resource_contents(console, r, save_dir))
     else:
         out.emit(result, items="contents")
         if save_dir:
-            render.save_blobs(result, save_dir, app)
+            render.save_blobs(result, save_dir, app.info)
 
 
 def _explicit_output(ctx: click.Context) -> bool:
@@ -189,16 +168,12 @@ def _check_subscribe_capability(client: Any) -> None:
         )
 
 
-@resources.command("subscribe", cls=TargetCommand)
-@target_argument
+@target_command(resources, "subscribe")
 @click.argument("uris", nargs=-1, metavar="URI...")
 @click.option("--list-changes", is_flag=True,
               help="Also report changes to the resource, tool and prompt lists.")
 @click.option("--count", "-n", type=click.IntRange(min=1), metavar="N",
               help="Exit after N events (default: run until Ctrl-C).")
-@connection_options
-@output_options
-@pass_app
 def subscribe(
     app: App,
     target: str | None,
@@ -224,22 +199,23 @@ def subscribe(
     if not uris and not list_changes:
         raise UsageError("give at least one URI to watch, or --list-changes")
 
-    async def go() -> int:
+    async def go(client: Client) -> bool:
+        """Watch; True when --count events came, False when the server ended the stream."""
         seen = 0
-        async with app.client(target, conn) as client:
-            if uris:
-                _check_subscribe_capability(client)
-            async with client.subscribe(
-                resources=list(uris), tools=list_changes, prompts=list_changes,
-                resource_list=list_changes,
-            ) as events:
-                app.info(f"watching {len(uris)} resource(s)"
-                         + (" and list changes" if list_changes else "") + "; Ctrl-C to stop")
-                async for event in events:
-                    out.event(event, human=render.update_event)
-                    seen += 1
-                    if count is not None and seen >= count:
-                        return seen
-        raise ConnectionClosed("the server ended the subscription")
+        if uris:
+            _check_subscribe_capability(client)
+        async with client.subscribe(
+            resources=list(uris), tools=list_changes, prompts=list_changes,
+            resource_list=list_changes,
+        ) as events:
+            app.info(f"watching {len(uris)} resource(s)"
+                     + (" and list changes" if list_changes else "") + "; Ctrl-C to stop")
+            async for event in events:
+                out.event(event, human=render.update_event)
+                seen += 1
+                if count is not None and seen >= count:
+                    return True
+        return False
 
-    app.run(go)
+    if not app.with_client(target, conn, go):
+        raise ConnectionClosed("the server ended the subscription")

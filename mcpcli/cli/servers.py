@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, output_options, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._options import output_options
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
@@ -83,7 +84,7 @@ def list_(app: App, out: Output) -> None:
 def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
     from click.shell_completion import CompletionItem
 
-    from mcpcli.cli._complete import server_names
+    from mcpcli.cli._completers import server_names
 
     return [CompletionItem(n) for n in server_names() if n.startswith(incomplete)]
 

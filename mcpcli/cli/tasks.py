@@ -9,22 +9,18 @@ whether a new connection sees them is up to the server. Over stdio the server
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import CONTEXT_SETTINGS, App
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.errors import ToolError, UsageError
 from mcpcli.output import Output
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
 
 __all__ = ["tasks"]
 
@@ -37,34 +33,25 @@ def tasks() -> None:
 task_id_argument = click.argument("task_id", metavar="TASK_ID")
 
 
-@tasks.command("list", cls=TargetCommand)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command(tasks, "list")
 def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """List the server's tasks (2025-11-25 servers only)."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            if client.era == "modern":
-                raise UsageError(
-                    "2026-07-28 servers cannot list tasks (the tasks extension has no tasks/list)",
-                    hint="keep the id `mcp tools call --detach` printed",
-                )
-            result = await client.list_tasks()
-            out.emit(result, items="tasks", human=render.tasks_table)
+    async def go(client: Client) -> None:
+        if client.era == "modern":
+            raise UsageError(
+                "2026-07-28 servers cannot list tasks (the tasks extension has no tasks/list)",
+                hint="keep the id `mcp tools call --detach` printed",
+            )
+        result = await client.list_tasks()
+        out.emit(result, items="tasks", human=render.tasks_table)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
-@tasks.command("get", cls=TargetCommand)
-@target_argument
+@target_command(tasks, "get")
 @task_id_argument
-@connection_options
-@output_options
-@pass_app
 def get(app: App, target: str | None, task_id: str, conn: Connection, out: Output) -> None:
     """Show a task's status.
 
@@ -72,21 +59,16 @@ def get(app: App, target: str | None, task_id: str, conn: Connection, out: Outpu
     """
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            out.emit(await client.get_task(task_id), human=render.task_detail)
+    async def go(client: Client) -> None:
+        out.emit(await client.get_task(task_id), human=render.task_detail)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
-@tasks.command("result", cls=TargetCommand)
-@target_argument
+@target_command(tasks, "result")
 @task_id_argument
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the result to DIR.")
-@connection_options
-@output_options
-@pass_app
 def result(
     app: App, target: str | None, task_id: str, save_dir: str | None, conn: Connection, out: Output
 ) -> None:
@@ -101,34 +83,29 @@ def result(
     Exits 1 when the tool reported an error, 5 when the task failed or was cancelled.
     """
     from mcpcli.cli._notify import progress_printer
-    from mcpcli.cli._tasks import emit_call_result, task_options
+    from mcpcli.cli._task_follow import emit_call_result, task_options
 
-    async def go() -> dict[str, Any]:
-        async with app.client(target, conn) as client:
-            bar = progress_printer(app)
+    async def go(client: Client) -> dict[str, Any]:
+        bar = progress_printer(app)
+        if bar is not None:
+            bar.pause_for_prompts(client.options.features)
+        options = task_options(bar)
+        options.cancel_on_exit = False
+        try:
+            outcome = await client.wait_task(task_id, options)
+        finally:
             if bar is not None:
-                bar.pause_for_prompts(client.options.features)
-            options = task_options(bar)
-            options.cancel_on_exit = False
-            try:
-                outcome = await client.wait_task(task_id, options)
-            finally:
-                if bar is not None:
-                    bar.close()
-            emit_call_result(app, out, outcome, save_dir)
-            return outcome
+                bar.close()
+        emit_call_result(app, out, outcome, save_dir)
+        return outcome
 
-    outcome = app.run(go)
+    outcome = app.with_client(target, conn, go)
     if outcome.get("isError"):
         raise ToolError(f"task {task_id!r}: the tool reported an error")
 
 
-@tasks.command("cancel", cls=TargetCommand)
-@target_argument
+@target_command(tasks, "cancel")
 @task_id_argument
-@connection_options
-@output_options
-@pass_app
 def cancel(app: App, target: str | None, task_id: str, conn: Connection, out: Output) -> None:
     """Ask the server to cancel a task.
 
@@ -136,13 +113,12 @@ def cancel(app: App, target: str | None, task_id: str, conn: Connection, out: Ou
     """
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            answer = await client.cancel_task(task_id)
-            if out.human and "taskId" not in answer:
-                # 2026-07-28 acknowledges with an empty result.
-                app.info(f"asked the server to cancel task {task_id}")
-                return
-            out.emit(answer, human=render.task_detail)
+    async def go(client: Client) -> None:
+        answer = await client.cancel_task(task_id)
+        if out.human and "taskId" not in answer:
+            # 2026-07-28 acknowledges with an empty result.
+            app.info(f"asked the server to cancel task {task_id}")
+            return
+        out.emit(answer, human=render.task_detail)
 
-    app.run(go)
+    app.with_client(target, conn, go)

@@ -7,17 +7,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cache import remember
-from mcpcli.cli._app import (
-    CONTEXT_SETTINGS,
-    App,
-    Connection,
-    TargetCommand,
-    connection_options,
-    offered,
-    output_options,
-    pass_app,
-    target_argument,
-)
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._connection import Connection
+from mcpcli.cli._options import target_command
 from mcpcli.errors import ToolError, UsageError
 from mcpcli.output import Output
 
@@ -32,48 +24,38 @@ def tools() -> None:
     """List, inspect and call tools."""
 
 
-@tools.command("list", cls=TargetCommand)
-@target_argument
-@connection_options
-@output_options
-@pass_app
+@target_command(tools, "list")
 def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     """List the server's tools (every page)."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            result = await offered(app, client.list_tools(), "tools")
-            remember(target, "tools/list", result)
-            out.emit(result, items="tools", human=render.tools_table)
+    async def go(client: Client) -> None:
+        result = await offered(app, client.list_tools(), "tools")
+        remember(target, "tools/list", result)
+        out.emit(result, items="tools", human=render.tools_table)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
 def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from mcpcli.cli._complete import tool_names
+    from mcpcli.cli._completers import tool_names
 
     return tool_names(ctx, incomplete)
 
 
-@tools.command("show", cls=TargetCommand)
-@target_argument
+@target_command(tools, "show")
 @click.argument("tool", shell_complete=_tool_name_completion)
-@connection_options
-@output_options
-@pass_app
 def show(app: App, target: str | None, tool: str, conn: Connection, out: Output) -> None:
     """Show a tool's signature, description and input schema."""
     from mcpcli import render
 
-    async def go() -> None:
-        async with app.client(target, conn) as client:
-            definition = await client.get_tool(tool)
-            if definition is None:
-                raise _unknown_tool(tool, await client.list_tools())
-            out.emit(definition, human=render.tool_detail)
+    async def go(client: Client) -> None:
+        definition = await client.get_tool(tool)
+        if definition is None:
+            raise _unknown_tool(tool, await client.list_tools())
+        out.emit(definition, human=render.tool_detail)
 
-    app.run(go)
+    app.with_client(target, conn, go)
 
 
 async def _call_and_print(
@@ -82,7 +64,7 @@ async def _call_and_print(
 ) -> dict[str, Any]:
     """Call the tool (following its task, if it runs as one) and print the outcome."""
     from mcpcli.cli._notify import progress_printer
-    from mcpcli.cli._tasks import (
+    from mcpcli.cli._task_follow import (
         announce_detached,
         cancel_on_interrupt,
         emit_call_result,
@@ -120,8 +102,7 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
     return UsageError(f"unknown tool {name!r}", hint=hint)
 
 
-@tools.command("call", cls=TargetCommand)
-@target_argument
+@target_command(tools, "call")
 @click.argument("tool", shell_complete=_tool_name_completion)
 @click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
               help="An argument: key=value (typed by the schema), key:=json, key=@file, key=@- (stdin).")
@@ -136,9 +117,6 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
               help="Run the tool as a task when it allows one (2025-11-25 servers).")
 @click.option("--detach", is_flag=True,
               help="Start the tool as a task, print the task and exit; follow it with `mcp tasks`.")
-@connection_options
-@output_options
-@pass_app
 def call(
     app: App,
     target: str | None,

@@ -1,7 +1,11 @@
 """Human renderings of MCP results for a terminal (rich; imported only on a TTY).
 
-Everything the server controls is passed through `sanitize` first. Commands call
-these through `Output.emit(..., human=render.tools_table)`.
+Owns how a result looks to a person: tables, details, content blocks, and saving
+binary content to files. Everything the server controls goes through
+`mcpcli.text.printable` first. Commands call these through
+`Output.emit(..., human=render.tools_table)`. It may import `mcpcli.output`
+and `mcpcli.text` (and rich, lazily), and nothing of click or the CLI
+(`mcpcli.cli`): what it reports goes to a callable it is given (`save_blobs`).
 """
 
 from __future__ import annotations

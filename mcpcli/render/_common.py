@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpcli.output import sanitize
+from mcpcli.text import printable
 
 JSON = dict[str, Any]
 
 
 def _s(value: Any, *, one_line: bool = True, limit: int | None = None) -> str:
-    text = sanitize(str(value if value is not None else ""), keep_newlines=not one_line)
+    text = printable(str(value if value is not None else ""), keep_newlines=not one_line)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return text

@@ -17,9 +17,9 @@ from mcpcli.output import print_json
 from mcpcli.render._common import JSON, _first_line, _obj, _s, _size
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from collections.abc import Callable
 
-    from mcpcli.cli._app import App
+    from rich.console import Console
 
 
 def decoded(data: Any) -> bytes | None:
@@ -103,14 +103,16 @@ def _binary_blocks(result: JSON) -> list[tuple[bytes, str | None, str]]:
     return found
 
 
-def save_blobs(result: JSON, save_dir: str, app: App | None = None) -> list[Path]:
-    """Write every binary block to `save_dir`; report each path on stderr."""
+def save_blobs(
+    result: JSON, save_dir: str, note: Callable[[str], None] | None = None
+) -> list[Path]:
+    """Write every binary block to `save_dir`; tell `note` (the CLI's stderr) each path."""
     paths = []
     for data, mime, stem in _binary_blocks(result):
         path = _save(data, save_dir, stem, mime)
         paths.append(path)
-        if app is not None:
-            app.info(f"saved {mime or 'data'} ({_size(len(data))}) to {path}")
+        if note is not None:
+            note(f"saved {mime or 'data'} ({_size(len(data))}) to {path}")
     return paths
 
 

@@ -6,6 +6,11 @@ server spawns it as soon as its arguments are parsed (`prespawn`), before
 asyncio, anyio, the client and jsonschema are imported; the stdio transport
 then adopts that process (`adopt`). This module must stay cheap to import.
 
+`launch` is the one place that turns a server's command, configured environment
+and cwd, plus the --env/--cwd options, into what is run: the early spawn, the
+CLI's prespawn and the transport all call it, so a prespawned process is always
+the one the transport would have started.
+
 Every server runs in its own session (process group), so a terminal Ctrl-C
 reaches us and not it, and shutdown can signal the whole group.
 """
@@ -22,10 +27,13 @@ from collections.abc import Mapping, Sequence
 
 __all__ = [
     "DEFAULT_INHERITED_ENV",
+    "Launch",
     "SpawnError",
+    "UnsetVariable",
     "adopt",
     "child_environment",
     "discard_prespawned",
+    "launch",
     "prespawn",
     "resolve_executable",
     "spawn",
@@ -42,12 +50,59 @@ DEFAULT_INHERITED_ENV: tuple[str, ...] = (
 )
 
 
+Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...], "str | None"]
+
+
 class SpawnError(Exception):
     """The server could not be started; `hint` says what to check."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class UnsetVariable(SpawnError):
+    """`--env KEY` (pass ours through) named a variable we do not have."""
+
+
+class Launch:
+    """What is run for a stdio server: the command line, its whole environment and cwd."""
+
+    __slots__ = ("args", "command", "cwd", "env")
+
+    def __init__(self, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env)
+        self.cwd = cwd
+
+    def key(self) -> Key:
+        """Equal for two launches that would start the same process."""
+        return (self.command, *self.args), tuple(sorted(self.env.items())), self.cwd
+
+
+def launch(
+    command: str,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    *,
+    passed: Mapping[str, str | None] | None = None,
+    cwd_option: str | None = None,
+) -> Launch:
+    """The launch of a server configured with `env` and `cwd`, given --env (`passed`) and --cwd.
+
+    A `passed` value of None passes our own variable through (`--env KEY`);
+    `UnsetVariable` says when we have none. --cwd wins over the configured cwd.
+    """
+    extra = dict(env or {})
+    for key, value in (passed or {}).items():
+        if value is None:
+            value = os.environ.get(key)
+            if value is None:
+                raise UnsetVariable(f"--env {key}: {key} is not set in this environment")
+        extra[key] = value
+    return Launch(command, args, child_environment(extra), cwd_option or cwd)
 
 
 def child_environment(
@@ -108,32 +163,25 @@ def spawn(
         raise SpawnError(f"cannot start server: {command}: {exc.strerror or exc}") from None
 
 
-Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...], "str | None"]
 _PRESPAWNED: dict[Key, subprocess.Popen[bytes]] = {}
 
 
-def _key(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Key:
-    return (command, *args), tuple(sorted(env.items())), cwd
-
-
-def prespawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None) -> None:
+def prespawn(spec: Launch) -> None:
     """Start a server early; best effort (a failure is reported later, on connect)."""
-    key = _key(command, args, env, cwd)
+    key = spec.key()
     if key in _PRESPAWNED:
         return
     try:
-        _PRESPAWNED[key] = spawn(command, args, env, cwd)
+        _PRESPAWNED[key] = spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError:
         return
     if len(_PRESPAWNED) == 1:
         atexit.register(discard_prespawned)
 
 
-def adopt(
-    command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None
-) -> subprocess.Popen[bytes] | None:
-    """The prespawned process for exactly this command line, environment and cwd."""
-    return _PRESPAWNED.pop(_key(command, args, env, cwd), None)
+def adopt(spec: Launch) -> subprocess.Popen[bytes] | None:
+    """The prespawned process for exactly this launch (command line, environment, cwd)."""
+    return _PRESPAWNED.pop(spec.key(), None)
 
 
 def discard_prespawned() -> None:

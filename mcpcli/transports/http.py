@@ -126,7 +126,7 @@ def same_origin(a: str, b: str) -> bool:
 
 def snippet(body: bytes, limit: int = 200) -> str:
     """The first `limit` bytes of a body as one printable line."""
-    return one_line(body[:limit].decode("utf-8", "replace"))
+    return one_line(body[:limit].decode("utf-8", "replace"), squeeze=True)
 
 
 def status_text(status: int) -> str:

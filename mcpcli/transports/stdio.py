@@ -30,9 +30,11 @@ from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
 from mcpcli.transports._spawn import (
     DEFAULT_INHERITED_ENV,
+    Launch,
     SpawnError,
     adopt,
     child_environment,
+    launch,
     spawn,
 )
 
@@ -119,13 +121,18 @@ async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
 
 
 class StdioTransport(Transport):
-    """Run `command *args` and talk to it over stdin/stdout."""
+    """Run `command *args` and talk to it over stdin/stdout.
+
+    `command` is a program (run with `args`, the configured `env` on top of the
+    allow-listed environment, in `cwd`) or a `Launch` already computed by
+    `_spawn.launch`, which then says all of that.
+    """
 
     name = "stdio"
 
     def __init__(
         self,
-        command: str,
+        command: str | Launch,
         args: Sequence[str] = (),
         *,
         env: Mapping[str, str] | None = None,
@@ -135,11 +142,12 @@ class StdioTransport(Transport):
         quiet: bool = False,
         max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
-        self.command = command
-        self.args = list(args)
-        self.traits = TransportTraits(command_line=(command, *self.args))
-        self.env = child_environment(env)
-        self.cwd = cwd
+        self.launch = command if isinstance(command, Launch) else launch(command, args, env, cwd)
+        self.command = self.launch.command
+        self.args = self.launch.args
+        self.env = self.launch.env
+        self.cwd = self.launch.cwd
+        self.traits = TransportTraits(command_line=(self.command, *self.args))
         self._stderr = stderr
         self._server_log = server_log
         self._quiet = quiet
@@ -153,7 +161,7 @@ class StdioTransport(Transport):
         return " ".join([self.command, *self.args])
 
     def _start(self) -> subprocess.Popen[bytes]:
-        process = adopt(self.command, self.args, self.env, self.cwd)
+        process = adopt(self.launch)
         if process is not None:
             return process
         try:

@@ -14,7 +14,8 @@ from rich.console import Console
 from mcpcli import render
 from mcpcli.cli._app import App
 from mcpcli.errors import UsageError
-from mcpcli.output import Output, sanitize
+from mcpcli.output import Output
+from mcpcli.text import printable
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()
 WAV = base64.b64encode(b"RIFF" + b"\x00" * 40).decode()
@@ -94,8 +95,8 @@ def test_server_text_is_sanitised_everywhere() -> None:
     assert expected in shown(render.server_info, {"serverInfo": {"name": evil}, "instructions": evil})
     assert expected in shown(render.prompt_messages, {"messages": [{"role": evil, "content": {
         "type": "text", "text": "hi"}}]})
-    assert sanitize("tab\tand\nnewline") == "tab\tand\nnewline"
-    assert sanitize("a\nb", keep_newlines=False) == "a b"
+    assert printable("tab\tand\nnewline") == "tab\tand\nnewline"
+    assert printable("a\nb", keep_newlines=False) == "a b"
 
 
 @pytest.mark.parametrize("ch", ["\x9b", "\u202e", "\u2067", "\u200b", "\u2028", "\u2029", "\ufeff", "\x85"])
@@ -174,31 +175,36 @@ def app(tty: bool = False) -> App:
     return App(stdout=FakeTTY() if tty else io.StringIO(), stderr=io.StringIO(), stdin=io.StringIO())
 
 
+def output(a: App, **flags: Any) -> Output:
+    """The output the --json/--jsonl/--jq/--raw flags give on `a`'s stdout."""
+    return Output.for_stream(a.stdout, tty=a.stdout_tty, **flags)
+
+
 def test_json_is_the_default_off_a_terminal_and_human_on_one() -> None:
-    assert Output.for_app(app()).mode == "json"
-    assert Output.for_app(app(tty=True)).mode == "human"
-    assert Output.for_app(app(tty=True), as_json=True).mode == "json"
-    assert Output.for_app(app(tty=True), jq_filter=".").mode == "json"
+    assert output(app()).mode == "json"
+    assert output(app(tty=True)).mode == "human"
+    assert output(app(tty=True), as_json=True).mode == "json"
+    assert output(app(tty=True), jq_filter=".").mode == "json"
 
 
 def test_jsonl_spreads_list_items_and_jq_filters() -> None:
     a = app()
-    Output.for_app(a, jsonl=True).emit({"tools": [{"name": "a"}, {"name": "b"}]}, items="tools")
+    output(a, jsonl=True).emit({"tools": [{"name": "a"}, {"name": "b"}]}, items="tools")
     assert a.stdout.getvalue() == '{"name":"a"}\n{"name":"b"}\n'  # type: ignore[attr-defined]
     a = app()
-    Output.for_app(a, jq_filter=".tools[].name", raw=True).emit({"tools": [{"name": "a"}, {"name": "b"}]})
+    output(a, jq_filter=".tools[].name", raw=True).emit({"tools": [{"name": "a"}, {"name": "b"}]})
     assert a.stdout.getvalue() == "a\nb\n"  # type: ignore[attr-defined]
     a = app()
-    Output.for_app(a).emit({"text": "é"})
+    output(a).emit({"text": "é"})
     assert json.loads(a.stdout.getvalue()) == {"text": "é"}  # type: ignore[attr-defined]
 
 
 def test_bad_output_flags_are_usage_errors() -> None:
     with pytest.raises(UsageError):
-        Output.for_app(app(), as_json=True, jsonl=True)
+        output(app(), as_json=True, jsonl=True)
     with pytest.raises(UsageError):
-        Output.for_app(app(), raw=True)
+        output(app(), raw=True)
     with pytest.raises(UsageError, match="--jq"):
-        Output.for_app(app(), jq_filter=".[")
+        output(app(), jq_filter=".[")
     with pytest.raises(UsageError, match="--jq"):
-        Output.for_app(app(), jq_filter=".a.b").emit({"a": 1})
+        output(app(), jq_filter=".a.b").emit({"a": 1})

@@ -74,10 +74,11 @@ def test_json_safe_keeps_the_value_and_spells_out_unsafe_characters() -> None:
     assert "\\udb40\\udc41" in safe  # an astral tag character as a surrogate pair
 
 
-def test_one_line_joins_lines_collapses_whitespace_and_escapes() -> None:
-    assert one_line("  first\r\n\n  second\t\tpart \x1b[2J\n") == "first second part \\x1b[2J"
-    assert one_line("a\nb", newline=" | ") == "a | b"
-    assert one_line("\u202eevil\u2028x") == "\\u202eevil x"  # the separator breaks the line
+def test_one_line_joins_lines_and_escapes() -> None:
+    assert one_line("  first\r\nsecond\tpart \x1b[2J\n") == "first second part \\x1b[2J"
+    assert one_line("a\nb\rc", newline=" | ") == "a | b | c"
+    assert one_line("\u202eevil\u2028x") == "\\u202eevil\\u2028x"  # U+2028 is shown, not obeyed
+    assert one_line("<p>\n   a  \n\n b</p>", squeeze=True) == "<p> a b</p>"
     assert one_line("abcdef", limit=3) == "abc..."
     assert one_line("abc", limit=3) == "abc"
 

@@ -52,7 +52,7 @@ def emit_call_result(app: App, out: Output, result: JSON, save_dir: str | None) 
 
     out.emit(result, human=lambda console, r: render.call_result(console, r, save_dir))
     if save_dir and not out.human:
-        render.save_blobs(result, save_dir, app)
+        render.save_blobs(result, save_dir, app.info)
 
 
 def announce_detached(

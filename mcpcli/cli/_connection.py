@@ -1,0 +1,126 @@
+"""The connection flags of one command (`Connection`) and what they become.
+
+A command's connection flags arrive as one `Connection`; it turns them into the
+library's `ConnectOptions` (how to reach the server) and `ClientOptions` (how
+the client behaves: timeouts, notifications, sampling, elicitation, roots). The
+click options that fill it are in `_options`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcpcli.cli._app import App
+    from mcpcli.client import ClientOptions
+    from mcpcli.connect import ConnectOptions
+
+__all__ = ["Connection", "env_options"]
+
+
+@dataclass
+class Connection:
+    """The connection flags of one command invocation."""
+
+    timeout: float = 60.0
+    max_timeout: float = 3600.0
+    env: tuple[str, ...] = ()
+    cwd: str | None = None
+    quiet: bool = False
+    server_log: str | None = None
+    header: tuple[str, ...] = ()
+    bearer_token: str | None = None
+    transport: str = "auto"
+    protocol: str | None = None
+    insecure: bool = False
+    log_level: str | None = None
+    trace: bool = False
+    root: tuple[str, ...] = ()
+    sampling_command: str | None = None
+    elicit_json: str | None = None
+    elicit_defaults: bool = False
+    no_auth: bool = False
+    stored_auth_only: bool = False
+    token_store: str | None = None
+    #: Set by commands: a progress/notification sink for this invocation.
+    on_notification: Callable[[str, dict[str, Any]], None] | None = None
+    _server_log_file: IO[bytes] | None = None
+
+    def server_log_file(self) -> IO[bytes] | None:
+        """--server-log FILE, opened once for appending (the server's stderr and its log messages)."""
+        from mcpcli.errors import UsageError
+
+        if self.server_log and self._server_log_file is None:
+            try:
+                self._server_log_file = open(self.server_log, "ab")  # noqa: SIM115 - lives for the process
+            except OSError as exc:
+                raise UsageError(
+                    f"--server-log: cannot open {self.server_log}: {exc.strerror}"
+                ) from None
+        return self._server_log_file
+
+    def connect_options(self, app: App) -> ConnectOptions:
+        from mcpcli.connect import ConnectOptions
+        from mcpcli.errors import UsageError
+
+        env = env_options(self.env)
+        headers: dict[str, str] = {}
+        for item in self.header:
+            name, sep, value = item.partition(":")
+            if not sep or not name.strip():
+                raise UsageError(f"--header {item!r}: expected 'Name: value'")
+            headers[name.strip()] = value.strip()
+        server_log = self.server_log_file()
+        auth = "none" if self.no_auth else "stored-only" if self.stored_auth_only else "interactive"
+        if auth == "interactive" and not app.stdin_tty and not app.stderr_tty:
+            auth = "non-interactive"
+        options = ConnectOptions(
+            env=env,
+            cwd=self.cwd,
+            quiet=self.quiet,
+            server_log=server_log,
+            headers=headers,
+            bearer_token=self.bearer_token,
+            transport=self.transport,
+            insecure=self.insecure,
+            auth=auth,
+            token_store=self.token_store,
+            # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
+            connect_timeout=min(self.timeout, 30.0),
+        )
+        return options
+
+    def client_options(self, app: App) -> ClientOptions:
+        from mcpcli.cli._features import build_features
+        from mcpcli.cli._notify import notification_printer, trace_printer
+        from mcpcli.client import ClientOptions
+
+        probe = os.environ.get("MCP_PROBE_TIMEOUT")
+        return ClientOptions(
+            probe_timeout=float(probe) if probe else 5.0,
+            protocol=self.protocol,
+            timeout=self.timeout,
+            max_timeout=self.max_timeout,
+            log_level=self.log_level,
+            features=build_features(app, self),
+            on_notification=self.on_notification
+            or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
+            on_error=lambda exc: app.warn(str(exc)),
+            trace=trace_printer(app) if self.trace else None,
+        )
+
+
+def env_options(items: Iterable[str]) -> dict[str, str | None]:
+    """--env KEY=VALUE items; a KEY alone (None) passes our own variable through."""
+    from mcpcli.errors import UsageError
+
+    env: dict[str, str | None] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not key:
+            raise UsageError(f"--env {item!r}: expected KEY=VALUE or KEY")
+        env[key] = value if sep else None
+    return env

@@ -1,0 +1,67 @@
+"""From the TARGET argument (or the server command after `--`) to a server entry.
+
+A target is one of: a server name from the config (ours first, then the servers
+other clients have configured); an `http(s)://` URL; a tools.yaml file, served
+in-process; or, with no target, the server command given after `--`. Kept apart
+from `connect` so the CLI can resolve a target (and start a stdio server early)
+before the client, anyio and the transports are imported: it imports only
+`config` and `errors` (and `other_clients`, lazily).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from mcpcli.config import Config, ServerEntry
+from mcpcli.errors import ConfigError, UsageError
+
+__all__ = ["YAML_SUFFIXES", "is_url", "resolve_target"]
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_url(target: str) -> bool:
+    return target.startswith(("http://", "https://"))
+
+
+def _discovered(name: str) -> ServerEntry | None:
+    """A server configured in another client (Claude, Cursor, VS Code...), if any."""
+    from mcpcli import other_clients
+
+    return other_clients.find(name)
+
+
+def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
+    """Turn the TARGET argument (or the `--` command) into a server entry."""
+    if command:
+        if target is not None:
+            raise UsageError(
+                "give either a TARGET or a server command after --, not both",
+                hint="mcp tools list -- npx -y @modelcontextprotocol/server-everything",
+            )
+        return ServerEntry(name=command[0], command=command[0], args=list(command[1:]), source="argv")
+    if target is None:
+        raise UsageError(
+            "no server given",
+            hint="name a configured server, a URL or a tools.yaml file, or put a command after --",
+        )
+    if is_url(target):
+        return ServerEntry(name=target, url=target, transport="http", source="argv")
+    entry = config.get(target)
+    if entry is not None:
+        return entry
+    if target.endswith(YAML_SUFFIXES) or (os.sep in target and os.path.isfile(target)):
+        if not os.path.isfile(target):
+            raise ConfigError(f"no such file: {target}")
+        return ServerEntry(name=target, transport="yaml", path=target, source="argv")
+    found = _discovered(target)
+    if found is not None:
+        return found
+    known = config.names()
+    hint = (
+        "configured servers: " + ", ".join(sorted(known))
+        if known
+        else "add one with `mcp servers add NAME -- COMMAND...` or `mcp servers add NAME URL`"
+    )
+    raise UsageError(f"unknown server {target!r}", hint=hint)
