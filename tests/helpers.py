@@ -79,9 +79,11 @@ def mcp_in(
     interrupted as Ctrl-C would, and fails the test with what it printed.
     """
     import _thread
+    import gc
     import logging
     import signal
     import threading
+    import warnings
 
     from click import formatting
     from click.testing import CliRunner
@@ -107,42 +109,48 @@ def mcp_in(
     crash: BaseException | None = None
     code = -1
     stdout = stderr = ""
-    try:
-        _reset_process_state()
-        # pytest's log capture sits on the root logger; a process has no handler there,
-        # so a warning reaches stderr through logging's last resort, as a user sees it.
-        root.handlers = []
-        with CliRunner().isolation(input=input if input is not None else "", env=env) as (out, err, _):
-            formatting.FORCED_WIDTH = None  # help as wide as without a terminal (isolation restores it)
-            if cwd is not None:
-                os.chdir(cwd)
-            sys.argv = ["mcp", *args]
-            timer.start()
-            try:
-                code = run(list(args))
-            except SystemExit as exc:  # not expected: run() returns the status
-                code = exc.code if isinstance(exc.code, int) else 1
-            except BaseException as exc:  # reported below, with what the run printed
-                crash = exc
-            finally:
-                timer.cancel()
-                sys.stdout.flush()
-                sys.stderr.flush()
-            stdout = out.getvalue().decode("utf-8", "replace")
-            stderr = err.getvalue().decode("utf-8", "replace")
-    finally:
-        timer.cancel()
-        sys.argv = saved_argv
-        os.chdir(saved_cwd)
-        for key in set(os.environ) - set(saved_env):
-            del os.environ[key]
-        os.environ.update(saved_env)
-        for sig, handler in saved_signals.items():
-            signal.signal(sig, handler)
-        root.handlers, root.level = saved_root, saved_root_level
-        ours.handlers[:], ours.level = saved_ours, saved_ours_level
-        _restore_keyring(saved_keyring)
-        _reset_process_state()
+    # A process never shows ResourceWarning, and some files live as long as it does
+    # (--server-log): the run's garbage is collected here, without the warning, not in
+    # whichever test the collector happens to run next.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            _reset_process_state()
+            # pytest's log capture sits on the root logger; a process has no handler there,
+            # so a warning reaches stderr through logging's last resort, as a user sees it.
+            root.handlers = []
+            with CliRunner().isolation(input=input if input is not None else "", env=env) as (out, err, _):
+                formatting.FORCED_WIDTH = None  # as wide as with no terminal (isolation restores it)
+                if cwd is not None:
+                    os.chdir(cwd)
+                sys.argv = ["mcp", *args]
+                timer.start()
+                try:
+                    code = run(list(args))
+                except SystemExit as exc:  # not expected: run() returns the status
+                    code = exc.code if isinstance(exc.code, int) else 1
+                except BaseException as exc:  # reported below, with what the run printed
+                    crash = exc
+                finally:
+                    timer.cancel()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                stdout = out.getvalue().decode("utf-8", "replace")
+                stderr = err.getvalue().decode("utf-8", "replace")
+        finally:
+            timer.cancel()
+            gc.collect()
+            sys.argv = saved_argv
+            os.chdir(saved_cwd)
+            for key in set(os.environ) - set(saved_env):
+                del os.environ[key]
+            os.environ.update(saved_env)
+            for sig, handler in saved_signals.items():
+                signal.signal(sig, handler)
+            root.handlers, root.level = saved_root, saved_root_level
+            ours.handlers[:], ours.level = saved_ours, saved_ours_level
+            _restore_keyring(saved_keyring)
+            _reset_process_state()
     result = Result(code, stdout, stderr)
     if expired.is_set():
         raise AssertionError(f"`mcp {' '.join(args)}` still running after {timeout}s: {result!r}")
