@@ -111,7 +111,9 @@ def mcp_in(
     stdout = stderr = ""
     # A process never shows ResourceWarning, and some files live as long as it does
     # (--server-log): the run's garbage is collected here, without the warning, not in
-    # whichever test the collector happens to run next.
+    # whichever test the collector happens to run next. Only the run's: what exists now
+    # is frozen out of the collection (a full one would cost more than most runs).
+    gc.freeze()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         try:
@@ -140,6 +142,7 @@ def mcp_in(
         finally:
             timer.cancel()
             gc.collect()
+            gc.unfreeze()
             sys.argv = saved_argv
             os.chdir(saved_cwd)
             for key in set(os.environ) - set(saved_env):
