@@ -133,7 +133,6 @@ def test_modern_server_directed_task_declares_the_extension(tmp_path: Path) -> N
     assert methods(log).count("tasks/get") >= 2
 
 
-@pytest.mark.slow
 def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp_in("tools", "call", "ask", "--elicit-json", '{"name": "Ann"}', "--",
@@ -147,7 +146,6 @@ def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) ->
     }
 
 
-@pytest.mark.slow
 def test_modern_failed_task_exits_5_naming_the_task() -> None:
     r = mcp_in("tools", "call", "fail", "--", *task_server())
     assert r.code == 5, r
@@ -155,14 +153,12 @@ def test_modern_failed_task_exits_5_naming_the_task() -> None:
     assert r.stdout == ""
 
 
-@pytest.mark.slow
 def test_modern_tool_error_in_a_task_exits_1_with_the_result() -> None:
     r = mcp_in("tools", "call", "toolerr", "--", *task_server())
     assert r.code == 1, r
     assert r.json["isError"] is True and r.json["content"][0]["text"] == "bad input"
 
 
-@pytest.mark.slow
 def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
     r = mcp_in("tools", "call", "quick", "--arg", "text=x", "--", *task_server("--record", str(log)))
@@ -228,7 +224,6 @@ def test_legacy_failed_task_exits_5_and_tool_error_exits_1() -> None:
     assert r.json["isError"] is True
 
 
-@pytest.mark.slow
 def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
     r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--task", "--", *fake_server())
     assert r.code == 0, r

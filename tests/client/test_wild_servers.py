@@ -138,7 +138,6 @@ def test_root_one_shot_waits_for_the_servers_roots_round_trip(tmp_path: Path) ->
 # -- messages ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_lists_of_features_the_server_does_not_offer_are_empty_not_errors() -> None:
     for command, key in ((("resources", "list"), "resources"), (("resources", "templates"), "resourceTemplates"),
                          (("prompts", "list"), "prompts")):

@@ -241,7 +241,6 @@ def test_cached_discover_and_tool_list_make_a_call_one_post(fake: Fake) -> None:
     assert [q.rpc_method for q in server.requests] == ["tools/call"]
 
 
-@pytest.mark.slow
 def test_private_or_zero_ttl_results_are_not_reused(fake: Fake) -> None:
     for ttl, scope in ((60_000, "private"), (0, "public")):
         server = fake(modern_mcp(ttl_ms=ttl, scope=scope))
@@ -455,7 +454,6 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
     return context
 
 
-@pytest.mark.slow
 def test_tls_is_verified_unless_insecure(fake: Fake, self_signed: ssl.SSLContext) -> None:
     server = fake(modern_mcp(), tls=self_signed)
     assert server.url.startswith("https://")
