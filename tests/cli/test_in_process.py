@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,17 @@ def test_a_run_that_hangs_fails_with_what_it_printed() -> None:
         mcp_in("tools", "call", "echo", "--arg", "message=hi", "--", *fake_server("--never-answer"),
                timeout=1)
     assert "mcp: error: interrupted" in str(caught.value)
+
+
+def test_an_escaped_exception_fails_with_what_the_run_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcli.cli import _root
+
+    def broken(args: list[str]) -> int:
+        sys.stderr.write("half a message\n")
+        raise RuntimeError("escaped the error boundary")
+
+    monkeypatch.setattr(_root, "run", broken)
+    with pytest.raises(AssertionError, match="raised RuntimeError") as caught:
+        mcp_in("--version")
+    assert "half a message" in str(caught.value)
+    assert isinstance(caught.value.__cause__, RuntimeError)

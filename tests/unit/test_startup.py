@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import fake_server, mcp, mcp_in
 
 HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio")
@@ -73,6 +74,7 @@ def test_unknown_target_exits_2_and_json_errors_are_json() -> None:
 # that): these two need the real command.
 
 
+@pytest.mark.slow
 def test_the_early_spawned_server_is_the_one_used(tmp_path: Path) -> None:
     spawns = tmp_path / "spawns"
     wrapper = f'echo $$ >> {spawns}; exec "$0" "$@"'
