@@ -1,4 +1,5 @@
-"""Test helpers: run the real `mcp` command, locate the real peers, free ports."""
+"""Test helpers: run the `mcp` command (in this process, or as a real process), locate the
+real peers, free ports."""
 
 from __future__ import annotations
 
@@ -56,6 +57,135 @@ def mcp(
         cwd=cwd,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def mcp_in(
+    *args: str,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    cwd: str | Path | None = None,
+) -> Result:
+    """Run `mcp ARGS` in this process, through the entry point `main()` calls (`run()`).
+
+    The same error boundary turns errors into exit codes and stderr lines, so the
+    result is what a user gets from a process with a pipe on every stream, in
+    milliseconds. Not covered: what `main()` does before `run()` (spawning a `--`
+    server early), signals, process groups, TTYs and start-up; those need `mcp()`.
+
+    What the CLI may change in the process is put back afterwards (environment,
+    cwd, sys.argv, signal handlers, logging, click's help width, the keyring, the
+    once-per-process stdin flag). A run still going after `timeout` seconds is
+    interrupted as Ctrl-C would, and fails the test with what it printed.
+    """
+    import _thread
+    import gc
+    import logging
+    import signal
+    import threading
+    import warnings
+
+    from click import formatting
+    from click.testing import CliRunner
+
+    from mcpcli.cli._root import run
+
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_argv = sys.argv
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    root, ours = logging.getLogger(), logging.getLogger("mcpcli")
+    saved_root, saved_root_level = root.handlers, root.level
+    saved_ours, saved_ours_level = ours.handlers[:], ours.level
+    saved_keyring = _keyring_like_a_child({**os.environ, **(env or {})})
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    crash: BaseException | None = None
+    code = -1
+    stdout = stderr = ""
+    # A process never shows ResourceWarning, and some files live as long as it does
+    # (--server-log): the run's garbage is collected here, without the warning, not in
+    # whichever test the collector happens to run next. Only the run's: what exists now
+    # is frozen out of the collection (a full one would cost more than most runs).
+    gc.freeze()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            _reset_process_state()
+            # pytest's log capture sits on the root logger; a process has no handler there,
+            # so a warning reaches stderr through logging's last resort, as a user sees it.
+            root.handlers = []
+            with CliRunner().isolation(input=input if input is not None else "", env=env) as (out, err, _):
+                formatting.FORCED_WIDTH = None  # as wide as with no terminal (isolation restores it)
+                if cwd is not None:
+                    os.chdir(cwd)
+                sys.argv = ["mcp", *args]
+                timer.start()
+                try:
+                    code = run(list(args))
+                except SystemExit as exc:  # not expected: run() returns the status
+                    code = exc.code if isinstance(exc.code, int) else 1
+                except BaseException as exc:  # reported below, with what the run printed
+                    crash = exc
+                finally:
+                    timer.cancel()
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                stdout = out.getvalue().decode("utf-8", "replace")
+                stderr = err.getvalue().decode("utf-8", "replace")
+        finally:
+            timer.cancel()
+            gc.collect()
+            gc.unfreeze()
+            sys.argv = saved_argv
+            os.chdir(saved_cwd)
+            for key in set(os.environ) - set(saved_env):
+                del os.environ[key]
+            os.environ.update(saved_env)
+            for sig, handler in saved_signals.items():
+                signal.signal(sig, handler)
+            root.handlers, root.level = saved_root, saved_root_level
+            ours.handlers[:], ours.level = saved_ours, saved_ours_level
+            _restore_keyring(saved_keyring)
+            _reset_process_state()
+    result = Result(code, stdout, stderr)
+    if expired.is_set():
+        raise AssertionError(f"`mcp {' '.join(args)}` still running after {timeout}s: {result!r}")
+    if crash is not None:
+        raise AssertionError(f"`mcp {' '.join(args)}` raised {type(crash).__name__}: {result!r}") from crash
+    return result
+
+
+def _reset_process_state() -> None:
+    """mcpcli's per-process state, as a fresh process starts with it."""
+    args = sys.modules.get("mcpcli.args")
+    if args is not None:
+        args._STDIN_USED.clear()  # `-` reads stdin at most once per process
+
+
+def _keyring_like_a_child(env: dict[str, str]) -> Any:
+    """Use the keyring a child process would load from PYTHON_KEYRING_BACKEND (the
+    `fail` one, see conftest); returns the backend to put back."""
+    import keyring
+    import keyring.core
+
+    previous = keyring.get_keyring()
+    name = env.get("PYTHON_KEYRING_BACKEND")
+    if name:
+        keyring.set_keyring(keyring.core.load_keyring(name))
+    return previous
+
+
+def _restore_keyring(previous: Any) -> None:
+    import keyring
+
+    keyring.set_keyring(previous)
 
 
 @dataclass

@@ -1,5 +1,9 @@
-"""The real `mcp` command against the fake authorization server: sign-in, reuse, step-up,
-logout, headless failures, refresh races, and canary scans for leaked secrets."""
+"""The `mcp` command against the fake authorization server: sign-in, reuse, step-up,
+logout, headless failures, refresh races, and canary scans for leaked secrets.
+
+The command runs in process (`mcp_in`) except where the process itself is under test:
+what a browser can read of it in /proc, a keyring shared by processes, a keyring that
+hangs, two processes refreshing at once."""
 
 from __future__ import annotations
 
@@ -11,12 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, mcp, wait_until
+from helpers import REPO, mcp, mcp_in, wait_until
 
 from .conftest import child_env, state_files
-
-# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
-pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -38,6 +39,7 @@ def browser_log(tmp_path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.slow
 def test_sign_in_on_401_reuse_step_up_logout(oauth, env, tmp_path) -> None:
     srv = oauth(challenge_scope="mcp:read")
     first = mcp("tools", "list", srv.mcp_url, "--json", env=env)
@@ -99,7 +101,7 @@ def test_headless_without_keyring_fails_clearly_and_writes_nothing(oauth, browse
     srv = oauth()
     env = {"BROWSER": str(browser_script), "FAKE_BROWSER_LOG": str(tmp_path / "browser.log"),
            "NO_PROXY": "127.0.0.1"}
-    result = mcp("tools", "list", srv.mcp_url, env=env)  # PYTHON_KEYRING_BACKEND=fail (conftest)
+    result = mcp_in("tools", "list", srv.mcp_url, env=env)  # PYTHON_KEYRING_BACKEND=fail (conftest)
     assert result.code == 3, result
     assert "no usable keyring" in result.stderr
     assert "--token-store file" in result.stderr and "MCP_TOKEN_STORE=file" in result.stderr
@@ -108,6 +110,7 @@ def test_headless_without_keyring_fails_clearly_and_writes_nothing(oauth, browse
     assert state_files() == []  # no silent plaintext
 
 
+@pytest.mark.slow
 def test_login_then_status_in_the_keyring(oauth, env, tmp_path) -> None:
     """The default store through a keyring shared by processes (a test backend)."""
     keyring_file = tmp_path / "keyring.json"
@@ -130,9 +133,9 @@ def test_login_then_status_in_the_keyring(oauth, env, tmp_path) -> None:
 
 def test_no_auth_and_stored_auth_only(oauth, env, tmp_path) -> None:
     srv = oauth()
-    none = mcp("tools", "list", srv.mcp_url, "--no-auth", env=env)
+    none = mcp_in("tools", "list", srv.mcp_url, "--no-auth", env=env)
     assert none.code == 3 and "--no-auth" in none.stderr
-    stored = mcp("tools", "list", srv.mcp_url, "--stored-auth-only", env=env)
+    stored = mcp_in("tools", "list", srv.mcp_url, "--stored-auth-only", env=env)
     assert stored.code == 3
     assert "mcp auth login" in stored.stderr
     assert browser_log(tmp_path) == []
@@ -140,30 +143,32 @@ def test_no_auth_and_stored_auth_only(oauth, env, tmp_path) -> None:
 
 def test_non_interactive_without_a_browser_fails_fast(oauth, tmp_path) -> None:
     srv = oauth()
-    result = mcp("tools", "list", srv.mcp_url, env=child_env(DISPLAY="", WAYLAND_DISPLAY=""), timeout=30)
+    result = mcp_in("tools", "list", srv.mcp_url, env=child_env(DISPLAY="", WAYLAND_DISPLAY=""), timeout=30)
     assert result.code == 3, result
     assert "no terminal or browser" in result.stderr
 
 
 def test_hostile_authorization_endpoint_via_cli(oauth, env, tmp_path) -> None:
     srv = oauth(authorization_endpoint='https://a.example/"&calc&"')
-    result = mcp("auth", "login", srv.mcp_url, env=env)
+    result = mcp_in("auth", "login", srv.mcp_url, env=env)
     assert result.code == 3
     assert "refusing to open unsafe authorization URL" in result.stderr
     assert browser_log(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_expired_refresh_token_asks_to_sign_in_again(oauth, env) -> None:
     srv = oauth(access_ttl=3600)
-    assert mcp("auth", "login", srv.mcp_url, env=env).code == 0
+    assert mcp_in("auth", "login", srv.mcp_url, env=env).code == 0
     srv.expire_access_tokens()
     srv.expire_refresh_tokens()
-    result = mcp("tools", "list", srv.mcp_url, "--stored-auth-only", env=env)
+    result = mcp_in("tools", "list", srv.mcp_url, "--stored-auth-only", env=env)
     assert result.code == 3, result
     assert "mcp auth login" in result.stderr
-    assert mcp("auth", "status", srv.mcp_url, env=env).code == 3  # the dead sign-in was dropped
+    assert mcp_in("auth", "status", srv.mcp_url, env=env).code == 3  # the dead sign-in was dropped
 
 
+@pytest.mark.slow
 def test_keyring_that_hangs_in_a_real_process(oauth, env) -> None:
     srv = oauth()
     env = {k: v for k, v in env.items() if k != "MCP_TOKEN_STORE"}
@@ -185,6 +190,7 @@ def _blocked_flock_waiters() -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/locks")
+@pytest.mark.slow
 def test_two_processes_refreshing_at_once_refresh_once(oauth, env) -> None:
     import threading
 
@@ -225,6 +231,7 @@ def test_two_processes_refreshing_at_once_refresh_once(oauth, env) -> None:
     assert mcp("tools", "list", srv.mcp_url, "--stored-auth-only", env=env).code == 0
 
 
+@pytest.mark.slow
 def test_config_entry_oauth_fields_and_logout_all(oauth, env, tmp_path, isolated_env) -> None:
     """A configured server's `oauth` object (with ${VAR}) drives sign-in; logout --all forgets all."""
     pre = oauth(clients={"cfg-client": "cfg-secret"}, registration=False, auth_methods=["client_secret_post"])
@@ -236,18 +243,18 @@ def test_config_entry_oauth_fields_and_logout_all(oauth, env, tmp_path, isolated
                                                "scopes": ["mcp:read", "mcp:write"]}},
     }}))
     env = {**env, "CORP_SECRET": "cfg-secret"}
-    result = mcp("tools", "call", "corp", "write", env=env)
+    result = mcp_in("tools", "call", "corp", "write", env=env)
     assert result.code == 0, result
     authz = next(r for r in pre.requests if r["path"] == "/authorize")["query"]
     assert authz["client_id"] == "cfg-client" and authz["scope"] == "mcp:read mcp:write"
     assert pre.token_requests("authorization_code")[0]["form"]["client_secret"] == "cfg-secret"
-    status = mcp("auth", "status", "corp", "--json", env=env)
+    status = mcp_in("auth", "status", "corp", "--json", env=env)
     assert status.code == 0 and status.json["name"] == "corp", status
-    assert mcp("auth", "login", other.mcp_url, env=env).code == 0
-    assert len(mcp("auth", "list", "--json", env=env).json) == 2
-    out = mcp("auth", "logout", "--all", env=env)
+    assert mcp_in("auth", "login", other.mcp_url, env=env).code == 0
+    assert len(mcp_in("auth", "list", "--json", env=env).json) == 2
+    out = mcp_in("auth", "logout", "--all", env=env)
     assert out.code == 0, out
-    assert mcp("auth", "list", "--json", env=env).json == []
+    assert mcp_in("auth", "list", "--json", env=env).json == []
     assert pre.revoked and other.revoked
 
 
@@ -255,7 +262,7 @@ def test_stdio_targets_are_not_for_oauth(env, isolated_env) -> None:
     config = isolated_env / "config" / "mcpcli" / "mcp.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(json.dumps({"mcpServers": {"local": {"command": "true"}}}))
-    result = mcp("auth", "login", "local", env=env)
+    result = mcp_in("auth", "login", "local", env=env)
     assert result.code == 2 and "not a remote" in result.stderr
-    usage = mcp("auth", "logout", env=env)
+    usage = mcp_in("auth", "logout", env=env)
     assert usage.code == 2 and "--all" in usage.stderr

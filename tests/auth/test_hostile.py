@@ -7,7 +7,7 @@ import json
 
 import anyio
 import pytest
-from helpers import mcp
+from helpers import mcp_in
 
 from mcpcli.auth.authenticator import OAuthAuthenticator
 from mcpcli.auth.commands import login
@@ -96,11 +96,10 @@ def test_403_without_insufficient_scope_is_not_retried(oauth, browser) -> None:
     assert browser.opened == []
 
 
-@pytest.mark.slow
 def test_step_up_through_the_cli_stops(oauth, browser_script) -> None:
     srv = oauth(always_insufficient="mcp:admin")
     env = child_env(BROWSER=str(browser_script))
-    result = mcp("tools", "call", srv.mcp_url, "echo", env=env)
+    result = mcp_in("tools", "call", srv.mcp_url, "echo", env=env)
     assert result.code == 3, result
     assert "insufficient" in result.stderr.lower()
     assert srv.count("/authorize") <= 3

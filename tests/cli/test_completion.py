@@ -1,4 +1,4 @@
-"""Shell completion: click's completion protocol through the real command, and in real bash."""
+"""Shell completion: click's completion protocol through `run()` in process, and in real bash."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, mcp
+from helpers import REPO, mcp, mcp_in
 
 
 def complete(*words: str, shell: str = "bash") -> list[str]:
     """What `mcp` offers for the last word (protocol level, as the shell scripts ask)."""
     env = {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(len(words) - 1),
            "_MCP_COMPLETE": f"{shell}_complete"}
-    r = mcp(env=env)
+    r = mcp_in(env=env)
     assert r.code == 0, r
     return [line for line in r.stdout.splitlines() if line]
 
@@ -42,7 +42,6 @@ def test_options() -> None:
     assert offered == ["plain,--timeout"]
 
 
-@pytest.mark.slow
 def test_server_names_from_our_config(config: Path) -> None:
     offered = complete("mcp", "tools", "list", "")
     assert offered == ["file,", "plain,alpha", "plain,beta", "plain,gamma"]
@@ -56,7 +55,6 @@ def test_server_names_from_other_clients(config: Path, fake_home: Path) -> None:
     assert "plain,cursed" in complete("mcp", "info", "c")
 
 
-@pytest.mark.slow
 def test_servers_show_completes_names(config: Path) -> None:
     assert complete("mcp", "servers", "show", "a") == ["plain,alpha"]
 
@@ -75,16 +73,15 @@ def test_tool_and_prompt_names_come_from_the_last_listing(isolated_env: Path, ev
     assert complete("mcp", "prompts", "get", "ev", "")[:2] == ["plain,simple-prompt", "plain,args-prompt"]
 
 
-@pytest.mark.slow
 def test_completion_command_prints_the_committed_scripts() -> None:
     for shell, name in (("bash", "mcp.bash"), ("zsh", "_mcp"), ("fish", "mcp.fish")):
-        r = mcp("completion", shell)
+        r = mcp_in("completion", shell)
         assert r.code == 0, r
         assert r.stdout == (REPO / "completions" / name).read_text(), f"{shell}: run scripts/gen-completions"
 
 
 def test_completion_rejects_unknown_shells() -> None:
-    r = mcp("completion", "tcsh")
+    r = mcp_in("completion", "tcsh")
     assert r.code == 2
     assert "'tcsh' is not one of" in r.stderr
 

@@ -1,4 +1,5 @@
-"""`mcp servers ...`: our config file, discovered servers, and import, through the real command."""
+"""`mcp servers ...`: our config file, discovered servers, and import (in process; the real
+command with a real server at the end)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import mcp
+from helpers import mcp, mcp_in
 
 
 @pytest.fixture
@@ -21,13 +22,12 @@ def write(path: Path, doc: object) -> None:
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
 
 
-@pytest.mark.slow
 def test_add_a_command_and_a_url_then_list_and_show(config_file: Path) -> None:
-    r = mcp("servers", "add", "local", "--env", "TOKEN=${MY_TOKEN}", "--", "my-server", "--flag", "x y")
+    r = mcp_in("servers", "add", "local", "--env", "TOKEN=${MY_TOKEN}", "--", "my-server", "--flag", "x y")
     assert r.code == 0, r
     assert f"added local in {config_file}" in r.stderr
-    r = mcp("servers", "add", "remote", "https://example.com/mcp", "-H", "Authorization: Bearer ${T}",
-            "--transport", "sse")
+    r = mcp_in("servers", "add", "remote", "https://example.com/mcp", "-H", "Authorization: Bearer ${T}",
+               "--transport", "sse")
     assert r.code == 0, r
     doc = json.loads(config_file.read_text())
     assert doc == {"mcpServers": {
@@ -37,27 +37,26 @@ def test_add_a_command_and_a_url_then_list_and_show(config_file: Path) -> None:
     }}
     assert stat.S_IMODE(config_file.stat().st_mode) == 0o600
 
-    r = mcp("servers", "list", "--json")
+    r = mcp_in("servers", "list", "--json")
     assert r.code == 0, r
     rows = {row["name"]: row for row in r.json["servers"]}
     assert rows["local"]["command"] == "my-server" and rows["local"]["source"] == "config"
     assert rows["remote"]["transport"] == "sse" and rows["remote"]["url"] == "https://example.com/mcp"
 
-    r = mcp("servers", "show", "local", "--json")
+    r = mcp_in("servers", "show", "local", "--json")
     assert r.code == 0, r
     assert r.json["config"]["env"] == {"TOKEN": "«redacted»"}
-    r = mcp("servers", "show", "local", "--json", "--reveal")
+    r = mcp_in("servers", "show", "local", "--json", "--reveal")
     assert r.json["config"]["env"] == {"TOKEN": "${MY_TOKEN}"}
 
 
-@pytest.mark.slow
 def test_add_refuses_to_replace_without_force(config_file: Path) -> None:
-    assert mcp("servers", "add", "s", "--", "one").code == 0
-    r = mcp("servers", "add", "s", "--", "two")
+    assert mcp_in("servers", "add", "s", "--", "one").code == 0
+    r = mcp_in("servers", "add", "s", "--", "two")
     assert r.code == 2
     assert "already exists" in r.stderr and "--force" in r.stderr
     assert json.loads(config_file.read_text())["mcpServers"]["s"]["command"] == "one"
-    r = mcp("servers", "add", "s", "--force", "--", "two")
+    r = mcp_in("servers", "add", "s", "--force", "--", "two")
     assert r.code == 0, r
     assert json.loads(config_file.read_text())["mcpServers"]["s"]["command"] == "two"
 
@@ -76,36 +75,34 @@ def test_add_refuses_to_replace_without_force(config_file: Path) -> None:
     ],
 )
 def test_add_rejects_bad_input_with_exit_2(config_file: Path, args: tuple[str, ...], message: str) -> None:
-    r = mcp(*args)
+    r = mcp_in(*args)
     assert r.code == 2, r
     assert message in r.stderr
     assert not config_file.exists()
 
 
-@pytest.mark.slow
 def test_remove(config_file: Path, fake_home: Path) -> None:
-    mcp("servers", "add", "a", "--", "x")
-    mcp("servers", "add", "b", "--", "y")
-    r = mcp("servers", "remove", "a")
+    mcp_in("servers", "add", "a", "--", "x")
+    mcp_in("servers", "add", "b", "--", "y")
+    r = mcp_in("servers", "remove", "a")
     assert r.code == 0, r
     assert list(json.loads(config_file.read_text())["mcpServers"]) == ["b"]
-    r = mcp("servers", "remove", "a")
+    r = mcp_in("servers", "remove", "a")
     assert r.code == 2 and "no server 'a'" in r.stderr
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"cursed": {"command": "c"}}})
-    r = mcp("servers", "remove", "cursed")
+    r = mcp_in("servers", "remove", "cursed")
     assert r.code == 2
     assert "configured in Cursor" in r.stderr and "never edits other clients' files" in r.stderr
     assert json.loads((fake_home / ".cursor" / "mcp.json").read_text()) == {
         "mcpServers": {"cursed": {"command": "c"}}}
 
 
-@pytest.mark.slow
 def test_list_shows_discovered_servers_with_their_source(config_file: Path, fake_home: Path) -> None:
-    mcp("servers", "add", "shared", "--", "ours")
+    mcp_in("servers", "add", "shared", "--", "ours")
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {
         "shared": {"command": "theirs"}, "cursor-only": {"url": "https://c.example/mcp"}}})
     write(fake_home / ".claude.json", "{broken")
-    r = mcp("servers", "list", "--json")
+    r = mcp_in("servers", "list", "--json")
     assert r.code == 0, r
     rows = [(row["name"], row["source"], row.get("shadowed", False)) for row in r.json["servers"]]
     assert rows == [("shared", "config", False), ("shared", "cursor", True), ("cursor-only", "cursor", False)]
@@ -113,20 +110,19 @@ def test_list_shows_discovered_servers_with_their_source(config_file: Path, fake
     assert ".claude.json: cannot read" in r.stderr
 
 
-@pytest.mark.slow
 def test_import_copies_without_overwriting(config_file: Path, fake_home: Path) -> None:
-    mcp("servers", "add", "gh", "--", "ours")
+    mcp_in("servers", "add", "gh", "--", "ours")
     write(Path(os.environ["XDG_CONFIG_HOME"]) / "Claude" / "claude_desktop_config.json", {"mcpServers": {
         "gh": {"command": "theirs"}, "fs": {"command": "fs-server", "args": ["/data"]}}})
     write(fake_home / ".codeium" / "windsurf" / "mcp_config.json",
           {"mcpServers": {"wind": {"serverUrl": "https://w.example/mcp"}}})
 
-    r = mcp("servers", "import", "claude-desktop", "--dry-run", "--json")
+    r = mcp_in("servers", "import", "claude-desktop", "--dry-run", "--json")
     assert r.code == 0, r
     assert [i["name"] for i in r.json["imported"]] == ["fs"]
     assert list(json.loads(config_file.read_text())["mcpServers"]) == ["gh"]
 
-    r = mcp("servers", "import", "claude-desktop", "--json")
+    r = mcp_in("servers", "import", "claude-desktop", "--json")
     assert r.code == 0, r
     assert [i["name"] for i in r.json["imported"]] == ["fs"]
     assert [s["name"] for s in r.json["skipped"]] == ["gh"]
@@ -135,23 +131,22 @@ def test_import_copies_without_overwriting(config_file: Path, fake_home: Path) -
     assert servers["fs"] == {"command": "fs-server", "args": ["/data"]}
     assert "wind" not in servers
 
-    r = mcp("servers", "import", "--force", "--name", "gh", "--name", "wind")
+    r = mcp_in("servers", "import", "--force", "--name", "gh", "--name", "wind")
     assert r.code == 0, r
     servers = json.loads(config_file.read_text())["mcpServers"]
     assert servers["gh"] == {"command": "theirs"}
     assert servers["wind"] == {"url": "https://w.example/mcp"}
 
-    r = mcp("servers", "import", "--name", "nope")
+    r = mcp_in("servers", "import", "--name", "nope")
     assert r.code == 2 and "nope" in r.stderr
 
 
-@pytest.mark.slow
 def test_config_flag_and_environment_variable_choose_the_file(tmp_path: Path, config_file: Path) -> None:
     other = tmp_path / "other.json"
-    r = mcp("--config", str(other), "servers", "add", "x", "--", "cmd")
+    r = mcp_in("--config", str(other), "servers", "add", "x", "--", "cmd")
     assert r.code == 0, r
     assert json.loads(other.read_text()) == {"mcpServers": {"x": {"command": "cmd"}}}
-    r = mcp("servers", "list", "--json", env={"MCP_CONFIG": str(other)})
+    r = mcp_in("servers", "list", "--json", env={"MCP_CONFIG": str(other)})
     assert [row["name"] for row in r.json["servers"]] == ["x"]
     assert not config_file.exists()
 
@@ -159,7 +154,7 @@ def test_config_flag_and_environment_variable_choose_the_file(tmp_path: Path, co
 def test_a_broken_config_file_is_a_clear_error(config_file: Path) -> None:
     config_file.parent.mkdir(parents=True)
     config_file.write_text('{"mcpServers": [1, 2]}')
-    r = mcp("servers", "list")
+    r = mcp_in("servers", "list")
     assert r.code == 2
     assert "mcpServers must be an object" in r.stderr and "Traceback" not in r.stderr
 
@@ -190,9 +185,8 @@ def test_a_server_found_in_another_client_is_usable_by_name(fake_home: Path, eve
     assert r.json["content"][0]["text"] == "Echo: found"
 
 
-@pytest.mark.slow
 def test_unknown_server_names_the_configured_ones(config_file: Path) -> None:
-    mcp("servers", "add", "alpha", "--", "x")
-    r = mcp("tools", "list", "alpah")
+    mcp_in("servers", "add", "alpha", "--", "x")
+    r = mcp_in("tools", "list", "alpah")
     assert r.code == 2
     assert "unknown server 'alpah'" in r.stderr and "alpha" in r.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_server, mcp
+from helpers import fake_server, mcp, mcp_in
 
 from client.task_helpers import EXT, Running, methods, received, sent, task_server
 
@@ -121,7 +121,7 @@ def test_tasks_list_on_a_legacy_server(everything: list[str]) -> None:
 @pytest.mark.slow
 def test_modern_server_directed_task_declares_the_extension(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
-    r = mcp("tools", "call", "slow", "--arg", "text=hi", "--", *task_server("--record", str(log)))
+    r = mcp_in("tools", "call", "slow", "--arg", "text=hi", "--", *task_server("--record", str(log)))
     assert r.code == 0, r
     assert r.json == {"content": [{"type": "text", "text": "done: hi"}]}
     for item in received(log):
@@ -133,11 +133,10 @@ def test_modern_server_directed_task_declares_the_extension(tmp_path: Path) -> N
     assert methods(log).count("tasks/get") >= 2
 
 
-@pytest.mark.slow
 def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
-    r = mcp("tools", "call", "ask", "--elicit-json", '{"name": "Ann"}', "--",
-            *task_server("--record", str(log)))
+    r = mcp_in("tools", "call", "ask", "--elicit-json", '{"name": "Ann"}', "--",
+               *task_server("--record", str(log)))
     assert r.code == 0, r
     assert '"name": "Ann"' in r.json["content"][0]["text"]
     (update,) = [m["msg"] for m in received(log) if m["msg"].get("method") == "tasks/update"]
@@ -147,25 +146,22 @@ def test_modern_input_requests_are_answered_with_tasks_update(tmp_path: Path) ->
     }
 
 
-@pytest.mark.slow
 def test_modern_failed_task_exits_5_naming_the_task() -> None:
-    r = mcp("tools", "call", "fail", "--", *task_server())
+    r = mcp_in("tools", "call", "fail", "--", *task_server())
     assert r.code == 5, r
     assert "failed: boom (code -32099)" in r.stderr and "task task-" in r.stderr
     assert r.stdout == ""
 
 
-@pytest.mark.slow
 def test_modern_tool_error_in_a_task_exits_1_with_the_result() -> None:
-    r = mcp("tools", "call", "toolerr", "--", *task_server())
+    r = mcp_in("tools", "call", "toolerr", "--", *task_server())
     assert r.code == 1, r
     assert r.json["isError"] is True and r.json["content"][0]["text"] == "bad input"
 
 
-@pytest.mark.slow
 def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
-    r = mcp("tools", "call", "quick", "--arg", "text=x", "--", *task_server("--record", str(log)))
+    r = mcp_in("tools", "call", "quick", "--arg", "text=x", "--", *task_server("--record", str(log)))
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "quick: x"
     assert not [m for m in methods(log) if m.startswith("tasks/")]
@@ -174,7 +170,7 @@ def test_modern_ordinary_result_needs_no_task(tmp_path: Path) -> None:
 @pytest.mark.parametrize("era", [(), ("--legacy",)], ids=["modern", "legacy"])
 @pytest.mark.slow
 def test_a_task_created_already_finished(era: tuple[str, ...]) -> None:
-    r = mcp("tools", "call", "instant", "--", *task_server(*era))
+    r = mcp_in("tools", "call", "instant", "--", *task_server(*era))
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "already done"
 
@@ -182,8 +178,8 @@ def test_a_task_created_already_finished(era: tuple[str, ...]) -> None:
 @pytest.mark.slow
 def test_modern_max_timeout_cancels_the_task(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
-    r = mcp("tools", "call", "forever", "--max-timeout", "0.5", "--",
-            *task_server("--record", str(log)))
+    r = mcp_in("tools", "call", "forever", "--max-timeout", "0.5", "--",
+               *task_server("--record", str(log)))
     assert r.code == 124, r
     assert methods(log).count("tasks/cancel") == 1
 
@@ -205,12 +201,12 @@ def test_modern_ctrl_c_cancels_the_task(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_legacy_optional_tool_is_a_task_only_with_the_task_flag(tmp_path: Path) -> None:
     log = tmp_path / "rec.jsonl"
-    plain = mcp("tools", "call", "opt", "--arg", "text=a", "--", *task_server("--legacy", "--record", str(log)))
+    plain = mcp_in("tools", "call", "opt", "--arg", "text=a", "--", *task_server("--legacy", "--record", str(log)))
     assert plain.code == 0 and plain.json["content"][0]["text"] == "quick: a", plain
     assert "tasks/get" not in methods(log)
     log.unlink()
-    tasked = mcp("tools", "call", "opt", "--arg", "text=b", "--task", "--",
-                 *task_server("--legacy", "--record", str(log)))
+    tasked = mcp_in("tools", "call", "opt", "--arg", "text=b", "--task", "--",
+                    *task_server("--legacy", "--record", str(log)))
     assert tasked.code == 0, tasked
     assert tasked.json["content"][0]["text"] == "done: b"
     (call,) = [m["msg"] for m in received(log) if m["msg"].get("method") == "tools/call"]
@@ -220,17 +216,16 @@ def test_legacy_optional_tool_is_a_task_only_with_the_task_flag(tmp_path: Path) 
 
 @pytest.mark.slow
 def test_legacy_failed_task_exits_5_and_tool_error_exits_1() -> None:
-    r = mcp("tools", "call", "fail", "--", *task_server("--legacy"))
+    r = mcp_in("tools", "call", "fail", "--", *task_server("--legacy"))
     assert r.code == 5, r
     assert "failed: boom (code -32099)" in r.stderr
-    r = mcp("tools", "call", "toolerr", "--", *task_server("--legacy"))
+    r = mcp_in("tools", "call", "toolerr", "--", *task_server("--legacy"))
     assert r.code == 1, r
     assert r.json["isError"] is True
 
 
-@pytest.mark.slow
 def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
-    r = mcp("tools", "call", "echo", "--arg", "message=hi", "--task", "--", *fake_server())
+    r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--task", "--", *fake_server())
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "hi"
     assert "does not run tools as tasks" in r.stderr
@@ -242,20 +237,20 @@ def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
 @pytest.mark.slow
 def test_detach_then_get_result_and_cancel_over_http(task_http: Any) -> None:
     url = task_http.url
-    started = mcp("tools", "call", url, "slow", "--arg", "text=later", "--detach")
+    started = mcp_in("tools", "call", url, "slow", "--arg", "text=later", "--detach")
     assert started.code == 0, started
     task_id = started.json["taskId"]
     assert started.json["resultType"] == "task"
     assert f"mcp tasks result {url} {task_id}" in started.stderr
 
-    got = mcp("tasks", "get", url, task_id)
+    got = mcp_in("tasks", "get", url, task_id)
     assert got.code == 0 and got.json["taskId"] == task_id and got.json["status"] == "working", got
 
-    done = mcp("tasks", "result", url, task_id)
+    done = mcp_in("tasks", "result", url, task_id)
     assert done.code == 0, done
     assert done.json == {"content": [{"type": "text", "text": "done: later"}]}
 
-    again = mcp("tasks", "get", url, task_id)
+    again = mcp_in("tasks", "get", url, task_id)
     assert again.json["status"] == "completed" and again.json["result"] == done.json
 
     gets = [r for r in received(task_http.record) if r["msg"].get("method") == "tasks/get"]
@@ -267,28 +262,28 @@ def test_detach_then_get_result_and_cancel_over_http(task_http: Any) -> None:
 @pytest.mark.slow
 def test_tasks_result_timeout_leaves_the_task_running(task_http: Any) -> None:
     url = task_http.url
-    task_id = mcp("tools", "call", url, "forever", "--detach").json["taskId"]
-    r = mcp("tasks", "result", url, task_id, "--max-timeout", "0.5")
+    task_id = mcp_in("tools", "call", url, "forever", "--detach").json["taskId"]
+    r = mcp_in("tasks", "result", url, task_id, "--max-timeout", "0.5")
     assert r.code == 124, r
     assert "it is still working" in r.stderr
     assert "tasks/cancel" not in methods(task_http.record)
 
-    cancel = mcp("tasks", "cancel", url, task_id)
+    cancel = mcp_in("tasks", "cancel", url, task_id)
     assert cancel.code == 0, cancel
-    after = mcp("tasks", "result", url, task_id)
+    after = mcp_in("tasks", "result", url, task_id)
     assert after.code == 5, after
     assert f"task {task_id} was cancelled" in after.stderr
 
 
 @pytest.mark.slow
 def test_tasks_list_is_refused_on_2026_servers(task_http: Any) -> None:
-    r = mcp("tasks", "list", task_http.url)
+    r = mcp_in("tasks", "list", task_http.url)
     assert r.code == 2, r
     assert "cannot list tasks" in r.stderr
 
 
 @pytest.mark.slow
 def test_unknown_task_id_exits_5(task_http: Any) -> None:
-    r = mcp("tasks", "get", task_http.url, "no-such-task")
+    r = mcp_in("tasks", "get", task_http.url, "no-such-task")
     assert r.code == 5, r
     assert "Task not found" in r.stderr

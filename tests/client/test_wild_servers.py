@@ -9,12 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import fake_server, mcp
+from helpers import fake_server, mcp_in
 
 from mcpcli.errors import ValidationError
 from mcpcli.validation import check
-
-pytestmark = pytest.mark.slow  # real server processes
 
 
 def _methods(record: Path) -> list[str]:
@@ -31,28 +29,29 @@ def _text(r: object) -> str:
 
 
 def test_no_validate_still_types_arguments_by_the_schema() -> None:
-    r = mcp("tools", "call", "get-sum", "--arg", "a=2", "--arg", "b=1", "--no-validate",
-            "--", *fake_server("--typed-tools"))
+    r = mcp_in("tools", "call", "get-sum", "--arg", "a=2", "--arg", "b=1", "--no-validate",
+               "--", *fake_server("--typed-tools"))
     assert r.code == 0, r
     assert json.loads(_text(r)) == {"a": 2, "b": 1}
 
 
 def test_no_validate_with_args_json_does_not_list_tools(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
-    r = mcp("tools", "call", "get-sum", "--args", '{"a": 2, "b": 1}', "--no-validate",
-            "--", *fake_server("--typed-tools", "--record", str(record)))
+    r = mcp_in("tools", "call", "get-sum", "--args", '{"a": 2, "b": 1}', "--no-validate",
+               "--", *fake_server("--typed-tools", "--record", str(record)))
     assert r.code == 0, r
     assert json.loads(_text(r)) == {"a": 2, "b": 1}
     assert "tools/list" not in _methods(record)
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_union_with_string_takes_exact_literals_of_the_other_type() -> None:
-    r = mcp("tools", "call", "flags", "--arg", "flag=false", "--arg", "n=3", "--", *fake_server("--typed-tools"))
+    r = mcp_in("tools", "call", "flags", "--arg", "flag=false", "--arg", "n=3", "--", *fake_server("--typed-tools"))
     assert r.code == 0, r
     assert json.loads(_text(r)) == {"flag": False, "n": 3}
-    r = mcp("tools", "call", "flags", "--arg", "flag=False", "--arg", "n=007", "--", *fake_server("--typed-tools"))
+    r = mcp_in("tools", "call", "flags", "--arg", "flag=False", "--arg", "n=007", "--", *fake_server("--typed-tools"))
     assert json.loads(_text(r)) == {"flag": "False", "n": "007"}
-    r = mcp("tools", "call", "flags", "--arg", 'flag:="false"', "--", *fake_server("--typed-tools"))
+    r = mcp_in("tools", "call", "flags", "--arg", 'flag:="false"', "--", *fake_server("--typed-tools"))
     assert json.loads(_text(r)) == {"flag": "false"}
 
 
@@ -77,7 +76,7 @@ def test_validation_messages_show_json_values_not_python_ones() -> None:
 
 
 def test_prompt_argument_errors_point_to_prompts_show() -> None:
-    r = mcp("prompts", "get", "weather", "--", *fake_server("--features"))
+    r = mcp_in("prompts", "get", "weather", "--", *fake_server("--features"))
     assert r.code == 2, r
     assert "argument 'city' is required" in r.stderr
     assert "mcp prompts show" in r.stderr and "tools show" not in r.stderr
@@ -86,10 +85,11 @@ def test_prompt_argument_errors_point_to_prompts_show() -> None:
 # -- the handshake ----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_timeout_bounds_the_whole_handshake_not_each_request(tmp_path: Path) -> None:
     # A server that never answers (it logs to stdout): before, the probe and initialize
     # each waited --timeout ("initialize timed out after 1.0s" after 2 s).
-    r = mcp("info", "--timeout", "1", "--", *fake_server("--deaf"), timeout=30)
+    r = mcp_in("info", "--timeout", "1", "--", *fake_server("--deaf"), timeout=30)
     assert r.code == 124, r
     assert "the MCP handshake timed out after 1s" in r.stderr
     assert "initialize timed out" not in r.stderr
@@ -103,13 +103,14 @@ def test_a_stubborn_server_is_killed_within_tens_of_milliseconds() -> None:
     assert stdio.EOF_GRACE + stdio.TERM_GRACE <= 0.1
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_a_failed_probe_is_remembered_per_command_line_and_version(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     argv = fake_server("--noisy-probe", "40", "--record", str(record))
 
     def run(*extra: str) -> tuple[str, list[str]]:
         record.unlink(missing_ok=True)
-        r = mcp("tools", "list", *extra, "--", *argv)
+        r = mcp_in("tools", "list", *extra, "--", *argv)
         assert r.code == 0, r
         return r.stderr, _methods(record)
 
@@ -128,8 +129,8 @@ def test_a_failed_probe_is_remembered_per_command_line_and_version(tmp_path: Pat
 
 def test_root_one_shot_waits_for_the_servers_roots_round_trip(tmp_path: Path) -> None:
     # The server applies roots asynchronously after roots/list and denies calls until then.
-    r = mcp("tools", "call", "echo", "--arg", "message=hi", "--root", str(tmp_path),
-            "--", *fake_server("--ask-roots"))
+    r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--root", str(tmp_path),
+               "--", *fake_server("--ask-roots"))
     assert r.code == 0, r
     assert _text(r) == "hi"
 
@@ -140,59 +141,61 @@ def test_root_one_shot_waits_for_the_servers_roots_round_trip(tmp_path: Path) ->
 def test_lists_of_features_the_server_does_not_offer_are_empty_not_errors() -> None:
     for command, key in ((("resources", "list"), "resources"), (("resources", "templates"), "resourceTemplates"),
                          (("prompts", "list"), "prompts")):
-        r = mcp(*command, "--", *fake_server())
+        r = mcp_in(*command, "--", *fake_server())
         assert r.code == 0, r
         assert r.json == {key: []}
         assert "server 'fake' offers no" in r.stderr and "-32601" not in r.stderr
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_reading_what_the_server_does_not_offer_names_the_capability() -> None:
     for args, what in ((("resources", "read", "x://y"), "resources"), (("prompts", "get", "p"), "prompts"),
                        (("complete", "--prompt", "p", "a"), "completions")):
-        r = mcp(*args, "--", *fake_server())
+        r = mcp_in(*args, "--", *fake_server())
         assert r.code == 5, (args, r)
         assert f"server 'fake' offers no {what}" in r.stderr
         assert "Method not found" not in r.stderr
 
 
 def test_a_tool_error_is_reported_once() -> None:
-    r = mcp("tools", "call", "echo", "--arg", "message=x", "--", *fake_server("--tool-error"))
+    r = mcp_in("tools", "call", "echo", "--arg", "message=x", "--", *fake_server("--tool-error"))
     assert r.code == 1, r
     assert r.json["isError"] is True
     assert (r.stdout + r.stderr).count("reported an error") == 1
 
 
 def test_server_errors_name_the_uri_and_say_the_code_once() -> None:
-    r = mcp("resources", "read", "file:///nope.txt", "--", *fake_server("--features"))
+    r = mcp_in("resources", "read", "file:///nope.txt", "--", *fake_server("--features"))
     assert r.code == 5, r
     line = r.stderr.strip().splitlines()[0]
     assert "file:///nope.txt" in line and line.count("-32002") == 1, line
 
 
 def test_a_jq_syntax_error_is_one_clean_line() -> None:
-    r = mcp("tools", "list", "--jq", ".a | foo(", "--", *fake_server())
+    r = mcp_in("tools", "list", "--jq", ".a | foo(", "--", *fake_server())
     assert r.code == 2, r
     error = json.loads(r.stderr.strip().splitlines()[-1])["error"]
     assert error["message"].startswith("--jq: syntax error")
     assert not error["message"].endswith(":") and "\n" not in error["message"]
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
     call = ("tools", "call", "echo", "--arg", "message=hi")
     argv = fake_server("--log-unasked", "--log-stderr")
-    r = mcp(*call, "--", *argv)
+    r = mcp_in(*call, "--", *argv)
     assert r.code == 0, r
     # Default: the server's stderr, and its unasked log messages from warning up.
     assert "error note" in r.stderr and "info note" not in r.stderr and "got tools/call" in r.stderr
-    r = mcp(*call, "--log-level", "info", "--", *argv)
+    r = mcp_in(*call, "--log-level", "info", "--", *argv)
     assert "error note" in r.stderr and "info note" in r.stderr
-    r = mcp(*call, "-q", "--", *argv)
+    r = mcp_in(*call, "-q", "--", *argv)
     assert r.code == 0 and r.stderr == "", r
     # What --log-level asked for is not "unasked": -q keeps it.
-    r = mcp(*call, "-q", "--log-level", "info", "--", *argv)
+    r = mcp_in(*call, "-q", "--log-level", "info", "--", *argv)
     assert "info note" in r.stderr and "got tools/call" not in r.stderr
     log = tmp_path / "server.log"
-    r = mcp(*call, "--server-log", str(log), "--", *argv)
+    r = mcp_in(*call, "--server-log", str(log), "--", *argv)
     assert r.code == 0 and r.stderr == "", r
     kept = log.read_text()
     assert "got tools/call" in kept and "info note" in kept and "error note" in kept
@@ -200,15 +203,16 @@ def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
 
 def test_a_declared_capability_without_templates_lists_none() -> None:
     # mcp-server-sqlite (SDK 1.x) declares resources but has no resources/templates/list.
-    r = mcp("resources", "templates", "--", *fake_server("--features"))
+    r = mcp_in("resources", "templates", "--", *fake_server("--features"))
     assert r.code == 0, r
     assert r.json == {"resourceTemplates": []}
     assert "offers no resource templates" in r.stderr
 
 
+@pytest.mark.slow  # several runs or a wait of half a second or more
 def test_a_modern_server_too_slow_for_the_probe_is_asked_again() -> None:
     # excel-mcp-server over stdio: it boots slower than the probe's bound, then refuses
     # initialize (-32022) because it serves 2026-07-28.
-    r = mcp("info", "--json", "--", *fake_server("--slow-modern", "0.6"), env={"MCP_PROBE_TIMEOUT": "0.2"})
+    r = mcp_in("info", "--json", "--", *fake_server("--slow-modern", "0.6"), env={"MCP_PROBE_TIMEOUT": "0.2"})
     assert r.code == 0, r
     assert r.json["protocolVersion"] == "2026-07-28" and r.json["era"] == "modern"

@@ -2,7 +2,7 @@
 
 Exit 4 for transport faults (with the status and the first 200 bytes of the
 body), 3 for authorization, 124 for a server that does not answer in time.
-Never a traceback, never a hang.
+Never a traceback, never a hang. The fake server runs in a thread, `mcp` in process.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable
 
 import pytest
-from helpers import free_port, mcp
+from helpers import free_port, mcp_in
 from httpfake import (
     ECHO_TOOL,
     FakeHTTP,
@@ -28,9 +28,6 @@ from httpfake import (
     sse_reply,
 )
 
-# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
-pytestmark = pytest.mark.slow
-
 Fake = Callable[[Handler], FakeHTTP]
 
 
@@ -44,7 +41,7 @@ def one_line(stderr: str) -> str:
 
 def test_connection_refused_exits_4() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
-    r = mcp("tools", "list", url)
+    r = mcp_in("tools", "list", url)
     assert r.code == 4, r
     assert f"cannot connect to {url}" in one_line(r.stderr)
     assert r.stdout == ""
@@ -53,7 +50,7 @@ def test_connection_refused_exits_4() -> None:
 def test_an_html_page_is_not_an_mcp_server(fake: Fake) -> None:
     page = b"<!DOCTYPE html>\n<html><head><title>Welcome</title></head><body>" + b"x" * 400 + b"</body></html>"
     server = fake(lambda req: Reply(200, {"Content-Type": "text/html; charset=utf-8"}, page))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     line = one_line(r.stderr)
     assert "HTTP 200 OK with Content-Type text/html is not an MCP response" in line
@@ -63,7 +60,7 @@ def test_an_html_page_is_not_an_mcp_server(fake: Fake) -> None:
 
 def test_a_404_page_everywhere_names_both_transports(fake: Fake) -> None:
     server = fake(lambda req: Reply(404, {"Content-Type": "text/html"}, b"<h1>Not Found</h1>"))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     line = one_line(r.stderr)
     assert "HTTP 404 Not Found" in line and "HTTP+SSE" in line
@@ -73,7 +70,7 @@ def test_a_404_page_everywhere_names_both_transports(fake: Fake) -> None:
 
 def test_server_error_500_exits_4_with_its_body(fake: Fake) -> None:
     server = fake(lambda req: Reply(500, {"Content-Type": "text/plain"}, b"upstream\x1b[31m exploded\n"))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert "HTTP 500 Internal Server Error: upstream\\x1b[31m exploded" in one_line(r.stderr)
 
@@ -87,14 +84,14 @@ def test_500_with_a_json_rpc_error_is_still_a_server_fault(fake: Fake) -> None:
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 4, r
     assert "HTTP 500" in one_line(r.stderr)
 
 
 def test_invalid_json_exits_4(fake: Fake) -> None:
     server = fake(lambda req: Reply(200, {"Content-Type": "application/json"}, b'{"jsonrpc": "2.0", "id": 1, "res'))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert 'invalid JSON: {"jsonrpc": "2.0", "id": 1, "res' in one_line(r.stderr)
 
@@ -111,7 +108,7 @@ def test_truncated_sse_stream_on_a_legacy_server_exits_4(fake: Fake) -> None:
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 4, r
     assert "ended before the response (truncated SSE stream)" in one_line(r.stderr)
     assert len(server.calls("tools/call")) == 1
@@ -131,7 +128,7 @@ def test_truncated_stream_on_a_modern_server_is_reissued_once_with_a_new_id(fake
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "second time"
     ids = [q.rpc["id"] for q in server.calls("tools/call")]
@@ -147,7 +144,7 @@ def test_modern_stream_that_always_breaks_gives_up(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 4, r
     assert "twice (truncated SSE stream)" in one_line(r.stderr)
     assert len(server.calls("tools/call")) == 2
@@ -164,11 +161,12 @@ def test_oversized_json_response_is_capped(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 4, r
     assert "larger than 16777216 bytes" in one_line(r.stderr)
 
 
+@pytest.mark.slow
 def test_sse_event_that_never_ends_is_capped(fake: Fake) -> None:
     modern = modern_mcp()
 
@@ -183,7 +181,7 @@ def test_sse_event_that_never_ends_is_capped(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 4, r
     assert "SSE event larger than 16777216 bytes" in one_line(r.stderr)
 
@@ -194,7 +192,7 @@ def test_redirect_loop_exits_4(fake: Fake) -> None:
         return Reply(307, {"Location": target, "Content-Length": "0"}, b"")
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert "redirect loop" in one_line(r.stderr)
 
@@ -205,12 +203,13 @@ def test_too_many_redirects_exits_4(fake: Fake) -> None:
         return Reply(308, {"Location": f"/hop/{n + 1}"}, b"")
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert "too many redirects" in one_line(r.stderr)
     assert len(server.requests) <= 7
 
 
+@pytest.mark.slow
 def test_slow_server_times_out_with_124(fake: Fake) -> None:
     release = threading.Event()
 
@@ -220,13 +219,14 @@ def test_slow_server_times_out_with_124(fake: Fake) -> None:
 
     server = fake(handle)
     try:
-        r = mcp("tools", "list", server.url, "--timeout", "0.5")
+        r = mcp_in("tools", "list", server.url, "--timeout", "0.5")
     finally:
         release.set()
     assert r.code == 124, r
     assert "timed out" in one_line(r.stderr)
 
 
+@pytest.mark.slow
 def test_slow_tool_call_times_out_with_124_and_closes_its_stream(fake: Fake) -> None:
     modern = modern_mcp()
     release = threading.Event()
@@ -238,7 +238,7 @@ def test_slow_tool_call_times_out_with_124_and_closes_its_stream(fake: Fake) -> 
 
     server = fake(handle)
     try:
-        r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "0.5")
+        r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "0.5")
     finally:
         release.set()
     assert r.code == 124, r
@@ -258,7 +258,7 @@ def test_expired_session_is_reinitialised_once(fake: Fake) -> None:
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=again")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=again")
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "echo: again"
     assert len(server.calls("initialize")) == 2
@@ -275,7 +275,7 @@ def test_session_that_keeps_expiring_exits_4(fake: Fake) -> None:
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert "the server ended the session (HTTP 404)" in one_line(r.stderr)
     assert len(server.calls("initialize")) == 2
@@ -283,7 +283,7 @@ def test_session_that_keeps_expiring_exits_4(fake: Fake) -> None:
 
 def test_401_without_credentials_exits_3(fake: Fake) -> None:
     server = fake(lambda req: Reply(401, {"WWW-Authenticate": 'Bearer realm="x"'}, b"login first"))
-    r = mcp("tools", "list", server.url, "--no-auth")
+    r = mcp_in("tools", "list", server.url, "--no-auth")
     assert r.code == 3, r
     assert "HTTP 401 Unauthorized: login first" in one_line(r.stderr)
     # Never a fallback to HTTP+SSE on 401.
@@ -292,7 +292,7 @@ def test_401_without_credentials_exits_3(fake: Fake) -> None:
 
 def test_rejected_bearer_token_exits_3(fake: Fake) -> None:
     server = fake(lambda req: Reply(401, {}, b""))
-    r = mcp("tools", "list", server.url, env={"MCP_BEARER_TOKEN": "wrong"})
+    r = mcp_in("tools", "list", server.url, env={"MCP_BEARER_TOKEN": "wrong"})
     assert r.code == 3, r
     assert "rejected the token" in r.stderr
     assert "wrong" not in r.stderr
@@ -301,7 +301,7 @@ def test_rejected_bearer_token_exits_3(fake: Fake) -> None:
 
 def test_403_exits_3(fake: Fake) -> None:
     server = fake(lambda req: Reply(403, {"Content-Type": "text/plain"}, b"origin not allowed"))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 3, r
     assert "HTTP 403 Forbidden: origin not allowed" in one_line(r.stderr)
 
@@ -316,18 +316,19 @@ def test_sse_endpoint_on_another_origin_is_refused(fake: Fake) -> None:
         return Reply(405)
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url, "--transport", "sse")
+    r = mcp_in("tools", "list", server.url, "--transport", "sse")
     assert r.code == 4, r
     assert "points to another origin" in one_line(r.stderr)
     assert other.requests == []
 
 
+@pytest.mark.slow
 def test_sse_stream_without_an_endpoint_event_times_out_cleanly(fake: Fake) -> None:
     def handle(req: Req) -> Reply:
         return sse_reply(b": hello\n\n", hold=server.stopping)
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url, "--transport", "sse", "--timeout", "0.5")
+    r = mcp_in("tools", "list", server.url, "--transport", "sse", "--timeout", "0.5")
     assert r.code == 4, r
     assert "no endpoint event" in one_line(r.stderr)
 
@@ -341,13 +342,13 @@ def test_modern_error_status_with_json_rpc_body_is_an_rpc_error(fake: Fake) -> N
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 5, r
     assert "Unknown tool: echo (code -32602)" in one_line(r.stderr)
 
 
 def test_invalid_port_is_a_usage_error() -> None:
-    r = mcp("tools", "list", "http://127.0.0.1:99999/mcp")
+    r = mcp_in("tools", "list", "http://127.0.0.1:99999/mcp")
     assert r.code == 2, r
     assert "invalid port '99999'" in one_line(r.stderr)
 
@@ -355,10 +356,10 @@ def test_invalid_port_is_a_usage_error() -> None:
 def test_userinfo_in_a_plain_url_is_basic_auth_and_never_shown(fake: Fake) -> None:
     server = fake(modern_mcp())
     url = server.url.replace("http://", "http://ada:s%3Acret@")
-    r = mcp("tools", "list", url)
+    r = mcp_in("tools", "list", url)
     assert r.code == 0, r
     assert server.requests[0].header("authorization") == "Basic YWRhOnM6Y3JldA=="
-    bad = mcp("tools", "list", url.replace(f":{server.port}", ":1"))
+    bad = mcp_in("tools", "list", url.replace(f":{server.port}", ":1"))
     assert bad.code == 4, bad
     assert "cret" not in bad.stderr and "ada" not in bad.stderr
 
@@ -387,7 +388,7 @@ def test_a_broken_sse_event_fails_its_request_at_once(fake: Fake, kind: str) -> 
 
     server = fake(handle)
     # A regression waits out --timeout (60 s); the subprocess timeout (20 s) fails it first.
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
     assert r.code == 4, r
     assert "the server sent a message that is not JSON-RPC" in one_line(r.stderr)
 
@@ -402,7 +403,7 @@ def test_invalid_utf8_in_an_sse_event_is_replaced_not_waited_for(fake: Fake) -> 
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "\ufffd\ufffd"
     assert "mcp: warning:" in r.stderr and "invalid UTF-8 on an SSE stream" in r.stderr
@@ -419,7 +420,7 @@ def test_a_broken_json_body_exits_4(fake: Fake, kind: str, problem: str) -> None
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--timeout", "60", timeout=20)
     assert r.code == 4, r
     assert problem in one_line(r.stderr)
 
@@ -460,8 +461,8 @@ def test_a_broken_message_on_a_legacy_sse_stream_fails_its_request_at_once(fake:
         return Reply(202, {}, b"Accepted")
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--transport", "sse",
-            "--timeout", "60", timeout=20)
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--transport", "sse",
+               "--timeout", "60", timeout=20)
     assert r.code == 4, r
     assert "the server sent a message that is not JSON-RPC" in one_line(r.stderr)
 
@@ -476,7 +477,7 @@ def test_a_json_rpc_error_message_is_escaped_on_stderr(fake: Fake) -> None:
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 5, r
     line = one_line(r.stderr)
     assert "no\\x1b]52;c;eA==\\x07\\u202eexe.\\u2067\\u200b\\u2028\\ufeff\\x85 (code -32000)" in line

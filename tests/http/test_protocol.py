@@ -6,6 +6,9 @@ Mcp-Method/Mcp-Name/Mcp-Param-* headers, dropping tools with invalid
 x-mcp-header, one POST per cached call, era selection and its corner cases.
 Credentials: custom headers, bearer tokens, redirects across origins,
 proxies from the environment, TLS verification.
+
+The fake server runs in a thread and `mcp` in process (`mcp_in`), except where a
+test sends a signal.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from helpers import mcp, require
+from helpers import mcp_in, require
 from httpfake import (
     ECHO_TOOL,
     FakeHTTP,
@@ -34,9 +37,6 @@ from httpfake import (
     sse_reply,
 )
 
-# Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
-pytestmark = pytest.mark.slow
-
 Fake = Callable[..., FakeHTTP]
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
@@ -46,7 +46,7 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 
 def test_legacy_session_headers_and_delete_on_exit(fake: Fake) -> None:
     server = fake(legacy_mcp())
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=hi")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=hi")
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "echo: hi"
     posts = [q for q in server.requests if q.method == "POST"]
@@ -67,14 +67,14 @@ def test_legacy_session_headers_and_delete_on_exit(fake: Fake) -> None:
 def test_delete_refused_with_405_is_fine(fake: Fake) -> None:
     legacy = legacy_mcp()
     server = fake(lambda req: Reply(405) if req.method == "DELETE" else legacy(req))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 0, r
     assert r.stderr == ""
 
 
 def test_forced_legacy_version_is_sent_and_used_in_headers(fake: Fake) -> None:
     server = fake(legacy_mcp(version=None))
-    r = mcp("tools", "list", server.url, "--protocol", "2025-06-18")
+    r = mcp_in("tools", "list", server.url, "--protocol", "2025-06-18")
     assert r.code == 0, r
     assert server.calls("server/discover") == []
     assert server.calls("initialize")[0].rpc["params"]["protocolVersion"] == "2025-06-18"
@@ -83,7 +83,7 @@ def test_forced_legacy_version_is_sent_and_used_in_headers(fake: Fake) -> None:
 
 def test_2025_03_26_sends_no_protocol_version_header(fake: Fake) -> None:
     server = fake(legacy_mcp(version="2025-03-26"))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 0, r
     assert server.calls("tools/list")[0].header("mcp-protocol-version") is None
     assert server.calls("tools/list")[0].header("mcp-session-id") == "s1"
@@ -108,7 +108,7 @@ def test_server_request_on_the_get_stream_is_answered_by_post(fake: Fake) -> Non
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--elicit-json", '{"name": "Ada"}')
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--elicit-json", '{"name": "Ada"}')
     assert r.code == 0, r
     gets = [q for q in server.requests if q.method == "GET"]
     assert gets[0].header("accept") == "text/event-stream"
@@ -145,7 +145,7 @@ def test_request_accepted_with_202_is_answered_on_the_get_stream(fake: Fake) -> 
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url, "--json")
+    r = mcp_in("tools", "list", server.url, "--json")
     assert r.code == 0, r
     assert r.json["tools"][0]["name"] == "echo"
 
@@ -153,11 +153,12 @@ def test_request_accepted_with_202_is_answered_on_the_get_stream(fake: Fake) -> 
 def test_request_accepted_with_202_and_no_get_stream_is_an_error(fake: Fake) -> None:
     legacy = legacy_mcp()
     server = fake(lambda req: Reply(202) if req.rpc_method == "tools/list" else legacy(req))
-    r = mcp("tools", "list", server.url)
+    r = mcp_in("tools", "list", server.url)
     assert r.code == 4, r
     assert "HTTP 202 Accepted without a response to tools/list" in r.stderr
 
 
+@pytest.mark.slow
 def test_broken_stream_resumes_with_last_event_id_after_retry(fake: Fake) -> None:
     legacy = legacy_mcp()
     closed_at: list[float] = []
@@ -181,7 +182,7 @@ def test_broken_stream_resumes_with_last_event_id_after_retry(fake: Fake) -> Non
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "resumed"
     assert resumed_at and closed_at
@@ -198,8 +199,8 @@ def test_modern_request_headers(fake: Fake) -> None:
         "note": {"type": "string", "x-mcp-header": "Note"},
         "city": {"type": "string"}}}}
     server = fake(modern_mcp(tools=[tool]))
-    r = mcp("tools", "call", server.url, "wëather", "--arg", "region=eu-1", "--arg", "days=3",
-            "--arg", "note= padded", "--arg", "city=Oslo")
+    r = mcp_in("tools", "call", server.url, "wëather", "--arg", "region=eu-1", "--arg", "days=3",
+               "--arg", "note= padded", "--arg", "city=Oslo")
     assert r.code == 0, r
     for q in server.requests:
         assert q.header("mcp-protocol-version") == "2026-07-28"
@@ -219,22 +220,22 @@ def test_modern_tools_with_invalid_x_mcp_header_are_dropped_with_a_warning(fake:
     bad = {"name": "bad", "inputSchema": {"type": "object", "properties": {
         "score": {"type": "number", "x-mcp-header": "Score"}}}}
     server = fake(modern_mcp(tools=[ECHO_TOOL, bad]))
-    listed = mcp("tools", "list", server.url, "--json")
+    listed = mcp_in("tools", "list", server.url, "--json")
     assert listed.code == 0, listed
     assert [t["name"] for t in listed.json["tools"]] == ["echo"]
     assert "warning: ignoring tool 'bad'" in listed.stderr
-    called = mcp("tools", "call", server.url, "bad", "--arg", "score=1")
+    called = mcp_in("tools", "call", server.url, "bad", "--arg", "score=1")
     assert called.code == 2, called
     assert server.calls("tools/call") == []
 
 
 def test_cached_discover_and_tool_list_make_a_call_one_post(fake: Fake) -> None:
     server = fake(modern_mcp(ttl_ms=60_000))
-    first = mcp("tools", "call", server.url, "echo", "--arg", "message=1")
+    first = mcp_in("tools", "call", server.url, "echo", "--arg", "message=1")
     assert first.code == 0, first
     assert [q.rpc_method for q in server.requests] == ["server/discover", "tools/list", "tools/call"]
     server.requests.clear()
-    second = mcp("tools", "call", server.url, "echo", "--arg", "message=2")
+    second = mcp_in("tools", "call", server.url, "echo", "--arg", "message=2")
     assert second.code == 0, second
     assert second.json["content"][0]["text"] == "echo: 2"
     assert [q.rpc_method for q in server.requests] == ["tools/call"]
@@ -244,7 +245,7 @@ def test_private_or_zero_ttl_results_are_not_reused(fake: Fake) -> None:
     for ttl, scope in ((60_000, "private"), (0, "public")):
         server = fake(modern_mcp(ttl_ms=ttl, scope=scope))
         for _ in range(2):
-            r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+            r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
             assert r.code == 0, r
         assert [q.rpc_method for q in server.requests].count("server/discover") == 2, (ttl, scope)
         assert [q.rpc_method for q in server.requests].count("tools/list") == 2, (ttl, scope)
@@ -253,10 +254,10 @@ def test_private_or_zero_ttl_results_are_not_reused(fake: Fake) -> None:
 def test_a_stale_cached_era_is_probed_again(fake: Fake) -> None:
     state = {"handler": modern_mcp(ttl_ms=60_000)}
     server = fake(lambda req: state["handler"](req))
-    assert mcp("tools", "list", server.url).code == 0
+    assert mcp_in("tools", "list", server.url).code == 0
     state["handler"] = legacy_mcp()  # the server was redeployed as a legacy one
     server.requests.clear()
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x", "--no-validate")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x", "--no-validate")
     assert r.code == 0, r
     assert r.json["content"][0]["text"] == "echo: x"
     posts = [q for q in server.requests if q.method == "POST"]
@@ -274,7 +275,7 @@ def test_unsupported_version_naming_only_legacy_versions_falls_back(fake: Fake) 
         return legacy(req)
 
     server = fake(handle)
-    r = mcp("info", server.url, "--json")
+    r = mcp_in("info", server.url, "--json")
     assert r.code == 0, r
     assert r.json["era"] == "legacy"
 
@@ -291,7 +292,7 @@ def test_unsupported_version_for_the_version_we_sent_is_retried_once(fake: Fake)
         return modern(req)
 
     server = fake(handle)
-    r = mcp("info", server.url, "--json")
+    r = mcp_in("info", server.url, "--json")
     assert r.code == 0, r
     assert r.json["era"] == "modern"
     assert len(server.calls("server/discover")) == 2
@@ -299,7 +300,7 @@ def test_unsupported_version_for_the_version_we_sent_is_retried_once(fake: Fake)
 
 def test_forced_modern_protocol_does_not_fall_back(fake: Fake) -> None:
     server = fake(legacy_mcp())
-    r = mcp("tools", "list", server.url, "--protocol", "2026-07-28")
+    r = mcp_in("tools", "list", server.url, "--protocol", "2026-07-28")
     assert r.code == 5, r
     assert "No valid session ID" in r.stderr
     assert server.calls("initialize") == []
@@ -332,7 +333,7 @@ def test_listen_stream_as_newline_delimited_json(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("resources", "subscribe", server.url, "file:///watched", "--count", "1", "--jsonl")
+    r = mcp_in("resources", "subscribe", server.url, "file:///watched", "--count", "1", "--jsonl")
     assert r.code == 0, r
     assert json.loads(r.stdout)["params"]["uri"] == "file:///watched"
     listen = server.calls("subscriptions/listen")[0]
@@ -352,7 +353,7 @@ def test_modern_server_must_not_send_requests_on_a_stream(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "call", server.url, "echo", "--arg", "message=x")
+    r = mcp_in("tools", "call", server.url, "echo", "--arg", "message=x")
     assert r.code == 0, r
     assert "roots/list request on a 2026-07-28 stream" in r.stderr
     assert not [q for q in server.requests if q.rpc.get("id") == 99]
@@ -366,8 +367,8 @@ def test_custom_headers_from_flags_and_config(fake: Fake, tmp_path: Path) -> Non
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"remote": {
         "url": server.url, "headers": {"X-Tenant": "${TENANT}", "X-Both": "config"}}}}))
-    r = mcp("--config", str(config), "tools", "list", "remote", "-H", "X-Both: flag",
-            "-H", "Mcp-Session-Id: forged", "-H", "Accept: text/html", env={"TENANT": "t-1"})
+    r = mcp_in("--config", str(config), "tools", "list", "remote", "-H", "X-Both: flag",
+               "-H", "Mcp-Session-Id: forged", "-H", "Accept: text/html", env={"TENANT": "t-1"})
     assert r.code == 0, r
     for q in server.requests:
         assert q.header("x-tenant") == "t-1"
@@ -380,7 +381,7 @@ def test_missing_header_variable_is_a_usage_error(fake: Fake, tmp_path: Path) ->
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"remote": {
         "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${NO_SUCH_TOKEN_VAR}"}}}}))
-    r = mcp("--config", str(config), "tools", "list", "remote")
+    r = mcp_in("--config", str(config), "tools", "list", "remote")
     assert r.code == 2, r
     assert "NO_SUCH_TOKEN_VAR is not set" in r.stderr
 
@@ -392,7 +393,7 @@ def test_bearer_token(fake: Fake, how: str) -> None:
                   else Reply(401, {}, b""))
     args = ["--bearer-token", "s3cret"] if how == "flag" else []
     env = {"MCP_BEARER_TOKEN": "s3cret"} if how == "env" else {}
-    r = mcp("tools", "list", server.url, *args, env=env)
+    r = mcp_in("tools", "list", server.url, *args, env=env)
     assert r.code == 0, r
     assert "s3cret" not in r.stderr
 
@@ -406,7 +407,7 @@ def test_redirect_within_the_origin_keeps_credentials(fake: Fake) -> None:
         return modern(req)
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url, "--bearer-token", "tok", "-H", "X-Key: k")
+    r = mcp_in("tools", "list", server.url, "--bearer-token", "tok", "-H", "X-Key: k")
     assert r.code == 0, r
     moved = [q for q in server.requests if q.path == "/v2/mcp"]
     assert moved and all(q.header("authorization") == "Bearer tok" and q.header("x-key") == "k" for q in moved)
@@ -416,7 +417,7 @@ def test_redirect_within_the_origin_keeps_credentials(fake: Fake) -> None:
 def test_redirect_to_another_origin_drops_credentials(fake: Fake) -> None:
     other = fake(modern_mcp())
     server = fake(lambda req: Reply(307, {"Location": other.url}, b""))
-    r = mcp("tools", "list", server.url, "--bearer-token", "tok", "-H", "X-Key: k")
+    r = mcp_in("tools", "list", server.url, "--bearer-token", "tok", "-H", "X-Key: k")
     assert r.code == 0, r
     assert other.requests
     for q in other.requests:
@@ -424,13 +425,14 @@ def test_redirect_to_another_origin_drops_credentials(fake: Fake) -> None:
         assert q.header("x-key") is None
 
 
+@pytest.mark.slow
 def test_proxy_from_the_environment(fake: Fake) -> None:
     modern = modern_mcp()
     proxy = fake(modern)  # answers as the server itself; records what it was asked
     target = "http://mcp.example.invalid/mcp"
-    r = mcp("tools", "list", target, env={"HTTP_PROXY": f"http://127.0.0.1:{proxy.port}",
-                                           "http_proxy": f"http://127.0.0.1:{proxy.port}",
-                                           "NO_PROXY": "", "no_proxy": ""})
+    r = mcp_in("tools", "list", target, env={"HTTP_PROXY": f"http://127.0.0.1:{proxy.port}",
+                                              "http_proxy": f"http://127.0.0.1:{proxy.port}",
+                                              "NO_PROXY": "", "no_proxy": ""})
     assert r.code == 0, r
     assert proxy.requests
     assert all(q.path == target for q in proxy.requests)  # absolute-form: it went via the proxy
@@ -455,10 +457,10 @@ def self_signed(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
 def test_tls_is_verified_unless_insecure(fake: Fake, self_signed: ssl.SSLContext) -> None:
     server = fake(modern_mcp(), tls=self_signed)
     assert server.url.startswith("https://")
-    refused = mcp("tools", "list", server.url)
+    refused = mcp_in("tools", "list", server.url)
     assert refused.code == 4, refused
     assert "CERTIFICATE_VERIFY_FAILED" in refused.stderr or "certificate" in refused.stderr
-    insecure = mcp("tools", "list", server.url, "--insecure", "--json")
+    insecure = mcp_in("tools", "list", server.url, "--insecure", "--json")
     assert insecure.code == 0, insecure
     assert insecure.json["tools"][0]["name"] == "echo"
 
@@ -466,7 +468,7 @@ def test_tls_is_verified_unless_insecure(fake: Fake, self_signed: ssl.SSLContext
 def test_https_never_redirects_to_plain_http(fake: Fake, self_signed: ssl.SSLContext) -> None:
     plain = fake(modern_mcp())
     server = fake(lambda req: Reply(308, {"Location": plain.url}, b""), tls=self_signed)
-    r = mcp("tools", "list", server.url, "--insecure")
+    r = mcp_in("tools", "list", server.url, "--insecure")
     assert r.code == 4, r
     assert "refusing a redirect from https to plain http" in r.stderr
     assert plain.requests == []
@@ -505,7 +507,7 @@ def test_legacy_sse_transport_sends_headers_on_stream_and_posts(fake: Fake) -> N
         return Reply(202, {}, b"Accepted")
 
     server = fake(handle)
-    r = mcp("tools", "list", server.url, "--transport", "sse", "-H", "X-Key: k", "--json")
+    r = mcp_in("tools", "list", server.url, "--transport", "sse", "-H", "X-Key: k", "--json")
     assert r.code == 0, r
     assert r.json["tools"][0]["name"] == "echo"
     get = next(q for q in server.requests if q.method == "GET")
@@ -515,7 +517,7 @@ def test_legacy_sse_transport_sends_headers_on_stream_and_posts(fake: Fake) -> N
     assert endpoint_hits[0].rpc_method == "initialize"  # no modern probe over HTTP+SSE
 
 
-# -- interruption -------------------------------------------------------------------------
+# -- interruption (signals: the real command) ----------------------------------------------
 
 
 def _interrupt_after_first_line(argv: list[str]) -> tuple[int, str]:
@@ -533,6 +535,7 @@ def _interrupt_after_first_line(argv: list[str]) -> tuple[int, str]:
     return proc.returncode, first + err
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_legacy_subscription_unsubscribes_and_ends_the_session(fake: Fake) -> None:
     legacy = legacy_mcp()
 
@@ -552,6 +555,7 @@ def test_ctrl_c_on_a_legacy_subscription_unsubscribes_and_ends_the_session(fake:
     assert [q.header("mcp-session-id") for q in server.requests if q.method == "DELETE"] == ["s1"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_modern_subscription_closes_the_stream(fake: Fake) -> None:
     modern = modern_mcp()
     closed = threading.Event()

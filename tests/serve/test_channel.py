@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from helpers import mcp
+from helpers import mcp_in
 
 from serve.util import FakeContext, text_of
 
@@ -111,14 +111,14 @@ MCP_SCRIPT_TOKEN=forged mcp script progress 1; echo "e $?"
 
 
 def test_outside_a_served_call_is_a_clear_usage_error() -> None:
-    result = mcp("script", "progress", "1", "2", env={"MCP_SCRIPT_SOCKET": "", "MCP_SCRIPT_TOKEN": ""})
+    result = mcp_in("script", "progress", "1", "2", env={"MCP_SCRIPT_SOCKET": "", "MCP_SCRIPT_TOKEN": ""})
     assert result.code == 2
     assert result.stderr == "mcp script: error: not inside a call served by `mcp serve` (MCP_SCRIPT_SOCKET is not set)\n"
     assert result.stdout == ""
 
 
 def test_script_help_lists_the_commands() -> None:
-    result = mcp("script", "--help")
+    result = mcp_in("script", "--help")
     assert result.code == 0
     for word in ("progress", "log", "elicit", "sample", "roots", "ask"):
         assert word in result.stdout

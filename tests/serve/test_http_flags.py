@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import REPO, free_port, mcp, wait_until
+from helpers import REPO, free_port, mcp_in, wait_until
 
 # Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
 pytestmark = pytest.mark.slow
@@ -101,12 +101,12 @@ def test_without_a_token_one_is_generated_and_shown_once_on_stderr(tmp_path: Pat
         assert httpx.post(url, json=INIT, headers=base, timeout=10).status_code == 401
         wrong = {**base, "Authorization": "Bearer " + token[:-1]}
         assert httpx.post(url, json=INIT, headers=wrong, timeout=10).status_code == 401
-        listed = mcp("tools", "list", url, "--json", env={"MCP_BEARER_TOKEN": token})  # as printed
+        listed = mcp_in("tools", "list", url, "--json", env={"MCP_BEARER_TOKEN": token})  # as printed
         assert listed.code == 0, listed
         assert "word_count" in listed.stdout
-        refused = mcp("tools", "list", url, "--no-auth")
+        refused = mcp_in("tools", "list", url, "--no-auth")
         assert refused.code == 3, refused
-        unsigned = mcp("tools", "list", url)  # a script without the token: says how to give it
+        unsigned = mcp_in("tools", "list", url)  # a script without the token: says how to give it
         assert unsigned.code == 3, unsigned
         assert "MCP_BEARER_TOKEN" in unsigned.stderr and "Traceback" not in unsigned.stderr
     finally:
@@ -122,7 +122,7 @@ def test_without_a_token_one_is_generated_and_shown_once_on_stderr(tmp_path: Pat
     (["--no-auth"], "--no-auth applies to --http only"),
 ])
 def test_no_auth_is_for_loopback_http_only(args: list[str], fragment: str) -> None:
-    r = mcp("serve", str(REPO / "examples/tools.yaml"), *args)
+    r = mcp_in("serve", str(REPO / "examples/tools.yaml"), *args)
     assert r.code == 2, r
     assert fragment in r.stderr
     assert "Traceback" not in r.stderr
@@ -180,7 +180,7 @@ def test_sigterm_answers_a_running_call_and_our_client_exits_4(
 
 
 def test_allow_flags_need_http() -> None:
-    r = mcp("serve", str(REPO / "examples/tools.yaml"), "--allow-host", "x.example")
+    r = mcp_in("serve", str(REPO / "examples/tools.yaml"), "--allow-host", "x.example")
     assert r.code == 2
     assert "apply to --http only" in r.stderr
 
@@ -237,7 +237,7 @@ def test_sse_poll_after_closes_a_slow_call_and_the_client_resumes(tmp_path: Path
     (["--http", "0", "--sse-poll-after", "soon"], "is not a valid float"),
 ])
 def test_sse_poll_after_needs_http_and_a_positive_number(args: list[str], fragment: str) -> None:
-    r = mcp("serve", str(REPO / "examples/tools.yaml"), *args)
+    r = mcp_in("serve", str(REPO / "examples/tools.yaml"), *args)
     assert r.code == 2, r
     assert fragment in r.stderr
     assert "Traceback" not in r.stderr

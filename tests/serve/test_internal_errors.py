@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import free_port, wait_until
+from helpers import free_port, mcp_in, wait_until
 
 from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
@@ -54,8 +54,7 @@ def _one_line_logged(log: str, what: str = "failed while answering tools/call") 
 def _stdio(tmp_path: Path, *messages: dict[str, Any], debug: bool = False) -> tuple[dict[Any, Any], str]:
     """Run `mcp serve` over stdio on these messages (after the handshake); answers by id, and stderr."""
     (tmp_path / "tools.yaml").write_text(TOOLS)
-    assert subprocess.run([sys.executable, "-m", "mcpcli", "serve", "--check", "tools.yaml"], cwd=tmp_path,
-                          capture_output=True).returncode == 0
+    assert mcp_in("serve", "--check", "tools.yaml", cwd=tmp_path).code == 0
     init = {"protocolVersion": "2025-11-25", "capabilities": {"tasks": {}},
             "clientInfo": {"name": "t", "version": "1"}}
     lines = [

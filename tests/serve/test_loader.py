@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import REPO, mcp
+from helpers import REPO, mcp_in
 
 from mcpcli.toolsfile.load import ToolsFileError, load_config, parse_config
 
@@ -220,11 +220,10 @@ def test_published_schema_is_anchored_and_closed() -> None:
 # -- the CLI ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_check_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "tools:\n  - name: a\n    descripton: x\n    run: {argv: [echo], timout: 1}\n")
-    result = mcp("serve", "--check", str(bad))
+    result = mcp_in("serve", "--check", str(bad))
     assert result.code == 2, result
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -234,13 +233,13 @@ def test_check_prints_every_problem_and_exits_2(tmp_path: Path) -> None:
 
 
 def test_check_accepts_the_example() -> None:
-    result = mcp("serve", "--check", str(REPO / "examples" / "tools.yaml"))
+    result = mcp_in("serve", "--check", str(REPO / "examples" / "tools.yaml"))
     assert result.code == 0, result
     assert "valid (7 tools, 3 resources, 2 prompts)" in result.stderr
 
 
 def test_check_on_missing_file() -> None:
-    result = mcp("serve", "--check", "/nonexistent/tools.yaml")
+    result = mcp_in("serve", "--check", "/nonexistent/tools.yaml")
     assert result.code == 2
     assert "no such file" in result.stderr
 
@@ -250,7 +249,7 @@ def test_print_schema_is_the_format_schema_and_validates_the_example() -> None:
     import jsonschema
     import yaml
 
-    result = mcp("serve", "--print-schema")
+    result = mcp_in("serve", "--print-schema")
     assert result.code == 0
     schema = json.loads(result.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -262,16 +261,15 @@ def test_bundled_example_is_the_examples_file() -> None:
     from mcpcli.toolsfile import example_path
 
     assert Path(example_path()).read_bytes() == (REPO / "examples" / "tools.yaml").read_bytes()
-    result = mcp("serve", "--print-example")
+    result = mcp_in("serve", "--print-example")
     assert result.code == 0
     assert result.stdout == (REPO / "examples" / "tools.yaml").read_text()
 
 
-@pytest.mark.slow
 def test_yaml_target_with_errors_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "tools:\n  - name: a\n    description: x\n    run: {argv: [echo], timeout: yes}\n")
-    result = mcp("tools", "list", str(bad))
+    result = mcp_in("tools", "list", str(bad))
     assert result.code == 2, result
     assert f"mcp: error: {bad}:5:34: unquoted 'yes' is ambiguous" in result.stderr
     assert "Traceback" not in result.stderr
@@ -283,9 +281,8 @@ def test_load_config_reads_files(tmp_path: Path) -> None:
     assert load_config(path).tools == {}
 
 
-@pytest.mark.slow
 def test_the_conformance_fixture_is_valid() -> None:
-    result = mcp("serve", "--check", str(REPO / "tests" / "conformance" / "server.yaml"))
+    result = mcp_in("serve", "--check", str(REPO / "tests" / "conformance" / "server.yaml"))
     assert result.code == 0, result
 
 
@@ -335,13 +332,12 @@ def test_pattern_on_an_integer_is_reported_once() -> None:
                      "parameters only (this one is integer)"]
 
 
-@pytest.mark.slow
 def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(HEAD + "resources:\n  - name: r\n    uri_template: 'x://{a}/{a}'\n    text: hi\n"
                    "tools:\n  - name: a\n    description: x\n    input_schema: {type: object, properties: 3}\n"
                    "    run: {argv: [cat], stdin: json}\n")
-    result = mcp("serve", "--check", str(bad))
+    result = mcp_in("serve", "--check", str(bad))
     assert result.code == 2, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 2, lines
@@ -350,7 +346,6 @@ def test_check_reports_template_and_schema_mistakes_as_problems(tmp_path: Path) 
     assert "internal error" not in result.stderr
 
 
-@pytest.mark.slow
 def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -364,7 +359,7 @@ def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
         "  - name: c\n    description: z\n    run: {argv: [echo]}\n"
         "    output: {format: json, schema: {type: object, properties: {o: {$dynamicRef: 'http://x/y'}}}}\n"
     )
-    result = mcp("serve", "--check", str(bad))
+    result = mcp_in("serve", "--check", str(bad))
     assert result.code == 2, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 3, lines
@@ -377,7 +372,6 @@ def test_check_refuses_references_outside_the_schema(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.slow
 def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -388,7 +382,7 @@ def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
         "        h: {$ref: '#here'}\n        n: {$ref: '#/$defs/nope'}\n"
         "    run: {argv: [cat], stdin: json}\n"
     )
-    result = mcp("serve", "--check", str(bad))
+    result = mcp_in("serve", "--check", str(bad))
     assert result.code == 2, result
     assert result.stderr.strip().splitlines() == [
         f"{bad}:12:19: error: tool 'a': input_schema.properties.n.$ref: the tool's inputSchema: "

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import mcp, wait_until, wait_until_async
+from helpers import mcp_in, wait_until, wait_until_async
 
 from mcpcli.errors import RPCError
 from serve.util import FakeContext, text_of
@@ -116,7 +116,7 @@ def test_watch_refuses_a_world_writable_file(tmp_path: Path) -> None:
     path = tmp_path / "tools.yaml"
     path.write_text(V1)
     path.chmod(0o666)
-    result = mcp("serve", "--watch", str(path))
+    result = mcp_in("serve", "--watch", str(path))
     assert result.code == 2
     assert "writable by every user" in result.stderr
 

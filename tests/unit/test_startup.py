@@ -1,12 +1,14 @@
-"""Start-up stays light: help and completion must not import heavy libraries."""
+"""Start-up stays light: help and completion must not import heavy libraries; a `--` server
+started before click loads is the one used, or killed."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from helpers import mcp
+from helpers import fake_server, mcp, mcp_in
 
 HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio")
 
@@ -35,7 +37,7 @@ def test_help_loads_no_heavy_library() -> None:
 
 
 def test_help_lists_every_command() -> None:
-    r = mcp("--help")
+    r = mcp_in("--help")
     assert r.code == 0
     for name in ("tools", "resources", "prompts", "complete", "ping", "info", "servers", "serve",
                  "auth", "completion"):
@@ -45,26 +47,46 @@ def test_help_lists_every_command() -> None:
 
 
 def test_version() -> None:
-    r = mcp("--version")
+    r = mcp_in("--version")
     assert r.code == 0 and r.stdout.startswith("mcpcli, version ")
 
 
-@pytest.mark.slow
 def test_usage_errors_exit_2_with_one_line_and_a_hint() -> None:
-    r = mcp("tools", "call")
+    r = mcp_in("tools", "call")
     assert r.code == 2
     lines = r.stderr.strip().splitlines()
     assert lines[0].startswith("mcp: error: ") and lines[-1].startswith("mcp: hint: ")
     assert "Traceback" not in r.stderr and r.stdout == ""
-    r = mcp("no-such-command")
+    r = mcp_in("no-such-command")
     assert r.code == 2 and "No such command" in r.stderr
 
 
-@pytest.mark.slow
 def test_unknown_target_exits_2_and_json_errors_are_json() -> None:
-    r = mcp("tools", "list", "nosuch", "--json")
+    r = mcp_in("tools", "list", "nosuch", "--json")
     assert r.code == 2
     import json
 
     err = json.loads(r.stderr)
     assert err["error"]["exitCode"] == 2 and "unknown server 'nosuch'" in err["error"]["message"]
+
+
+# `main()` spawns a `--` server before importing click (`mcp_in` runs `run()`, which skips
+# that): these two need the real command.
+
+
+@pytest.mark.slow
+def test_the_early_spawned_server_is_the_one_used(tmp_path: Path) -> None:
+    spawns = tmp_path / "spawns"
+    wrapper = f'echo $$ >> {spawns}; exec "$0" "$@"'
+    r = mcp("tools", "call", "echo", "--arg", "message=hi", "--", "sh", "-c", wrapper, *fake_server())
+    assert r.code == 0, r
+    assert r.json["content"] == [{"type": "text", "text": "hi"}]
+    assert len(spawns.read_text().splitlines()) == 1  # adopted, not started a second time
+
+
+def test_a_usage_error_after_the_early_spawn_leaves_no_server() -> None:
+    r = mcp("tools", "list", "--no-such-flag", "--", *fake_server("--stubborn"))
+    assert r.code == 2, r
+    assert "No such option '--no-such-flag'" in r.stderr
+    # The server spawned early (one that ignores EOF and SIGTERM) is killed with its process
+    # group: conftest's subreaper check fails a test that leaves one.
