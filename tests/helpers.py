@@ -110,7 +110,7 @@ def mcp_in(
     code = -1
     stdout = stderr = ""
     # A process never shows ResourceWarning, and some files live as long as it does
-    # (--server-log): the run's garbage is collected here, without the warning, not in
+    # (a cache, a log): the run's garbage is collected here, without the warning, not in
     # whichever test the collector happens to run next. Only the run's: what exists now
     # is frozen out of the collection (a full one would cost more than most runs).
     gc.freeze()

@@ -204,8 +204,11 @@ class App:
         from mcpcli.connect import connect
 
         entry = self.resolve(target)
-        async with connect(entry, conn.connect_options(self), conn.client_options(self)) as client:
-            yield client
+        try:
+            async with connect(entry, conn.connect_options(self), conn.client_options(self)) as client:
+                yield client
+        finally:
+            conn.close()
 
     def resolve(self, target: str | None) -> ServerEntry:
         """The server entry for TARGET (or the `--` command): resolved once per command."""

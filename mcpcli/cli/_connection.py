@@ -55,12 +55,18 @@ class Connection:
 
         if self.server_log and self._server_log_file is None:
             try:
-                self._server_log_file = open(self.server_log, "ab")  # noqa: SIM115 - lives for the process
+                self._server_log_file = open(self.server_log, "ab")  # noqa: SIM115 - closed by close()
             except OSError as exc:
                 raise UsageError(
                     f"--server-log: cannot open {self.server_log}: {exc.strerror}"
                 ) from None
         return self._server_log_file
+
+    def close(self) -> None:
+        """Close what the connection opened (the --server-log file) once the command is done with it."""
+        log, self._server_log_file = self._server_log_file, None
+        if log is not None:
+            log.close()
 
     def connect_options(self, app: App) -> ConnectOptions:
         from mcpcli.connect import ConnectOptions
