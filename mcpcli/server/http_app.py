@@ -16,9 +16,15 @@ server:
 
 Every request first passes the DNS-rebinding checks (Host and Origin against
 allow-lists, loopback names by default: 403), the bearer token when one is set
-(constant-time compare: 401) and the body cap (413). The app owns the legacy
-session table: it bounds it, evicts the oldest idle session when full and
-closes sessions idle longer than their lifetime.
+(constant-time compare: 401) and the body cap (413). The app holds the legacy
+session table (`http_sessions.Sessions`: bounded, the oldest idle session
+evicted when full, sessions idle longer than their lifetime closed).
+
+Layering (imports go one way): this app at the top; the route modules below it
+(`http_modern`, `http_legacy_sse` -> `http_sessions`), handed an `HttpContext`
+or the `Sessions` table, never the app; at the bottom `http_exchange` (one
+response, and its `Replay`), `http_context` (`HttpContext`, `HttpOptions`) and
+`http_asgi` (ASGI plumbing).
 """
 
 from __future__ import annotations
@@ -27,11 +33,6 @@ import hashlib
 import hmac
 import ipaddress
 import json
-import logging
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,7 +43,6 @@ from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
-    SERVER_BUSY,
     Disconnected,
     Headers,
     Receive,
@@ -52,64 +52,16 @@ from mcpcli.server.http_asgi import (
     error_body,
     is_json,
     plain,
-    read_body,
     shutdown_error,
 )
+from mcpcli.server.http_context import HttpContext, HttpOptions
 from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
-from mcpcli.server.http_sessions import LegacySession, delete, get, legacy_post
+from mcpcli.server.http_sessions import Sessions, delete, get, legacy_post
 
 __all__ = ["LOOPBACK_NAMES", "HttpOptions", "McpHttpApp", "is_loopback"]
 
-log = logging.getLogger("mcpcli.server.http")
-
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
-
-@dataclass
-class HttpOptions:
-    """How the HTTP endpoints behave. Hosts are names without a port."""
-
-    path: str = "/mcp"
-    #: Require `Authorization: Bearer <token>` on every request.
-    auth_token: str | None = None
-    #: Host header names accepted (DNS rebinding protection); None = loopback names; "*" = any.
-    allowed_hosts: Sequence[str] | None = None
-    #: Origins accepted (`http://host:port` or bare host names); None = loopback names; "*" = any.
-    allowed_origins: Sequence[str] | None = None
-    max_body: int = 4 * 1024 * 1024
-    #: Seconds between `:` keep-alive comments on open SSE streams (0 = none).
-    keepalive: float = 15.0
-    #: Idle legacy sessions are closed after this many seconds.
-    session_ttl: float = 3600.0
-    max_sessions: int = 1024
-    #: Serve the 2024-11-05 HTTP+SSE transport.
-    legacy_sse: bool = True
-    sse_path: str = "/sse"
-    messages_path: str = "/messages"
-    #: 2025-11-25 sessions (SSE polling, SEP-1699): close a POST stream whose answer has
-    #: not come after this many seconds, telling the client to resume (None = never).
-    sse_poll_after: float | None = None
-    #: The `retry:` the server asks for before closing a stream (milliseconds).
-    sse_retry_ms: int = 500
-    #: On shutdown, requests in flight get this many seconds to finish; the rest are
-    #: answered with a "server shutting down" error.
-    drain: float = 2.0
-    #: A request head must arrive within this many seconds (of connecting, or of its
-    #: first byte on a kept-alive connection); else 408 and the connection closes.
-    head_timeout: float = 10.0
-    #: A request body must arrive within this many seconds of its head.
-    body_timeout: float = 30.0
-    #: Connections without a request in progress (slow heads, idle keep-alive): beyond
-    #: this many, the oldest is closed.
-    max_waiting: int = 1024
-    #: Requests handled at once (open SSE streams included); beyond: 503.
-    max_work: int = 1024
-    #: Bytes of request bodies being received at once, over all requests (each counts
-    #: its Content-Length, or `max_body` when it has none). A request that does not fit
-    #: waits up to `body_wait` seconds, then gets 503 without its body being read.
-    body_budget: int = 64 * 1024 * 1024
-    body_wait: float = 20.0
 
 
 def is_loopback(host: str) -> bool:
@@ -129,7 +81,6 @@ class McpHttpApp:
     def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
         self.server = server
         self.options = options = options or HttpOptions()
-        self.sessions: dict[str, LegacySession] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._tg_cm: Any = None
         hosts = options.allowed_hosts if options.allowed_hosts is not None else LOOPBACK_NAMES
@@ -141,23 +92,19 @@ class McpHttpApp:
         self._origin_hosts = {o.strip("[]").lower() for o in origins if "://" not in o}
         token = options.auth_token
         self._token = token.encode("utf-8") if token else None
-        #: Who the callers are: the token's fingerprint ("" without a token).
-        self.principal = "bearer:" + hashlib.sha256(self._token).hexdigest()[:16] if self._token else ""
-        #: Shutdown has begun: new requests are refused, those in flight drain.
-        self.stopping = False
+        principal = "bearer:" + hashlib.sha256(self._token).hexdigest()[:16] if self._token else ""
+        #: What the routes share with the app (they are handed this, never the app).
+        self.context = HttpContext(server, options, principal)
+        #: The legacy sessions (bounded; idle ones are reaped).
+        self.sessions = Sessions(self.context)
         #: POSTs being handled (a drain ends early when none is left).
         self.inflight = 0
-        #: What ends each request still in flight when the drain is over.
-        self._on_stop: set[Callable[[], None]] = set()
-        #: Body bytes not reserved by a request being received (`body_budget`).
-        self.budget_left = options.body_budget
-        self._budget_freed: anyio.Event | None = None
 
     async def __aenter__(self) -> McpHttpApp:
         await self.server.__aenter__()
         self._tg_cm = anyio.create_task_group()
-        self._tg = await self._tg_cm.__aenter__()
-        self._tg.start_soon(self._reap_sessions)
+        self._tg = self.sessions.tg = await self._tg_cm.__aenter__()
+        self._tg.start_soon(self.sessions.reap)
         return self
 
     async def __aexit__(self, *exc_info: Any) -> None:
@@ -167,55 +114,29 @@ class McpHttpApp:
         try:
             await self._tg_cm.__aexit__(*exc_info)
         finally:
-            self._tg = None
+            self._tg = self.sessions.tg = None
             await self.server.__aexit__(*exc_info)
+
+    @property
+    def principal(self) -> str:
+        """Who the callers are: the token's fingerprint ("" without a token)."""
+        return self.context.principal
+
+    @property
+    def stopping(self) -> bool:
+        """Shutdown has begun: new requests are refused, those in flight drain."""
+        return self.context.stopping
 
     def begin_shutdown(self) -> None:
         """Stop taking requests (503) and end subscriptions; calls in flight go on (`drain`)."""
-        self.stopping = True
+        self.context.stopping = True
         self.server.close_subscriptions()
 
     def shutdown(self) -> None:
         """End the drain: answer what is still in flight with an error, close sessions and streams."""
         self.begin_shutdown()
-        for stop in list(self._on_stop):
-            stop()
-        for session in list(self.sessions.values()):
-            session.close()
-
-    @contextmanager
-    def on_stop(self, callback: Callable[[], None]) -> Iterator[None]:
-        """Within the block, call `callback` when the drain ends."""
-        self._on_stop.add(callback)
-        try:
-            yield
-        finally:
-            self._on_stop.discard(callback)
-
-    async def _reap_sessions(self) -> None:
-        ttl = self.options.session_ttl
-        while True:
-            await anyio.sleep(min(60.0, max(ttl / 4, 0.05)))
-            cutoff = time.monotonic() - ttl
-            for session in list(self.sessions.values()):
-                if not session.busy and session.last_seen < cutoff:
-                    log.debug("closing idle session %s", session.id[:6])
-                    session.close()
-
-    def new_session(self, transport: str, *, sse_transport: bool) -> LegacySession | None:
-        if len(self.sessions) >= self.options.max_sessions:
-            idle = [s for s in self.sessions.values() if not s.busy]
-            if not idle:
-                return None
-            oldest = min(idle, key=lambda s: s.last_seen)
-            oldest.close()
-            self.sessions.pop(oldest.id, None)
-        conn = self.server.connection(transport, self.principal)
-        session = LegacySession(self, conn, sse_transport=sse_transport)
-        self.sessions[session.id] = session
-        assert self._tg is not None, "use `async with McpHttpApp(...)`"
-        self._tg.start_soon(session.run)
-        return session
+        self.context.end_drain()
+        self.sessions.close_all()
 
     # -- ASGI --------------------------------------------------------------------------
 
@@ -260,13 +181,13 @@ class McpHttpApp:
                 elif method == "GET":
                     await self._get(scope, receive, send, headers, cors)
                 elif method == "DELETE":
-                    await delete(self, send, headers, cors)
+                    await delete(self.sessions, send, headers, cors)
                 else:
                     await plain(send, 405, b"", [*cors, (b"allow", b"GET, POST, DELETE")])
             elif options.legacy_sse and path == options.sse_path and method == "GET":
-                await sse_open(self, scope, receive, send, cors)
+                await sse_open(self.sessions, scope, receive, send, cors)
             elif options.legacy_sse and path == options.messages_path and method == "POST":
-                await sse_message(self, scope, receive, send, headers, cors)
+                await sse_message(self.sessions, scope, receive, send, headers, cors)
             else:
                 await plain(send, 404, b"Not Found", cors, content_type=b"text/plain")
         except Disconnected:
@@ -281,58 +202,6 @@ class McpHttpApp:
                 self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    # -- request bodies: the per-request cap and the budget over all of them ------------
-
-    async def receive_body(
-        self, receive: Receive, send: Send, headers: Headers, cors: list[tuple[bytes, bytes]]
-    ) -> bytes | None:
-        """The request body within `max_body` and the shared budget, or None once the
-        request was answered (413 too large, 503 no room in the budget)."""
-        cap = self.options.max_body
-        length = headers.get("content-length")
-        declared = (
-            int(length) if length is not None and length.isascii() and length.isdigit() and len(length) <= 18
-            else None
-        )
-        if declared is not None and declared > cap:
-            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
-            return None
-        need = cap if declared is None else declared
-        if not await self._reserve(need):
-            await plain(
-                send, 503,
-                error_body(None, SERVER_BUSY, "server busy: too many request bodies in flight"),
-                [*cors, (b"retry-after", b"1")],  # uvicorn discards the unread body
-            )
-            return None
-        try:
-            body = await read_body(receive, headers, cap)
-        finally:
-            self._release(need)
-        if body is None:
-            await plain(send, 413, error_body(None, INVALID_REQUEST, "Request body too large"), cors)
-        return body
-
-    async def _reserve(self, need: int) -> bool:
-        """Take `need` bytes of the body budget, waiting up to `body_wait` for them."""
-        need = min(need, self.options.body_budget)  # one request alone always fits
-        deadline = anyio.current_time() + self.options.body_wait
-        while self.budget_left < need:
-            if self._budget_freed is None:
-                self._budget_freed = anyio.Event()
-            with anyio.move_on_after(deadline - anyio.current_time()):
-                await self._budget_freed.wait()
-            if anyio.current_time() >= deadline and self.budget_left < need:
-                return False
-        self.budget_left -= need
-        return True
-
-    def _release(self, need: int) -> None:
-        self.budget_left += min(need, self.options.body_budget)
-        if self._budget_freed is not None:
-            self._budget_freed.set()
-            self._budget_freed = None
 
     # -- checks ------------------------------------------------------------------------
 
@@ -413,7 +282,7 @@ class McpHttpApp:
                 "Not Acceptable: Accept must take application/json and text/event-stream",
             ), cors)
             return
-        body = await self.receive_body(receive, send, headers, cors)
+        body = await self.context.receive_body(receive, send, headers, cors)
         if body is None:
             return
         try:
@@ -430,15 +299,15 @@ class McpHttpApp:
             await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         if session is not None:
-            await legacy_post(self, receive, send, headers, cors, session, data)
+            await legacy_post(self.sessions, receive, send, headers, cors, session, data)
             return
         version_header = headers.get("mcp-protocol-version")
         if isinstance(data, dict) and data.get("method") == "initialize" and meta is None:
-            await legacy_post(self, receive, send, headers, cors, None, data)
+            await legacy_post(self.sessions, receive, send, headers, cors, None, data)
             return
         legacy_header = meta is None and version_header in LEGACY_VERSIONS
         if meta is not None or (version_header is not None and not legacy_header):
-            await modern_post(self, receive, send, headers, cors, data)
+            await modern_post(self.context, receive, send, headers, cors, data)
             return
         request_id = data.get("id") if isinstance(data, dict) else None
         await plain(
@@ -458,6 +327,6 @@ class McpHttpApp:
             accept = headers.get("accept") or ""
             if self.options.legacy_sse and "text/event-stream" in accept:
                 # A 2024-11-05 client falling back from Streamable HTTP: HTTP+SSE right here.
-                await sse_open(self, scope, receive, send, cors)
+                await sse_open(self.sessions, scope, receive, send, cors)
                 return
-        await get(self, receive, send, headers, cors)
+        await get(self.sessions, receive, send, headers, cors)

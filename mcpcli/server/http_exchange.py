@@ -12,7 +12,8 @@ priming event and may be closed early for polling (SEP-1699).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Protocol
 
 import anyio
 import anyio.abc
@@ -31,12 +32,61 @@ from mcpcli.jsonrpc import (
 )
 from mcpcli.server.http_asgi import JSON, Send
 
-if TYPE_CHECKING:
-    from mcpcli.server.http_sessions import LegacySession, Replay
-
-__all__ = ["Exchange"]
+__all__ = ["REPLAY_EVENTS", "Exchange", "Replay", "StreamOwner"]
 
 log = logging.getLogger("mcpcli.server.http")
+
+#: Events kept per stream for clients that resume with Last-Event-ID.
+REPLAY_EVENTS = 256
+
+
+class Replay:
+    """The events of one SSE stream of a legacy session, for `Last-Event-ID` resumption.
+
+    Event ids are `<stream>.<seq>`, so an id names its stream (2025-11-25 asks for that).
+    """
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.seq = 0
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
+        self.finished = False
+        self._changed = anyio.Event()
+
+    def event_id(self, seq: int) -> bytes:
+        return f"{self.number}.{seq}".encode("ascii")
+
+    def add(self, data: bytes, *, final: bool = False) -> int:
+        self.seq += 1
+        self.events.append((self.seq, data))
+        self.finished = self.finished or final
+        self._changed.set()
+        self._changed = anyio.Event()
+        return self.seq
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def changed(self) -> None:
+        await self._changed.wait()
+
+
+class StreamOwner(Protocol):
+    """The legacy session a response streams for, as the exchange needs it
+    (`http_sessions.LegacySession`): where its events are recorded, and whether to prime."""
+
+    @property
+    def sse_transport(self) -> bool:
+        """A 2024-11-05 HTTP+SSE session (its one stream is not resumable)."""
+
+    @property
+    def version(self) -> str | None:
+        """The protocol revision negotiated so far (None before `initialize`)."""
+
+    def new_replay(self) -> Replay:
+        """The record of a new stream of the session, for `Last-Event-ID`."""
 
 
 class Exchange:
@@ -54,7 +104,7 @@ class Exchange:
         sse_ok: bool,
         keepalive: float,
         headers: list[tuple[bytes, bytes]] | None = None,
-        session: LegacySession | None = None,
+        session: StreamOwner | None = None,
     ) -> None:
         self._send = send
         self._tg = tg
@@ -120,7 +170,7 @@ class Exchange:
         session = self.session
         if session is not None and not session.sse_transport:
             self.replay = session.new_replay()
-            if session.conn.version == "2025-11-25":
+            if session.version == "2025-11-25":
                 # SEP-1699: a priming event (an id, no data) so the client can resume at once.
                 retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
                 await self._chunk(b"id: " + self.replay.event_id(0) + b"\n" + retry + b"data: \n\n")

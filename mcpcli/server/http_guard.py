@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.server.http_asgi import SERVER_BUSY, Receive, Scope, Send, error_body, plain
 
 if TYPE_CHECKING:
-    from mcpcli.server.http_app import HttpOptions
+    from mcpcli.server.http_context import HttpOptions
 
 __all__ = ["guarded_protocol"]
 

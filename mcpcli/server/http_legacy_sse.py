@@ -5,7 +5,6 @@ and notification goes out on that one stream. Closing it ends the session."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 import anyio
@@ -21,36 +20,33 @@ from mcpcli.server.http_asgi import (
     is_json,
     plain,
 )
-from mcpcli.server.http_sessions import stream
+from mcpcli.server.http_sessions import Sessions, stream
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
-
-if TYPE_CHECKING:
-    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = ["sse_message", "sse_open"]
 
 
 async def sse_open(
-    app: McpHttpApp, scope: Scope, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+    sessions: Sessions, scope: Scope, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
 ) -> None:
     """Start a session and stream to it until the client leaves."""
-    session = app.new_session("sse", sse_transport=True)
+    session = sessions.open("sse", sse_transport=True)
     if session is None:
         await plain(send, 503, error_body(None, INVALID_REQUEST, "too many sessions"), cors)
         return
-    endpoint = f"{scope.get('root_path', '')}{app.options.messages_path}?sessionId={session.id}"
-    await stream(app, receive, send, cors, session, endpoint=endpoint)
+    endpoint = f"{scope.get('root_path', '')}{sessions.context.options.messages_path}?sessionId={session.id}"
+    await stream(sessions.context, receive, send, cors, session, endpoint=endpoint)
 
 
 async def sse_message(
-    app: McpHttpApp, scope: Scope, receive: Receive, send: Send, headers: Headers,
+    sessions: Sessions, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: list[tuple[bytes, bytes]],
 ) -> None:
     """A message for a session: 202 at once, the answer goes out on the stream."""
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     sid = (query.get("sessionId") or query.get("session_id") or [""])[0]
-    session = app.sessions.get(sid)
+    session = sessions.get(sid)
     if session is None or not session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return
@@ -59,7 +55,7 @@ async def sse_message(
             None, INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"
         ), cors)
         return
-    body = await app.receive_body(receive, send, headers, cors)
+    body = await sessions.context.receive_body(receive, send, headers, cors)
     if body is None:
         return
     try:

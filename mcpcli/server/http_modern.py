@@ -13,7 +13,7 @@ removed methods 404 + -32601. Closing the response stream cancels the request.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
@@ -39,13 +39,11 @@ from mcpcli.server.http_asgi import (
     plain,
     shutdown_error,
 )
+from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.session import log_unexpected
 from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
-
-if TYPE_CHECKING:
-    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = ["modern_post"]
 
@@ -88,13 +86,13 @@ def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str
     return None
 
 
-async def _check_param_headers(app: McpHttpApp, headers: Headers, message: Request) -> str | None:
+async def _check_param_headers(context: HttpContext, headers: Headers, message: Request) -> str | None:
     """Why the Mcp-Param-* headers do not match the tool call's arguments, or None."""
     if message.method != "tools/call":
         return None
     params = message.params or {}
     name = params.get("name")
-    tool = await app.server.tool(name) if isinstance(name, str) else None
+    tool = await context.server.tool(name) if isinstance(name, str) else None
     if tool is None:
         return None
     arguments = params.get("arguments")
@@ -120,23 +118,23 @@ async def _check_param_headers(app: McpHttpApp, headers: Headers, message: Reque
     return None
 
 
-async def _validate(app: McpHttpApp, headers: Headers, message: Request) -> RequestMeta:
+async def _validate(context: HttpContext, headers: Headers, message: Request) -> RequestMeta:
     """The request's `_meta`, once it and the headers check out (else `ModernError`)."""
     if headers.get("mcp-protocol-version") is None:
         raise ModernError(HEADER_MISMATCH, "Header mismatch: missing MCP-Protocol-Version header")
-    meta = app.server.modern_meta(message.params)
+    meta = context.server.modern_meta(message.params)
     problem = _check_headers(headers, message, meta)
     if problem is not None:
         raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
-    app.server.check_version(meta.version)
-    problem = await _check_param_headers(app, headers, message)
+    context.server.check_version(meta.version)
+    problem = await _check_param_headers(context, headers, message)
     if problem is not None:
         raise ModernError(HEADER_MISMATCH, f"Header mismatch: {problem}")
     return meta
 
 
 async def modern_post(
-    app: McpHttpApp, receive: Receive, send: Send, headers: Headers,
+    context: HttpContext, receive: Receive, send: Send, headers: Headers,
     cors: list[tuple[bytes, bytes]], data: Any,
 ) -> None:
     """Serve one stateless request: validate, run it, answer as JSON or SSE."""
@@ -155,7 +153,7 @@ async def modern_post(
         return
     rid = message.id
     try:
-        meta = await _validate(app, headers, message)
+        meta = await _validate(context, headers, message)
     except ModernError as exc:
         body = error_body(rid, exc.code, exc.rpc_message, exc.data)
         await plain(send, exc.status, body, cors)
@@ -163,15 +161,15 @@ async def modern_post(
     accept = headers.get("accept") or "*/*"
     sse_ok = "text/event-stream" in accept or "*/*" in accept
     async with anyio.create_task_group() as tg:
-        exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=app.options.keepalive, headers=cors)
+        exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
         tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
         status = 200
         response: Message
         # The server's drain is over: end the call, and say so.
-        with anyio.CancelScope() as call, app.on_stop(call.cancel):
+        with anyio.CancelScope() as call, context.on_stop(call.cancel):
             try:
-                result = await app.server.handle_modern(
-                    message, exchange, transport="http", principal=app.principal, meta=meta
+                result = await context.server.handle_modern(
+                    message, exchange, transport="http", principal=context.principal, meta=meta
                 )
                 response = Response(rid, result)
             except RPCError as exc:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -43,19 +43,22 @@ from mcpcli.server.http_asgi import (
     plain,
     shutdown_error,
 )
-from mcpcli.server.http_exchange import Exchange
+from mcpcli.server.http_context import HttpContext
+from mcpcli.server.http_exchange import REPLAY_EVENTS, Exchange, Replay
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from mcpcli.server.core import ServerConnection
-    from mcpcli.server.http_app import McpHttpApp
 
 __all__ = [
     "REPLAY_EVENTS",
     "REPLAY_STREAMS",
     "LegacySession",
     "Replay",
+    "Sessions",
     "delete",
     "get",
     "legacy_post",
@@ -66,49 +69,16 @@ log = logging.getLogger("mcpcli.server.http")
 
 Cors = list[tuple[bytes, bytes]]
 
-#: Events kept per stream for clients that resume with Last-Event-ID, and streams per session.
-REPLAY_EVENTS = 256
+#: Streams per session kept for clients that resume with Last-Event-ID (events per
+#: stream: `REPLAY_EVENTS`).
 REPLAY_STREAMS = 64
-
-
-class Replay:
-    """The events of one SSE stream of a legacy session, for `Last-Event-ID` resumption.
-
-    Event ids are `<stream>.<seq>`, so an id names its stream (2025-11-25 asks for that).
-    """
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-        self.seq = 0
-        self.events: deque[tuple[int, bytes]] = deque(maxlen=REPLAY_EVENTS)
-        self.finished = False
-        self._changed = anyio.Event()
-
-    def event_id(self, seq: int) -> bytes:
-        return f"{self.number}.{seq}".encode("ascii")
-
-    def add(self, data: bytes, *, final: bool = False) -> int:
-        self.seq += 1
-        self.events.append((self.seq, data))
-        self.finished = self.finished or final
-        self._changed.set()
-        self._changed = anyio.Event()
-        return self.seq
-
-    def finish(self) -> None:
-        self.finished = True
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def changed(self) -> None:
-        await self._changed.wait()
 
 
 class LegacySession:
     """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
 
-    def __init__(self, app: McpHttpApp, conn: ServerConnection, *, sse_transport: bool) -> None:
-        self.app = app
+    def __init__(self, table: Sessions, conn: ServerConnection, *, sse_transport: bool) -> None:
+        self._table = table
         self.id = secrets.token_urlsafe(24)  # visible ASCII, 192 bits
         self.conn = conn
         self.sse_transport = sse_transport
@@ -134,6 +104,11 @@ class LegacySession:
         return replay
 
     @property
+    def version(self) -> str | None:
+        """The protocol revision negotiated so far (None before `initialize`)."""
+        return self.conn.version
+
+    @property
     def busy(self) -> bool:
         return bool(self.pending) or self.standalone is not None
 
@@ -141,11 +116,12 @@ class LegacySession:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._route)
-                await self.app.server.serve((self._inbox_recv, self._outbox), connection=self.conn)
+                server = self._table.context.server
+                await server.serve((self._inbox_recv, self._outbox), connection=self.conn)
                 tg.cancel_scope.cancel()
         finally:
             self.ended.set()
-            self.app.sessions.pop(self.id, None)
+            self._table.pop(self.id)
             if self.standalone is not None and self.standalone.queue_send is not None:
                 self.standalone.queue_send.close()
             for exchange in list(self.pending.values()):
@@ -182,11 +158,63 @@ class LegacySession:
             target.offer(message)
 
 
+class Sessions:
+    """The table of legacy sessions, by id: bounded (when full, the oldest idle
+    session is closed for a new one) and reaped (idle longer than `session_ttl`: closed).
+
+    The app creates it and lends it its task group while it runs (`tg`), where the
+    sessions and the reaper run; the routes of the legacy half are handed it."""
+
+    def __init__(self, context: HttpContext) -> None:
+        self.context = context
+        #: Where sessions run, while the app runs (set by the app).
+        self.tg: TaskGroup | None = None
+        self._table: dict[str, LegacySession] = {}
+
+    def get(self, sid: str) -> LegacySession | None:
+        return self._table.get(sid)
+
+    def pop(self, sid: str) -> LegacySession | None:
+        return self._table.pop(sid, None)
+
+    def open(self, transport: str, *, sse_transport: bool) -> LegacySession | None:
+        """A new running session, or None when the table is full of busy ones."""
+        if len(self._table) >= self.context.options.max_sessions:
+            idle = [s for s in self._table.values() if not s.busy]
+            if not idle:
+                return None
+            oldest = min(idle, key=lambda s: s.last_seen)
+            oldest.close()
+            self._table.pop(oldest.id, None)
+        context = self.context
+        conn = context.server.connection(transport, context.principal)
+        session = LegacySession(self, conn, sse_transport=sse_transport)
+        self._table[session.id] = session
+        assert self.tg is not None, "use `async with McpHttpApp(...)`"
+        self.tg.start_soon(session.run)
+        return session
+
+    def close_all(self) -> None:
+        for session in list(self._table.values()):
+            session.close()
+
+    async def reap(self) -> None:
+        """Close sessions idle longer than `session_ttl`, forever (run it in `tg`)."""
+        ttl = self.context.options.session_ttl
+        while True:
+            await anyio.sleep(min(60.0, max(ttl / 4, 0.05)))
+            cutoff = time.monotonic() - ttl
+            for session in list(self._table.values()):
+                if not session.busy and session.last_seen < cutoff:
+                    log.debug("closing idle session %s", session.id[:6])
+                    session.close()
+
+
 # -- POST ----------------------------------------------------------------------------------
 
 
 async def legacy_post(
-    app: McpHttpApp, receive: Receive, send: Send, headers: Headers,
+    sessions: Sessions, receive: Receive, send: Send, headers: Headers,
     cors: Cors, session: LegacySession | None, data: Any,
 ) -> None:
     """A POST to a session, or the `initialize` that creates one."""
@@ -205,7 +233,7 @@ async def legacy_post(
     requests = [m for m in messages if isinstance(m, Request)]
     extra: Cors = list(cors)
     if session is None:
-        session = app.new_session("http", sse_transport=False)
+        session = sessions.open("http", sse_transport=False)
         if session is None:
             await plain(send, 503, error_body(None, INVALID_REQUEST, "too many sessions"), cors)
             return
@@ -227,7 +255,7 @@ async def legacy_post(
             return
         await plain(send, 202, b"", cors)
         return
-    await _answer(app, receive, send, headers, extra, session, parsed, requests)
+    await _answer(sessions.context, receive, send, headers, extra, session, parsed, requests)
 
 
 def _parse(data: Any) -> Message | Batch:
@@ -242,7 +270,7 @@ def _parse(data: Any) -> Message | Batch:
 
 
 async def _answer(
-    app: McpHttpApp, receive: Receive, send: Send, headers: Headers, extra: Cors,
+    context: HttpContext, receive: Receive, send: Send, headers: Headers, extra: Cors,
     session: LegacySession, parsed: Message | Batch, requests: list[Request],
 ) -> None:
     """Hand the POSTed requests to the session and answer them on this response."""
@@ -250,7 +278,7 @@ async def _answer(
     sse_ok = "text/event-stream" in accept or "*/*" in accept
     async with anyio.create_task_group() as tg:
         exchange = Exchange(
-            send, tg, sse_ok=sse_ok, keepalive=app.options.keepalive, headers=extra, session=session
+            send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=extra, session=session
         )
         exchange.batch = isinstance(parsed, Batch)
         exchange.request_ids = {r.id for r in requests}
@@ -266,10 +294,10 @@ async def _answer(
             # A closed POST connection is not a cancellation in these revisions: the
             # request goes on and its messages are kept for a resuming GET.
             tg.start_soon(_watch_post, receive, exchange)
-            poll = app.options.sse_poll_after
+            poll = context.options.sse_poll_after
             if poll is not None and sse_ok and session.conn.version == "2025-11-25":
-                tg.start_soon(_poll_later, app, exchange, poll)
-            with app.on_stop(exchange.end_queue):
+                tg.start_soon(_poll_later, context, exchange, poll)
+            with context.on_stop(exchange.end_queue):
                 async with queue:
                     async for message in queue:
                         if exchange.is_final(message):
@@ -277,7 +305,7 @@ async def _answer(
                             break
                         await exchange.write(message)
                     else:
-                        if app.stopping and exchange.request_ids:
+                        if context.stopping and exchange.request_ids:
                             await _shutting_down(exchange)
                         else:
                             await exchange.close()  # the session ended under us
@@ -308,33 +336,33 @@ async def _watch_post(receive: Receive, exchange: Exchange) -> None:
             return
 
 
-async def _poll_later(app: McpHttpApp, exchange: Exchange, delay: float) -> None:
+async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) -> None:
     await anyio.sleep(delay)
     if not exchange.done:
-        await exchange.poll_close(app.options.sse_retry_ms)
+        await exchange.poll_close(context.options.sse_retry_ms)
 
 
 # -- GET: the session's stream, or resuming one ------------------------------------------------
 
 
-async def get(app: McpHttpApp, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
+async def get(sessions: Sessions, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
     """A GET with `Mcp-Session-Id`: resume a stream (`Last-Event-ID`) or open the session's stream."""
     sid = headers.get("mcp-session-id")
     if sid is None:
         await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
         return
-    session = app.sessions.get(sid)
+    session = sessions.get(sid)
     if session is None or session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return
     replay = _replay_for(session, headers.get("last-event-id"))
     if replay is not None:
-        await _resume(app, receive, send, cors, session, *replay)
+        await _resume(sessions.context, receive, send, cors, session, *replay)
         return
     if session.standalone is not None and not session.standalone.done:
         await plain(send, 409, error_body(None, INVALID_REQUEST, "Conflict: a stream is already open for this session"), cors)
         return
-    await stream(app, receive, send, cors, session, endpoint=None)
+    await stream(sessions.context, receive, send, cors, session, endpoint=None)
 
 
 def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] | None:
@@ -352,12 +380,12 @@ def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] 
 
 
 async def _resume(
-    app: McpHttpApp, receive: Receive, send: Send, cors: Cors,
+    context: HttpContext, receive: Receive, send: Send, cors: Cors,
     session: LegacySession, replay: Replay, seen: int,
 ) -> None:
     """Replay a stream's events after `seen`, then follow it until its answer."""
     async with anyio.create_task_group() as tg:
-        exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
+        exchange = Exchange(send, tg, sse_ok=True, keepalive=context.options.keepalive, headers=cors)
         tg.start_soon(_watch_stream, receive, tg.cancel_scope)
         try:
             await exchange.start_stream()
@@ -377,15 +405,15 @@ async def _resume(
 
 
 async def stream(
-    app: McpHttpApp, receive: Receive, send: Send, cors: Cors,
+    context: HttpContext, receive: Receive, send: Send, cors: Cors,
     session: LegacySession, *, endpoint: str | None,
 ) -> None:
     """The long-lived SSE stream of a session (GET stream, or the HTTP+SSE stream)."""
     async with anyio.create_task_group() as tg:
-        exchange = Exchange(send, tg, sse_ok=True, keepalive=app.options.keepalive, headers=cors)
+        exchange = Exchange(send, tg, sse_ok=True, keepalive=context.options.keepalive, headers=cors)
         queue = exchange.open_queue()
         session.standalone = exchange
-        with app.on_stop(exchange.end_queue):
+        with context.on_stop(exchange.end_queue):
             try:
                 if endpoint is not None:
                     await exchange.event(endpoint.encode("utf-8"), b"endpoint")
@@ -395,7 +423,7 @@ async def stream(
                 async with queue:
                     async for message in queue:
                         await exchange.event(jsonrpc.encode(message))
-                if app.stopping and session.sse_transport:
+                if context.stopping and session.sse_transport:
                     # HTTP+SSE answers every request on this stream: the unanswered ones say why.
                     error = shutdown_error()
                     for rid in list(session.sse_pending):
@@ -425,13 +453,13 @@ async def _watch_stream(receive: Receive, scope: anyio.CancelScope) -> None:
 # -- DELETE ----------------------------------------------------------------------------------
 
 
-async def delete(app: McpHttpApp, send: Send, headers: Headers, cors: Cors) -> None:
+async def delete(sessions: Sessions, send: Send, headers: Headers, cors: Cors) -> None:
     """End a session at the client's request."""
     sid = headers.get("mcp-session-id")
     if sid is None:
         await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
         return
-    session = app.sessions.pop(sid, None)
+    session = sessions.pop(sid)
     if session is None:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return
