@@ -11,6 +11,8 @@ the process, so they outlive a connection).
 
 Tools (each one a task unless said otherwise):
   slow      completes after --work SECONDS with "done: <text>"
+  stepwise  completes with "done: <text>" on its second look (tasks/get, tasks/result):
+            "working" to the first, whatever the time (for tests across commands)
   ask       needs input (an elicitation) and completes with the answer
   fail      fails with JSON-RPC error -32099 "boom"
   toolerr   completes with an isError result
@@ -66,6 +68,7 @@ def schema(**props: str) -> JSON:
 
 TOOLS: list[JSON] = [
     {"name": "slow", "inputSchema": schema(text="string"), "execution": {"taskSupport": "required"}},
+    {"name": "stepwise", "inputSchema": schema(text="string"), "execution": {"taskSupport": "required"}},
     {"name": "ask", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
     {"name": "fail", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
     {"name": "toolerr", "inputSchema": schema(), "execution": {"taskSupport": "required"}},
@@ -81,6 +84,7 @@ class Task:
         self.id = f"task-{next(ids)}-{int(time.time() * 1000) % 100000}"
         self.token = token  # the tools/call's progress token (legacy: progress outlives the call)
         self.polls = 0
+        self.looks = 0
         self.tool, self.args = tool, args
         self.status, self.message = "working", "started"
         self.created = time.monotonic()
@@ -94,7 +98,8 @@ class Task:
         if self.status in TERMINAL:
             return
         tool, elapsed = self.tool, time.monotonic() - self.created
-        if tool in ("slow", "opt") and elapsed >= opts.work:
+        self.looks += 1
+        if (tool in ("slow", "opt") and elapsed >= opts.work) or (tool == "stepwise" and self.looks > 1):
             self.finish({"content": [{"type": "text", "text": f"done: {self.args.get('text', '')}"}]})
         elif tool == "fail":
             self.status, self.message = "failed", "it broke"

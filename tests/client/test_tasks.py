@@ -237,7 +237,7 @@ def test_task_flag_on_a_server_without_tasks_warns_and_calls_normally() -> None:
 @pytest.mark.slow
 def test_detach_then_get_result_and_cancel_over_http(task_http: Any) -> None:
     url = task_http.url
-    started = mcp_in("tools", "call", url, "slow", "--arg", "text=later", "--detach")
+    started = mcp_in("tools", "call", url, "stepwise", "--arg", "text=later", "--detach")
     assert started.code == 0, started
     task_id = started.json["taskId"]
     assert started.json["resultType"] == "task"
