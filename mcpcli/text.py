@@ -39,7 +39,7 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\U{code:08x}"
 
 
-def _one_line(match: re.Match[str]) -> str:
+def _escape_or_space(match: re.Match[str]) -> str:
     return " " if match.group(0) in "\t\n" else _escape(match)
 
 
@@ -51,7 +51,7 @@ def printable(text: str, *, keep_newlines: bool = True) -> str:
     """
     if keep_newlines:
         return _ESCAPE.sub(_escape, text)
-    return _ESCAPE_ONE_LINE.sub(_one_line, text)
+    return _ESCAPE_ONE_LINE.sub(_escape_or_space, text)
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
