@@ -1,8 +1,4 @@
-"""From a target on the command line to a connected `Client`.
-
-A target is one of: a server name from the config (ours first, then the servers
-other clients have configured); an `http(s)://` URL; a tools.yaml file, served
-in-process; or, with no target, the server command given after `--`.
+"""From a resolved server entry (see `mcpcli.targets`) to a connected `Client`.
 
 This is the only module that knows config entries, CLI options and auth
 together: it hands each transport explicit settings (URL, headers, limits, an
@@ -18,23 +14,13 @@ from typing import IO, TYPE_CHECKING
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.config import ServerEntry
-from mcpcli.errors import ConfigError, UsageError
-from mcpcli.targets import YAML_SUFFIXES, is_url, resolve_target
+from mcpcli.errors import ConfigError
 from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
     from mcpcli.auth.authenticator import OAuthAuthenticator
 
-__all__ = [
-    "YAML_SUFFIXES",
-    "ConnectOptions",
-    "OAuthProvider",
-    "connect",
-    "is_url",
-    "open_http_transport",
-    "open_transport",
-    "resolve_target",
-]
+__all__ = ["ConnectOptions", "OAuthProvider", "connect", "open_http_transport", "open_transport"]
 
 
 @dataclass
@@ -52,8 +38,8 @@ class ConnectOptions:
     #: "auto", "http" (Streamable HTTP only) or "sse" (legacy HTTP+SSE only).
     transport: str = "auto"
     insecure: bool = False
-    max_message_bytes: int | None = None
-    #: Auth behaviour: "interactive", "stored-only" (never prompt) or "none".
+    #: Auth behaviour: "interactive", "non-interactive" (a browser only if one can be
+    #: launched), "stored-only" (never sign in) or "none" (no OAuth at all).
     auth: str = "interactive"
     #: `--token-store`: where OAuth tokens are kept (default: the keyring, else a file).
     token_store: str | None = None
@@ -65,22 +51,14 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
     entry = entry.resolved()
     if entry.transport == "stdio":
-        from mcpcli.protocol import MAX_MESSAGE_BYTES
-        from mcpcli.transports._spawn import UnsetVariable, launch
+        from mcpcli.targets import stdio_launch
         from mcpcli.transports.stdio import StdioTransport
 
-        assert entry.command is not None
-        try:
-            spec = launch(entry.command, entry.args, entry.env, entry.cwd,
-                          passed=options.env, cwd_option=options.cwd)
-        except UnsetVariable as exc:
-            raise UsageError(str(exc)) from None
         return StdioTransport(
-            spec,
+            stdio_launch(entry, options.env, options.cwd),
             stderr=options.stderr,
             server_log=options.server_log,
             quiet=options.quiet,
-            max_message_bytes=options.max_message_bytes or MAX_MESSAGE_BYTES,
         )
     if entry.transport in ("http", "sse"):
         return open_http_transport(entry, options)
@@ -139,7 +117,6 @@ def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transpor
       server answers our `initialize` POST with 400, 404 or 405 (auto only);
     * `--transport sse` (or config `"type": "sse"`): legacy HTTP+SSE (2024-11-05).
     """
-    from mcpcli.protocol import MAX_MESSAGE_BYTES
     from mcpcli.transports.http import HttpConnection
 
     assert entry.url is not None
@@ -154,16 +131,13 @@ def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transpor
         connect_timeout=options.connect_timeout,
         auth=None if options.auth == "none" else OAuthProvider(entry.url, entry, options),
     )
-    max_bytes = options.max_message_bytes or MAX_MESSAGE_BYTES
     if mode == "sse":
         from mcpcli.transports.sse import SseTransport
 
-        return SseTransport(connection, max_message_bytes=max_bytes)
+        return SseTransport(connection)
     from mcpcli.transports.streamable_http import StreamableHttpTransport
 
-    return StreamableHttpTransport(
-        connection, sse_fallback=(mode == "auto"), max_message_bytes=max_bytes
-    )
+    return StreamableHttpTransport(connection, sse_fallback=(mode == "auto"))
 
 
 @asynccontextmanager

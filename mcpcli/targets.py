@@ -11,12 +11,16 @@ before the client, anyio and the transports are imported: it imports only
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import ConfigError, UsageError
 
-__all__ = ["YAML_SUFFIXES", "is_url", "resolve_target"]
+if TYPE_CHECKING:
+    from mcpcli.transports._spawn import Launch
+
+__all__ = ["YAML_SUFFIXES", "is_url", "resolve_target", "stdio_launch"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -65,3 +69,22 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
         else "add one with `mcp servers add NAME -- COMMAND...` or `mcp servers add NAME URL`"
     )
     raise UsageError(f"unknown server {target!r}", hint=hint)
+
+
+def stdio_launch(entry: ServerEntry, env: Mapping[str, str | None], cwd: str | None) -> Launch:
+    """What a stdio entry runs, given the --env (`env`) and --cwd options.
+
+    The one place an entry and the options become a launch: the CLI's early
+    start of the server and the transport that adopts it must agree exactly.
+    Raises `UsageError` for `--env KEY` naming a variable we do not have, and
+    `ConfigError` for a `${VAR}` in the entry that is not set.
+    """
+    from mcpcli.transports._spawn import UnsetVariable, launch
+
+    entry = entry.resolved()
+    if entry.transport != "stdio" or entry.command is None:
+        raise ConfigError(f"server {entry.name!r} is not a stdio server")
+    try:
+        return launch(entry.command, entry.args, entry.env, entry.cwd, passed=env, cwd_option=cwd)
+    except UnsetVariable as exc:
+        raise UsageError(str(exc)) from None

@@ -38,6 +38,8 @@ def _early_spawn(args: list[str]) -> None:
         return
     if any(token.startswith(_SPAWN_OPTIONS) for token in before):
         return
+    if any("${" in token for token in command):
+        return  # interpolated from the environment first (`targets.stdio_launch`): leave it to click
     from mcpcli.transports._spawn import launch, prespawn
 
     prespawn(launch(command[0], command[1:]))

@@ -60,15 +60,14 @@ def _prespawn(ctx: click.Context) -> None:
     target = params.get("target")
     if not app.server_command and (not isinstance(target, str) or "://" in target):
         return
-    from mcpcli.transports._spawn import SpawnError, launch, prespawn
+    from mcpcli.targets import stdio_launch
+    from mcpcli.transports._spawn import SpawnError, prespawn
 
     try:
-        entry = app.resolve(target).resolved()
+        entry = app.resolve(target)
         if entry.transport != "stdio" or entry.command is None:
             return
-        passed = env_options(params.get("env") or ())
-        prespawn(launch(entry.command, entry.args, entry.env, entry.cwd,
-                        passed=passed, cwd_option=params.get("cwd")))
+        prespawn(stdio_launch(entry, env_options(params.get("env") or ()), params.get("cwd")))
     except (McpCliError, SpawnError):
         return  # e.g. a config error: the command reports it when it connects
 

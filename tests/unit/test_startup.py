@@ -84,6 +84,19 @@ def test_the_early_spawned_server_is_the_one_used(tmp_path: Path) -> None:
     assert len(spawns.read_text().splitlines()) == 1  # adopted, not started a second time
 
 
+@pytest.mark.slow
+def test_a_command_with_a_variable_is_started_once_with_its_value(tmp_path: Path) -> None:
+    """`${VAR}` in a `--` command is interpolated before the launch: the early spawn (raw
+    argv) would start a server nobody adopts, so it leaves such a command to the transport."""
+    spawns = tmp_path / "spawns"
+    wrapper = f'echo "$1" >> {spawns}; shift; exec "$0" "$@"'
+    r = mcp("tools", "call", "echo", "--arg", "message=hi", "--", "sh", "-c", wrapper,
+            *fake_server()[:1], "${MCPCLI_TEST_MARK}", *fake_server()[1:],
+            env={"MCPCLI_TEST_MARK": "marked"})
+    assert r.code == 0, r
+    assert spawns.read_text().splitlines() == ["marked"]
+
+
 def test_a_usage_error_after_the_early_spawn_leaves_no_server() -> None:
     r = mcp("tools", "list", "--no-such-flag", "--", *fake_server("--stubborn"))
     assert r.code == 2, r
