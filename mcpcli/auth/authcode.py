@@ -47,8 +47,6 @@ def check_can_interact(flow: Flow) -> None:
             "forbids opening a sign-in",
             hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` first",
         )
-    if flow.mode == "none":
-        raise AuthError(f"{verbatim(flow.server_url, limit=300)} requires authorization (--no-auth given)")
     if flow.mode == "non-interactive" and not can_launch_browser() and not flow.settings.no_browser:
         raise AuthError(
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and this session has no "

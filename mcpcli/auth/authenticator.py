@@ -201,8 +201,6 @@ class OAuthAuthenticator:
         return True
 
     async def _on_401(self, challenge: Challenge | None) -> bool:
-        if self.mode == "none":
-            raise AuthError(f"{verbatim(self.server_url, limit=300)} requires authorization (--no-auth given)")
         if _count_recent(self._challenges_401) > MAX_401:
             raise AuthError(
                 f"{verbatim(self.server_url, limit=300)} keeps refusing authorization (HTTP 401) after signing in",
@@ -237,8 +235,6 @@ class OAuthAuthenticator:
 
     async def _step_up(self, challenge: Challenge | None) -> bool:
         if challenge is None or challenge.error != "insufficient_scope":
-            return False
-        if self.mode == "none":
             return False
         if _count_recent(self._step_ups) > MAX_STEP_UPS:
             needed = challenge.scope or "(unspecified)"
