@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError, TransportError, UsageError
-from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.text import one_line
 
 if TYPE_CHECKING:
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     from mcpcli.transports._http import ResponseStream as HttpStream
 
 __all__ = [
-    "MAX_MESSAGE_BYTES",
     "MAX_REDIRECTS",
     "AuthProvider",
     "Authenticator",
