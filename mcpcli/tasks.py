@@ -37,14 +37,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
-from mcpcli.protocol import RELATED_TASK_KEY as RELATED_TASK_KEY  # one definition, for both sides
 from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     from mcpcli.session import ProgressHandler
 
 __all__ = [
-    "TASKS_EXTENSION",
     "Task",
     "TaskCancelled",
     "TaskClient",
