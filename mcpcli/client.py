@@ -43,6 +43,7 @@ from mcpcli.protocol import (
     MODERN_VERSIONS,
     MRTR_METHODS,
     PROTOCOL_VERSION_KEY,
+    RELATED_TASK_KEY,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     Era,
@@ -612,11 +613,11 @@ class Client:
 
     async def _on_request(self, request: Request, ctx: RequestContext) -> JSON:
         result = await self._serve_client_request(request.method, request.params or {})
-        related = ctx.meta.get(_tasks.RELATED_TASK_KEY)
+        related = ctx.meta.get(RELATED_TASK_KEY)
         if isinstance(related, dict):
             # A request on behalf of a task (2025-11-25): the answer says which task.
             result = dict(result)
-            result["_meta"] = {**(result.get("_meta") or {}), _tasks.RELATED_TASK_KEY: related}
+            result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK_KEY: related}
         return result
 
     @contextmanager

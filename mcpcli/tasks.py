@@ -37,14 +37,12 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
-from mcpcli.protocol import RELATED_TASK_KEY as RELATED_TASK_KEY  # one definition, for both sides
 from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     from mcpcli.session import ProgressHandler
 
 __all__ = [
-    "TASKS_EXTENSION",
     "Task",
     "TaskCancelled",
     "TaskClient",
@@ -63,7 +61,6 @@ TaskMode = Literal["auto", "always", "never"]
 TASK_CREATING_METHODS = frozenset({"tools/call"})
 #: Requests on which a modern client declares the extension.
 DECLARE_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
-TERMINAL = TERMINAL_TASK_STATUSES
 
 #: Bounds on the server's suggested poll interval, in seconds.
 MIN_POLL = 0.05
@@ -185,7 +182,7 @@ class Task:
 
     @property
     def terminal(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_TASK_STATUSES
 
     def poll_delay(self) -> float:
         """Seconds until the next poll: the server's interval, bounded, with 10% jitter."""

@@ -99,10 +99,18 @@ def mcp_in(
     saved_ours, saved_ours_level = ours.handlers[:], ours.level
     saved_keyring = _keyring_like_a_child({**os.environ, **(env or {})})
     expired = threading.Event()
+    # The timer may fire after run() returned, before it is cancelled: its interrupt would
+    # then escape mcp_in and stop the test session. Once `finished` is set (under the lock)
+    # it does nothing.
+    lock = threading.Lock()
+    finished = False
 
     def expire() -> None:
-        expired.set()
-        _thread.interrupt_main()
+        with lock:
+            if finished:
+                return
+            expired.set()
+            _thread.interrupt_main()
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
@@ -134,6 +142,12 @@ def mcp_in(
                 except BaseException as exc:  # reported below, with what the run printed
                     crash = exc
                 finally:
+                    try:
+                        with lock:
+                            finished = True
+                    except KeyboardInterrupt:  # the timer fired as run() returned: reported below
+                        if not expired.is_set():
+                            raise
                     timer.cancel()
                     sys.stdout.flush()
                     sys.stderr.flush()

@@ -15,14 +15,14 @@ if TYPE_CHECKING:
 __all__ = ["info", "server_summary"]
 
 
-def server_summary(client: Any) -> dict[str, Any]:
+def server_summary(client: Client) -> dict[str, Any]:
     """What `mcp info --json` prints: the negotiated facts plus the raw handshake result."""
     transport = client.transport
     summary: dict[str, Any] = {
         "serverInfo": client.server_info,
         "protocolVersion": client.protocol_version,
         "era": client.era,
-        "transport": getattr(transport, "name", type(transport).__name__),
+        "transport": transport.name,
         "capabilities": client.capabilities,
     }
     if client.instructions is not None:

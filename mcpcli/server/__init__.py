@@ -26,7 +26,8 @@ to `handlers`, `mrtr` and the `tasks` package, so none of them sees the `Server`
 transports' server ends. What it may import: `mcpcli.session` (the JSON-RPC
 engine), `mcpcli.transports` (`Envelope`, `Streams`, the in-memory pair behind
 `Server.transport()`), `mcpcli.protocol`, `mcpcli.jsonrpc`, `mcpcli.errors` and
-`mcpcli.text`; never `client`, `connect`, `auth` or `cli` (tests/unit/test_import_rules.py).
+`mcpcli.wire` (the 2026 HTTP header codec `http_modern` checks requests with);
+never `client`, `connect`, `auth` or `cli` (tests/unit/test_import_rules.py).
 The tools.yaml server builds on this package, not the other way round.
 """
 

@@ -19,13 +19,13 @@ are cancelled with their continuation) and the MRTR continuations.
 
 This module is the dispatcher, the lifecycle and the connection state. What the
 helpers share is the `Runtime` (`_state`) the server creates and hands them; none
-of them imports this module. They are, bottom up: `meta` (2026 `_meta`
-validation), `calls` (one request, the backend's `CallContext`, the
-continuation a 2026 call runs in), `_state` (the `Runtime`, signed cursors and
-requestStates), `tasks.store` (tool calls that run as tasks), `mrtr` (calling
-the backend, MRTR rounds), `tasks.handlers` and `tasks.legacy` (the task
-methods of 2026-07-28 and 2025-11-25), `handlers` (one per method) and
-`subscriptions` (change notifications).
+of them imports this module. They are, bottom up: the leaves `meta` (2026
+`_meta` validation) and `subscriptions` (change notifications), `calls` (one
+request, the backend's `CallContext`, the continuation a 2026 call runs in),
+`_state` (the `Runtime`, signed cursors and requestStates), `tasks.store` (tool
+calls that run as tasks), `mrtr` (calling the backend, MRTR rounds),
+`tasks.handlers` and `tasks.legacy` (the task methods of 2026-07-28 and
+2025-11-25) and `handlers` (one per method).
 """
 
 from __future__ import annotations

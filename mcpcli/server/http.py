@@ -35,7 +35,8 @@ import anyio
 
 from mcpcli.errors import TransportError, UsageError
 from mcpcli.server.core import Server
-from mcpcli.server.http_app import LOOPBACK_NAMES, HttpOptions, McpHttpApp, is_loopback
+from mcpcli.server.http_app import LOOPBACK_NAMES, McpHttpApp, is_loopback
+from mcpcli.server.http_context import HttpOptions
 from mcpcli.server.http_guard import guarded_protocol
 
 __all__ = ["LOOPBACK_NAMES", "TOKEN_ENV", "HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]

@@ -59,7 +59,7 @@ from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
 from mcpcli.server.http_sessions import Sessions, delete, get, legacy_post
 
-__all__ = ["LOOPBACK_NAMES", "HttpOptions", "McpHttpApp", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "McpHttpApp", "is_loopback"]
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 

@@ -44,7 +44,7 @@ from mcpcli.server.http_asgi import (
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import REPLAY_EVENTS, Exchange, Replay
+from mcpcli.server.http_exchange import Exchange, Replay
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
@@ -54,10 +54,8 @@ if TYPE_CHECKING:
     from mcpcli.server.core import ServerConnection
 
 __all__ = [
-    "REPLAY_EVENTS",
     "REPLAY_STREAMS",
     "LegacySession",
-    "Replay",
     "Sessions",
     "delete",
     "get",
@@ -70,7 +68,7 @@ log = logging.getLogger("mcpcli.server.http")
 Cors = list[tuple[bytes, bytes]]
 
 #: Streams per session kept for clients that resume with Last-Event-ID (events per
-#: stream: `REPLAY_EVENTS`).
+#: stream: `http_exchange.REPLAY_EVENTS`).
 REPLAY_STREAMS = 64
 
 

@@ -36,7 +36,7 @@ from mcpcli.transports import Envelope, Streams
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
 
-__all__ = ["MAX_MESSAGE_BYTES", "serve_stdio", "stdio_streams"]
+__all__ = ["serve_stdio", "stdio_streams"]
 
 #: After end of input, how long requests already read may take to finish before they
 #: are cancelled (the client is shutting us down; it will signal us soon anyway).

@@ -11,7 +11,7 @@ stream).
 
 Caps keep a hostile or broken server from growing our memory: one line, and
 one event's accumulated data, may not exceed `max_event_bytes`
-(`MessageTooLarge` otherwise).
+(`MessageTooLarge` otherwise), by default the protocol's `MAX_MESSAGE_BYTES`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from __future__ import annotations
 import codecs
 
 from mcpcli.errors import MessageTooLarge
+from mcpcli.protocol import MAX_MESSAGE_BYTES
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "INVALID_UTF8", "SSEDecoder", "SSEEvent"]
+__all__ = ["INVALID_UTF8", "SSEDecoder", "SSEEvent"]
 
-DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 #: The warning a transport gives (once per stream) when `SSEDecoder.invalid_utf8` is set.
 INVALID_UTF8 = "{}: the server sent invalid UTF-8 on an SSE stream (shown as U+FFFD)"
 
@@ -45,7 +45,7 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes, get events. Keeps `last_event_id` and `retry` for reconnects."""
 
-    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(self, *, max_event_bytes: int = MAX_MESSAGE_BYTES) -> None:
         self.max_event_bytes = max_event_bytes
         #: The last `id` the stream set (the Last-Event-ID for a reconnect).
         self.last_event_id: str | None = None

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from mcpcli.errors import AuthError, TransportError, UsageError
-from mcpcli.protocol import MAX_MESSAGE_BYTES
+from mcpcli.protocol import PROTOCOL_VERSION_KEY
 from mcpcli.text import one_line
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from mcpcli.transports._http import ResponseStream as HttpStream
 
 __all__ = [
-    "MAX_MESSAGE_BYTES",
     "MAX_REDIRECTS",
     "AuthProvider",
     "Authenticator",
@@ -330,8 +329,6 @@ class HttpConnection:
 
 def modern_version(params: Any) -> str | None:
     """The 2026-07-28 protocol version a request carries in `_meta`, if any."""
-    from mcpcli.protocol import PROTOCOL_VERSION_KEY
-
     if not isinstance(params, dict):
         return None
     meta = params.get("_meta")

@@ -26,10 +26,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcpcli import jsonrpc
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
 from mcpcli.jsonrpc import Message, Request
+from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
-    MAX_MESSAGE_BYTES,
     HttpConnection,
     display_url,
     origin_of,

@@ -28,23 +28,9 @@ from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
-from mcpcli.transports._spawn import (
-    DEFAULT_INHERITED_ENV,
-    Launch,
-    SpawnError,
-    adopt,
-    child_environment,
-    launch,
-    spawn,
-)
+from mcpcli.transports._spawn import Launch, SpawnError, adopt, launch, spawn
 
-__all__ = [
-    "DEFAULT_INHERITED_ENV",
-    "MAX_MESSAGE_BYTES",
-    "StdioTransport",
-    "child_environment",
-    "kill_all",
-]
+__all__ = ["StdioTransport", "kill_all"]
 
 #: After stdin closes, a server gets this long to exit on its own before SIGTERM.
 #: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.

@@ -56,11 +56,10 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.protocol import MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
+from mcpcli.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
-    MAX_MESSAGE_BYTES,
     HttpConnection,
     modern_version,
     snippet,

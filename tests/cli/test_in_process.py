@@ -74,3 +74,23 @@ def test_an_escaped_exception_fails_with_what_the_run_printed(monkeypatch: pytes
         mcp_in("--version")
     assert "half a message" in str(caught.value)
     assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+def test_a_timer_that_fires_after_the_run_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    class LateTimer(threading.Timer):
+        """Fires at the worst moment: when cancelled, after run() returned."""
+
+        def cancel(self) -> None:
+            fire = not self.finished.is_set()
+            super().cancel()
+            if fire:
+                self.function(*self.args, **self.kwargs)
+
+    monkeypatch.setattr(threading, "Timer", LateTimer)
+    try:
+        r = mcp_in("--version")
+    except KeyboardInterrupt:  # (it would otherwise stop the whole session)
+        pytest.fail("the late timer's interrupt escaped mcp_in")
+    assert r.code == 0 and r.stdout.startswith("mcp"), r

@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TASK_NOTIFICATION",
-    "TERMINAL",
     "Escalation",
     "Task",
     "TaskStore",
@@ -65,7 +64,6 @@ JSON = dict[str, Any]
 
 #: The status notification of the extension (on `subscriptions/listen` streams).
 TASK_NOTIFICATION = TASK_STATUS
-TERMINAL = TERMINAL_TASK_STATUSES
 
 
 def declares_tasks(caps: JSON) -> bool:
@@ -123,7 +121,7 @@ class Task:
 
     @property
     def terminal(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_TASK_STATUSES
 
     # -- what clients see ------------------------------------------------------------
 
@@ -168,7 +166,7 @@ class Task:
         self.status = status
         if message is not None or status == "completed":
             self.message = message  # progress notes stay while it works or waits
-        if status in TERMINAL:
+        if status in TERMINAL_TASK_STATUSES:
             self.pending.clear()  # a waiting ask() ends with the work's cancellation
         self._touch()
 
