@@ -36,8 +36,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": ("mcpcli.cli",),
     "mcpcli.render": ("mcpcli.cli",),
-    # The session daemon holds connections through the library; the CLI sits above it.
-    "mcpcli.daemon": ("mcpcli.cli", "mcpcli.server", "mcpcli.toolsfile"),
+    # The session daemon holds connections through the library (`connect`, `client`); the CLI
+    # sits above it (test_the_library_never_imports_the_cli: "mcpcli.cli" here would also
+    # match "mcpcli.client", the prefix rule). Its `protocol` is stdlib only (tests/daemon).
+    "mcpcli.daemon": ("mcpcli.server", "mcpcli.toolsfile", "mcpcli.auth"),
 }
 
 

@@ -1,0 +1,335 @@
+"""The daemon against real server-everything over stdio (and the scripted fake server for
+faults), driven through the control protocol as a command would."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import Peers, fake_server, wait_until
+
+from .conftest import (
+    Attached,
+    DaemonProcess,
+    alive,
+    control,
+    open_request,
+    start_daemon,
+    stop_daemon,
+    text_of,
+)
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+@pytest.fixture
+def ev(daemon: DaemonProcess, peers: Peers) -> dict[str, Any]:
+    """The session `ev` on server-everything over stdio; its INFO."""
+    answer = daemon.control("open", **open_request("ev", peers.everything_stdio()))
+    assert answer["ok"], answer
+    info: dict[str, Any] = answer["session"]
+    return info
+
+
+def test_open_answers_once_the_server_is_ready_and_list_shows_it(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    assert ev["state"] == "ready"
+    assert (ev["era"], ev["protocolVersion"]) == ("legacy", "2025-11-25")
+    assert ev["server"]["name"] == "mcp-servers/everything"
+    assert alive(ev["pid"])
+    listed = daemon.control("list")
+    assert listed["ok"] and [s["name"] for s in listed["sessions"]] == ["ev"]
+    assert listed["sessions"][0]["pid"] == ev["pid"]
+
+
+def test_a_resource_made_by_one_command_is_read_by_the_next(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    # The issue's first example: with one-shot commands the server that made it is gone.
+    first = daemon.attach("ev")
+    assert first.answer is not None and first.answer["ok"]
+    handshake = first.call("initialize", INIT)
+    assert handshake["serverInfo"]["name"] == "mcp-servers/everything"
+    first.send({"method": "notifications/initialized"})
+    made = first.call("tools/call", {"name": "gzip-file-as-resource", "arguments": {
+        "name": "hello.gz", "data": "data:text/plain;base64," + base64.b64encode(b"hello").decode(),
+    }})
+    link = next(b for b in made["content"] if b["type"] == "resource_link")
+    first.close()
+
+    second = daemon.attach("ev")
+    second.call("initialize", INIT)
+    read = second.call("resources/read", {"uri": link["uri"]})
+    second.close()
+    assert gzip.decompress(base64.b64decode(read["contents"][0]["blob"])) == b"hello"
+    session = daemon.control("list")["sessions"][0]
+    assert session["pid"] == ev["pid"]  # one server all along
+    assert session["calls"] == 2  # the handshakes were answered by the daemon
+
+
+def test_a_modern_probe_on_a_legacy_session_falls_back_like_a_legacy_server(
+    daemon: DaemonProcess, ev: dict[str, Any]
+) -> None:
+    command = daemon.attach("ev")
+    response, _ = command.until_response(command.request("server/discover", {}))
+    command.close()
+    assert response["error"]["code"] == -32601
+
+
+def test_two_commands_get_only_their_own_responses_and_progress(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    # Both commands use request id 1 and progress token 1: the daemon keeps them apart.
+    a, b = daemon.attach("ev"), daemon.attach("ev")
+    for command, steps in ((a, 3), (b, 4)):
+        command.send({"id": 1, "method": "tools/call", "params": {
+            "name": "trigger-long-running-operation",
+            "arguments": {"duration": 0.4, "steps": steps},
+            "_meta": {"progressToken": 1},
+        }})
+    for command, steps in ((a, 3), (b, 4)):
+        response, before = command.until_response(1)
+        assert f"Steps: {steps}." in text_of(response["result"])
+        progress = [m["params"] for m in before if m.get("method") == "notifications/progress"]
+        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == [
+            (1, i, steps) for i in range(1, steps + 1)
+        ]
+        assert all(m.get("method") == "notifications/progress" for m in before), before
+        command.close()
+
+
+def test_a_server_request_goes_to_the_command_whose_call_caused_it(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    command = daemon.attach("ev")
+    call = command.request("tools/call", {"name": "trigger-elicitation-request", "arguments": {}})
+    asked = command.read()
+    while "id" not in asked:  # notifications may come first (the tools list changing)
+        asked = command.read()
+    assert asked["method"] == "elicitation/create"
+    assert asked["params"]["message"].startswith("Please provide")
+    command.send({"id": asked["id"], "result": {"action": "cancel"}})
+    response, _ = command.until_response(call)
+    command.close()
+    assert "cancelled" in text_of(response["result"])
+
+
+def test_a_server_request_is_declined_when_two_commands_could_have_caused_it(
+    daemon: DaemonProcess, ev: dict[str, Any]
+) -> None:
+    busy, asking = daemon.attach("ev"), daemon.attach("ev")
+    busy.send({"id": 1, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 5, "steps": 1}}})
+    wait_until(lambda: daemon.control("list")["sessions"][0]["idle_seconds"] == 0.0, what="a call in flight")
+    response, before = asking.until_response(
+        asking.request("tools/call", {"name": "trigger-elicitation-request", "arguments": {}}))
+    assert before == []  # never asked: it could have been the other command's
+    assert "declined" in text_of(response["result"])
+    busy.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+    busy.close()
+    asking.close()
+
+
+def test_a_command_that_leaves_has_its_requests_cancelled_on_the_server(daemon: DaemonProcess, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    assert daemon.control("open", **open_request("f", fake_server("--never-answer", "--record", str(record))))["ok"]
+    command = daemon.attach("f")
+    command.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+
+    def sent_calls() -> list[dict[str, Any]]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [json.loads(line) for line in lines]
+
+    wait_until(lambda: any(m.get("method") == "tools/call" for m in sent_calls()), what="the call forwarded")
+    command.close()
+    wait_until(lambda: any(m.get("method") == "notifications/cancelled" for m in sent_calls()),
+               what="the cancellation")
+    call = next(m for m in sent_calls() if m.get("method") == "tools/call")
+    cancel = next(m for m in sent_calls() if m.get("method") == "notifications/cancelled")
+    assert cancel["params"]["requestId"] == call["id"]
+
+
+def test_the_call_op_parses_and_validates_as_the_one_shot_command_does(
+    daemon: DaemonProcess, ev: dict[str, Any]
+) -> None:
+    def call(tool: str, *args: str, **fields: Any) -> dict[str, Any]:
+        return daemon.control("call", name="ev", tool=tool, args=list(args),
+                              **{"json": None, "timeout": None, "validate": True, **fields})
+
+    ok = call("get-sum", "a=1", "b=2")
+    assert ok["ok"] and text_of(ok["result"]) == "The sum of 1 and 2 is 3."
+    merged = call("get-sum", "b=5", json='{"a": 4}')
+    assert text_of(merged["result"]) == "The sum of 4 and 5 is 9."
+    bad = call("get-sum", "a=x", "b=2")
+    assert bad["error"]["kind"] == "usage" and bad["error"]["exit"] == 2
+    assert "'x' is not a valid number" in bad["error"]["message"]
+    missing = call("get-sum", "a=1")
+    assert missing["error"]["exit"] == 2 and "'b'" in missing["error"]["message"]
+    unknown = call("no-such-tool")
+    assert unknown["error"]["exit"] == 2 and "unknown tool 'no-such-tool'" in unknown["error"]["message"]
+    nowhere = daemon.control("call", name="nope", tool="echo", args=[])
+    assert nowhere["error"]["exit"] == 4 and nowhere["error"]["hint"] == "mcp session open nope"
+    assert daemon.control("list")["sessions"][0]["calls"] == 2
+
+
+def test_closing_the_last_session_ends_its_server_and_the_daemon(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    idle_command = daemon.attach("ev")
+    assert daemon.control("close", name="ev") == {"ok": True, "closed": ["ev"]}
+    assert not alive(ev["pid"])
+    assert idle_command.reader.read() is None  # the attached command sees the end (exit 4)
+    idle_command.close()
+    assert daemon.proc.wait(30) == 0
+    assert not (daemon.run_dir / "daemon.sock").exists()
+
+
+def test_close_all_and_sigterm_end_every_server(run_dir: Path, peers: Peers) -> None:
+    daemon = start_daemon(run_dir)
+    try:
+        pids = [daemon.control("open", **open_request(n, peers.everything_stdio()))["session"]["pid"]
+                for n in ("one", "two", "three")]
+        assert daemon.control("close", name="three")["closed"] == ["three"]
+        assert [s["name"] for s in daemon.control("list")["sessions"]] == ["one", "two"]
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.proc.wait(30) == 0
+        assert not any(alive(pid) for pid in pids)
+    finally:
+        stop_daemon(daemon)
+
+
+def test_joining_a_session_on_another_server_is_a_usage_error(
+    daemon: DaemonProcess, ev: dict[str, Any], peers: Peers
+) -> None:
+    same = daemon.control("open", **open_request("ev", peers.everything_stdio()))
+    assert same["session"]["pid"] == ev["pid"]
+    other = daemon.control("open", **open_request("ev", fake_server()))
+    assert other["error"]["exit"] == 2 and other["error"]["hint"] == "mcp session close ev"
+
+
+def test_a_server_that_fails_to_start_fails_the_open_with_its_stderr(daemon: DaemonProcess) -> None:
+    answer = daemon.control("open", **open_request("bad", fake_server("--exit-before-init", "3")))
+    assert answer["ok"] is False
+    assert answer["error"]["exit"] == 4 and answer["error"]["kind"] == "transport"
+    assert "exited with code 3" in answer["error"]["message"]
+    # The session is not kept, and with nothing left the daemon ends.
+    assert daemon.proc.wait(30) == 0
+
+
+def test_a_crashed_server_leaves_its_session_exited_with_its_stderr_until_restarted(
+    daemon: DaemonProcess,
+) -> None:
+    opened = daemon.control("open", **open_request("f", fake_server("--crash-on-call", "7", "--log-stderr")))
+    first_pid = opened["session"]["pid"]
+    command = daemon.attach("f")
+    response, _ = command.until_response(command.request("tools/call", {"name": "echo", "arguments": {}}))
+    # A shutting-down error: the command's client reports the connection (exit 4), not an RPC error.
+    assert response["error"]["code"] == -32000 and response["error"]["data"] == {"reason": "shutdown"}
+    assert "mcp session restart f" in response["error"]["message"]
+    assert command.reader.read() is None
+    command.close()
+    session = daemon.control("list")["sessions"][0]
+    assert session["state"] == "exited" and session["pid"] is None
+    assert any("tools/call" in line for line in session["last_stderr"]), session
+
+    late = Attached(daemon.run_dir, "f")
+    refused = late.answer
+    late.close()
+    assert refused is not None
+    assert refused["error"]["exit"] == 4 and refused["error"]["hint"] == "mcp session restart f"
+    assert "exited with code 7" in refused["error"]["message"]
+    logs = daemon.control("logs", name="f")
+    assert "tools/call" in logs["text"] and logs["path"].endswith("sessions/f.log")
+
+    restarted = daemon.control("restart", name="f")
+    assert restarted["session"]["state"] == "ready" and restarted["session"]["pid"] != first_pid
+    assert alive(restarted["session"]["pid"])
+
+
+def test_restart_on_failure_brings_a_crashed_server_back(daemon: DaemonProcess) -> None:
+    opened = daemon.control("open", **open_request("f", fake_server("--crash-on-call", "7"), restart="on-failure"))
+    command = daemon.attach("f")
+    command.until_response(command.request("tools/call", {"name": "echo", "arguments": {}}))
+    command.close()
+
+    def back() -> bool:
+        session = daemon.control("list")["sessions"][0]
+        return session["state"] == "ready" and session["pid"] not in (None, opened["session"]["pid"])
+
+    wait_until(back, what="the session restarted")
+
+
+def test_restart_of_a_ready_session_replaces_its_server(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    restarted = daemon.control("restart", name="ev")
+    assert restarted["session"]["state"] == "ready"
+    assert restarted["session"]["pid"] != ev["pid"] and not alive(ev["pid"])
+
+
+def test_an_idle_session_closes_itself(daemon: DaemonProcess) -> None:
+    opened = daemon.control("open", **open_request("f", fake_server(), idle_timeout=0.3))
+    assert daemon.proc.wait(30) == 0  # idled out, then the daemon had nothing left
+    assert not alive(opened["session"]["pid"])
+
+
+def test_a_stale_socket_is_replaced_and_a_live_daemon_is_not(run_dir: Path, peers: Peers) -> None:
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(run_dir / "daemon.sock"))
+    stale.close()  # the file stays, nobody listens: what a killed daemon leaves
+    daemon = start_daemon(run_dir)
+    try:
+        assert daemon.control("open", **open_request("f", fake_server()))["ok"]
+        second = start_second(run_dir)
+        assert second.wait(30) == 4
+        assert daemon.control("list")["sessions"][0]["name"] == "f"
+    finally:
+        stop_daemon(daemon)
+
+
+def start_second(run_dir: Path) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "mcpcli.daemon"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "MCPCLI_RUNTIME_DIR": str(run_dir)})
+
+
+@pytest.mark.parametrize(("uid_offset", "answered"), [(1, False), (0, True)])
+def test_a_connection_from_another_uid_is_closed_unread(run_dir: Path, uid_offset: int, answered: bool) -> None:
+    # The peer is always us: the daemon is told to expect another uid to see the refusal.
+    from anyio.from_thread import start_blocking_portal
+
+    from mcpcli.daemon.server import Daemon
+
+    with start_blocking_portal() as portal:
+        daemon = portal.call(lambda: Daemon(run_dir, expected_uid=os.getuid() + uid_offset))
+        serving = portal.start_task_soon(daemon.serve, False)
+        portal.call(daemon.listening.wait)
+        try:
+            answer = control_or_none(run_dir)
+        finally:
+            portal.call(daemon.stop)
+            serving.result(30)
+    assert answer == ({"ok": True, "sessions": []} if answered else None)
+
+
+def control_or_none(run_dir: Path) -> dict[str, Any] | None:
+    """The answer to `list`; None when the daemon hangs up (closing with our line unread
+    resets the connection)."""
+    try:
+        return control(run_dir, "list")
+    except (AssertionError, ConnectionResetError):
+        return None
+
+
+def test_unknown_ops_and_bad_lines_get_a_usage_error(daemon: DaemonProcess) -> None:
+    from mcpcli.daemon import protocol
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(daemon.run_dir / "daemon.sock"))
+        sock.sendall(b"this is not json\n")
+        answer = protocol.LineReader(sock).read()
+    assert answer is not None and answer["error"]["exit"] == 2
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(daemon.run_dir / "daemon.sock"))
+        protocol.send(sock, {"mcpcli": 99, "op": "list"})
+        answer = protocol.LineReader(sock).read()
+    assert answer is not None and answer["error"]["kind"] == "usage"
