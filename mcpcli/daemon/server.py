@@ -30,6 +30,7 @@ import signal
 import socket
 import struct
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -444,13 +445,35 @@ class Daemon:
                 await self._answer(stream, protocol.ok(session=held.info()))
                 await self._relay(held, stream, reader)
                 return
-            answer = await getattr(self, f"_op_{op}")(message)
+            if op == "call":
+                answer = await self._unless_hung_up(reader, self._op_call(message))
+                if answer is None:
+                    return  # the command went away (Ctrl-C): the call was cancelled
+            else:
+                answer = await getattr(self, f"_op_{op}")(message)
         except Exception as exc:  # one request's failure never ends the daemon
             typed = _typed(exc)
             if typed is not unwrap(exc):
                 log.exception("daemon: %s failed", op)
             answer = error_answer(typed)
         await self._answer(stream, answer)
+
+    async def _unless_hung_up(self, reader: BufferedByteReceiveStream, work: Awaitable[JSON]) -> JSON | None:
+        """Run `work` unless the command hangs up first; then cancel it (on the server too)."""
+        done: list[JSON] = []
+        async with anyio.create_task_group() as tg:
+            async def run() -> None:
+                done.append(await work)
+                tg.cancel_scope.cancel()
+
+            async def watch() -> None:
+                with contextlib.suppress(Exception):
+                    await reader.receive()  # a command sends nothing more after its request
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(run)
+            tg.start_soon(watch)
+        return done[0] if done else None
 
     def _find(self, name: Any) -> Held:
         if not isinstance(name, str) or name not in self.sessions:

@@ -178,3 +178,65 @@ def alive(pid: int) -> bool:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+class AttachTransport:
+    """A minimal transport onto `attach` (the command side's DaemonTransport is built
+    elsewhere): here only to show that our own `Client` runs unchanged over the relay."""
+
+    name = "daemon-test"
+
+    def __init__(self, run_dir: Path, session: str) -> None:
+        from mcpcli.transports import TransportTraits
+
+        self.run_dir = run_dir
+        self.session = session
+        self.traits = TransportTraits()
+
+    def request_headers(self, method: str, params: Any, *, tool: Any = None) -> None:
+        return None
+
+    def connect(self) -> Any:
+        from contextlib import asynccontextmanager
+
+        @asynccontextmanager
+        async def streams() -> Any:
+            import anyio
+            from anyio.streams.buffered import BufferedByteReceiveStream
+
+            from mcpcli import jsonrpc
+            from mcpcli.transports import Envelope
+
+            sock = await anyio.connect_unix(str(self.run_dir / "daemon.sock"))
+            async with sock:
+                await sock.send(protocol.encode(protocol.request("attach", name=self.session)))
+                reader = BufferedByteReceiveStream(sock)
+                answer = protocol.decode(await reader.receive_until(b"\n", protocol.MAX_MESSAGE_BYTES))
+                assert answer["ok"], answer
+                read_send, read_recv = anyio.create_memory_object_stream[Any](64)
+                write_send, write_recv = anyio.create_memory_object_stream[Any](64)
+
+                async def pump_in() -> None:
+                    async with read_send:
+                        while True:
+                            try:
+                                line = await reader.receive_until(b"\n", protocol.MAX_MESSAGE_BYTES)
+                            except (anyio.EndOfStream, anyio.IncompleteRead):
+                                return
+                            await read_send.send(Envelope(jsonrpc.parse(line)))
+
+                async def pump_out() -> None:
+                    async with write_recv:
+                        async for envelope in write_recv:
+                            await sock.send(jsonrpc.encode(envelope.message) + b"\n")
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(pump_in)
+                    tg.start_soon(pump_out)
+                    try:
+                        yield read_recv, write_send
+                    finally:
+                        tg.cancel_scope.cancel()
+                        read_recv.close()
+
+        return streams()

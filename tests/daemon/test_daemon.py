@@ -333,3 +333,108 @@ def test_unknown_ops_and_bad_lines_get_a_usage_error(daemon: DaemonProcess) -> N
         protocol.send(sock, {"mcpcli": 99, "op": "list"})
         answer = protocol.LineReader(sock).read()
     assert answer is not None and answer["error"]["kind"] == "usage"
+
+
+DOC = "demo://resource/static/document/features.md"
+
+
+def test_resource_updates_reach_every_subscribed_command(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    a, b = daemon.attach("ev"), daemon.attach("ev")
+    assert a.call("resources/subscribe", {"uri": DOC}) == {}
+    assert b.call("resources/subscribe", {"uri": DOC}) == {}
+    toggled, before = a.until_response(a.request("tools/call", {"name": "toggle-subscriber-updates", "arguments": {}}))
+    assert "result" in toggled
+    updates = [m for m in before if m.get("method") == "notifications/resources/updated"]
+    while not updates:
+        message = a.read()
+        if message.get("method") == "notifications/resources/updated":
+            updates.append(message)
+    assert updates[0]["params"] == {"uri": DOC}
+    seen_by_b = b.read()
+    while seen_by_b.get("method") != "notifications/resources/updated":
+        seen_by_b = b.read()
+    assert seen_by_b["params"] == {"uri": DOC}
+    a.close()
+    b.close()
+
+
+def test_the_server_sees_one_subscription_per_uri_until_the_last_subscriber_leaves(
+    daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    record = tmp_path / "record.jsonl"
+    opened = daemon.control("open", **open_request("f", fake_server("--features", "--record", str(record))))
+    assert opened["ok"]
+
+    def received(method: str) -> list[dict[str, Any]]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [m for m in map(json.loads, lines) if m.get("method") == method]
+
+    a, b = daemon.attach("f"), daemon.attach("f")
+    assert a.call("resources/subscribe", {"uri": "x://one"}) == {}
+    assert b.call("resources/subscribe", {"uri": "x://one"}) == {}
+    assert b.call("resources/unsubscribe", {"uri": "x://one"}) == {}
+    b.close()
+    assert a.call("ping") == {}  # the server has read everything sent before it
+    assert len(received("resources/subscribe")) == 1 and received("resources/unsubscribe") == []
+    a.close()  # the last subscriber leaves without unsubscribing
+    wait_until(lambda: len(received("resources/unsubscribe")) == 1, what="the unsubscribe")
+    assert received("resources/unsubscribe")[0]["params"] == {"uri": "x://one"}
+
+
+def test_a_call_whose_command_hangs_up_is_cancelled_on_the_server(daemon: DaemonProcess, tmp_path: Path) -> None:
+    from mcpcli.daemon import protocol
+
+    record = tmp_path / "record.jsonl"
+    assert daemon.control("open", **open_request("f", fake_server("--never-answer", "--record", str(record))))["ok"]
+
+    def received(method: str) -> list[dict[str, Any]]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [m for m in map(json.loads, lines) if m.get("method") == method]
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(daemon.run_dir / "daemon.sock"))
+        protocol.send(sock, protocol.request("call", name="f", tool="echo", args=["text=hi"], json=None,
+                                             timeout=None, validate=False))
+        wait_until(lambda: received("tools/call"), what="the call forwarded")
+    wait_until(lambda: received("notifications/cancelled"), what="the cancellation")
+    assert received("notifications/cancelled")[0]["params"]["requestId"] == received("tools/call")[0]["id"]
+    assert daemon.control("list")["sessions"][0]["state"] == "ready"
+
+
+def test_a_modern_session_answers_the_handshake_from_its_discover_result(daemon: DaemonProcess) -> None:
+    opened = daemon.control("open", **open_request("m", fake_server("--modern")))
+    assert (opened["session"]["era"], opened["session"]["protocolVersion"]) == ("modern", "2026-07-28")
+    command = daemon.attach("m")
+    discovered = command.call("server/discover", {"_meta": {}})
+    assert discovered["supportedVersions"] == ["2026-07-28"]
+    refused, _ = command.until_response(command.request("initialize", INIT))
+    assert refused["error"]["code"] == -32022
+    assert refused["error"]["data"] == {"supported": ["2026-07-28"]}
+    command.close()
+
+
+def test_our_client_runs_unchanged_over_an_attached_connection(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    import anyio
+
+    from mcpcli.client import Client, ClientOptions
+
+    from .conftest import AttachTransport
+
+    progress: list[float] = []
+
+    async def use() -> tuple[Client, dict[str, Any], dict[str, Any]]:
+        with anyio.fail_after(30):
+            async with Client(AttachTransport(daemon.run_dir, "ev"), ClientOptions()) as client:  # type: ignore[arg-type]
+                result = await client.call_tool(
+                    "trigger-long-running-operation", {"duration": 0.2, "steps": 2},
+                    on_progress=lambda p: progress.append(p["progress"]))
+                made = await client.call_tool("gzip-file-as-resource", {
+                    "name": "x.gz", "data": "data:text/plain;base64," + base64.b64encode(b"x").decode()})
+                link = next(b for b in made["content"] if b["type"] == "resource_link")
+                return client, result, await client.read_resource(link["uri"])
+
+    client, result, read = anyio.run(use)
+    assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")  # the probe fell back
+    assert client.server_info["name"] == "mcp-servers/everything"
+    assert "Steps: 2." in text_of(result) and progress == [1, 2]
+    assert gzip.decompress(base64.b64decode(read["contents"][0]["blob"])) == b"x"

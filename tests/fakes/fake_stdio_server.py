@@ -33,8 +33,8 @@ Behaviour flags (any combination):
   --tool-error          answer tools/call with isError: true
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
-  --features            declare resources (reads fail with "MCP error -32002: ...") and
-                        a prompt `weather(city)`
+  --features            declare resources (reads fail with "MCP error -32002: ...";
+                        subscribe and unsubscribe succeed) and a prompt `weather(city)`
 """
 
 from __future__ import annotations
@@ -206,6 +206,9 @@ def handle(msg: dict) -> None:
     if opts.features and method == "resources/read":
         send({"jsonrpc": "2.0", "id": mid, "error": {
             "code": -32002, "message": "MCP error -32002: Resource not found"}})
+        return
+    if opts.features and method in ("resources/subscribe", "resources/unsubscribe"):
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
         return
     if opts.features and method == "prompts/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
