@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import os
 import signal
 import socket
@@ -68,6 +69,8 @@ DRAIN_GRACE = 5.0
 RESTART_FIRST_DELAY = 0.5
 RESTART_MAX_DELAY = 30.0
 RESTART_ATTEMPTS = 5
+#: A server that stayed up this long has its failure count (and backoff) reset.
+RESTART_STABLE_AFTER = 60.0
 #: Messages queued for one attached command before the slowest is dropped.
 OUTBOX_SIZE = 1024
 #: Last stderr lines reported for an exited session.
@@ -649,6 +652,7 @@ class Daemon:
             with held.task_scope:
                 while True:
                     reason: McpCliError | None = None
+                    ready_at = math.inf
                     held.transport = None
                     try:
                         transport = open_transport(held.entry, held.connect)
@@ -659,6 +663,7 @@ class Daemon:
                             held.error = None
                             held.ever_ready = True
                             held.started = time.time()
+                            ready_at = time.monotonic()
                             held.touch()
                             held.ready.set()
                             with anyio.CancelScope() as held.conn_scope:
@@ -679,6 +684,8 @@ class Daemon:
                     held.state = "exited"
                     held.error = reason or TransportError("the server closed the connection")
                     held.ready.set()
+                    if time.monotonic() - ready_at >= RESTART_STABLE_AFTER:
+                        failures = 0
                     if held.restart == "on-failure" and held.ever_ready and failures < RESTART_ATTEMPTS:
                         delay = min(RESTART_FIRST_DELAY * 2**failures, RESTART_MAX_DELAY)
                         failures += 1

@@ -141,11 +141,21 @@ def test_a_command_that_leaves_has_its_requests_cancelled_on_the_server(daemon: 
         return [json.loads(line) for line in lines]
 
     wait_until(lambda: any(m.get("method") == "tools/call" for m in sent_calls()), what="the call forwarded")
-    command.close()
+    # An explicit cancel (a command's --timeout or Ctrl-C) goes out under the daemon's id.
+    command.request("tools/call", {"name": "echo", "arguments": {"text": "y"}})
+    wait_until(lambda: len([m for m in sent_calls() if m.get("method") == "tools/call"]) == 2,
+               what="the second call forwarded")
+    command.send({"method": "notifications/cancelled", "params": {"requestId": 2, "reason": "timed out"}})
     wait_until(lambda: any(m.get("method") == "notifications/cancelled" for m in sent_calls()),
+               what="the first cancellation")
+    first_cancel = next(m for m in sent_calls() if m.get("method") == "notifications/cancelled")
+    second_call = [m for m in sent_calls() if m.get("method") == "tools/call"][1]
+    assert first_cancel["params"]["requestId"] == second_call["id"]
+    command.close()
+    wait_until(lambda: len([m for m in sent_calls() if m.get("method") == "notifications/cancelled"]) == 2,
                what="the cancellation")
     call = next(m for m in sent_calls() if m.get("method") == "tools/call")
-    cancel = next(m for m in sent_calls() if m.get("method") == "notifications/cancelled")
+    cancel = [m for m in sent_calls() if m.get("method") == "notifications/cancelled"][1]
     assert cancel["params"]["requestId"] == call["id"]
 
 
@@ -438,3 +448,22 @@ def test_our_client_runs_unchanged_over_an_attached_connection(daemon: DaemonPro
     assert client.server_info["name"] == "mcp-servers/everything"
     assert "Steps: 2." in text_of(result) and progress == [1, 2]
     assert gzip.decompress(base64.b64decode(read["contents"][0]["blob"])) == b"x"
+
+
+def test_a_session_over_streamable_http_relays_like_one_over_stdio(daemon: DaemonProcess, peers: Peers) -> None:
+    from client.conftest import listening
+    from helpers import free_port
+
+    port = free_port()
+    with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:
+        entry = {"name": "web", "url": url, "transport": "http"}
+        opened = daemon.control("open", name="web", entry=entry, connect={"auth": "none"}, client={})
+        assert opened["ok"], opened
+        assert (opened["session"]["transport"], opened["session"]["target"]) == ("http", url)
+        assert opened["session"]["pid"] is None
+        command = daemon.attach("web")
+        command.call("initialize", INIT)
+        result = command.call("tools/call", {"name": "echo", "arguments": {"message": "over http"}})
+        command.close()
+        assert text_of(result) == "Echo: over http"
+        assert daemon.control("close", name="web")["closed"] == ["web"]
