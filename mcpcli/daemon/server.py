@@ -629,6 +629,10 @@ class Daemon:
     def _client_options(self, held: Held) -> ClientOptions:
         raw = held.client_options
         features = ClientFeatures(elicit=lambda params: self._server_request(held, "elicitation/create", params))
+        if raw.get("sampling") is True:
+            # Declared only when the opening command can sample: the capability is the
+            # session's, and a command that cannot answer would only decline.
+            features.sample = lambda params: self._server_request(held, "sampling/createMessage", params)
         roots = raw.get("roots")
         if isinstance(roots, list):
             features.roots = [r for r in roots if isinstance(r, dict)]
@@ -990,6 +994,8 @@ def _keeps_token(result: JSON) -> bool:
 def main() -> int:
     """`python -m mcpcli.daemon`: serve until the last session ends or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    # A daemon pins no directory; a session's server runs in the `cwd` its `open` names.
+    os.chdir("/")
     try:
         daemon = Daemon()
     except paths.RunDirError as exc:

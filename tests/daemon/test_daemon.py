@@ -467,3 +467,51 @@ def test_a_session_over_streamable_http_relays_like_one_over_stdio(daemon: Daemo
         command.close()
         assert text_of(result) == "Echo: over http"
         assert daemon.control("close", name="web")["closed"] == ["web"]
+
+
+def test_sampling_is_routed_to_the_asking_command_when_the_session_declares_it(daemon: DaemonProcess) -> None:
+    request = open_request("s", fake_server("--sample", "3"))
+    request["client"]["sampling"] = True
+    assert daemon.control("open", **request)["ok"]
+    command = daemon.attach("s")
+    call = command.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+    asked = command.read()
+    assert asked["method"] == "sampling/createMessage"
+    assert asked["params"]["messages"][0]["content"]["text"] == "xxx"
+    answer = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+    command.send({"id": asked["id"], "result": answer})
+    response, _ = command.until_response(call)
+    command.close()
+    assert json.loads(text_of(response["result"])) == {"result": answer}
+
+
+def test_a_session_without_sampling_answers_it_as_a_client_without_the_capability(daemon: DaemonProcess) -> None:
+    assert daemon.control("open", **open_request("s", fake_server("--sample", "3")))["ok"]
+    command = daemon.attach("s")
+    response, before = command.until_response(command.request("tools/call", {"name": "echo", "arguments": {}}))
+    command.close()
+    assert before == []
+    assert json.loads(text_of(response["result"]))["error"]["code"] == -32601
+
+
+def test_closing_a_session_ends_its_servers_whole_process_group(daemon: DaemonProcess) -> None:
+    # --stubborn ignores EOF and SIGTERM and leaves a grandchild behind.
+    pid = daemon.control("open", **open_request("f", fake_server("--stubborn")))["session"]["pid"]
+    wait_until(lambda: len(live_members(pid)) == 2, what="the server and its grandchild")
+    assert daemon.control("close", name="f")["closed"] == ["f"]
+    # Killed members may linger as zombies until their new parent (this subreaper) reaps them.
+    wait_until(lambda: not live_members(pid), what="the process group gone")
+
+
+def live_members(pgid: int) -> list[int]:
+    """Processes of a process group that are not zombies."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
