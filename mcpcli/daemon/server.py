@@ -328,12 +328,17 @@ class Daemon:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                tg.start_soon(self._serve_listener, listener)
+                accepting = anyio.CancelScope()
+                tg.start_soon(self._serve_listener, listener, accepting)
                 if handle_signals:
                     tg.start_soon(self._signals)
                 tg.start_soon(self._startup_grace)
                 self.listening.set()
                 await self.stopping.wait()
+                # Stop accepting and free the socket path first: a command arriving now
+                # starts a new daemon instead of talking to one on its way out.
+                accepting.cancel()
+                self._unlink_own_socket()
                 await self._close_all()
                 # Let the commands being answered (a `close`) get their answers.
                 with anyio.move_on_after(DRAIN_GRACE):
@@ -344,7 +349,7 @@ class Daemon:
         finally:
             with contextlib.suppress(OSError):
                 await listener.aclose()
-            self._unlink_own_socket(listener)
+            self._unlink_own_socket()
 
     async def _listen(self) -> Any:
         """Bind the socket, replacing a stale one (nothing answers on it)."""
@@ -363,14 +368,16 @@ class Daemon:
         self._inode = os.stat(path).st_ino
         return listener
 
-    def _unlink_own_socket(self, listener: Any) -> None:
+    def _unlink_own_socket(self) -> None:
+        """Remove our socket file, never the one a newer daemon bound since."""
         with contextlib.suppress(OSError):
             if os.stat(self.socket_path).st_ino == self._inode:
                 self.socket_path.unlink()
 
-    async def _serve_listener(self, listener: Any) -> None:
+    async def _serve_listener(self, listener: Any, scope: anyio.CancelScope) -> None:
         assert self._tg is not None
-        await listener.serve(self._handle, task_group=self._tg)
+        with scope:
+            await listener.serve(self._handle, task_group=self._tg)
 
     async def _signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
