@@ -30,6 +30,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -138,6 +139,9 @@ class Held:
 
     name: str
     entry: ServerEntry
+    #: What is started: the entry, or for a tools.yaml file `mcp serve FILE` as a stdio
+    #: child (in the `cwd` the command gave, in its own process group, not in the daemon).
+    launch: ServerEntry
     connect: ConnectOptions
     client_options: JSON
     idle_timeout: float | None
@@ -287,6 +291,15 @@ def _entry_from(raw: Any) -> ServerEntry:
         return ServerEntry(**fields)
     except TypeError as exc:
         raise UsageError(f"open: bad entry: {exc}") from None
+
+
+def _launch_entry(entry: ServerEntry) -> ServerEntry:
+    """A tools.yaml entry runs as `python -m mcpcli serve FILE` over stdio, not in the daemon."""
+    if entry.transport != "yaml" or entry.path is None:
+        return entry
+    return ServerEntry(name=entry.name, command=sys.executable,
+                       args=["-m", "mcpcli", "serve", os.path.abspath(entry.path)],
+                       env=entry.env, cwd=entry.cwd, transport="stdio", raw=entry.raw)
 
 
 def _connect_from(raw: Any) -> ConnectOptions:
@@ -527,6 +540,7 @@ class Daemon:
         held = Held(
             name=name,
             entry=entry,
+            launch=_launch_entry(entry),
             connect=_connect_from(message.get("connect")),
             client_options=client_options if isinstance(client_options, dict) else {},
             idle_timeout=float(idle) if isinstance(idle, (int, float)) and idle > 0 else None,
@@ -666,7 +680,7 @@ class Daemon:
                     ready_at = math.inf
                     held.transport = None
                     try:
-                        transport = open_transport(held.entry, held.connect)
+                        transport = open_transport(held.launch, held.connect)
                         held.transport = transport
                         async with Client(transport, self._client_options(held)) as client:
                             held.client = client

@@ -301,3 +301,21 @@ def test_a_call_op_that_runs_out_of_time_is_a_timeout_and_cancelled_on_the_serve
 
     wait_until(cancelled, what="the cancellation")
 
+
+
+def test_a_tools_yaml_session_runs_as_its_own_server_in_the_given_directory(daemon: DaemonProcess, tmp_path: Path) -> None:
+    from mcpcli.toolsfile import __file__ as toolsfile_init
+
+    # Its paths are confined to the file's directory: a copy next to the file it counts.
+    example = tmp_path / "tools.yaml"
+    example.write_text((Path(toolsfile_init).parent / "example" / "tools.yaml").read_text())
+    counted = tmp_path / "three.txt"
+    counted.write_text("one two\nthree\n")
+    entry = {"name": "dev", "transport": "yaml", "path": str(example)}
+    opened = daemon.control("open", name="dev", entry=entry, connect={"cwd": str(tmp_path)}, client={})
+    assert opened["ok"] and opened["session"]["target"] == str(example)
+    assert alive(opened["session"]["pid"])  # its own process, in the command's directory
+    assert os.readlink(f"/proc/{opened['session']['pid']}/cwd") == str(tmp_path)
+    answer = daemon.control("call", name="dev", tool="word_count", args=[f"file={counted}"], json=None,
+                            timeout=30, validate=True)
+    assert answer.get("result", {}).get("structuredContent", {}).get("words") == 3, answer

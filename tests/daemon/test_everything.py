@@ -257,3 +257,15 @@ def test_a_session_over_streamable_http_relays_like_one_over_stdio(daemon: Daemo
         assert text_of(result) == "Echo: over http"
         assert daemon.control("close", name="web")["closed"] == ["web"]
 
+
+
+def test_twenty_concurrent_commands_each_get_their_own_answer(daemon: DaemonProcess, ev: dict[str, Any]) -> None:
+    commands = [daemon.attach("ev") for _ in range(20)]
+    for n, command in enumerate(commands):  # every request is in flight before any is read
+        command.send({"id": 1, "method": "tools/call",
+                      "params": {"name": "echo", "arguments": {"message": f"from {n}"}}})
+    for n, command in enumerate(commands):
+        response, _ = command.until_response(1)
+        assert text_of(response["result"]) == f"Echo: from {n}"
+        command.close()
+    assert daemon.control("list")["sessions"][0]["calls"] == 20
