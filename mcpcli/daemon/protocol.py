@@ -6,6 +6,12 @@ the daemon's first line answers it with `{"ok": true, ...}` or `{"ok": false, "e
 {...}}`. After a successful `attach` the connection carries MCP JSON-RPC messages, one
 per line, as over stdio.
 
+The daemon's environment and directory are not the command's (it runs in `/`, with the
+environment of whichever command started it), so an `open` carries what depends on them:
+the entry already resolved (`ServerEntry.resolved()`: `${VAR}` filled in from the command's
+environment), `connect.env` with explicit values (a None would pass the daemon's own value
+through) and `connect.cwd` (the command's directory when the entry names none).
+
 Both sides and the command's fast path import this module, so it must stay free of
 anything but the standard library (a test checks): start-up time of `mcp tools call
 @NAME` depends on it.
