@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
 import math
 import os
@@ -78,6 +79,14 @@ OUTBOX_SIZE = 1024
 STDERR_LINES = 20
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
+#: A modern session's list results are reused while their `ttlMs` lasts, until the
+#: matching list_changed notification.
+LIST_CHANGED = {
+    "tools/list": "notifications/tools/list_changed",
+    "prompts/list": "notifications/prompts/list_changed",
+    "resources/list": "notifications/resources/list_changed",
+    "resources/templates/list": "notifications/resources/list_changed",
+}
 ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
 CONNECT_FIELDS = (
     "env", "cwd", "headers", "bearer_token", "transport", "insecure", "max_message_bytes",
@@ -169,6 +178,8 @@ class Held:
     tokens: dict[str, tuple[Attached, Any]] = field(default_factory=dict)
     #: URI -> the commands subscribed to it (the server sees one subscription).
     subscribers: dict[str, set[Attached]] = field(default_factory=dict)
+    #: (method, cursor) -> (monotonic expiry, result): a modern server's fresh list results.
+    lists: dict[tuple[str, str], tuple[float, JSON]] = field(default_factory=dict)
 
     def target(self) -> str:
         entry = self.entry
@@ -788,6 +799,9 @@ class Daemon:
         return await owner.ask(method, params)
 
     def _server_notification(self, held: Held, method: str, params: JSON) -> None:
+        if method.endswith("/list_changed"):
+            for key in [k for k in held.lists if LIST_CHANGED[k[0]] == method]:
+                del held.lists[key]
         if method == "notifications/progress":
             route = held.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
             if route is not None:
@@ -943,6 +957,8 @@ class Daemon:
                 elif method == "resources/unsubscribe":
                     uri = params.get("uri")
                     result = await self._unsubscribe(attached, uri, client) if isinstance(uri, str) else {}
+                elif (cached := self._cached_list(held, method, params)) is not None:
+                    result = cached
                 else:
                     sent = dict(params)
                     meta = sent.get("_meta")
@@ -954,6 +970,7 @@ class Daemon:
                         method, sent, timeout=None, max_timeout=None, progress_token=False,
                         headers=client.request_headers(method, sent),
                     )
+                    self._remember_list(held, method, params, result)
                 attached.post({"jsonrpc": "2.0", "id": request_id, "result": result})
                 if _keeps_token(result):
                     token = None  # the task's progress still goes to this command
@@ -973,6 +990,23 @@ class Daemon:
             attached.inflight.pop(request_id, None)
             if token is not None:
                 held.tokens.pop(token, None)
+
+    def _cached_list(self, held: Held, method: str, params: JSON) -> JSON | None:
+        """A fresh list result of a modern session, to answer without a round trip."""
+        if method not in LIST_CHANGED or held.client is None or held.client.era != "modern":
+            return None
+        hit = held.lists.get((method, json.dumps(params.get("cursor"))))
+        if hit is None or hit[0] <= time.monotonic():
+            return None
+        return hit[1]
+
+    def _remember_list(self, held: Held, method: str, params: JSON, result: JSON) -> None:
+        ttl = result.get("ttlMs")
+        if method not in LIST_CHANGED or held.client is None or held.client.era != "modern":
+            return
+        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:
+            expiry = time.monotonic() + ttl / 1000
+            held.lists[(method, json.dumps(params.get("cursor")))] = (expiry, result)
 
     async def _subscribe(self, attached: Attached, params: JSON, client: Client) -> JSON:
         uri = params.get("uri")

@@ -319,3 +319,27 @@ def test_a_tools_yaml_session_runs_as_its_own_server_in_the_given_directory(daem
     answer = daemon.control("call", name="dev", tool="word_count", args=[f"file={counted}"], json=None,
                             timeout=30, validate=True)
     assert answer.get("result", {}).get("structuredContent", {}).get("words") == 3, answer
+
+
+def test_a_modern_servers_list_is_reused_while_its_ttl_lasts(daemon: DaemonProcess, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    argv = fake_server("--modern", "--ttl", "600000", "--record", str(record))
+    assert daemon.control("open", **open_request("m", argv))["ok"]
+    first, second = daemon.attach("m"), daemon.attach("m")
+    listed = [command.call("tools/list", {"_meta": {}}) for command in (first, second, first)]
+    first.close()
+    second.close()
+    assert listed[0] == listed[1] == listed[2] and listed[0]["ttlMs"] == 600000
+    sent = [json.loads(line).get("method") for line in record.read_text().splitlines()]
+    assert sent.count("tools/list") == 1
+
+
+def test_a_list_without_a_ttl_is_asked_each_time(daemon: DaemonProcess, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    assert daemon.control("open", **open_request("m", fake_server("--modern", "--record", str(record))))["ok"]
+    command = daemon.attach("m")
+    for _ in range(2):
+        command.call("tools/list", {"_meta": {}})
+    command.close()
+    sent = [json.loads(line).get("method") for line in record.read_text().splitlines()]
+    assert sent.count("tools/list") == 2
