@@ -162,6 +162,8 @@ class Held:
     started: float = field(default_factory=time.time)
     last_used: float = field(default_factory=time.monotonic)
     calls: int = 0
+    #: `call` ops being served (commands that cannot answer a server request).
+    calls_in_flight: int = 0
     last_stderr: list[str] = field(default_factory=list)
     error: McpCliError | None = None
     ever_ready: bool = False
@@ -206,7 +208,7 @@ class Held:
         server = client.server_info if client is not None else {}
         process = getattr(self.transport, "process", None)
         pid = process.pid if process is not None and process.returncode is None else None
-        busy = any(a.inflight for a in self.attached)
+        busy = any(a.inflight for a in self.attached) or self.calls_in_flight > 0
         return {
             "name": self.name,
             "target": self.target(),
@@ -263,14 +265,16 @@ class Attached:
         """Send the command a server request and wait for its answer (a decline if it leaves)."""
         our_id = f"mcpcli-d{next(self.daemon.ids)}"
         answer = _Answer()
+        scope = anyio.CancelScope()
         self.waiting[our_id] = answer
         try:
             self.post({"jsonrpc": "2.0", "id": our_id, "method": method, "params": params})
-            with anyio.CancelScope() as scope:
+            with scope:
                 self.daemon.on_gone(self, scope)
                 await answer.event.wait()
         finally:
             self.waiting.pop(our_id, None)
+            self.daemon.forget_gone(self, scope)
         if answer.message is None:
             return _declined(method)
         if "error" in answer.message:
@@ -292,16 +296,40 @@ def _declined(method: str) -> JSON:
     raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method} (no command is attached to answer it)")
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _string_map(value: Any, *, none_ok: bool = False) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and (isinstance(v, str) or (none_ok and v is None)) for k, v in value.items()
+    )
+
+
 def _entry_from(raw: Any) -> ServerEntry:
+    """The entry of an `open`, its fields checked (a bad one is a usage error, not a crash)."""
     if not isinstance(raw, dict):
         raise UsageError("open: `entry` must be an object")
     fields = {k: raw[k] for k in ENTRY_FIELDS if k in raw and raw[k] is not None}
-    if not isinstance(fields.get("name"), str):
-        raise UsageError("open: the entry needs a name")
-    try:
-        return ServerEntry(**fields)
-    except TypeError as exc:
-        raise UsageError(f"open: bad entry: {exc}") from None
+    def fits(key: str, value: Any) -> bool:
+        if key in ("args",):
+            return _strings(value)
+        if key in ("env", "headers"):
+            return _string_map(value)
+        if key == "transport":
+            return value in ("stdio", "http", "sse", "yaml")
+        if key == "raw":
+            return isinstance(value, dict)
+        return isinstance(value, str)
+
+    bad = [k for k, v in fields.items() if not fits(k, v)]
+    if bad or "name" not in fields:
+        raise UsageError(f"open: bad entry field(s): {', '.join(bad) or 'name (missing)'}")
+    transport = fields.get("transport", "stdio")
+    needs = {"stdio": "command", "http": "url", "sse": "url", "yaml": "path"}[transport]
+    if needs not in fields:
+        raise UsageError(f"open: a {transport} entry needs its {needs}")
+    return ServerEntry(**fields)
 
 
 def _launch_entry(entry: ServerEntry) -> ServerEntry:
@@ -315,6 +343,8 @@ def _launch_entry(entry: ServerEntry) -> ServerEntry:
 
 def _connect_from(raw: Any) -> ConnectOptions:
     fields = {k: raw[k] for k in CONNECT_FIELDS if isinstance(raw, dict) and raw.get(k) is not None}
+    if not _string_map(fields.get("env", {}), none_ok=True) or not _string_map(fields.get("headers", {})):
+        raise UsageError("open: connect.env and connect.headers must map names to strings")
     options = ConnectOptions(**fields)
     options.quiet = True
     if options.auth == "interactive":
@@ -651,7 +681,11 @@ class Daemon:
 
                     check(schema, arguments)
                 held.calls += 1
-                result = await client.call_tool(tool, arguments)
+                held.calls_in_flight += 1
+                try:
+                    result = await client.call_tool(tool, arguments)
+                finally:
+                    held.calls_in_flight -= 1
         except TimeoutError:
             raise RequestTimeout(f"tools/call timed out after {timeout}s") from None
         return protocol.ok(result=result)
@@ -787,9 +821,10 @@ class Daemon:
     # -- routing of the server's messages --------------------------------------------
 
     def _owner(self, held: Held) -> Attached | None:
-        """The one command with requests in flight, if exactly one has."""
+        """The one command with requests in flight, if exactly one has (a `call` op counts
+        as a command, one that cannot answer)."""
         busy = [a for a in held.attached if a.inflight]
-        return busy[0] if len(busy) == 1 else None
+        return busy[0] if len(busy) == 1 and not held.calls_in_flight else None
 
     async def _server_request(self, held: Held, method: str, params: JSON) -> JSON:
         owner = self._owner(held)
@@ -823,9 +858,13 @@ class Daemon:
             paths.append_ring(held.log_path, b"[mcpcli] " + line)
 
     def on_gone(self, attached: Attached, scope: anyio.CancelScope) -> None:
+        """Cancel `scope` when `attached` leaves (a server request it will never answer)."""
         if attached.gone.is_set():
             scope.cancel()
         self._gone_watch.setdefault(attached, set()).add(scope)
+
+    def forget_gone(self, attached: Attached, scope: anyio.CancelScope) -> None:
+        self._gone_watch.get(attached, set()).discard(scope)
 
     # -- the attach relay --------------------------------------------------------------
 

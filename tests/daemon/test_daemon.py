@@ -343,3 +343,16 @@ def test_a_list_without_a_ttl_is_asked_each_time(daemon: DaemonProcess, tmp_path
     command.close()
     sent = [json.loads(line).get("method") for line in record.read_text().splitlines()]
     assert sent.count("tools/list") == 2
+
+
+@pytest.mark.parametrize(("entry", "problem"), [
+    ({"name": "x", "command": "true", "args": "not-a-list"}, "args"),
+    ({"name": "x", "command": "true", "env": {"A": 1}}, "env"),
+    ({"name": "x", "transport": "carrier-pigeon", "command": "true"}, "transport"),
+    ({"name": "x", "transport": "http"}, "needs its url"),
+    ({"command": "true"}, "name"),
+])
+def test_a_malformed_open_is_a_usage_error(daemon: DaemonProcess, entry: dict[str, Any], problem: str) -> None:
+    answer = daemon.control("open", name="x", entry=entry, connect={}, client={})
+    assert answer["error"]["kind"] == "usage" and problem in answer["error"]["message"]
+    assert daemon.control("list") == {"ok": True, "sessions": []}
