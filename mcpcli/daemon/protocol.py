@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
+
+# `typing` costs milliseconds of start-up the fast path does not have to spend.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ERROR_KINDS",
