@@ -4,15 +4,19 @@ The run directory is `$XDG_RUNTIME_DIR/mcpcli` when XDG_RUNTIME_DIR is a directo
 own, else `/tmp/mcpcli-<uid>`; `MCPCLI_RUNTIME_DIR` overrides both (tests, unusual
 setups). Whatever it is, it must be a real directory (not a symlink) owned by us with
 mode 0700: anyone who can write there could plant a socket and receive our requests,
-so a directory that fails the check is refused rather than repaired. Stdlib only: the
-command side's fast path uses it.
+so a directory that fails the check is refused rather than repaired. Stdlib only, and
+`pathlib` only when a `Path` is asked for: the command side's fast path calls
+`socket_file()`, which needs `os` alone.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "LOG_RING_BYTES",
@@ -21,7 +25,9 @@ __all__ = [
     "daemon_log",
     "lock_path",
     "run_dir",
+    "run_dir_name",
     "session_log",
+    "socket_file",
     "socket_path",
 ]
 
@@ -35,7 +41,7 @@ class RunDirError(OSError):
     """The run directory is unsafe or cannot be created (the command side: exit 4)."""
 
 
-def _default_dir() -> Path:
+def _default_dir() -> str:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         try:
@@ -43,11 +49,11 @@ def _default_dir() -> Path:
         except OSError:
             info = None
         if info is not None and stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-            return Path(xdg) / "mcpcli"
-    return Path("/tmp") / f"mcpcli-{os.getuid()}"  # noqa: S108 - checked: ours, 0700, no symlink
+            return os.path.join(xdg, "mcpcli")
+    return f"/tmp/mcpcli-{os.getuid()}"  # noqa: S108 - checked: ours, 0700, no symlink
 
 
-def check_private_dir(path: Path) -> None:
+def check_private_dir(path: str | os.PathLike[str]) -> None:
     """Raise RunDirError unless `path` is a directory (not a symlink) we own, mode 0700."""
     try:
         info = os.lstat(path)
@@ -66,10 +72,10 @@ def check_private_dir(path: Path) -> None:
         )
 
 
-def run_dir(*, create: bool = True) -> Path:
-    """The checked run directory, created 0700 when missing (and `create`)."""
+def run_dir_name(*, create: bool = True) -> str:
+    """The checked run directory as a string, created 0700 when missing (and `create`)."""
     override = os.environ.get(RUNTIME_DIR_ENV)
-    path = Path(override) if override else _default_dir()
+    path = override or _default_dir()
     if create:
         try:
             os.mkdir(path, 0o700)
@@ -79,6 +85,18 @@ def run_dir(*, create: bool = True) -> Path:
             raise RunDirError(f"cannot create the run directory {path}: {exc.strerror}") from None
     check_private_dir(path)
     return path
+
+
+def run_dir(*, create: bool = True) -> Path:
+    """The checked run directory (see `run_dir_name`)."""
+    from pathlib import Path
+
+    return Path(run_dir_name(create=create))
+
+
+def socket_file(*, create: bool = True) -> str:
+    """The daemon's socket, for the fast path (no `pathlib`)."""
+    return os.path.join(run_dir_name(create=create), "daemon.sock")
 
 
 def socket_path(base: Path | None = None) -> Path:

@@ -31,13 +31,24 @@ def test_without_a_usable_xdg_runtime_dir_it_is_a_per_user_temp_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_override: None
 ) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing"))
-    chosen = paths._default_dir()
-    assert chosen == Path("/tmp") / f"mcpcli-{os.getuid()}"
+    assert paths._default_dir() == f"/tmp/mcpcli-{os.getuid()}"
 
 
 def test_the_override_names_the_run_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(paths.RUNTIME_DIR_ENV, str(tmp_path / "run"))
     assert paths.run_dir() == tmp_path / "run"
+    assert paths.socket_file() == str(tmp_path / "run" / "daemon.sock")
+
+
+def test_the_fast_paths_helpers_load_no_pathlib(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import mcpcli.daemon.paths as p, mcpcli.daemon.protocol; "
+            "print(p.socket_file(), 'pathlib' in sys.modules)")
+    env = {**os.environ, paths.RUNTIME_DIR_ENV: str(tmp_path / "run")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == [str(tmp_path / "run" / "daemon.sock"), "False"]
 
 
 @pytest.mark.parametrize("mode", [0o750, 0o705, 0o777])
