@@ -728,6 +728,9 @@ class Daemon:
                         transport = open_transport(held.launch, held.connect)
                         held.transport = transport
                         async with Client(transport, self._client_options(held)) as client:
+                            # The handshake was bounded; a command's requests carry their own
+                            # limits (the relay's are the command's, `call` sends its timeout).
+                            client.session.default_timeout = None
                             held.client = client
                             held.state = "ready"
                             held.error = None

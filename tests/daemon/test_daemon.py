@@ -356,3 +356,24 @@ def test_a_malformed_open_is_a_usage_error(daemon: DaemonProcess, entry: dict[st
     answer = daemon.control("open", name="x", entry=entry, connect={}, client={})
     assert answer["error"]["kind"] == "usage" and problem in answer["error"]["message"]
     assert daemon.control("list") == {"ok": True, "sessions": []}
+
+
+def test_requests_through_a_session_have_no_limit_but_their_own(run_dir: Path) -> None:
+    # The handshake is bounded by the open's timeout; after it the daemon adds no default
+    # (a 30 s handshake bound must not cut a command's long call, nor its --timeout differ).
+    from anyio.from_thread import start_blocking_portal
+
+    from mcpcli.daemon.server import Daemon
+
+    with start_blocking_portal() as portal:
+        daemon = portal.call(lambda: Daemon(run_dir))
+        serving = portal.start_task_soon(daemon.serve, False)
+        portal.call(daemon.listening.wait)
+        try:
+            assert control(run_dir, "open", **open_request("f", fake_server()))["ok"]
+            client = daemon.sessions["f"].client
+            assert client is not None
+            assert (client.session.default_timeout, client.session.max_timeout) == (None, None)
+        finally:
+            portal.call(daemon.stop)
+            serving.result(30)
