@@ -65,6 +65,8 @@ JSON = dict[str, Any]
 
 #: A daemon nobody has opened a session on within this long exits.
 STARTUP_GRACE = 30.0
+#: A connection must say what it wants within this long (else it is closed).
+FIRST_LINE_TIMEOUT = 30.0
 #: On the way out, how long the commands being answered may take to read their answers.
 DRAIN_GRACE = 5.0
 #: Restart backoff under `restart: on-failure`: first delay, cap, and attempts in a row.
@@ -474,11 +476,15 @@ class Daemon:
                     log.warning("daemon: refused a connection from uid %s", uid)
                     return
                 reader = BufferedByteReceiveStream(stream)
-                try:
-                    line = await reader.receive_until(b"\n", protocol.MAX_MESSAGE_BYTES)
-                except (anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.EndOfStream,
-                        anyio.BrokenResourceError, OSError):
-                    return
+                line = b""
+                with anyio.move_on_after(FIRST_LINE_TIMEOUT):
+                    try:
+                        line = await reader.receive_until(b"\n", protocol.MAX_MESSAGE_BYTES)
+                    except (anyio.IncompleteRead, anyio.DelimiterNotFound, anyio.EndOfStream,
+                            anyio.BrokenResourceError, OSError):
+                        return
+                if not line:
+                    return  # silent, or an empty line: nothing to answer
                 try:
                     message = protocol.decode(line)
                 except protocol.ProtocolViolation as exc:

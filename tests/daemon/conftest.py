@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,22 @@ class AttachTransport:
                         read_recv.close()
 
         return streams()
+
+
+@contextmanager
+def in_process(run_dir: Path, **options: Any) -> Iterator[Any]:
+    """A `Daemon` served on a loop in a thread of this process (signals stay pytest's), to
+    inject what a real one takes from the system (the expected peer uid) or look inside."""
+    from anyio.from_thread import start_blocking_portal
+
+    from mcpcli.daemon.server import Daemon
+
+    with start_blocking_portal() as portal:
+        daemon = portal.call(lambda: Daemon(run_dir, **options))
+        serving = portal.start_task_soon(daemon.serve, False)
+        portal.call(daemon.listening.wait)
+        try:
+            yield daemon
+        finally:
+            portal.call(daemon.stop)
+            serving.result(30)

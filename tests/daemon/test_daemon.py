@@ -17,6 +17,7 @@ from .conftest import (
     DaemonProcess,
     alive,
     control,
+    in_process,
     open_request,
     start_daemon,
     stop_daemon,
@@ -141,19 +142,8 @@ def start_second(run_dir: Path) -> Any:
 @pytest.mark.parametrize(("uid_offset", "answered"), [(1, False), (0, True)])
 def test_a_connection_from_another_uid_is_closed_unread(run_dir: Path, uid_offset: int, answered: bool) -> None:
     # The peer is always us: the daemon is told to expect another uid to see the refusal.
-    from anyio.from_thread import start_blocking_portal
-
-    from mcpcli.daemon.server import Daemon
-
-    with start_blocking_portal() as portal:
-        daemon = portal.call(lambda: Daemon(run_dir, expected_uid=os.getuid() + uid_offset))
-        serving = portal.start_task_soon(daemon.serve, False)
-        portal.call(daemon.listening.wait)
-        try:
-            answer = control_or_none(run_dir)
-        finally:
-            portal.call(daemon.stop)
-            serving.result(30)
+    with in_process(run_dir, expected_uid=os.getuid() + uid_offset):
+        answer = control_or_none(run_dir)
     assert answer == ({"ok": True, "sessions": []} if answered else None)
 
 
@@ -361,19 +351,18 @@ def test_a_malformed_open_is_a_usage_error(daemon: DaemonProcess, entry: dict[st
 def test_requests_through_a_session_have_no_limit_but_their_own(run_dir: Path) -> None:
     # The handshake is bounded by the open's timeout; after it the daemon adds no default
     # (a 30 s handshake bound must not cut a command's long call, nor its --timeout differ).
-    from anyio.from_thread import start_blocking_portal
+    with in_process(run_dir) as daemon:
+        assert control(run_dir, "open", **open_request("f", fake_server()))["ok"]
+        client = daemon.sessions["f"].client
+        assert client is not None
+        assert (client.session.default_timeout, client.session.max_timeout) == (None, None)
 
-    from mcpcli.daemon.server import Daemon
 
-    with start_blocking_portal() as portal:
-        daemon = portal.call(lambda: Daemon(run_dir))
-        serving = portal.start_task_soon(daemon.serve, False)
-        portal.call(daemon.listening.wait)
-        try:
-            assert control(run_dir, "open", **open_request("f", fake_server()))["ok"]
-            client = daemon.sessions["f"].client
-            assert client is not None
-            assert (client.session.default_timeout, client.session.max_timeout) == (None, None)
-        finally:
-            portal.call(daemon.stop)
-            serving.result(30)
+def test_a_connection_that_says_nothing_is_closed(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcli.daemon import protocol, server
+
+    monkeypatch.setattr(server, "FIRST_LINE_TIMEOUT", 0.05)
+    with in_process(run_dir), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(run_dir / "daemon.sock"))
+        assert protocol.LineReader(sock).read() is None
