@@ -511,7 +511,7 @@ class Daemon:
             return
         try:
             if op == "attach":
-                held = self._usable(message.get("name"))
+                held = await self._usable(message.get("name"))
                 await self._answer(stream, protocol.ok(session=held.info()))
                 await self._relay(held, stream, reader)
                 return
@@ -550,8 +550,13 @@ class Daemon:
             raise TransportError(f"no session {name!r}", hint=f"mcp session open {name}")
         return self.sessions[name]
 
-    def _usable(self, name: Any) -> Held:
+    async def _usable(self, name: Any) -> Held:
+        """The session, once ready: one starting or restarting is waited for."""
         held = self._find(name)
+        while held.state in ("starting", "restarting"):
+            await held.ready.wait()
+            if held.ready.is_set() and held.state in ("starting", "restarting"):
+                await anyio.sleep(0)  # a new start replaced the event: wait on that one
         if held.state != "ready" or held.client is None:
             raise held.unavailable()
         held.touch()
@@ -649,7 +654,7 @@ class Daemon:
     async def _op_call(self, message: JSON) -> JSON:
         from mcpcli.args import build_arguments
 
-        held = self._usable(message.get("name"))
+        held = await self._usable(message.get("name"))
         client = held.client
         assert client is not None
         tool = message.get("tool")

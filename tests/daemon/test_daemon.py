@@ -366,3 +366,22 @@ def test_a_connection_that_says_nothing_is_closed(run_dir: Path, monkeypatch: py
         sock.settimeout(30)
         sock.connect(str(run_dir / "daemon.sock"))
         assert protocol.LineReader(sock).read() is None
+
+
+def test_a_command_attaching_while_the_session_starts_waits_for_it(daemon: DaemonProcess) -> None:
+    import threading
+
+    opened: list[dict[str, Any]] = []
+    opening = threading.Thread(target=lambda: opened.append(
+        daemon.control("open", **open_request("slow", fake_server("--slow-modern", "0.5")))))
+    opening.start()
+    try:
+        wait_until(lambda: [s["state"] for s in daemon.control("list")["sessions"]] == ["starting"],
+                   what="the session starting")
+        command = daemon.attach("slow")
+        assert command.answer is not None and command.answer["ok"], command.answer
+        assert command.answer["session"]["state"] == "ready"
+        command.close()
+    finally:
+        opening.join(60)
+    assert opened[0]["ok"]
