@@ -29,6 +29,7 @@ __all__ = [
     "session_log",
     "socket_file",
     "socket_path",
+    "start_lock",
 ]
 
 #: The environment variable that names the run directory outright.
@@ -118,6 +119,46 @@ def session_log(name: str, base: Path | None = None) -> Path:
     folder = (base or run_dir()) / "sessions"
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder / f"{name}.log"
+
+
+class start_lock:
+    """Hold `<rundir>/daemon.lock` (fcntl.flock) while checking for and starting a daemon,
+    so that two commands starting one at once make one. Waits at most `timeout` seconds
+    (a short backoff; the holder is only ever starting a process), then raises RunDirError.
+
+        with paths.start_lock(run_dir_name()):
+            ...connect again; if still nothing, remove a dead socket and start the daemon...
+    """
+
+    def __init__(self, base: str | os.PathLike[str], timeout: float = 10.0) -> None:
+        self.path = os.path.join(os.fspath(base), "daemon.lock")
+        self.timeout = timeout
+        self.fd = -1
+
+    def __enter__(self) -> start_lock:
+        import fcntl
+        import time
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise RunDirError(f"another command holds {self.path}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the descriptor releases the lock
+            self.fd = -1
 
 
 def append_ring(path: Path, data: bytes, limit: int = LOG_RING_BYTES) -> None:

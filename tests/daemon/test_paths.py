@@ -100,3 +100,29 @@ def test_the_log_ring_keeps_the_newest_lines_within_its_bound(tmp_path: Path) ->
     assert text.endswith(f"line 0399 {'x' * 40}\n")
     assert text.startswith("line ")  # cut at a line start
     assert log.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_start_lock_admits_one_holder_at_a_time(tmp_path: Path) -> None:
+    import threading
+
+    order: list[str] = []
+    first_in, second_tried = threading.Event(), threading.Event()
+
+    def second() -> None:
+        first_in.wait(30)
+        second_tried.set()
+        with paths.start_lock(tmp_path, timeout=30):
+            order.append("second")
+
+    other = threading.Thread(target=second)
+    other.start()
+    with paths.start_lock(tmp_path):
+        first_in.set()
+        second_tried.wait(30)
+        with pytest.raises(paths.RunDirError, match="holds"):
+            with paths.start_lock(tmp_path, timeout=0):  # held (flock is per open file)
+                pass
+        order.append("first")
+    other.join(30)
+    assert order == ["first", "second"]
+    assert (tmp_path / "daemon.lock").stat().st_mode & 0o777 == 0o600
