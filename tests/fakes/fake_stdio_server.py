@@ -33,8 +33,9 @@ Behaviour flags (any combination):
   --tool-error          answer tools/call with isError: true
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
-  --features            declare resources (reads fail with "MCP error -32002: ...") and
-                        a prompt `weather(city)`
+  --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
+  --features            declare resources (reads fail with "MCP error -32002: ...";
+                        subscribe and unsubscribe succeed) and a prompt `weather(city)`
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ p.add_argument("--ask-roots", action="store_true")
 p.add_argument("--log-unasked", action="store_true")
 p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
+p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
 opts = p.parse_args()
 
@@ -207,6 +209,9 @@ def handle(msg: dict) -> None:
         send({"jsonrpc": "2.0", "id": mid, "error": {
             "code": -32002, "message": "MCP error -32002: Resource not found"}})
         return
+    if opts.features and method in ("resources/subscribe", "resources/unsubscribe"):
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        return
     if opts.features and method == "prompts/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"prompts": [
             {"name": "weather", "arguments": [{"name": "city", "required": True}]}]}})
@@ -217,7 +222,7 @@ def handle(msg: dict) -> None:
     if method == "tools/list":
         result = {"tools": TOOLS}
         if opts.modern:
-            result.update(resultType="complete", ttlMs=0, cacheScope="public")
+            result.update(resultType="complete", ttlMs=opts.ttl, cacheScope="public")
         send({"jsonrpc": "2.0", "id": mid, "result": result})
         return
     if method == "tools/call":

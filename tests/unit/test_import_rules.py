@@ -53,6 +53,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": frozenset(),
     "mcpcli.render": frozenset({"mcpcli.output"}),
+    # The session daemon holds each session's `Client` through `connect` and relays commands
+    # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
+    "mcpcli.daemon": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
