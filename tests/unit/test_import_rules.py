@@ -36,6 +36,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": ("mcpcli.cli",),
     "mcpcli.render": ("mcpcli.cli",),
+    # The session daemon holds connections through the library; the CLI sits above it.
+    "mcpcli.daemon": ("mcpcli.cli", "mcpcli.server", "mcpcli.toolsfile"),
 }
 
 
