@@ -1,6 +1,6 @@
 """From a target on the command line to a connected `Client`.
 
-A target is one of: a server name from the config (ours first, then the servers
+A target is one of: `@NAME` (a session the daemon holds); a server name from the config (ours first, then the servers
 other clients have configured); an `http(s)://` URL; a tools.yaml file, served
 in-process; or, with no target, the server command given after `--`.
 
@@ -11,10 +11,12 @@ together: it hands each transport explicit settings (URL, headers, limits, an
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.config import ServerEntry
@@ -34,6 +36,7 @@ __all__ = [
     "open_http_transport",
     "open_transport",
     "resolve_target",
+    "session_connect_fields",
 ]
 
 
@@ -61,8 +64,47 @@ class ConnectOptions:
     connect_timeout: float = 30.0
 
 
+def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
+    """The connection options the daemon needs to open a session as this command would
+    (the `connect` object of the `open` request): `--env KEY` passes our value along."""
+    env: dict[str, str] = {}
+    for key, value in options.env.items():
+        if value is None:
+            value = os.environ.get(key)
+            if value is None:
+                raise UsageError(f"--env {key}: {key} is not set in this environment")
+        env[key] = value
+    return {
+        "env": env, "cwd": options.cwd, "headers": dict(options.headers),
+        "bearer_token": options.bearer_token, "transport": options.transport,
+        "insecure": options.insecure, "max_message_bytes": options.max_message_bytes,
+        "auth": options.auth, "token_store": options.token_store,
+        "connect_timeout": options.connect_timeout,
+    }
+
+
+def _session_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
+    """`@NAME`: attach to the session; a keepAlive server: open or join its session first."""
+    from mcpcli.daemon.paths import socket_path
+    from mcpcli.transports.daemon import DaemonTransport
+
+    if entry.transport == "session":
+        return DaemonTransport(entry.name, socket_path())
+    from mcpcli import sessions
+
+    request = sessions.open_request(
+        entry.name, entry, connect=session_connect_fields(options),
+        idle_timeout=entry.idle_timeout, restart=entry.restart, join=True,
+    )
+    return DaemonTransport(
+        entry.name, socket_path(), prepare=functools.partial(sessions.open_session, request)
+    )
+
+
 def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
+    if entry.transport == "session" or entry.keep_alive:
+        return _session_transport(entry, options)
     entry = entry.resolved()
     if entry.transport == "stdio":
         from mcpcli.protocol import MAX_MESSAGE_BYTES

@@ -64,8 +64,8 @@ def _prespawn(ctx: click.Context) -> None:
 
     try:
         entry = app.resolve(target).resolved()
-        if entry.transport != "stdio" or entry.command is None:
-            return
+        if entry.transport != "stdio" or entry.command is None or entry.keep_alive:
+            return  # a keepAlive server runs in its session, started by the daemon
         passed = env_options(params.get("env") or ())
         prespawn(launch(entry.command, entry.args, entry.env, entry.cwd,
                         passed=passed, cwd_option=params.get("cwd")))

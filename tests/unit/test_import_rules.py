@@ -38,7 +38,24 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "mcpcli.render": ("mcpcli.cli",),
     # The session daemon holds connections through the library; the CLI sits above it.
     "mcpcli.daemon": ("mcpcli.cli", "mcpcli.server", "mcpcli.toolsfile"),
+    # The daemon's protocol and run directory are foundations both sides (and the fast
+    # path) use: the standard library, and `errors` for the run directory's refusals.
+    "mcpcli.daemon.protocol": ("mcpcli",),
+    "mcpcli.daemon.paths": (
+        "mcpcli.auth", "mcpcli.cli", "mcpcli.client", "mcpcli.config", "mcpcli.connect",
+        "mcpcli.daemon", "mcpcli.server", "mcpcli.session", "mcpcli.transports",
+    ),
+    # The command side of sessions runs before anything heavy: no client, transports or CLI.
+    "mcpcli.sessions": (
+        "mcpcli.auth", "mcpcli.cli", "mcpcli.client", "mcpcli.connect", "mcpcli.output",
+        "mcpcli.render", "mcpcli.server", "mcpcli.session", "mcpcli.toolsfile", "mcpcli.transports",
+    ),
 }
+
+#: Modules of a package that are foundations of their own, below the rest of it: the
+#: daemon's protocol and run directory, which the command side's transport imports while
+#: the daemon itself imports `connect` (and through it the transports).
+OWN_UNITS = frozenset({"mcpcli.daemon.protocol", "mcpcli.daemon.paths"})
 
 
 def _modules() -> dict[str, Path]:
@@ -84,6 +101,8 @@ def _imports(module: str) -> set[str]:
 
 def unit_of(module: str) -> str:
     """`mcpcli.transports.http` -> `mcpcli.transports`; `mcpcli.client` stays itself."""
+    if module in OWN_UNITS:
+        return module
     parts = module.split(".")
     if len(parts) <= 2:
         return module
@@ -207,3 +226,16 @@ def test_httpx_is_imported_in_one_place() -> None:
 def test_the_checker_sees_lazy_and_type_only_imports() -> None:
     """The rules would be hollow if function-level imports were missed."""
     assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
+
+
+def test_transports_reach_the_daemon_only_through_its_protocol_and_paths() -> None:
+    """`DaemonTransport` speaks the control protocol; the daemon's server (which imports
+    `connect`, and so the transports) stays out of reach."""
+    problems = [
+        f"{module} -> {target}"
+        for module in MODULES
+        if unit_of(module) == "mcpcli.transports"
+        for target in sorted(_imports(module))
+        if target.startswith("mcpcli.daemon") and target not in OWN_UNITS | {"mcpcli.daemon"}
+    ]
+    assert not problems, "\n".join(problems)
