@@ -85,19 +85,18 @@ def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
 
 def _session_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """`@NAME`: attach to the session; a keepAlive server: open or join its session first."""
-    from mcpcli.daemon.paths import socket_path
+    from mcpcli import sessions
     from mcpcli.transports.daemon import DaemonTransport
 
     if entry.transport == "session":
-        return DaemonTransport(entry.name, socket_path())
-    from mcpcli import sessions
+        return DaemonTransport(entry.name, sessions.socket_file())
 
     request = sessions.open_request(
         entry.name, entry, connect=session_connect_fields(options),
         idle_timeout=entry.idle_timeout, restart=entry.restart, join=True,
     )
     return DaemonTransport(
-        entry.name, socket_path(), prepare=functools.partial(sessions.open_session, request)
+        entry.name, sessions.socket_file(), prepare=functools.partial(sessions.open_session, request)
     )
 
 

@@ -55,7 +55,9 @@ __all__ = [
     "open_request",
     "open_session",
     "restart_session",
+    "run_dir",
     "session_logs",
+    "socket_file",
 ]
 
 JSON = dict[str, Any]
@@ -148,6 +150,33 @@ def no_session(name: str) -> TransportError:
     return TransportError(f"no session {name!r}", hint=f"mcp session open {name}")
 
 
+# -- where the daemon is --------------------------------------------------------------
+
+#: The longest path a unix socket may have (sun_path is 108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 103
+
+
+def run_dir() -> Path:
+    """The daemon's private run directory; an unsafe one is refused (exit 4)."""
+    try:
+        return paths.run_dir()
+    except paths.RunDirError as exc:
+        raise TransportError(
+            str(exc), hint="remove it (or make it yours: chmod 700) and try again"
+        ) from None
+
+
+def socket_file(directory: Path | None = None) -> Path:
+    """The daemon's socket, in the checked run directory."""
+    path = paths.socket_path(directory or run_dir())
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise TransportError(
+            f"the session socket path is too long for a unix socket: {path}",
+            hint=f"set {paths.RUNTIME_DIR_ENV} to a shorter directory",
+        )
+    return path
+
+
 # -- the daemon process --------------------------------------------------------------
 
 
@@ -167,7 +196,7 @@ def daemon_argv() -> list[str]:
 
 def connect_daemon(path: Path | None = None, *, timeout: float | None = None) -> socket.socket | None:
     """A connection to the running daemon; None when none listens (no socket, or a dead one)."""
-    path = path or paths.socket_path()
+    path = path or socket_file()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -181,7 +210,7 @@ def connect_daemon(path: Path | None = None, *, timeout: float | None = None) ->
             return None
         raise TransportError(
             f"cannot reach the session daemon at {path}: {exc.strerror}",
-            hint=f"its log is {paths.daemon_log_path(path.parent)}",
+            hint=f"its log is {paths.daemon_log(path.parent)}",
         ) from None
     return sock
 
@@ -202,7 +231,7 @@ def _lock(lock: Path) -> int:
                 os.close(fd)
                 raise TransportError(
                     "another command has been starting the session daemon for too long",
-                    hint=f"its log is {paths.daemon_log_path(lock.parent)}",
+                    hint=f"its log is {paths.daemon_log(lock.parent)}",
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
@@ -215,7 +244,7 @@ def _start(run: Path) -> int:
     for it, so there is no Popen object to complain that its child still runs.
     """
     argv = daemon_argv()
-    log = paths.daemon_log_path(run)
+    log = paths.daemon_log(run)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         return os.posix_spawnp(
@@ -243,7 +272,7 @@ def _exit_code(pid: int) -> int | None:
 
 
 def _daemon_failed(run: Path, code: int | None) -> TransportError:
-    log = paths.daemon_log_path(run)
+    log = paths.daemon_log(run)
     tail = ""
     try:
         lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
@@ -262,8 +291,8 @@ def ensure_daemon(*, timeout: float = READY_TIMEOUT) -> socket.socket:
     it), remove a socket nobody listens on, start the daemon, and poll connect()
     with a short backoff until it answers, it exits, or `timeout` passes.
     """
-    run = paths.run_dir()
-    sock_path = paths.socket_path(run)
+    run = run_dir()
+    sock_path = socket_file(run)
     sock = connect_daemon(sock_path)
     if sock is not None:
         return sock
@@ -305,7 +334,7 @@ def answer_of(line: bytes | None) -> JSON:
     if line is None:
         raise ConnectionClosed(
             "the session daemon closed the connection without answering",
-            hint=f"its log is {paths.daemon_log_path()}",
+            hint=f"its log is {paths.daemon_log(run_dir())}",
         )
     try:
         answer = protocol.decode(line)
@@ -421,7 +450,7 @@ def session_logs(name: str) -> SessionLogs:
     """Session `name`'s server stderr; read from its ring file when no daemon runs."""
     answer = ask(protocol.request("logs", name=check_name(name)))
     if answer is None:
-        path = paths.session_log_path(name)
+        path = run_dir() / "sessions" / f"{name}.log"
         try:
             return SessionLogs(str(path), path.read_text(encoding="utf-8", errors="replace"))
         except FileNotFoundError:

@@ -22,8 +22,7 @@ from helpers import fake_server, mcp_in, wait_until
 from mcpcli import sessions
 from mcpcli.client import Client
 from mcpcli.config import Config
-from mcpcli.daemon import paths
-from mcpcli.errors import TransportError, UsageError
+from mcpcli.errors import UsageError
 from mcpcli.targets import resolve_target
 from mcpcli.transports.daemon import DaemonTransport
 from sessions.util import FAKE_DAEMON, Run, stop
@@ -93,7 +92,7 @@ def test_a_session_through_the_cli_lists_and_calls_tools_then_closes(run: Run, e
 
 
 async def _tools_through_attach(name: str) -> tuple[list[str], str]:
-    transport = DaemonTransport(name, paths.socket_path())
+    transport = DaemonTransport(name, sessions.socket_file())
     async with Client(transport) as client:
         listing = await client.list_tools()
         return [t["name"] for t in listing["tools"]], client.era
@@ -218,45 +217,37 @@ def test_the_daemon_is_started_detached_in_its_own_session(run: Run) -> None:
     assert os.readlink(f"/proc/{pid}/fd/2") == str(run.dir / "daemon.log")
 
 
-# -- the run directory -------------------------------------------------------------------
-
-
-def test_the_run_directory_is_created_private(run: Run) -> None:
-    assert paths.run_dir() == run.dir
-    assert run.dir.stat().st_mode & 0o777 == 0o700
+# -- the run directory (its rules: tests/daemon/test_paths.py) ------------------------------
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o770, 0o701])
-def test_a_run_directory_others_can_enter_is_refused(run: Run, mode: int) -> None:
+def test_a_run_directory_others_can_enter_is_exit_4(run: Run, mode: int) -> None:
     run.dir.mkdir()
     run.dir.chmod(mode)
     result = mcp_in("session", "open", "fk", "--", *fake_server())
     assert result.code == 4, result
-    assert f"refusing the session directory {run.dir}: it has mode {mode:04o}, not 0700" in result.stderr
+    assert f"refusing the run directory {run.dir}: mode {mode:o} lets others in" in result.stderr
+    assert "hint: remove it (or make it yours: chmod 700)" in result.stderr
     assert run.starts() == []
 
 
-def test_a_symlinked_run_directory_is_refused(run: Run, tmp_path: Path) -> None:
+def test_a_symlinked_run_directory_is_exit_4_for_at_name_too(run: Run, tmp_path: Path) -> None:
     real = tmp_path / "elsewhere"
     real.mkdir(mode=0o700)
     run.dir.symlink_to(real)
-    with pytest.raises(TransportError, match="it is a symlink"):
-        paths.run_dir()
+    result = mcp_in("tools", "list", "@fk")
+    assert result.code == 4, result
+    assert "it is a symlink" in result.stderr
 
 
-def test_xdg_runtime_dir_is_used_when_it_is_ours_else_a_per_user_temp_dir(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_a_socket_path_too_long_for_unix_sockets_is_exit_4(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tempfile
-
-    monkeypatch.delenv("MCPCLI_RUNTIME_DIR", raising=False)
-    xdg = tmp_path / "xdg"
-    xdg.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
-    assert paths.run_dir() == xdg / "mcpcli"
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "missing"))
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert paths.run_dir() == tmp_path / f"mcpcli-{os.getuid()}"
+    deep = tmp_path / ("d" * 100)
+    monkeypatch.setenv("MCPCLI_RUNTIME_DIR", str(deep))
+    result = mcp_in("session", "list")
+    assert result.code == 4, result
+    assert "too long for a unix socket" in result.stderr and "MCPCLI_RUNTIME_DIR" in result.stderr
 
 
 # -- the session commands ----------------------------------------------------------------

@@ -36,15 +36,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": ("mcpcli.cli",),
     "mcpcli.render": ("mcpcli.cli",),
-    # The session daemon holds connections through the library; the CLI sits above it.
-    "mcpcli.daemon": ("mcpcli.cli", "mcpcli.server", "mcpcli.toolsfile"),
+    # The session daemon holds connections through the library (`connect`, `client`); the CLI
+    # sits above it (test_the_library_never_imports_the_cli: "mcpcli.cli" here would also
+    # match "mcpcli.client", the prefix rule). Its `protocol` is stdlib only (tests/daemon).
+    "mcpcli.daemon": ("mcpcli.server", "mcpcli.toolsfile", "mcpcli.auth"),
     # The daemon's protocol and run directory are foundations both sides (and the fast
-    # path) use: the standard library, and `errors` for the run directory's refusals.
+    # path) use: the standard library only.
     "mcpcli.daemon.protocol": ("mcpcli",),
-    "mcpcli.daemon.paths": (
-        "mcpcli.auth", "mcpcli.cli", "mcpcli.client", "mcpcli.config", "mcpcli.connect",
-        "mcpcli.daemon", "mcpcli.server", "mcpcli.session", "mcpcli.transports",
-    ),
+    "mcpcli.daemon.paths": ("mcpcli",),
     # The command side of sessions runs before anything heavy: no client, transports or CLI.
     "mcpcli.sessions": (
         "mcpcli.auth", "mcpcli.cli", "mcpcli.client", "mcpcli.connect", "mcpcli.output",
