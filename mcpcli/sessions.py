@@ -38,6 +38,8 @@ from mcpcli.errors import (
 )
 
 __all__ = [
+    "CONNECT_TIMEOUT",
+    "CONTROL_TIMEOUT",
     "DAEMON_ARGV_ENV",
     "OPEN_TIMEOUT",
     "READY_TIMEOUT",
@@ -66,6 +68,10 @@ JSON = dict[str, Any]
 DAEMON_ARGV_ENV = "MCPCLI_DAEMON_ARGV"
 #: How long opening a session (starting its server and the handshake) may take by default.
 OPEN_TIMEOUT = 120.0
+#: How long the daemon may take to answer list, close and logs (close stops servers).
+CONTROL_TIMEOUT = 60.0
+#: How long connecting to the daemon's socket may block (a daemon too busy to accept).
+CONNECT_TIMEOUT = 10.0
 #: How long a new daemon may take to accept connections.
 READY_TIMEOUT = 15.0
 #: How long to wait for the start lock another command holds while it starts the daemon.
@@ -194,16 +200,24 @@ def daemon_argv() -> list[str]:
     return [sys.executable, "-m", "mcpcli.daemon"]
 
 
-def connect_daemon(path: Path | None = None, *, timeout: float | None = None) -> socket.socket | None:
-    """A connection to the running daemon; None when none listens (no socket, or a dead one)."""
+def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT) -> socket.socket | None:
+    """A connection to the running daemon (blocking, no timeout); None when none listens
+    (no socket, or a dead one). Connecting itself is bounded by `timeout`."""
     path = path or socket_file()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(os.fspath(path))
+        sock.settimeout(None)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
         return None
+    except TimeoutError:
+        sock.close()
+        raise TransportError(
+            f"the session daemon at {path} did not accept a connection within {timeout:g}s",
+            hint=f"its log is {paths.daemon_log(path.parent)}",
+        ) from None
     except OSError as exc:
         sock.close()
         if exc.errno in (errno.ENOENT, errno.ECONNREFUSED):
@@ -412,9 +426,9 @@ def open_session(request: JSON, *, timeout: float | None = OPEN_TIMEOUT) -> Sess
     return _session_of(answer)
 
 
-def list_sessions() -> list[SessionInfo]:
+def list_sessions(*, timeout: float = CONTROL_TIMEOUT) -> list[SessionInfo]:
     """Every session the daemon holds; none when no daemon runs (none is started)."""
-    answer = ask(protocol.request("list"))
+    answer = ask(protocol.request("list"), timeout=timeout)
     if answer is None:
         return []
     sessions = answer.get("sessions")
@@ -423,22 +437,22 @@ def list_sessions() -> list[SessionInfo]:
     return [SessionInfo.from_json(item) for item in sessions]
 
 
-def close_sessions(name: str | None = None, *, all: bool = False) -> list[str]:
+def close_sessions(name: str | None = None, *, all: bool = False, timeout: float = CONTROL_TIMEOUT) -> list[str]:
     """Close session `name` (or every one): the names closed."""
     if all:
-        answer = ask(protocol.request("close", all=True))
+        answer = ask(protocol.request("close", all=True), timeout=timeout)
         if answer is None:
             return []
     else:
         assert name is not None
-        answer = ask(protocol.request("close", name=check_name(name)))
+        answer = ask(protocol.request("close", name=check_name(name)), timeout=timeout)
         if answer is None:
             raise no_session(name)
     closed = answer.get("closed")
     return [n for n in closed if isinstance(n, str)] if isinstance(closed, list) else []
 
 
-def restart_session(name: str, *, timeout: float | None = None) -> SessionInfo:
+def restart_session(name: str, *, timeout: float | None = OPEN_TIMEOUT) -> SessionInfo:
     """Restart session `name`'s server (a crashed one included); returns once it is ready."""
     answer = ask(protocol.request("restart", name=check_name(name)), timeout=timeout)
     if answer is None:
@@ -446,9 +460,9 @@ def restart_session(name: str, *, timeout: float | None = None) -> SessionInfo:
     return _session_of(answer)
 
 
-def session_logs(name: str) -> SessionLogs:
+def session_logs(name: str, *, timeout: float = CONTROL_TIMEOUT) -> SessionLogs:
     """Session `name`'s server stderr; read from its ring file when no daemon runs."""
-    answer = ask(protocol.request("logs", name=check_name(name)))
+    answer = ask(protocol.request("logs", name=check_name(name)), timeout=timeout)
     if answer is None:
         path = run_dir() / "sessions" / f"{name}.log"
         try:

@@ -333,3 +333,22 @@ def test_the_command_side_library_imports_nothing_heavy() -> None:
             "{'anyio', 'click', 'httpx', 'rich', 'jsonschema', 'keyring', 'yaml', 'asyncio'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_daemon_that_never_answers_is_a_timeout_not_a_hang(run: Run) -> None:
+    from mcpcli.errors import RequestTimeout
+
+    run.dir.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as mute:
+        mute.bind(str(run.socket))
+        mute.listen(4)  # connections queue up; nothing ever reads or answers them
+        with pytest.raises(RequestTimeout, match=r"did not answer within 0\.2s"):
+            sessions.list_sessions(timeout=0.2)
+
+
+def test_env_passed_through_but_unset_is_exit_2(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("S2_NOT_SET", raising=False)
+    result = mcp_in("session", "open", "fk", "-e", "S2_NOT_SET", "--", *fake_server())
+    assert result.code == 2, result
+    assert "--env S2_NOT_SET: S2_NOT_SET is not set in this environment" in result.stderr
+    assert run.starts() == []
