@@ -215,6 +215,9 @@ def test_the_daemon_is_started_detached_in_its_own_session(run: Run) -> None:
     assert os.getsid(pid) == pid  # start_new_session: a terminal's Ctrl-C never reaches it
     assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
     assert os.readlink(f"/proc/{pid}/fd/2") == str(run.dir / "daemon.log")
+    # It holds neither the start lock (the next start would wait for it forever) nor our files.
+    held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert str(run.dir / "daemon.lock") not in held
 
 
 # -- the run directory (its rules: tests/daemon/test_paths.py) ------------------------------
