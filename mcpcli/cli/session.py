@@ -49,6 +49,12 @@ def _duration(value: str | None) -> float | None:
         raise UsageError(exc.message) from None
 
 
+def _log_levels() -> list[str]:
+    from mcpcli.protocol import LOG_LEVELS
+
+    return list(LOG_LEVELS)
+
+
 @session.command("open")
 @click.argument("name")
 @click.argument("target", required=False)
@@ -68,6 +74,12 @@ def _duration(value: str | None) -> float | None:
 @click.option("--transport", type=click.Choice(["auto", "http", "sse"]), default="auto", show_default=True,
               help="HTTP transport: Streamable HTTP, legacy SSE, or detect.")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
+@click.option("--protocol", metavar="VERSION",
+              help="Force a protocol version instead of negotiating (e.g. 2025-06-18).")
+@click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Offer DIR as a root to the server (repeatable).")
+@click.option("--log-level", type=click.Choice(_log_levels()), metavar="LEVEL",
+              help="Ask the server for log messages at LEVEL and above (they go to the session log).")
 @click.option("--no-auth", is_flag=True, help="Never sign in; fail on 401.")
 @click.option("--stored-auth-only", is_flag=True,
               help="Use stored tokens (refreshing them) but never open a sign-in.")
@@ -78,8 +90,9 @@ def _duration(value: str | None) -> float | None:
 def open_(
     app: App, name: str, target: str | None, idle_timeout: str | None, restart: str | None,
     timeout: float, env: tuple[str, ...], cwd: str | None, header: tuple[str, ...],
-    bearer_token: str | None, transport: str, insecure: bool, no_auth: bool,
-    stored_auth_only: bool, token_store: str | None, out: Output,
+    bearer_token: str | None, transport: str, insecure: bool, protocol: str | None,
+    root: tuple[str, ...], log_level: str | None, no_auth: bool, stored_auth_only: bool,
+    token_store: str | None, out: Output,
 ) -> None:
     """Start (or join) session NAME; returns once its server is ready.
 
@@ -93,6 +106,7 @@ def open_(
     """
     from mcpcli import render, sessions
     from mcpcli.cli._connection import Connection
+    from mcpcli.cli._features import roots_of
     from mcpcli.config import DEFAULT_IDLE_TIMEOUT
     from mcpcli.connect import session_connect_fields
 
@@ -107,8 +121,13 @@ def open_(
     idle = _duration(idle_timeout) if idle_timeout is not None else (
         entry.idle_timeout if entry.keep_alive or "idleTimeout" in entry.raw else DEFAULT_IDLE_TIMEOUT
     )
+    client: dict[str, object] = {"timeout": timeout}
+    roots = roots_of(root)
+    for key, value in (("roots", roots), ("protocol", protocol), ("log_level", log_level)):
+        if value is not None:
+            client[key] = value
     request = sessions.open_request(
-        name, entry, connect=fields, client={"timeout": timeout}, idle_timeout=idle,
+        name, entry, connect=fields, client=client, idle_timeout=idle,
         restart=restart or entry.restart, join=True,
     )
     info = sessions.open_session(request, timeout=timeout)

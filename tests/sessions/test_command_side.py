@@ -268,6 +268,7 @@ def test_a_socket_path_too_long_for_unix_sockets_is_exit_4(
         (["session", "open", "nothere"], "unknown server 'nothere'"),
         (["session", "open"], "Missing argument 'NAME'"),
         (["session", "restart", "../x"], "invalid session name '../x'"),
+        (["session", "open", "ev", "--root", "/nonexistent/dir", "--", "x"], "--root /nonexistent/dir: not a directory"),
     ],
 )
 def test_session_usage_errors_are_exit_2(run: Run, args: list[str], message: str) -> None:
@@ -302,7 +303,8 @@ def test_open_sends_the_resolved_entry_and_the_command_s_cwd_and_env(
 ) -> None:
     monkeypatch.setenv("S2_PASSED", "from-the-shell")
     result = mcp_in("session", "open", "fk", "-e", "S2_PASSED", "-e", "S2_SET=1", "--idle-timeout", "90s",
-                    "--restart", "on-failure", "--", *fake_server(), cwd=tmp_path)
+                    "--restart", "on-failure", "--root", ".", "--protocol", "2025-06-18",
+                    "--log-level", "info", "--timeout", "30", "--", *fake_server(), cwd=tmp_path)
     assert result.code == 0, result
     [request] = run.requests()
     assert request["mcpcli"] == 1 and request["op"] == "open" and request["join"] is True
@@ -310,6 +312,10 @@ def test_open_sends_the_resolved_entry_and_the_command_s_cwd_and_env(
     assert request["connect"]["cwd"] == str(tmp_path)
     assert (request["idle_timeout"], request["restart"]) == (90.0, "on-failure")
     assert request["entry"]["command"] == sys.executable
+    assert request["client"] == {
+        "timeout": 30.0, "protocol": "2025-06-18", "log_level": "info",
+        "roots": [{"uri": tmp_path.resolve().as_uri(), "name": tmp_path.name}],
+    }
 
 
 def test_logs_prints_the_server_stderr(run: Run) -> None:
