@@ -29,11 +29,17 @@ __all__ = [
     "default_config_path",
     "interpolate",
     "normalize_entry",
+    "parse_duration",
     "state_dir",
 ]
 
 JSON = dict[str, Any]
 APP = "mcpcli"
+
+#: How long a keepAlive server's session may sit unused before the daemon closes it.
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+#: The restart policies a session may have (`"restart"` in an entry).
+RESTART_POLICIES = ("no", "on-failure")
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -115,6 +121,12 @@ class ServerEntry:
     source: str = ""
     #: The entry as written, for fields other features read (auth client ids...).
     raw: JSON = field(default_factory=dict)
+    #: `"keepAlive": true`: commands naming this server share a session held by the daemon.
+    keep_alive: bool = False
+    #: `"idleTimeout"` in seconds: the session closes after this long unused (None: never).
+    idle_timeout: float | None = None
+    #: `"restart"`: "no", or "on-failure" (the daemon restarts a crashed server).
+    restart: str = "no"
 
     def resolved(self) -> ServerEntry:
         """A copy with `${VAR}` interpolated; raises `ConfigError` on a missing variable."""
@@ -131,6 +143,9 @@ class ServerEntry:
             path=self.path,
             source=self.source,
             raw=self.raw,
+            keep_alive=self.keep_alive,
+            idle_timeout=self.idle_timeout,
+            restart=self.restart,
         )
 
     def to_json(self) -> JSON:
@@ -188,11 +203,55 @@ def _string_map(value: Any, *, what: str) -> dict[str, str]:
     return out
 
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any, *, what: str) -> float:
+    """`"30m"`, `"90s"`, `"1.5h"` or a number of seconds, as seconds (> 0)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION.match(value)):
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    else:
+        raise ConfigError(
+            f"{what} must be a duration such as \"30m\", \"90s\" or \"2h\", not {value!r}"
+        )
+    if not seconds > 0 or seconds == float("inf"):
+        raise ConfigError(f"{what} must be a positive duration, not {value!r}")
+    return seconds
+
+
+def _session_fields(entry: JSON, *, what: str) -> JSON:
+    """keepAlive, idleTimeout and restart, validated (they stay in `raw` too, so
+    `to_json` writes them back as they were)."""
+    keep_alive = entry.get("keepAlive", False)
+    if not isinstance(keep_alive, bool):
+        raise ConfigError(f"{what}: keepAlive must be true or false")
+    idle: float | None = None
+    if "idleTimeout" in entry:
+        raw_idle = entry["idleTimeout"]
+        if raw_idle is not None and raw_idle != "never":
+            idle = parse_duration(raw_idle, what=f"{what}: idleTimeout")
+    elif keep_alive:
+        idle = DEFAULT_IDLE_TIMEOUT
+    restart = entry.get("restart", "no")
+    if restart is False:
+        restart = "no"
+    if restart not in RESTART_POLICIES:
+        raise ConfigError(
+            f"{what}: restart must be one of " + ", ".join(f'"{p}"' for p in RESTART_POLICIES)
+            + f", not {restart!r}"
+        )
+    return {"keep_alive": keep_alive, "idle_timeout": idle, "restart": restart}
+
+
 def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
     """One `mcpServers`/`servers` entry in any editor's dialect, validated."""
     what = f"{source}: server {name!r}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{what} must be an object")
+    session = _session_fields(entry, what=what)
     kind = entry.get("type", entry.get("transport"))
     url = entry.get("url", entry.get("httpUrl", entry.get("serverUrl")))
     command = entry.get("command")
@@ -218,6 +277,7 @@ def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
             transport="stdio",
             source=source,
             raw=raw,
+            **session,
         )
     if url is not None:
         if not isinstance(url, str) or not url:
@@ -236,6 +296,7 @@ def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
             transport=transport,
             source=source,
             raw=raw,
+            **session,
         )
     raise ConfigError(f"{what} needs either a command or a url")
 

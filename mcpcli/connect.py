@@ -7,20 +7,29 @@ together: it hands each transport explicit settings (URL, headers, limits, an
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.config import ServerEntry
-from mcpcli.errors import ConfigError
+from mcpcli.errors import ConfigError, UsageError
 from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
     from mcpcli.auth.authenticator import OAuthAuthenticator
 
-__all__ = ["ConnectOptions", "OAuthProvider", "connect", "open_http_transport", "open_transport"]
+__all__ = [
+    "ConnectOptions",
+    "OAuthProvider",
+    "connect",
+    "open_http_transport",
+    "open_transport",
+    "session_connect_fields",
+]
 
 
 @dataclass
@@ -47,8 +56,46 @@ class ConnectOptions:
     connect_timeout: float = 30.0
 
 
+def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
+    """The connection options the daemon needs to open a session as this command would
+    (the `connect` object of the `open` request): `--env KEY` passes our value along."""
+    env: dict[str, str] = {}
+    for key, value in options.env.items():
+        if value is None:
+            value = os.environ.get(key)
+            if value is None:
+                raise UsageError(f"--env {key}: {key} is not set in this environment")
+        env[key] = value
+    return {
+        "env": env, "cwd": options.cwd, "headers": dict(options.headers),
+        "bearer_token": options.bearer_token, "transport": options.transport,
+        "insecure": options.insecure,
+        "auth": options.auth, "token_store": options.token_store,
+        "connect_timeout": options.connect_timeout,
+    }
+
+
+def _session_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
+    """`@NAME`: attach to the session; a keepAlive server: open or join its session first."""
+    from mcpcli import sessions
+    from mcpcli.transports.daemon import DaemonTransport
+
+    if entry.transport == "session":
+        return DaemonTransport(entry.name, sessions.socket_file())
+
+    request = sessions.open_request(
+        entry.name, entry, connect=session_connect_fields(options),
+        idle_timeout=entry.idle_timeout, restart=entry.restart, join=True,
+    )
+    return DaemonTransport(
+        entry.name, sessions.socket_file(), prepare=functools.partial(sessions.open_session, request)
+    )
+
+
 def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
+    if entry.transport == "session" or entry.keep_alive:
+        return _session_transport(entry, options)
     entry = entry.resolved()
     if entry.transport == "stdio":
         from mcpcli.targets import stdio_launch

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -51,6 +52,8 @@ __all__ = [
     "UnsupportedVersionError",
     "UsageError",
     "ValidationError",
+    "error_report",
+    "from_error_report",
     "unwrap",
 ]
 
@@ -266,3 +269,52 @@ def unwrap(exc: BaseException) -> BaseException:
         if type(leaf).__name__ != "CancelledError":
             return leaf
     return leaves[0] if leaves else exc
+
+
+#: The daemon's error kinds (its control protocol) and the class each becomes here.
+_REPORT_KINDS: dict[str, type[McpCliError]] = {
+    "usage": UsageError,
+    "auth": AuthError,
+    "transport": TransportError,
+    "timeout": RequestTimeout,
+}
+
+
+def error_report(exc: McpCliError) -> dict[str, Any]:
+    """An error as the daemon's control protocol carries it (`{"ok": false, "error": ...}`),
+    so a command that asked the daemon exits as the one-shot command would."""
+    kind = "transport"
+    code: int | None = None
+    data: Any = None
+    if isinstance(exc, RPCError):
+        kind, code, data = "rpc", exc.code, exc.data
+    elif isinstance(exc, UsageError):
+        kind = "usage"
+    elif isinstance(exc, AuthError):
+        kind = "auth"
+    elif isinstance(exc, RequestTimeout):
+        kind = "timeout"
+    message = exc.rpc_message if isinstance(exc, RPCError) else exc.message
+    return {"message": message, "hint": exc.hint, "exit": int(exc.exit_code), "kind": kind,
+            "code": code, "data": data}
+
+
+def from_error_report(report: Any) -> McpCliError:
+    """The typed error for the daemon's error form; a malformed one is a transport error."""
+    if not isinstance(report, Mapping):
+        return ProtocolError("the session daemon sent a malformed error")
+    message = report.get("message")
+    message = message if isinstance(message, str) and message else "the session daemon reported an error"
+    hint = report.get("hint") if isinstance(report.get("hint"), str) else None
+    kind = report.get("kind")
+    code = report.get("code")
+    if kind == "rpc" and isinstance(code, int) and not isinstance(code, bool):
+        error: McpCliError = RPCError(code, message, report.get("data"))
+        error.hint = hint
+        return error
+    cls = _REPORT_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        by_exit = {int(c.exit_code): c for c in _REPORT_KINDS.values()}
+        exit_code = report.get("exit")
+        cls = by_exit.get(exit_code, McpCliError) if isinstance(exit_code, int) else McpCliError
+    return cls(message, hint=hint)

@@ -1,8 +1,9 @@
 """From the TARGET argument (or the server command after `--`) to a server entry.
 
-A target is one of: a server name from the config (ours first, then the servers
-other clients have configured); an `http(s)://` URL; a tools.yaml file, served
-in-process; or, with no target, the server command given after `--`. Kept apart
+A target is one of: `@NAME`, the live session NAME held by the session daemon; a
+server name from the config (ours first, then the servers other clients have
+configured); an `http(s)://` URL; a tools.yaml file, served in-process; or, with
+no target, the server command given after `--`. Kept apart
 from `connect` so the CLI can resolve a target (and start a stdio server early)
 before the client, anyio and the transports are imported: it imports only
 `config` and `errors` (and `other_clients`, lazily).
@@ -20,13 +21,19 @@ from mcpcli.errors import ConfigError, UsageError
 if TYPE_CHECKING:
     from mcpcli.transports._spawn import Launch
 
-__all__ = ["YAML_SUFFIXES", "is_url", "resolve_target", "stdio_launch"]
+__all__ = ["SESSION_PREFIX", "YAML_SUFFIXES", "is_session", "is_url", "resolve_target", "stdio_launch"]
 
 YAML_SUFFIXES = (".yaml", ".yml")
+#: `@NAME` names a session (config names cannot start with `@`).
+SESSION_PREFIX = "@"
 
 
 def is_url(target: str) -> bool:
     return target.startswith(("http://", "https://"))
+
+
+def is_session(target: str | None) -> bool:
+    return target is not None and target.startswith(SESSION_PREFIX)
 
 
 def _discovered(name: str) -> ServerEntry | None:
@@ -50,6 +57,11 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
             "no server given",
             hint="name a configured server, a URL or a tools.yaml file, or put a command after --",
         )
+    if is_session(target):
+        name = target[len(SESSION_PREFIX):]
+        if not name:
+            raise UsageError("@ needs a session name", hint="`mcp session list` shows the open sessions")
+        return ServerEntry(name=name, transport="session", source="session")
     if is_url(target):
         return ServerEntry(name=target, url=target, transport="http", source="argv")
     entry = config.get(target)

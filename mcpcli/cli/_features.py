@@ -13,10 +13,11 @@ if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.cli._connection import Connection
 
-__all__ = ["build_features"]
+__all__ = ["build_features", "roots_of"]
 
 
-def _roots(dirs: tuple[str, ...]) -> list[dict[str, Any]] | None:
+def roots_of(dirs: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    """--root DIRs as MCP roots (file URIs); None when there are none."""
     if not dirs:
         return None
     roots = []
@@ -54,5 +55,5 @@ def build_features(app: App, conn: Connection) -> ClientFeatures:
 
         sample = command_sampler(conn.sampling_command)
     return ClientFeatures(
-        elicit=elicit, sample=sample, roots=_roots(conn.root), elicit_url=interactive
+        elicit=elicit, sample=sample, roots=roots_of(conn.root), elicit_url=interactive
     )

@@ -65,8 +65,8 @@ def _prespawn(ctx: click.Context) -> None:
 
     try:
         entry = app.resolve(target)
-        if entry.transport != "stdio" or entry.command is None:
-            return
+        if entry.transport != "stdio" or entry.command is None or entry.keep_alive:
+            return  # a keepAlive server runs in its session, started by the daemon
         prespawn(stdio_launch(entry, env_options(params.get("env") or ()), params.get("cwd")))
     except (McpCliError, SpawnError):
         return  # e.g. a config error: the command reports it when it connects

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ping": ("mcpcli.cli.ping:ping", "Check that a server answers and time the round trip."),
     "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
+    "session": ("mcpcli.cli.session:session", "Keep servers running between commands (persistent sessions)."),
     "serve": ("mcpcli.cli.serve:serve", "Serve a tools.yaml file as an MCP server."),
     "auth": ("mcpcli.cli.auth:auth", "Sign in to servers and manage stored tokens."),
     "completion": ("mcpcli.cli.shell_completion:completion", "Print the shell completion script."),
@@ -103,7 +104,7 @@ def cli(ctx: click.Context, config_path: str | None, debug: bool) -> None:
 
     \b
     Targets: a server name from the config, an http(s):// URL, a tools.yaml
-    file, or a server command after `--`:
+    file, a server command after `--`, or @NAME, a session (`mcp session`):
       mcp tools list -- npx -y @modelcontextprotocol/server-everything
       mcp tools call srv weather --arg city=Paris | jq .
       mcp serve tools.yaml

@@ -91,7 +91,7 @@ LIST_CHANGED = {
 }
 ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
 CONNECT_FIELDS = (
-    "env", "cwd", "headers", "bearer_token", "transport", "insecure", "max_message_bytes",
+    "env", "cwd", "headers", "bearer_token", "transport", "insecure",
     "auth", "token_store", "connect_timeout",
 )
 

@@ -32,6 +32,7 @@ from mcpcli.render.listings import (
     tools_table,
 )
 from mcpcli.render.servers import server_detail, server_info, servers_table
+from mcpcli.render.sessions import session_summary, sessions_table
 
 __all__ = [
     "call_result",
@@ -47,6 +48,8 @@ __all__ = [
     "server_detail",
     "server_info",
     "servers_table",
+    "session_summary",
+    "sessions_table",
     "task_detail",
     "tasks_table",
     "templates_table",

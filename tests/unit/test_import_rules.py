@@ -23,6 +23,9 @@ ROOT = Path(mcpcli.__file__).parent
 FOUNDATIONS = frozenset({
     "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
+    # The session daemon's control protocol and run directory: the standard library only,
+    # shared by the daemon, the command side and its fast path.
+    "mcpcli.daemon.protocol", "mcpcli.daemon.paths",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.
@@ -48,7 +51,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The one place that knows config entries, CLI options and auth together.
     "mcpcli.connect": frozenset({
         "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
-        "mcpcli.auth", "mcpcli.toolsfile",
+        "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions",
     }),
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": frozenset(),
@@ -56,9 +59,17 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
     "mcpcli.daemon": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports"}),
+    # The command side of sessions runs before anything heavy: config and the daemon's
+    # stdlib-only protocol and run directory (foundations), nothing else.
+    "mcpcli.sessions": frozenset({"mcpcli.config"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
+
+#: Modules of a package that are foundations of their own, below the rest of it: the
+#: daemon's protocol and run directory, which the command side's transport imports while
+#: the daemon itself imports `connect` (and through it the transports).
+OWN_UNITS = frozenset({"mcpcli.daemon.protocol", "mcpcli.daemon.paths"})
 
 
 def _modules() -> dict[str, Path]:
@@ -104,6 +115,8 @@ def _imports(module: str) -> set[str]:
 
 def unit_of(module: str) -> str:
     """`mcpcli.transports.http` -> `mcpcli.transports`; `mcpcli.client` stays itself."""
+    if module in OWN_UNITS:
+        return module
     parts = module.split(".")
     if len(parts) <= 2:
         return module
@@ -268,3 +281,16 @@ def test_httpx_is_imported_in_one_place() -> None:
 def test_the_checker_sees_lazy_and_type_only_imports() -> None:
     """The rules would be hollow if function-level imports were missed."""
     assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
+
+
+def test_transports_reach_the_daemon_only_through_its_protocol_and_paths() -> None:
+    """`DaemonTransport` speaks the control protocol; the daemon's server (which imports
+    `connect`, and so the transports) stays out of reach."""
+    problems = [
+        f"{module} -> {target}"
+        for module in MODULES
+        if unit_of(module) == "mcpcli.transports"
+        for target in sorted(_imports(module))
+        if target.startswith("mcpcli.daemon") and target not in OWN_UNITS | {"mcpcli.daemon"}
+    ]
+    assert not problems, "\n".join(problems)
