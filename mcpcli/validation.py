@@ -14,14 +14,9 @@ from typing import Any
 
 from mcpcli.errors import ValidationError
 
-__all__ = ["Validator", "check", "compile_schema", "errors", "preload"]
+__all__ = ["Validator", "check", "compile_schema", "errors"]
 
 Validator = Any
-
-
-def preload() -> None:
-    """Import the validator library (to overlap its import with other waiting)."""
-    import jsonschema  # noqa: F401
 
 
 def _no_retrieval(uri: str) -> Any:

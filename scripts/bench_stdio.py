@@ -11,6 +11,7 @@ Measures, in the same run and interleaved so machine noise hits both alike:
            validation, the call, output, shutdown of the server)
   help     `mcp --help`
   rss      peak RSS of the mcp process of a one-shot call (not counting the server)
+  self     CPU time of that mcp process alone (the server, bash and node excluded)
 
   cpu      CPU time (user + sys) of each, server included: far less sensitive to other
            load on the machine than wall time, so it shows mcp's own cost even on a busy box
@@ -52,7 +53,11 @@ wait "$SRV_PID" 2>/dev/null || true
 
 RSS_WRAPPER = (
     "import atexit, resource, sys\n"
-    "atexit.register(lambda: sys.stderr.write('MAXRSS_KB=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    "def report():\n"
+    "    usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "    sys.stderr.write('MAXRSS_KB=%d\\n' % usage.ru_maxrss)\n"
+    "    sys.stderr.write('CPU_MS=%.1f\\n' % ((usage.ru_utime + usage.ru_stime) * 1000))\n"
+    "atexit.register(report)\n"
     "from mcpcli.cli import main\n"
     "sys.argv[0] = 'mcp'\n"
     "raise SystemExit(main())\n"
@@ -142,10 +147,12 @@ def main() -> int:
         help_t.append(timed([mcp, "--help"], env)[0])
 
     rss: list[int] = []
-    for _ in range(3):
+    self_cpu: list[float] = []
+    for _ in range(max(3, args.runs)):
         _, done = timed([sys.executable, "-c", RSS_WRAPPER, *call[1:]], env)
-        line = next(x for x in done.stderr.splitlines() if x.startswith("MAXRSS_KB="))
-        rss.append(int(line.split("=")[1]))
+        values = dict(x.split("=", 1) for x in done.stderr.splitlines() if x.startswith(("MAXRSS_KB=", "CPU_MS=")))
+        rss.append(int(values["MAXRSS_KB"]))
+        self_cpu.append(float(values["CPU_MS"]))
     shutil.rmtree(home, ignore_errors=True)
 
     floor_s, call_s, help_s = summary(floor_t), summary(call_t), summary(help_t)
@@ -157,7 +164,8 @@ def main() -> int:
         "runs": args.runs,
         "load_average": round(os.getloadavg()[0], 2),
         "cpu_ms": {"floor": cpu_floor, "mcp_tools_call": cpu_call,
-                   "mcp_own": round(cpu_call - cpu_floor, 1)},
+                   "mcp_own": round(cpu_call - cpu_floor, 1),
+                   "mcp_process": round(statistics.median(self_cpu), 1)},
         "floor": floor_s,
         "mcp_tools_call": call_s,
         "ratio_to_floor": ratio,
@@ -182,6 +190,8 @@ def main() -> int:
           f"{'met' if results['targets']['ratio<=1.3'] else 'NOT met'})")
     print(f"CPU (user+sys, with the server)  floor {cpu_floor:.1f} ms, mcp {cpu_call:.1f} ms "
           f"(mcp's own share about {cpu_call - cpu_floor:.1f} ms)")
+    print(f"CPU of the mcp process alone      median {results['cpu_ms']['mcp_process']:.1f} ms "
+          "(imports, the exchange, output; no server)")
     print(f"mcp --help                       median {help_s['median_ms']:7.1f} ms  (target < 80 ms: "
           f"{'met' if results['targets']['help<80ms'] else 'NOT met'})")
     print(f"peak RSS of a one-shot call      {rss_mib:7.1f} MiB (target < 45 MiB: "

@@ -74,7 +74,7 @@ def test_the_prespawned_server_is_the_one_the_transport_adopts(
 def test_a_command_resolves_its_target_once(
     isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Prespawn, the validator preload and the connection of `tools call` share one resolution."""
+    """Prespawn and the connection of `tools call` share one resolution."""
     from mcpcli import targets
 
     config = tmp_path / "mcp.json"

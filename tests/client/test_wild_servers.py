@@ -127,6 +127,41 @@ def test_a_failed_probe_is_remembered_per_command_line_and_version(tmp_path: Pat
     assert "server/discover" in methods
 
 
+
+@pytest.mark.slow  # several runs
+def test_a_remembered_legacy_command_line_whose_server_turned_modern_still_works(tmp_path: Path) -> None:
+    """The remembered era is only a guess that skips the probe: the handshake verifies it.
+
+    A server refusing `initialize` (now modern-only behind the same command line) is
+    probed again in the same run and answers in the modern era, and the memory is dropped;
+    once it is legacy again, it is remembered again.
+    """
+    record = tmp_path / "rec.jsonl"
+    argv = fake_server("--record", str(record))
+
+    def run(era: str) -> tuple[list[str], str]:
+        record.unlink(missing_ok=True)
+        r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--json", "-e", f"FAKE_ERA={era}",
+                   "--", *argv)
+        assert r.code == 0, r
+        assert json.loads(r.stdout)["content"] == [{"type": "text", "text": "hi"}]
+        return _methods(record), r.stderr
+
+    methods, _ = run("legacy")
+    assert methods[:2] == ["server/discover", "initialize"]  # first contact: probed, legacy
+    methods, _ = run("legacy")
+    assert methods[0] == "initialize" and "server/discover" not in methods  # remembered
+    methods, stderr = run("modern")
+    assert methods[:2] == ["initialize", "server/discover"], methods  # refused, then probed
+    assert "tools/call" in methods and stderr == ""
+    methods, _ = run("modern")
+    assert methods[0] == "server/discover"  # forgotten: a modern server is probed (that is its handshake)
+    methods, _ = run("legacy")
+    assert methods[:2] == ["server/discover", "initialize"]
+    methods, _ = run("legacy")
+    assert methods[0] == "initialize"  # remembered again
+
+
 def test_root_one_shot_waits_for_the_servers_roots_round_trip(tmp_path: Path) -> None:
     # The server applies roots asynchronously after roots/list and denies calls until then.
     r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--root", str(tmp_path),

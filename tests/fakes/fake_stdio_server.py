@@ -34,6 +34,8 @@ Behaviour flags (any combination):
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
   --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
+  FAKE_ERA=modern       (environment) like --slow-modern 0: a command line remembered as
+                        legacy whose server is now modern-only
   --features            declare resources (reads fail with "MCP error -32002: ...";
                         subscribe and unsubscribe succeed) and a prompt `weather(city)`
 """
@@ -75,6 +77,9 @@ p.add_argument("--features", action="store_true")
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
 opts = p.parse_args()
+if os.environ.get("FAKE_ERA") == "modern":
+    # The same command line, now a modern-only server (tests of the stdio era memory).
+    opts.slow_modern = 0.0
 
 lock = threading.Lock()
 TOOLS = [

@@ -103,3 +103,39 @@ def test_a_usage_error_after_the_early_spawn_leaves_no_server() -> None:
     assert "No such option '--no-such-flag'" in r.stderr
     # The server spawned early (one that ignores EOF and SIGTERM) is killed with its process
     # group: conftest's subreaper check fails a test that leaves one.
+
+
+def _call_loads(*args: str) -> tuple[int, set[str]]:
+    """The exit code and the top-level modules of a one-shot `mcp ARGS` run in a fresh interpreter."""
+    code = (
+        "import sys\nfrom mcpcli.cli import main\n"
+        f"try:\n    code = main({list(args)!r})\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "sys.stderr.write(f'EXIT {code} ')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c",
+         code + "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL, timeout=60,
+    ).stderr
+    status = int(out.split("EXIT ")[-1].split()[0])
+    return status, {name.split(".")[0] for name in out.split("MODULES ")[-1].split()}
+
+
+@pytest.mark.slow
+def test_a_call_with_plainly_valid_arguments_never_imports_jsonschema() -> None:
+    """jsonschema is most of a one-shot call's own CPU: a simple schema that accepts the
+    arguments needs none of it (no preload while the server boots either)."""
+    status, loaded = _call_loads("tools", "call", "echo", "--arg", "message=hi", "--json",
+                                 "--", *fake_server())
+    assert status == 0
+    assert "jsonschema" not in loaded
+
+
+@pytest.mark.slow
+def test_arguments_a_simple_schema_rejects_are_still_checked_by_jsonschema() -> None:
+    r = mcp("tools", "call", "echo", "--args", "{}", "--", *fake_server())
+    assert r.code == 2, r
+    assert "argument 'message' is required" in r.stderr
+    status, loaded = _call_loads("tools", "call", "echo", "--args", "{}", "--", *fake_server())
+    assert status == 2
+    assert "jsonschema" in loaded
