@@ -18,8 +18,12 @@ the session daemon without loading the CLI; start-up time is measured).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any
+
+# `typing` is milliseconds of start-up the `@NAME` fast path does not spend.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["COMMANDS", "cli", "main"]
 
