@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import Result, mcp_in, wait_until
+from helpers import Result, fake_server, mcp_in, wait_until
 
 from mcpcli.cli.fast import _parse
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture: a private run dir, the real daemon
@@ -210,3 +210,24 @@ def test_the_parser_reads_what_click_reads(monkeypatch: pytest.MonkeyPatch) -> N
     assert (_parse(["@ev", "echo"]) or {})["timeout"] == 7.0
     monkeypatch.setenv("MCP_TIMEOUT", "soon")
     assert _parse(["@ev", "echo"]) is None
+
+
+def test_a_json_rpc_error_exits_5_with_the_normal_paths_error_line(real: Path) -> None:  # noqa: F811
+    """server-everything answers every failure as isError; the fake server's `fail` is -32000.
+
+    The fake server also sends a log message (level error) before answering: the full path
+    prints it, the fast path leaves it in the session's log (README: Sessions), so only the
+    error lines are compared here."""
+    opened = mcp_in("session", "open", "fk", "--", *fake_server("--evil", "it broke"))
+    assert opened.code == 0, opened
+    for extra in ([], ["--json"]):
+        args = ["tools", "call", "@fk", "fail", *extra]
+        fast, loaded = main_process(*args)
+        assert not loaded
+        normal = mcp_in(*args)
+        assert fast.code == normal.code == 5, (fast, normal)
+        assert fast.stdout == normal.stdout == ""
+        assert fast.stderr.splitlines() == normal.stderr.splitlines()[-len(fast.stderr.splitlines()):]
+    assert fast.stderr == (
+        '{"error":{"type":"rpc","message":"it broke (code -32000)","exitCode":5,'
+        '"rpc":{"code":-32000,"message":"it broke"}}}\n')
