@@ -25,9 +25,9 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcpcli.errors import ArgumentError
+from mcpcli.errors import ArgumentError, UsageError
 
-__all__ = ["build_arguments", "coerce", "parse_item", "read_json_source", "schema_types"]
+__all__ = ["build_arguments", "coerce", "parse_item", "read_json_source", "schema_types", "unknown_tool"]
 
 JSON = dict[str, Any]
 _STDIN_USED: list[bool] = []
@@ -367,3 +367,14 @@ def build_arguments(
         _set(out, path, value, append=is_array and key in seen, key=key)
         seen.add(key)
     return out
+
+
+def unknown_tool(name: str, listing: JSON) -> UsageError:
+    """The error for a tool the listing lacks, with the closest names as the hint: one
+    place, so `mcp tools call` and the daemon's `call` op (the `@NAME` fast path) say it alike."""
+    import difflib
+
+    names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
+    return UsageError(f"unknown tool {name!r}", hint=hint)

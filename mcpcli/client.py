@@ -754,29 +754,41 @@ class Client:
         *,
         on_progress: ProgressHandler | None = None,
         task: TaskOptions | None = None,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
     ) -> JSON:
         """Call a tool and return its result, running it as a task where the server
         wants one (see `mcpcli.tasks`): the task is followed to its end, unless
-        `task.detach` asks for the CreateTaskResult itself."""
+        `task.detach` asks for the CreateTaskResult itself. `timeout`/`max_timeout`
+        bound the `tools/call` request as `request` does (the daemon's `call` op passes
+        the command's, since its session has no default)."""
         options = task or TaskOptions()
         params: JSON = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         token = await _tasks.augment(self, name, params, options)
-        result = await self._call_tool(params, on_progress)
+        result = await self._call_tool(params, on_progress, timeout=timeout, max_timeout=max_timeout)
         created = _tasks.task_of(result, self.era)
         if created is None or options.detach:
             return result
         waiter = _tasks.TaskWaiter(self, created, options, on_progress=on_progress, progress_token=token)
         return await waiter.wait()
 
-    async def _call_tool(self, params: JSON, on_progress: ProgressHandler | None) -> JSON:
+    async def _call_tool(
+        self,
+        params: JSON,
+        on_progress: ProgressHandler | None,
+        *,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
+    ) -> JSON:
         mirrors = self.transport.traits.mirrors_headers
         if mirrors and self.era == "modern" and self._tools is None:
             # Over HTTP the tool's x-mcp-header parameters travel as headers too.
             await self.list_tools()
+        limits: dict[str, Any] = {"timeout": timeout, "max_timeout": max_timeout}
         try:
-            return await self.request("tools/call", params, on_progress=on_progress)
+            return await self.request("tools/call", params, on_progress=on_progress, **limits)
         except RPCError as exc:
             if exc.code != HEADER_MISMATCH or not mirrors or self.era != "modern":
                 raise
@@ -784,7 +796,7 @@ class Client:
             # changed since we listed it. List again and retry once.
             log.debug("tools/call: header mismatch (%s); listing tools again", exc)
             await self.list_tools()
-            return await self.request("tools/call", params, on_progress=on_progress)
+            return await self.request("tools/call", params, on_progress=on_progress, **limits)
 
     # -- tasks -----------------------------------------------------------------------
 

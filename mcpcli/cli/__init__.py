@@ -11,14 +11,19 @@ The package owns the command line: parsing (click), the injected `App`, option
 groups, prompts on the terminal, and mapping errors to exit codes. Commands only
 parse, call the library and render; they may import any of mcpcli, and nothing
 in mcpcli imports them. This module itself imports only the standard library and,
-lazily, `mcpcli.transports._spawn` (start-up time is measured).
+lazily, `mcpcli.transports._spawn` and `mcpcli.cli.fast` (`tools call @NAME` through
+the session daemon without loading the CLI; start-up time is measured).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any
+
+# `typing` is milliseconds of start-up the `@NAME` fast path does not spend.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["COMMANDS", "cli", "main"]
 
@@ -48,6 +53,13 @@ def _early_spawn(args: list[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `mcp`; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["tools", "call"]:
+        from mcpcli.cli.fast import try_call
+
+        name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
+        status = try_call(args, name if name in ("mcp", "mcpcli") else "mcp")
+        if status is not None:
+            return status
     _early_spawn(args)
     from mcpcli.cli._root import run
 

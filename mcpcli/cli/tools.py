@@ -94,12 +94,9 @@ async def _call_and_print(
 
 
 def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
-    import difflib
+    from mcpcli.args import unknown_tool
 
-    names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
-    close = difflib.get_close_matches(name, names, n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
-    return UsageError(f"unknown tool {name!r}", hint=hint)
+    return unknown_tool(name, listing)
 
 
 @target_command(tools, "call")

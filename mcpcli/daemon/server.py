@@ -105,7 +105,23 @@ def _typed(exc: BaseException) -> McpCliError:
 
 
 def error_answer(exc: BaseException) -> JSON:
-    """A failed answer for a typed error, so the command re-raises the same kind."""
+    """A failed answer for a typed error, so the command re-raises the same kind; `type`
+    (the error's own kind, e.g. "validation") lets the fast path print `--json` errors
+    exactly as the one-shot command does."""
+    answer = _error_answer(exc)
+    if isinstance(exc, McpCliError):
+        answer["error"]["type"] = exc.kind
+    return answer
+
+
+def _seconds(value: Any) -> float | None:
+    """A `call` op's timeout field: positive seconds, else no limit."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf:
+        return float(value)
+    return None
+
+
+def _error_answer(exc: BaseException) -> JSON:
     hint = exc.hint if isinstance(exc, McpCliError) else None
     message = exc.message if isinstance(exc, McpCliError) else str(exc) or type(exc).__name__
     if isinstance(exc, RPCError):
@@ -652,7 +668,7 @@ class Daemon:
         return protocol.ok(path=str(held.log_path), text=text)
 
     async def _op_call(self, message: JSON) -> JSON:
-        from mcpcli.args import build_arguments
+        from mcpcli.args import build_arguments, unknown_tool
 
         held = await self._usable(message.get("name"))
         client = held.client
@@ -676,29 +692,33 @@ class Daemon:
                 raise UsageError("call: --args must be JSON text here")
             base = read_json_source(text)
         validate = message.get("validate", True) is not False
-        timeout = message.get("timeout")
+        timeout = _seconds(message.get("timeout"))
+        max_timeout = _seconds(message.get("max_timeout"))
         held.touch()
-        try:
-            with anyio.fail_after(float(timeout) if isinstance(timeout, (int, float)) else None):
-                schema = None
-                if validate or items:
+        schema = None
+        if validate or items:
+            # What `mcp tools call` asks before calling, under the same bound (--timeout).
+            try:
+                with anyio.fail_after(timeout):
                     definition = await client.get_tool(tool)
                     if definition is None and validate:
-                        raise UsageError(f"unknown tool {tool!r}", hint="list them with `mcp tools list`")
-                    schema = definition.get("inputSchema") if definition is not None else None
-                arguments = build_arguments(items, schema=schema, base=base)
-                if validate and isinstance(schema, dict):
-                    from mcpcli.validation import check
+                        raise unknown_tool(tool, await client.list_tools())
+            except TimeoutError:
+                raise RequestTimeout(f"tools/list timed out after {timeout:.1f}s") from None
+            schema = definition.get("inputSchema") if definition is not None else None
+        arguments = build_arguments(items, schema=schema, base=base)
+        if validate and isinstance(schema, dict):
+            from mcpcli.validation import check
 
-                    check(schema, arguments)
-                held.calls += 1
-                held.calls_in_flight += 1
-                try:
-                    result = await client.call_tool(tool, arguments)
-                finally:
-                    held.calls_in_flight -= 1
-        except TimeoutError:
-            raise RequestTimeout(f"tools/call timed out after {timeout}s") from None
+            check(schema, arguments)
+        held.calls += 1
+        held.calls_in_flight += 1
+        try:
+            # The command's --timeout and --max-timeout, as its own client would apply them
+            # (progress restarts the clock; the server is told on timeout).
+            result = await client.call_tool(tool, arguments, timeout=timeout, max_timeout=max_timeout)
+        finally:
+            held.calls_in_flight -= 1
         return protocol.ok(result=result)
 
     # -- one session ---------------------------------------------------------------

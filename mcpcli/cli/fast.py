@@ -1,0 +1,248 @@
+"""The `@NAME` fast path: `mcp tools call @NAME TOOL ...` without loading the CLI.
+
+A warm call through a session should cost little more than starting Python, so
+`main()` tries this first: when stdout is not a terminal, the command could not
+prompt anyway (stdin or stderr is not one either) and every flag is one this
+module fully understands (`--arg`/`-a`, `--args JSON`, `--timeout`,
+`--max-timeout`, `--no-validate`, `--json`, `--jsonl`, `--quiet`), it sends the
+daemon's `call` op and prints what `mcp tools call` prints: the result as compact
+JSON on stdout, errors as `mcp: error: ...` / `mcp: hint: ...` (or the `--json`
+error object) with the one-shot exit codes. The daemon parses and validates the
+arguments with the tool's cached schema.
+
+Anything else returns None and the normal path runs, unchanged: a terminal, any
+other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
+a value click would reject, no daemon, or no such session. Only the standard
+library, `mcpcli.text` (`re` only) and the daemon's `protocol` and `paths` are
+imported (a test checks): no click, anyio, httpx, rich or jsonschema.
+`MCPCLI_NO_FAST_PATH=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["try_call"]
+
+#: Flags that take a value, and the `call` field each fills.
+_VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout"}
+#: Flags without a value that change nothing the fast path prints, or only the error format.
+_FLAGS = {"--json": "json_errors", "--jsonl": "jsonl", "--no-validate": "no_validate", "-q": "quiet",
+          "--quiet": "quiet"}
+#: What --timeout and --max-timeout default to (`mcp tools call`'s click options).
+_TIMEOUT_DEFAULT = 60.0
+_MAX_TIMEOUT_DEFAULT = 3600.0
+
+
+def _seconds(text: str) -> float | None:
+    """A value click's `FloatRange(min=0, min_open=True)` accepts; None for anything else
+    (click then reports it)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < math.inf else None
+
+
+def _parse(tokens: list[str]) -> dict[str, Any] | None:
+    """The call's parts from the tokens after `tools call`, or None to leave them to click."""
+    positionals: list[str] = []
+    items: list[str] = []
+    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None}
+    flags: set[str] = set()
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        i += 1
+        if word == "-":
+            return None  # click's, whatever it means here
+        if not word.startswith("-"):
+            positionals.append(word)
+            continue
+        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name in _FLAGS and not eq:
+            flags.add(_FLAGS[name])
+            continue
+        field = _VALUED.get(name)
+        if field is None:
+            return None  # --help, --, --jq, -aK=V, anything else: click's to handle
+        if not eq:
+            if i >= len(tokens):
+                return None
+            value = tokens[i]
+            i += 1
+        if field == "arg":
+            if "=@" in value:
+                return None  # a file (or stdin) the command reads, not the daemon
+            items.append(value)
+        elif field == "json":
+            if parsed["json"] is not None or value.startswith("@") or value == "-":
+                return None
+            parsed["json"] = value
+        else:
+            seconds = _seconds(value)
+            if seconds is None:
+                return None
+            parsed[field] = seconds
+    if len(positionals) != 2 or not positionals[0].startswith("@") or len(positionals[0]) < 2:
+        return None
+    if "json_errors" in flags and "jsonl" in flags:
+        return None  # a usage error click words
+    if parsed["timeout"] is None:
+        env = os.environ.get("MCP_TIMEOUT")
+        if env:
+            parsed["timeout"] = _seconds(env)
+            if parsed["timeout"] is None:
+                return None
+        else:
+            parsed["timeout"] = _TIMEOUT_DEFAULT
+    if parsed["max_timeout"] is None:
+        parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
+    parsed.update(session=positionals[0][1:], tool=positionals[1], args=items,
+                  validate="no_validate" not in flags,
+                  json_errors=bool(flags & {"json_errors", "jsonl"}))
+    return parsed
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+class _Printer:
+    """Errors as `App.report` prints them: one line and a hint, or the `--json` object."""
+
+    def __init__(self, prog: str, json_errors: bool) -> None:
+        self.prog = prog
+        self.json_errors = json_errors
+
+    def error(self, kind: str, message: str, exit_code: int, hint: str | None = None,
+              rpc: dict[str, Any] | None = None) -> int:
+        from mcpcli.text import json_safe, one_line
+
+        if self.json_errors:
+            import json
+
+            body: dict[str, Any] = {"type": kind, "message": message, "exitCode": exit_code}
+            if hint:
+                body["hint"] = hint
+            if rpc is not None:
+                body["rpc"] = rpc
+            text = json.dumps({"error": body}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            sys.stderr.write(json_safe(text) + "\n")
+        else:
+            sys.stderr.write(f"{self.prog}: error: {one_line(message, newline=' | ')}\n")
+            if hint:
+                sys.stderr.write(f"{self.prog}: hint: {one_line(hint, newline=' | ')}\n")
+        sys.stderr.flush()
+        return exit_code
+
+    def report(self, report: Any) -> int:
+        """The daemon's error form, as `errors.from_error_report` and `App.report` show it."""
+        if not isinstance(report, dict):
+            return self.error("protocol", "the session daemon sent a malformed error", 4)
+        message = report.get("message")
+        if not isinstance(message, str) or not message:
+            message = "the session daemon reported an error"
+        hint = report.get("hint") if isinstance(report.get("hint"), str) else None
+        kind, code, exit_code = report.get("kind"), report.get("code"), report.get("exit")
+        shown_type = report.get("type")
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            exit_code = 1
+        if kind == "rpc" and isinstance(code, int) and not isinstance(code, bool):
+            rpc: dict[str, Any] = {"code": code, "message": message}
+            if report.get("data") is not None:
+                rpc["data"] = report["data"]
+            shown = message if str(code) in message else f"{message} (code {code})"
+            return self.error(shown_type if isinstance(shown_type, str) else "rpc", shown, 5, hint, rpc)
+        if not isinstance(shown_type, str):
+            shown_type = kind if isinstance(kind, str) else "error"
+        return self.error(shown_type, message, exit_code, hint)
+
+
+def _stdout_gone() -> int:
+    """The reader of our stdout left: as `_root._stdout_gone`, exit 0 quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    return 0
+
+
+def try_call(args: list[str], prog: str = "mcp") -> int | None:
+    """Run `tools call @NAME ...` through the daemon's `call` op; None: take the normal path."""
+    if len(args) < 4 or args[0] != "tools" or args[1] != "call" or os.environ.get("MCPCLI_NO_FAST_PATH"):
+        return None
+    if _isatty(1) or (_isatty(0) and _isatty(2)):
+        return None  # human output, or a prompt the daemon could not show
+    call = _parse(args[2:])
+    if call is None:
+        return None
+    import signal
+    import socket
+
+    from mcpcli.daemon import paths, protocol
+
+    try:
+        where = paths.socket_file(create=False)
+    except OSError:
+        return None  # no run directory, or an unsafe one: the normal path says which
+    printer = _Printer(prog, call["json_errors"])
+
+    def terminated(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM, as for the one-shot command: "interrupted", 130
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        previous = signal.signal(signal.SIGTERM, terminated)
+        try:
+            try:
+                sock.connect(where)
+            except OSError:
+                return None  # no daemon: the normal path starts none for @NAME and says so
+            protocol.send(sock, protocol.request(
+                "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
+                timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"]))
+            try:
+                answer = protocol.LineReader(sock).read()
+            except (protocol.ProtocolViolation, OSError) as exc:
+                return printer.error("protocol", f"the session daemon sent a bad answer: {exc}", 4)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt:
+        return printer.error("interrupted", "interrupted", 130)
+    finally:
+        sock.close()  # a call still in flight is cancelled on the server
+    name = call["session"]
+    if answer is None:
+        return printer.error(
+            "connection-closed", f"session {name!r} closed the connection", 4,
+            f"`mcp session list` shows its state; `mcp session restart {name}`")
+    if answer.get("ok") is not True:
+        report = answer.get("error")
+        if isinstance(report, dict) and report.get("message") == f"no session {name!r}":
+            return None  # the normal path's own words for it
+        return printer.report(report)
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        return printer.error("protocol", "the session daemon sent a malformed answer", 4)
+    import json
+
+    try:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_gone()
+    if result.get("isError"):
+        return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
+    return 0
