@@ -204,7 +204,9 @@ class Held:
     def target(self) -> str:
         entry = self.entry
         if entry.url:
-            return entry.url
+            from mcpcli.transports.http import display_url
+
+            return display_url(entry.url)  # no userinfo or query: they may hold secrets
         if entry.path:
             return entry.path
         return " ".join([entry.command or "", *entry.args]).strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -248,10 +249,12 @@ def test_a_session_over_streamable_http_relays_like_one_over_stdio(daemon: Daemo
 
     port = free_port()
     with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:
-        entry = {"name": "web", "url": url, "transport": "http"}
+        # A query (or userinfo) may hold a secret: the session's listing never shows it.
+        entry = {"name": "web", "url": url + "?key=s3cret", "transport": "http"}
         opened = daemon.control("open", name="web", entry=entry, connect={"auth": "none"}, client={})
         assert opened["ok"], opened
         assert (opened["session"]["transport"], opened["session"]["target"]) == ("http", url)
+        assert "s3cret" not in json.dumps(daemon.control("list"))
         assert opened["session"]["pid"] is None
         command = daemon.attach("web")
         command.call("initialize", INIT)
