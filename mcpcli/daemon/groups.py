@@ -89,6 +89,13 @@ class GroupRecord:
     def __init__(self, run_dir: Path) -> None:
         self.path = run_dir / "groups"
         self.groups: dict[int, int] = {}
+        self.frozen = False
+
+    def freeze(self) -> None:
+        """Write no more: this daemon is on its way out and has given up its socket, so a
+        new daemon may already own the file (and must not lose its lines to ours). What the
+        file lists stays, so groups this one is still ending are reaped if it is killed now."""
+        self.frozen = True
 
     def add(self, pgid: int) -> None:
         """Remember a group whose leader `pgid` was just started (by us, in a new session)."""
@@ -104,6 +111,8 @@ class GroupRecord:
             self._write()
 
     def _write(self) -> None:
+        if self.frozen:
+            return
         text = "".join(f"{pgid} {started}\n" for pgid, started in self.groups.items())
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

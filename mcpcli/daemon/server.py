@@ -417,6 +417,8 @@ class Daemon:
                 # starts a new daemon instead of talking to one on its way out.
                 accepting.cancel()
                 self._unlink_own_socket()
+                # A newer daemon may own `groups` from now on; ours keeps what it lists.
+                self.groups.freeze()
                 await self._close_all()
                 # Let the commands being answered (a `close`) get their answers.
                 with anyio.move_on_after(DRAIN_GRACE):

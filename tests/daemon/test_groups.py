@@ -106,3 +106,15 @@ def test_reap_ends_a_recorded_group_only_while_it_is_ours(tmp_path: Path) -> Non
         for pipe in (mine.stdin, mine.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+def test_a_daemon_on_its_way_out_leaves_the_record_to_the_next_one(tmp_path: Path) -> None:
+    # Once the stopping daemon has unlinked its socket a new one may have claimed the file:
+    # the old one's last discards must not overwrite the new one's lines.
+    old = groups.GroupRecord(tmp_path)
+    old.add(os.getpid())
+    old.freeze()
+    (tmp_path / "groups").write_text("4242 7\n")  # the new daemon's record
+    old.discard(os.getpid())
+    old.add(os.getppid())
+    assert (tmp_path / "groups").read_text() == "4242 7\n"
