@@ -113,14 +113,18 @@ class GroupRecord:
     def _write(self) -> None:
         if self.frozen:
             return
+        # Best effort: a record that cannot be written (a full disk) must not fail a session.
         text = "".join(f"{pgid} {started}\n" for pgid, started in self.groups.items())
         tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
 
     def recorded(self) -> list[tuple[int, int]]:
         """What the file says (a previous daemon's groups); malformed lines are skipped."""
