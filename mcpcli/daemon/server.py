@@ -33,7 +33,8 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -45,7 +46,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli.client import Client, ClientFeatures, ClientOptions
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
-from mcpcli.daemon import paths, protocol
+from mcpcli.daemon import groups, paths, protocol
 from mcpcli.errors import (
     AuthError,
     McpCliError,
@@ -388,6 +389,8 @@ class Daemon:
         self._connections = 0
         self._idle_connections = anyio.Event()
         self._gone_watch: dict[Attached, set[anyio.CancelScope]] = {}
+        #: The servers' process groups, on disk for the next daemon should this one be killed.
+        self.groups = groups.GroupRecord(self.run_dir)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -399,6 +402,9 @@ class Daemon:
 
         `handle_signals` is off only where the loop is not in the main thread (tests)."""
         listener = await self._listen()
+        # Only now is this the one daemon: end what a killed predecessor left running.
+        for pgid in groups.reap(self.groups):
+            log.info("daemon: ended process group %d left by a previous daemon", pgid)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -413,6 +419,8 @@ class Daemon:
                 # starts a new daemon instead of talking to one on its way out.
                 accepting.cancel()
                 self._unlink_own_socket()
+                # A newer daemon may own `groups` from now on; ours keeps what it lists.
+                self.groups.freeze()
                 await self._close_all()
                 # Let the commands being answered (a `close`) get their answers.
                 with anyio.move_on_after(DRAIN_GRACE):
@@ -758,7 +766,7 @@ class Daemon:
                     ready_at = math.inf
                     held.transport = None
                     try:
-                        transport = open_transport(held.launch, held.connect)
+                        transport = self._recorded(open_transport(held.launch, held.connect))
                         held.transport = transport
                         async with Client(transport, self._client_options(held)) as client:
                             # The handshake was bounded; a command's requests carry their own
@@ -812,6 +820,29 @@ class Daemon:
             held.ready.set()
             held.done.set()
             self._session_ended(held)
+
+    def _recorded(self, transport: Any) -> Any:
+        """The transport, its server's process group (if it starts one) recorded in
+        `<rundir>/groups` while it may be alive, so a killed daemon's successor ends it."""
+        inner = transport.connect
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[Any]:
+            pgid = None
+            try:
+                async with inner() as streams:
+                    process = getattr(transport, "process", None)
+                    if process is not None:
+                        pgid = process.pid
+                        self.groups.add(pgid)
+                    yield streams
+            finally:
+                # The transport ended the group on its way out; keep the record if not.
+                if pgid is not None and not groups.members(pgid):
+                    self.groups.discard(pgid)
+
+        transport.connect = connect
+        return transport
 
     async def _hold(self, held: Held, client: Client) -> None:
         """Until the server goes away, or the session idles out."""
