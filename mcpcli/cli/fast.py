@@ -232,7 +232,8 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
                 return None  # no daemon: the normal path starts none for @NAME and says so
             protocol.send(sock, protocol.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
-                timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"]))
+                timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
+                notifications=True))
             try:
                 answer = _answer(protocol.LineReader(sock), call["quiet"])
             except (protocol.ProtocolViolation, OSError) as exc:

@@ -317,11 +317,14 @@ class _CallSink:
     """A `call` op's connection as a receiver of the server's notifications for that call.
 
     The fast path cannot answer a server request, but it prints the log messages its
-    call caused, as the normal path does: they are written to its connection before
-    the answer line, in the order they came.
+    call caused, as the normal path does: when it asks (`"notifications": true`), they
+    are written to its connection before the answer line, in the order they came.
+    Otherwise (an older command) the answer stays the only line and they go to the
+    session's log; either way the call counts as a command with a request in flight.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, wanted: bool) -> None:
+        self.wanted = wanted
         self.outbox_send, self.outbox = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
 
     def post(self, message: JSON) -> None:
@@ -570,7 +573,7 @@ class Daemon:
                 await self._relay(held, stream, reader)
                 return
             if op == "call":
-                sink = _CallSink()
+                sink = _CallSink(message.get("notifications") is True)
                 answer = await self._unless_hung_up(reader, self._op_call(message, sink), stream, sink)
                 if answer is None:
                     return  # the command went away (Ctrl-C): the call was cancelled
@@ -960,7 +963,7 @@ class Daemon:
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
         owner = self._owner(held)
-        if owner is not None:
+        if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
         line = protocol.encode({"notification": method, "params": params})
