@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from mcpcli.text import LOG_LEVELS
+
 __all__ = [
     "ALL_VERSIONS",
     "CLIENT_CAPABILITIES_KEY",
@@ -66,16 +68,6 @@ MODERN_ERROR_CODES = frozenset(
     {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
 )
 
-LOG_LEVELS: tuple[str, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 # Results that carry cache hints in 2026-07-28.
 CACHEABLE_METHODS = frozenset(

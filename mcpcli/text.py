@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["json_safe", "one_line", "printable", "verbatim"]
+__all__ = ["LOG_LEVELS", "UNASKED_LOG_FLOOR", "json_safe", "log_line", "log_rank", "one_line", "printable", "verbatim"]
 
 #: C0 controls but tab and newline, DEL and C1, then Unicode format characters
 #: (category Cf, bidi overrides U+202A-E and isolates U+2066-9 among them) and
@@ -106,3 +106,30 @@ def json_safe(encoded: str) -> str:
     person's terminal (errors on stderr), never for data on stdout.
     """
     return _ESCAPE.sub(_json_escape, encoded)
+
+
+#: The MCP log levels, least severe first (`mcpcli.protocol` re-exports them).
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: Log messages a server sends without being asked (no --log-level) are shown from here up.
+UNASKED_LOG_FLOOR = "warning"
+
+
+def log_rank(level: object) -> int:
+    """A level's severity; an unknown level counts as the worst (never hidden)."""
+    return LOG_LEVELS.index(level) if isinstance(level, str) and level in LOG_LEVELS else len(LOG_LEVELS) - 1
+
+
+def log_line(params: dict[str, object]) -> str:
+    """A `notifications/message` as one stderr line: `[level] logger: text`.
+
+    Here rather than in the CLI so the `@NAME` fast path prints the very line the
+    normal path prints without importing the CLI.
+    """
+    import json
+
+    level = str(params.get("level", "info"))
+    logger = params.get("logger")
+    data = params.get("data")
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    prefix = f"[{level}]" + (f" {logger}:" if isinstance(logger, str) and logger else "")
+    return printable(f"{prefix} {text}", keep_newlines=False)

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
+from mcpcli import text
 from mcpcli.text import printable
 
 if TYPE_CHECKING:
@@ -63,23 +64,10 @@ def trace_printer(app: App) -> Callable[[str, Message | Batch], None]:
     return trace
 
 
-def _log_line(params: JSON) -> str:
-    level = str(params.get("level", "info"))
-    logger = params.get("logger")
-    data = params.get("data")
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    prefix = f"[{level}]" + (f" {logger}:" if isinstance(logger, str) and logger else "")
-    return printable(f"{prefix} {text}", keep_newlines=False)
-
-
-def _rank(level: Any) -> int:
-    from mcpcli.protocol import LOG_LEVELS
-
-    return LOG_LEVELS.index(level) if level in LOG_LEVELS else len(LOG_LEVELS) - 1
-
-
 #: Log messages a server sends without being asked (no --log-level) are shown from here up.
-UNASKED_LOG_FLOOR = "warning"
+UNASKED_LOG_FLOOR = text.UNASKED_LOG_FLOOR
+_log_line = text.log_line
+_rank = text.log_rank
 
 
 def notification_printer(

@@ -106,7 +106,7 @@ def _parse(tokens: list[str]) -> dict[str, Any] | None:
     if parsed["max_timeout"] is None:
         parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
     parsed.update(session=positionals[0][1:], tool=positionals[1], args=items,
-                  validate="no_validate" not in flags,
+                  validate="no_validate" not in flags, quiet="quiet" in flags,
                   json_errors=bool(flags & {"json_errors", "jsonl"}))
     return parsed
 
@@ -179,6 +179,26 @@ def _stdout_gone() -> int:
     return 0
 
 
+def _answer(reader: Any, quiet: bool) -> dict[str, Any] | None:
+    """The daemon's answer, after printing the notifications the call caused before it.
+
+    Log messages are shown as the normal path's `notification_printer` shows them
+    without --log-level (the fast path takes none): warnings and worse, none with -q.
+    """
+    from mcpcli.text import UNASKED_LOG_FLOOR, log_line, log_rank
+
+    floor = log_rank(UNASKED_LOG_FLOOR)
+    while True:
+        message = reader.read()
+        if message is None or "ok" in message:
+            return message
+        params = message.get("params")
+        if (message.get("method") == "notifications/message" and isinstance(params, dict) and not quiet
+                and log_rank(params.get("level")) >= floor):
+            sys.stderr.write(log_line(params) + "\n")
+            sys.stderr.flush()
+
+
 def try_call(args: list[str], prog: str = "mcp") -> int | None:
     """Run `tools call @NAME ...` through the daemon's `call` op; None: take the normal path."""
     if len(args) < 4 or args[0] != "tools" or args[1] != "call" or os.environ.get("MCPCLI_NO_FAST_PATH"):
@@ -212,9 +232,10 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
                 return None  # no daemon: the normal path starts none for @NAME and says so
             protocol.send(sock, protocol.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
-                timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"]))
+                timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
+                notifications=True))
             try:
-                answer = protocol.LineReader(sock).read()
+                answer = _answer(protocol.LineReader(sock), call["quiet"])
             except (protocol.ProtocolViolation, OSError) as exc:
                 return printer.error("protocol", f"the session daemon sent a bad answer: {exc}", 4)
         finally:

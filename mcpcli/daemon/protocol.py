@@ -3,8 +3,9 @@
 Newline-delimited JSON over a unix socket, UTF-8, one object per line, each at most
 `MAX_MESSAGE_BYTES`. The command's first line is a request `{"mcpcli": 1, "op": ...}`;
 the daemon's first line answers it with `{"ok": true, ...}` or `{"ok": false, "error":
-{...}}`. After a successful `attach` the connection carries MCP JSON-RPC messages, one
-per line, as over stdio.
+{...}}` (a `call` sent with `"notifications": true` may get the JSON-RPC notifications
+of its call first: the answer is the first line with `"ok"`). After a successful `attach`
+the connection carries MCP JSON-RPC messages, one per line, as over stdio.
 
 The daemon's environment and directory are not the command's (it runs in `/`, with the
 environment of whichever command started it), so an `open` carries what depends on them:

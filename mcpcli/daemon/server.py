@@ -49,9 +49,11 @@ from mcpcli.connect import ConnectOptions, open_transport
 from mcpcli.daemon import groups, paths, protocol
 from mcpcli.errors import (
     AuthError,
+    ConnectionClosed,
     McpCliError,
     RequestTimeout,
     RPCError,
+    ServerShuttingDown,
     TransportError,
     UsageError,
     unwrap,
@@ -113,6 +115,13 @@ def error_answer(exc: BaseException) -> JSON:
     if isinstance(exc, McpCliError):
         answer["error"]["type"] = exc.kind
     return answer
+
+
+def _gone_message(held: Held, typed: McpCliError) -> str:
+    """Why a request failed when the session's server went away under it, with the way out."""
+    unavailable = held.unavailable() if held.state == "exited" else None
+    text = unavailable.message if unavailable is not None else typed.message
+    return f"{text} (run `mcp session restart {held.name}`)"
 
 
 def _seconds(value: Any) -> float | None:
@@ -183,6 +192,8 @@ class Held:
     calls: int = 0
     #: `call` ops being served (commands that cannot answer a server request).
     calls_in_flight: int = 0
+    #: The connections of the `call` ops being served, which take their call's notifications.
+    call_sinks: set[_CallSink] = field(default_factory=set)
     last_stderr: list[str] = field(default_factory=list)
     error: McpCliError | None = None
     ever_ready: bool = False
@@ -303,6 +314,36 @@ class Attached:
             raise RPCError(int(err.get("code", -32603)), str(err.get("message", "error")), err.get("data"))
         result = answer.message.get("result")
         return result if isinstance(result, dict) else {}
+
+
+class _CallSink:
+    """A `call` op's connection as a receiver of the server's notifications for that call.
+
+    The fast path cannot answer a server request, but it prints the log messages its
+    call caused, as the normal path does: when it asks (`"notifications": true`), they
+    are written to its connection before the answer line, in the order they came.
+    Otherwise (an older command) the answer stays the only line and they go to the
+    session's log; either way the call counts as a command with a request in flight.
+    """
+
+    def __init__(self, wanted: bool) -> None:
+        self.wanted = wanted
+        self.outbox_send, self.outbox = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
+
+    def post(self, message: JSON) -> None:
+        """Queue a notification for the command (never blocks; drops if it stopped reading)."""
+        with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                                 protocol.ProtocolViolation):
+            self.outbox_send.send_nowait(protocol.encode(message))
+
+    async def pump(self, stream: SocketStream) -> None:
+        """Write what was queued until the call is answered (`outbox_send` closed)."""
+        async with self.outbox:
+            async for data in self.outbox:
+                try:
+                    await stream.send(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    return
 
 
 @dataclass
@@ -542,7 +583,8 @@ class Daemon:
                 await self._relay(held, stream, reader)
                 return
             if op == "call":
-                answer = await self._unless_hung_up(reader, self._op_call(message))
+                sink = _CallSink(message.get("notifications") is True)
+                answer = await self._unless_hung_up(reader, self._op_call(message, sink), stream, sink)
                 if answer is None:
                     return  # the command went away (Ctrl-C): the call was cancelled
             else:
@@ -554,13 +596,31 @@ class Daemon:
             answer = error_answer(typed)
         await self._answer(stream, answer)
 
-    async def _unless_hung_up(self, reader: BufferedByteReceiveStream, work: Awaitable[JSON]) -> JSON | None:
-        """Run `work` unless the command hangs up first; then cancel it (on the server too)."""
+    async def _unless_hung_up(self, reader: BufferedByteReceiveStream, work: Awaitable[JSON],
+                              stream: SocketStream, sink: _CallSink) -> JSON | None:
+        """Run `work` unless the command hangs up first; then cancel it (on the server too).
+
+        The notifications routed to `sink` meanwhile are written out before this returns
+        (so before the answer), its error too."""
         done: list[JSON] = []
+        failed: list[Exception] = []
         async with anyio.create_task_group() as tg:
             async def run() -> None:
-                done.append(await work)
+                try:
+                    done.append(await work)
+                except Exception as exc:  # answered after the notifications it followed
+                    failed.append(exc)
+                sink.outbox_send.close()
+                await pumped.wait()
                 tg.cancel_scope.cancel()
+
+            pumped = anyio.Event()
+
+            async def pump() -> None:
+                try:
+                    await sink.pump(stream)
+                finally:
+                    pumped.set()
 
             async def watch() -> None:
                 with contextlib.suppress(Exception):
@@ -569,6 +629,9 @@ class Daemon:
 
             tg.start_soon(run)
             tg.start_soon(watch)
+            tg.start_soon(pump)
+        if failed:
+            raise failed[0]
         return done[0] if done else None
 
     def _find(self, name: Any) -> Held:
@@ -677,10 +740,17 @@ class Daemon:
             text = ""
         return protocol.ok(path=str(held.log_path), text=text)
 
-    async def _op_call(self, message: JSON) -> JSON:
+    async def _op_call(self, message: JSON, sink: _CallSink) -> JSON:
+        held = await self._usable(message.get("name"))
+        held.call_sinks.add(sink)
+        try:
+            return await self._call(held, message)
+        finally:
+            held.call_sinks.discard(sink)
+
+    async def _call(self, held: Held, message: JSON) -> JSON:
         from mcpcli.args import build_arguments, unknown_tool
 
-        held = await self._usable(message.get("name"))
         client = held.client
         assert client is not None
         tool = message.get("tool")
@@ -727,6 +797,14 @@ class Daemon:
             # The command's --timeout and --max-timeout, as its own client would apply them
             # (progress restarts the clock; the server is told on timeout).
             result = await client.call_tool(tool, arguments, timeout=timeout, max_timeout=max_timeout)
+        except Exception as exc:
+            typed = _typed(exc)
+            if not isinstance(typed, ConnectionClosed):
+                raise
+            # The server went away under the call: what the relay tells an attached command,
+            # as its client words it (`session.rpc_error_from`), so both paths print one line.
+            raise ServerShuttingDown(
+                f"the server shut down before answering: {_gone_message(held, typed)}") from None
         finally:
             held.calls_in_flight -= 1
         return protocol.ok(result=result)
@@ -887,15 +965,16 @@ class Daemon:
 
     # -- routing of the server's messages --------------------------------------------
 
-    def _owner(self, held: Held) -> Attached | None:
+    def _owner(self, held: Held) -> Attached | _CallSink | None:
         """The one command with requests in flight, if exactly one has (a `call` op counts
-        as a command, one that cannot answer)."""
-        busy = [a for a in held.attached if a.inflight]
-        return busy[0] if len(busy) == 1 and not held.calls_in_flight else None
+        as a command, one that takes notifications but cannot answer a request)."""
+        busy: list[Attached | _CallSink] = [a for a in held.attached if a.inflight]
+        busy.extend(held.call_sinks)
+        return busy[0] if len(busy) == 1 else None
 
     async def _server_request(self, held: Held, method: str, params: JSON) -> JSON:
         owner = self._owner(held)
-        if owner is None:
+        if not isinstance(owner, Attached):
             log.info("session %s: declined %s (no single command to ask)", held.name, method)
             return _declined(method)
         return await owner.ask(method, params)
@@ -917,7 +996,7 @@ class Daemon:
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
         owner = self._owner(held)
-        if owner is not None:
+        if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
         line = protocol.encode({"notification": method, "params": params})
@@ -1087,10 +1166,8 @@ class Daemon:
                 error: JSON = {"code": typed.code, "message": typed.rpc_message, "data": typed.data}
             else:
                 # A shutting-down error: the command's client reports the connection (exit 4).
-                unavailable = held.unavailable() if held.state == "exited" else None
-                text = unavailable.message if unavailable is not None else typed.message
                 error = {"code": SHUTTING_DOWN, "data": {"reason": "shutdown"},
-                         "message": f"{text} (run `mcp session restart {held.name}`)"}
+                         "message": _gone_message(held, typed)}
             attached.post({"jsonrpc": "2.0", "id": request_id, "error": error})
         finally:
             attached.inflight.pop(request_id, None)

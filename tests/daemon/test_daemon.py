@@ -16,6 +16,7 @@ from .conftest import (
     Attached,
     DaemonProcess,
     alive,
+    connect,
     control,
     in_process,
     open_request,
@@ -385,3 +386,30 @@ def test_a_command_attaching_while_the_session_starts_waits_for_it(daemon: Daemo
     finally:
         opening.join(60)
     assert opened[0]["ok"]
+
+
+def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
+    daemon: DaemonProcess, run_dir: Path
+) -> None:
+    """`"notifications": true`: the call's log messages come first, as JSON-RPC lines, in
+    order; without it the answer is the only line and they go to the session's log."""
+    from mcpcli.daemon import protocol
+
+    assert daemon.control("open", **open_request("lg", fake_server("--log-unasked")))["ok"]
+    fields = {"name": "lg", "tool": "echo", "args": ["message=hi"], "json": None, "timeout": 30,
+              "validate": True}
+    with connect(run_dir) as sock:
+        protocol.send(sock, protocol.request("call", notifications=True, **fields))
+        reader = protocol.LineReader(sock)
+        lines = [reader.read(), reader.read(), reader.read()]
+        assert reader.read() is None  # the answer ends the connection's traffic
+    levels = [(line or {}).get("params", {}).get("level") for line in lines[:2]]
+    assert [(line or {}).get("method") for line in lines[:2]] == ["notifications/message"] * 2
+    assert levels == ["info", "error"]
+    assert (lines[2] or {}).get("ok") is True
+    log = run_dir / "sessions" / "lg.log"
+    assert "error note" not in (log.read_text() if log.exists() else "")
+
+    answer = daemon.control("call", **fields)  # the first line, as for every other op
+    assert answer["ok"] is True
+    wait_until(lambda: log.exists() and "error note" in log.read_text(), what="the note in the session log")

@@ -215,9 +215,8 @@ def test_the_parser_reads_what_click_reads(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_json_rpc_error_exits_5_with_the_normal_paths_error_line(real: Path) -> None:  # noqa: F811
     """server-everything answers every failure as isError; the fake server's `fail` is -32000.
 
-    The fake server also sends a log message (level error) before answering: the full path
-    prints it, the fast path leaves it in the session's log (README: Sessions), so only the
-    error lines are compared here."""
+    The fake server also sends a log message (level error) before answering: both paths
+    print it first, then the error line."""
     opened = mcp_in("session", "open", "fk", "--", *fake_server("--evil", "it broke"))
     assert opened.code == 0, opened
     for extra in ([], ["--json"]):
@@ -225,9 +224,55 @@ def test_a_json_rpc_error_exits_5_with_the_normal_paths_error_line(real: Path) -
         fast, loaded = main_process(*args)
         assert not loaded
         normal = mcp_in(*args)
-        assert fast.code == normal.code == 5, (fast, normal)
-        assert fast.stdout == normal.stdout == ""
-        assert fast.stderr.splitlines() == normal.stderr.splitlines()[-len(fast.stderr.splitlines()):]
+        assert fast.code == 5, (fast, normal)
+        _same(fast, normal)
     assert fast.stderr == (
+        "[error] fake: it broke\n"
         '{"error":{"type":"rpc","message":"it broke (code -32000)","exitCode":5,'
         '"rpc":{"code":-32000,"message":"it broke"}}}\n')
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["-q"], ["--quiet", "--json"]])
+def test_log_messages_of_the_call_reach_its_stderr_as_on_the_normal_path(
+    real: Path, extra: list[str]  # noqa: F811
+) -> None:
+    """A server logging during the call (info and error, unasked): warnings and worse are
+    printed before the result, byte for byte as the normal path prints them; -q drops them."""
+    opened = mcp_in("session", "open", "lg", "--", *fake_server("--log-unasked"))
+    assert opened.code == 0, opened
+    args = ["tools", "call", "@lg", "echo", "--arg", "message=hi", *extra]
+    fast, loaded = main_process(*args)
+    assert not loaded, f"the fast path was not taken (or loaded {loaded})"
+    normal = mcp_in(*args)
+    assert fast.code == 0, fast
+    _same(fast, normal)
+    quiet = bool({"-q", "--quiet"} & set(extra))
+    assert fast.stderr == ("" if quiet else "[error] fake: error note\n")
+    # Nothing of the call's was left to the session's log instead.
+    logs = mcp_in("session", "logs", "lg")
+    assert "error note" not in logs.stdout
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_a_server_that_crashes_mid_call_gets_the_normal_paths_exit_4(
+    real: Path, extra: list[str]  # noqa: F811
+) -> None:
+    """The same error line (the server's last stderr line, the way out) and exit code as
+    the normal path's, in both error formats (the session is restarted between)."""
+    opened = mcp_in("session", "open", "cr", "--", *fake_server("--crash-on-call", "3"))
+    assert opened.code == 0, opened
+    results = []
+    for fast_path in (True, False):
+        args = ["tools", "call", "@cr", "echo", "--arg", "message=hi", *extra]
+        if fast_path:
+            result, loaded = main_process(*args)
+            assert not loaded
+        else:
+            result = mcp_in(*args)
+        results.append(result)
+        restarted = mcp_in("session", "restart", "cr")
+        assert restarted.code == 0, restarted
+    fast, normal = results
+    assert fast.code == 4, fast
+    _same(fast, normal)
+    assert "crashing now" in fast.stderr and "mcp session restart cr" in fast.stderr
