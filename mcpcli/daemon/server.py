@@ -9,9 +9,11 @@ turns the connection into a JSON-RPC relay onto the session's held connection:
 * requests go out under fresh ids (the held `Session` allocates them) and progress
   tokens under daemon-unique ones, so many commands share one connection without
   seeing each other's answers or progress;
-* the server's requests and notifications go to the one command with requests in
-  flight; with none or several, requests are declined (as a client without the
-  capability would) and notifications go to the session's log;
+* the server's requests and notifications go to the command whose request caused
+  them where the transport says so (Streamable HTTP: the request whose stream carried
+  them), else to the one command with requests in flight; with none or several,
+  requests are declined (as a client without the capability would) and notifications
+  go to the session's log;
 * `resources/subscribe` is shared: the server sees one subscription per URI, every
   subscribed command gets its updates, and the last one to leave unsubscribes.
 
@@ -42,7 +44,7 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcpcli.client import Client, ClientFeatures, ClientOptions
+from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
 from mcpcli.daemon import paths, protocol
@@ -55,6 +57,7 @@ from mcpcli.errors import (
     UsageError,
     unwrap,
 )
+from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 
 __all__ = ["Daemon", "error_answer", "main"]
@@ -196,6 +199,9 @@ class Held:
     attached: set[Attached] = field(default_factory=set)
     #: Daemon progress token -> (the command, its own token).
     tokens: dict[str, tuple[Attached, Any]] = field(default_factory=dict)
+    #: Our id of a request in flight on the held connection -> the command it is for, so
+    #: a server message the transport ties to that request goes to that command.
+    requests: dict[RequestId, Attached] = field(default_factory=dict)
     #: URI -> the commands subscribed to it (the server sees one subscription).
     subscribers: dict[str, set[Attached]] = field(default_factory=dict)
     #: (method, cursor) -> (monotonic expiry, result): a modern server's fresh list results.
@@ -850,18 +856,27 @@ class Daemon:
             for scope in attached.inflight.values():
                 scope.cancel()
         held.tokens.clear()
+        held.requests.clear()
         held.subscribers.clear()
 
     # -- routing of the server's messages --------------------------------------------
 
-    def _owner(self, held: Held) -> Attached | None:
-        """The one command with requests in flight, if exactly one has (a `call` op counts
-        as a command, one that cannot answer)."""
+    def _owner(self, held: Held, related: RequestId | None) -> Attached | None:
+        """The command a server message is for.
+
+        The transport may say which of our requests caused it (`related`: the request
+        whose Streamable HTTP stream carried it): then the command that request was
+        forwarded for, and nobody when it was not forwarded for an attached command (a
+        `call` op's). Else the one command with requests in flight, if exactly one has
+        (a `call` op counts as a command, one that cannot answer)."""
+        if related is not None:
+            owner = held.requests.get(related)
+            return owner if owner is not None and owner in held.attached else None
         busy = [a for a in held.attached if a.inflight]
         return busy[0] if len(busy) == 1 and not held.calls_in_flight else None
 
     async def _server_request(self, held: Held, method: str, params: JSON) -> JSON:
-        owner = self._owner(held)
+        owner = self._owner(held, caused_by.get())
         if owner is None:
             log.info("session %s: declined %s (no single command to ask)", held.name, method)
             return _declined(method)
@@ -883,7 +898,7 @@ class Daemon:
             for attached in held.subscribers.get(uri, set()) if isinstance(uri, str) else set():
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        owner = self._owner(held)
+        owner = self._owner(held, caused_by.get())
         if owner is not None:
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
@@ -1039,10 +1054,15 @@ class Daemon:
                         token = f"mcpcli-p{next(self.ids)}"
                         held.tokens[token] = (attached, meta["progressToken"])
                         sent["_meta"] = {**meta, "progressToken": token}
-                    result = await client.session.request(
-                        method, sent, timeout=None, max_timeout=None, progress_token=False,
-                        headers=client.request_headers(method, sent),
-                    )
+                    ours = client.session.next_id()
+                    held.requests[ours] = attached
+                    try:
+                        result = await client.session.request(
+                            method, sent, timeout=None, max_timeout=None, progress_token=False,
+                            headers=client.request_headers(method, sent), request_id=ours,
+                        )
+                    finally:
+                        held.requests.pop(ours, None)
                     self._remember_list(held, method, params, result)
                 attached.post({"jsonrpc": "2.0", "id": request_id, "result": result})
                 if _keeps_token(result):
