@@ -307,3 +307,30 @@ def test_over_streamable_http_a_server_request_goes_to_the_command_whose_call_ca
         busy.close()
         asking.close()
         assert daemon.control("close", name="web")["closed"] == ["web"]
+
+
+def test_over_stdio_a_tasks_input_request_goes_to_the_command_waiting_on_its_result(
+    daemon: DaemonProcess, ev: dict[str, Any]
+) -> None:
+    # Stdio carries no request link, but a task's messages name the task (related-task
+    # `_meta`): the command blocked in that task's tasks/result is asked, not the other one.
+    busy, asking = daemon.attach("ev"), daemon.attach("ev")
+    busy.send({"id": 1, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 1}}})
+    wait_until(lambda: daemon.control("list")["sessions"][0]["idle_seconds"] == 0.0, what="a call in flight")
+    created = asking.call("tools/call", {"name": "simulate-research-query",
+                                         "arguments": {"topic": "otters", "ambiguous": True},
+                                         "task": {"ttl": 60000}})
+    task_id = created["task"]["taskId"]
+    waiting = asking.request("tasks/result", {"taskId": task_id})
+    asked = asking.read()
+    while "id" not in asked:  # notifications may come first
+        asked = asking.read()
+    assert asked["method"] == "elicitation/create", asked
+    assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    asking.send({"id": asked["id"], "result": {"action": "decline"}})
+    response, _ = asking.until_response(waiting)
+    assert "result" in response, response
+    busy.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+    busy.close()
+    asking.close()
