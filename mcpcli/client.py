@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ from mcpcli.errors import (
     TransportError,
     UnsupportedVersionError,
 )
-from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request
+from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
 from mcpcli.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -55,7 +56,7 @@ from mcpcli.session import ProgressHandler, RequestContext, Session, Tracer
 from mcpcli.tasks import TaskOptions
 from mcpcli.transports import Envelope, Transport
 
-__all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription"]
+__all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription", "caused_by"]
 
 log = logging.getLogger("mcpcli.client")
 
@@ -65,6 +66,12 @@ Sampler = Callable[[JSON], Awaitable[JSON]]
 NotificationCallback = Callable[[str, JSON], None]
 #: Sees notifications before anyone else; True means it consumed the notification.
 NotificationTap = Callable[[str, JSON], bool]
+
+#: While a feature callback (elicit, sample) or `on_notification` runs: the id of our
+#: request whose stream carried the server's message (Streamable HTTP), else None.
+#: A context variable, so every callback keeps its one-argument shape; the session
+#: daemon reads it to route the message to the command that made that request.
+caused_by: ContextVar[RequestId | None] = ContextVar("mcpcli_caused_by", default=None)
 
 #: Bound on multi-round-trip retries of one request.
 MAX_INPUT_ROUNDS = 16
@@ -612,7 +619,11 @@ class Client:
         raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _on_request(self, request: Request, ctx: RequestContext) -> JSON:
-        result = await self._serve_client_request(request.method, request.params or {})
+        token = caused_by.set(ctx.related_request_id)
+        try:
+            result = await self._serve_client_request(request.method, request.params or {})
+        finally:
+            caused_by.reset(token)
         related = ctx.meta.get(RELATED_TASK_KEY)
         if isinstance(related, dict):
             # A request on behalf of a task (2025-11-25): the answer says which task.
@@ -657,7 +668,11 @@ class Client:
             self._tools = None
         callback = self.options.on_notification
         if callback is not None and not delivered:
-            callback(note.method, params)
+            token = caused_by.set(envelope.related_request_id)
+            try:
+                callback(note.method, params)
+            finally:
+                caused_by.reset(token)
 
     # -- operations --------------------------------------------------------------
 

@@ -183,13 +183,18 @@ class _Pending:
 class RequestContext:
     """What a handler of an incoming request can do while it runs."""
 
-    __slots__ = ("_session", "context", "request")
+    __slots__ = ("_session", "context", "related_request_id", "request")
 
-    def __init__(self, session: Session, request: Request, context: Any) -> None:
+    def __init__(
+        self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
+    ) -> None:
         self._session = session
         self.request = request
         #: The transport's facts about the request (HTTP headers, principal).
         self.context = context
+        #: Our own request that caused this one, where the transport knows (it came on
+        #: that request's Streamable HTTP stream).
+        self.related_request_id = related_request_id
 
     @property
     def id(self) -> RequestId:
@@ -361,16 +366,20 @@ class Session:
         cancel_on_timeout: bool = True,
         headers: Mapping[str, str] | None = None,
         related_request_id: RequestId | None = None,
+        request_id: RequestId | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result; raise `RPCError` on an error response.
 
         `timeout` (seconds; True means the session default, None means none) is
         reset by each progress notification but never beyond `max_timeout`. On
         timeout or cancellation the peer gets `notifications/cancelled`.
+        `request_id` (taken from `next_id()`) is for a caller that must know the id
+        before the answer comes (to tell which server messages the request caused).
         """
         tmo = self.default_timeout if timeout is True else timeout
         hard = self.max_timeout if max_timeout is True else max_timeout
-        request_id = self.next_id()
+        if request_id is None:
+            request_id = self.next_id()
         if progress_token:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
@@ -567,7 +576,8 @@ class Session:
         try:
             if self._on_request is None:
                 raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            result = await self._on_request(request, RequestContext(self, request, envelope.context))
+            ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
+            result = await self._on_request(request, ctx)
             response = Response(request.id, result)
         except RPCError as exc:
             response = ErrorResponse(request.id, ErrorObject(exc.code, exc.rpc_message, exc.data))

@@ -9,9 +9,12 @@ turns the connection into a JSON-RPC relay onto the session's held connection:
 * requests go out under fresh ids (the held `Session` allocates them) and progress
   tokens under daemon-unique ones, so many commands share one connection without
   seeing each other's answers or progress;
-* the server's requests and notifications go to the one command with requests in
-  flight; with none or several, requests are declined (as a client without the
-  capability would) and notifications go to the session's log;
+* the server's requests and notifications go to the command whose request caused
+  them where the transport says so (Streamable HTTP: the request whose stream carried
+  them), or to the one waiting on the task a message is tagged with, else to the one
+  command with requests in flight; with none or several,
+  requests are declined (as a client without the capability would) and notifications
+  go to the session's log;
 * `resources/subscribe` is shared: the server sees one subscription per URI, every
   subscribed command gets its updates, and the last one to leave unsubscribes.
 
@@ -43,7 +46,7 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcpcli.client import Client, ClientFeatures, ClientOptions
+from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
 from mcpcli.daemon import groups, paths, protocol
@@ -58,7 +61,8 @@ from mcpcli.errors import (
     UsageError,
     unwrap,
 )
-from mcpcli.protocol import SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.jsonrpc import RequestId
+from mcpcli.protocol import RELATED_TASK_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 
 __all__ = ["Daemon", "error_answer", "main"]
 
@@ -208,6 +212,12 @@ class Held:
     attached: set[Attached] = field(default_factory=set)
     #: Daemon progress token -> (the command, its own token).
     tokens: dict[str, tuple[Attached, Any]] = field(default_factory=dict)
+    #: Our id of a request in flight on the held connection -> the command it is for, so
+    #: a server message the transport ties to that request goes to that command.
+    requests: dict[RequestId, Attached] = field(default_factory=dict)
+    #: Task id -> the command with a `tasks/result` for it in flight: a server message
+    #: tagged with that task (`_meta` related-task, 2025-11-25) is for that command.
+    task_waiters: dict[str, Attached] = field(default_factory=dict)
     #: URI -> the commands subscribed to it (the server sees one subscription).
     subscribers: dict[str, set[Attached]] = field(default_factory=dict)
     #: (method, cursor) -> (monotonic expiry, result): a modern server's fresh list results.
@@ -961,19 +971,39 @@ class Daemon:
             for scope in attached.inflight.values():
                 scope.cancel()
         held.tokens.clear()
+        held.requests.clear()
+        held.task_waiters.clear()
         held.subscribers.clear()
 
     # -- routing of the server's messages --------------------------------------------
 
-    def _owner(self, held: Held) -> Attached | _CallSink | None:
-        """The one command with requests in flight, if exactly one has (a `call` op counts
-        as a command, one that takes notifications but cannot answer a request)."""
+    def _owner(self, held: Held, related: RequestId | None, params: JSON) -> Attached | _CallSink | None:
+        """The command a server message is for.
+
+        The transport may say which of our requests caused it (`related`: the request
+        whose Streamable HTTP stream carried it): then the command that request was
+        forwarded for; a request no attached command made is a `call` op's when exactly
+        one is running (else nobody's). A message tagged with a task (any transport) is
+        for the command waiting on that task's `tasks/result`. Else the one command with
+        requests in flight, if exactly one has (a `call` op counts as a command, one that
+        takes notifications but cannot answer a request)."""
+        if related is not None:
+            owner = held.requests.get(related)
+            if owner is not None and owner in held.attached:
+                return owner
+            return next(iter(held.call_sinks)) if len(held.call_sinks) == 1 else None
+        meta = params.get("_meta")
+        task = meta.get(RELATED_TASK_KEY) if isinstance(meta, dict) else None
+        task_id = task.get("taskId") if isinstance(task, dict) else None
+        waiter = held.task_waiters.get(task_id) if isinstance(task_id, str) else None
+        if waiter is not None and waiter in held.attached:
+            return waiter
         busy: list[Attached | _CallSink] = [a for a in held.attached if a.inflight]
         busy.extend(held.call_sinks)
         return busy[0] if len(busy) == 1 else None
 
     async def _server_request(self, held: Held, method: str, params: JSON) -> JSON:
-        owner = self._owner(held)
+        owner = self._owner(held, caused_by.get(), params)
         if not isinstance(owner, Attached):
             log.info("session %s: declined %s (no single command to ask)", held.name, method)
             return _declined(method)
@@ -995,7 +1025,7 @@ class Daemon:
             for attached in held.subscribers.get(uri, set()) if isinstance(uri, str) else set():
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        owner = self._owner(held)
+        owner = self._owner(held, caused_by.get(), params)
         if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
@@ -1151,10 +1181,20 @@ class Daemon:
                         token = f"mcpcli-p{next(self.ids)}"
                         held.tokens[token] = (attached, meta["progressToken"])
                         sent["_meta"] = {**meta, "progressToken": token}
-                    result = await client.session.request(
-                        method, sent, timeout=None, max_timeout=None, progress_token=False,
-                        headers=client.request_headers(method, sent),
-                    )
+                    ours = client.session.next_id()
+                    held.requests[ours] = attached
+                    task_id = params.get("taskId") if method == "tasks/result" else None
+                    if isinstance(task_id, str):
+                        held.task_waiters[task_id] = attached
+                    try:
+                        result = await client.session.request(
+                            method, sent, timeout=None, max_timeout=None, progress_token=False,
+                            headers=client.request_headers(method, sent), request_id=ours,
+                        )
+                    finally:
+                        held.requests.pop(ours, None)
+                        if isinstance(task_id, str) and held.task_waiters.get(task_id) is attached:
+                            del held.task_waiters[task_id]
                     self._remember_list(held, method, params, result)
                 attached.post({"jsonrpc": "2.0", "id": request_id, "result": result})
                 if _keeps_token(result):

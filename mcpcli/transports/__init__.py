@@ -63,7 +63,9 @@ class Envelope:
 
     `related_request_id` ties an outgoing server message (progress, a log line,
     the response) to the incoming request it belongs to, so an HTTP transport
-    can put it on that request's stream. `headers` are extra HTTP headers for an
+    can put it on that request's stream; on an incoming server request or
+    notification it names our request whose stream carried it (Streamable HTTP),
+    so whoever answers knows which of its requests caused it. `headers` are extra HTTP headers for an
     outgoing client request (`Mcp-Param-*`). `context` is what the transport
     knows about an incoming message (the HTTP request, the authenticated
     principal), passed through to handlers.

@@ -13,7 +13,8 @@ message itself:
 * legacy (2025-03-26 .. 2025-11-25) traffic: `Mcp-Session-Id` from the
   initialize response is sent on everything after it, `MCP-Protocol-Version`
   from 2025-06-18; server requests and notifications on a response stream are
-  delivered to the session and answered by POST; a 404 on a known session
+  delivered to the session (tagged with the request whose POST opened that
+  stream, `Envelope.related_request_id`) and answered by POST; a 404 on a known session
   re-initialises once; broken SSE streams resume with GET + `Last-Event-ID`
   after the server's `retry`; `open_standalone_stream()` opens the GET stream
   for server-initiated messages; the session is DELETEd on exit (405 is fine).
@@ -91,6 +92,8 @@ NOTIFY_TIMEOUT = 30.0
 SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
 
 Deliver = Callable[[Envelope | Exception], Awaitable[None]]
+#: The request id the GET stream's messages are read under: they belong to no request.
+STANDALONE = "\x00standalone"
 
 
 class _Active:
@@ -554,7 +557,7 @@ class StreamableHttpTransport(Transport):
                     )
                 )
                 return False
-            await self._deliver(Envelope(message))
+            await self._deliver(Envelope(message, _related(original_id)))
             return False
         if isinstance(message, Notification) and sent_id != original_id:
             params = message.params or {}
@@ -564,7 +567,7 @@ class StreamableHttpTransport(Transport):
                     return False  # the client already has the first acknowledgement
                 meta = {**meta, SUBSCRIPTION_ID_KEY: original_id}
                 message = Notification(message.method, {**params, "_meta": meta})
-        await self._deliver(Envelope(message))
+        await self._deliver(Envelope(message, _related(original_id)))
         return False
 
     def _note_result(self, request_id: RequestId, result: dict[str, Any]) -> None:
@@ -764,7 +767,7 @@ class StreamableHttpTransport(Transport):
                         self._standalone_open = True
                         ready.set()
                         before = decoder.last_event_id
-                        await self._read_sse(response, decoder, "\x00standalone", "\x00standalone")
+                        await self._read_sse(response, decoder, STANDALONE, STANDALONE)
                         failures = 0 if decoder.last_event_id != before else failures + 1
                 except TransportError as exc:
                     failures += 1
@@ -774,6 +777,13 @@ class StreamableHttpTransport(Transport):
         finally:
             self._standalone_open = False
             ready.set()
+
+
+def _related(original_id: RequestId) -> RequestId | None:
+    """The request a server message read off a response stream belongs to (its
+    `Envelope.related_request_id`): the one whose POST opened that stream; None on the
+    GET stream, which belongs to no request."""
+    return None if original_id == STANDALONE else original_id
 
 
 class _SessionExpired(Exception):

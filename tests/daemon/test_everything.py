@@ -275,3 +275,65 @@ def test_twenty_concurrent_commands_each_get_their_own_answer(daemon: DaemonProc
         assert text_of(response["result"]) == f"Echo: from {n}"
         command.close()
     assert daemon.control("list")["sessions"][0]["calls"] == 20
+
+
+def test_over_streamable_http_a_server_request_goes_to_the_command_whose_call_caused_it(
+    daemon: DaemonProcess, peers: Peers
+) -> None:
+    # Over stdio two busy commands make the elicitation unroutable (declined, above); over
+    # Streamable HTTP it arrives on the stream of the POST that caused it, which says whose.
+    from client.conftest import listening
+    from helpers import free_port
+
+    port = free_port()
+    with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:
+        entry = {"name": "web", "url": url, "transport": "http"}
+        opened = daemon.control("open", name="web", entry=entry, connect={"auth": "none"}, client={})
+        assert opened["ok"], opened
+        busy, asking = daemon.attach("web"), daemon.attach("web")
+        for command in (busy, asking):
+            command.call("initialize", INIT)
+        busy.send({"id": 1, "method": "tools/call", "params": {
+            "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 1}}})
+        wait_until(lambda: daemon.control("list")["sessions"][0]["idle_seconds"] == 0.0, what="a call in flight")
+        call = asking.request("tools/call", {"name": "trigger-elicitation-request", "arguments": {}})
+        asked = asking.read()
+        while "id" not in asked:  # notifications may come first
+            asked = asking.read()
+        assert asked["method"] == "elicitation/create"
+        assert asked["params"]["message"].startswith("Please provide")
+        asking.send({"id": asked["id"], "result": {"action": "cancel"}})
+        response, _ = asking.until_response(call)
+        assert "cancelled" in text_of(response["result"])
+        # The busy command was never asked; its call is still running, then cancelled.
+        busy.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+        busy.close()
+        asking.close()
+        assert daemon.control("close", name="web")["closed"] == ["web"]
+
+
+def test_over_stdio_a_tasks_input_request_goes_to_the_command_waiting_on_its_result(
+    daemon: DaemonProcess, ev: dict[str, Any]
+) -> None:
+    # Stdio carries no request link, but a task's messages name the task (related-task
+    # `_meta`): the command blocked in that task's tasks/result is asked, not the other one.
+    busy, asking = daemon.attach("ev"), daemon.attach("ev")
+    busy.send({"id": 1, "method": "tools/call", "params": {
+        "name": "trigger-long-running-operation", "arguments": {"duration": 30, "steps": 1}}})
+    wait_until(lambda: daemon.control("list")["sessions"][0]["idle_seconds"] == 0.0, what="a call in flight")
+    created = asking.call("tools/call", {"name": "simulate-research-query",
+                                         "arguments": {"topic": "otters", "ambiguous": True},
+                                         "task": {"ttl": 60000}})
+    task_id = created["task"]["taskId"]
+    waiting = asking.request("tasks/result", {"taskId": task_id})
+    asked = asking.read()
+    while "id" not in asked:  # notifications may come first
+        asked = asking.read()
+    assert asked["method"] == "elicitation/create", asked
+    assert asked["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    asking.send({"id": asked["id"], "result": {"action": "decline"}})
+    response, _ = asking.until_response(waiting)
+    assert "result" in response, response
+    busy.send({"method": "notifications/cancelled", "params": {"requestId": 1}})
+    busy.close()
+    asking.close()
