@@ -204,6 +204,13 @@ class App:
         from mcpcli.connect import connect
 
         entry = self.resolve(target)
+        if entry.transport == "session":
+            ignored = [flag for flag, given in (("--env", conn.env), ("--cwd", conn.cwd), ("--header", conn.header)) if given]
+            if ignored:
+                self.warn(
+                    f"{', '.join(ignored)} ignored: session {entry.name!r} keeps what it was opened "
+                    f"with (give them to `mcp session open`)"
+                )
         try:
             async with connect(entry, conn.connect_options(self), conn.client_options(self)) as client:
                 yield client

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-__all__ = ["prompt_names", "server_names", "tool_names"]
+__all__ = ["prompt_names", "server_names", "session_names", "tool_names"]
 
 
 def server_names() -> list[str]:
@@ -31,6 +31,17 @@ def server_names() -> list[str]:
     except ImportError:
         pass
     return names
+
+
+def session_names() -> list[str]:
+    """The sessions the daemon holds, if one runs (completion never starts it)."""
+    from mcpcli import sessions
+    from mcpcli.errors import McpCliError
+
+    try:
+        return [info.name for info in sessions.list_sessions(timeout=1.0)]
+    except (McpCliError, OSError):
+        return []
 
 
 def tool_names(ctx: object, incomplete: str) -> list[str]:

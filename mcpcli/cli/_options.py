@@ -83,6 +83,10 @@ def _complete_target(ctx: click.Context, param: click.Parameter, incomplete: str
     if not incomplete.startswith(("http:", "https:")):
         items.append(CompletionItem(incomplete, type="file"))
     items.extend(CompletionItem(n) for n in server_names() if n.startswith(incomplete))
+    if not incomplete or incomplete.startswith("@"):
+        from mcpcli.cli._completers import session_names
+
+        items.extend(CompletionItem(f"@{n}") for n in session_names() if f"@{n}".startswith(incomplete))
     return items
 
 

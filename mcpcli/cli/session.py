@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 __all__ = ["session"]
 
 
+
+
+def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    from mcpcli.cli._completers import session_names
+
+    return [CompletionItem(n) for n in session_names() if n.startswith(incomplete)]
+
 @click.group(context_settings=CONTEXT_SETTINGS)
 def session() -> None:
     """Keep servers running between commands (persistent sessions).
@@ -170,7 +179,7 @@ def _closed(console: Any, result: dict[str, Any]) -> None:
 
 
 @session.command("close")
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=_complete_session)
 @click.option("--all", "all_", is_flag=True, help="Close every session (the daemon then exits).")
 @output_options
 @pass_app
@@ -188,7 +197,7 @@ def close(app: App, name: str | None, all_: bool, out: Output) -> None:
 
 
 @session.command("restart")
-@click.argument("name")
+@click.argument("name", shell_complete=_complete_session)
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
               metavar="SECONDS", help="Wait this long for the server to be ready again.")
 @output_options
@@ -202,7 +211,7 @@ def restart(app: App, name: str, timeout: float, out: Output) -> None:
 
 
 @session.command("logs")
-@click.argument("name")
+@click.argument("name", shell_complete=_complete_session)
 @pass_app
 def logs(app: App, name: str) -> None:
     """Print session NAME's server stderr (its last 256 KiB)."""

@@ -89,3 +89,28 @@ def test_errors_keep_their_exit_codes(real: Path) -> None:
     assert missing.code == 4 and "mcp session open other" in missing.stderr, missing
     assert mcp_in("session", "close", "other").code == 4
     assert os.path.exists(real / "daemon.sock")
+
+
+def _complete(*words: str) -> list[str]:
+    env = {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(len(words) - 1), "_MCP_COMPLETE": "bash_complete"}
+    r = mcp_in(env=env)
+    assert r.code == 0, r
+    return [line.split(",", 1)[1] for line in r.stdout.splitlines() if line.startswith("plain,")]
+
+
+def test_session_names_complete_and_completion_never_starts_the_daemon(real: Path) -> None:
+    assert "@fk" not in _complete("mcp", "tools", "list", "@")
+    assert not (real / "daemon.sock").exists()  # asking for names did not start one
+    assert mcp_in("session", "open", "fk", "--json", "--", *fake_server()).code == 0
+    assert _complete("mcp", "tools", "list", "@") == ["@fk"]
+    assert "@fk" in _complete("mcp", "ping", "")
+    assert _complete("mcp", "session", "logs", "f") == ["fk"]
+    assert _complete("mcp", "session", "close", "") == ["fk"]
+
+
+def test_connection_options_an_at_name_target_cannot_use_are_named(real: Path) -> None:
+    assert mcp_in("session", "open", "fk", "--json", "--", *fake_server()).code == 0
+    r = mcp_in("ping", "@fk", "--env", "X=1", "--cwd", "/")
+    assert r.code == 0, r
+    assert "warning: --env, --cwd ignored: session 'fk' keeps what it was opened with" in r.stderr
+    assert "ignored" not in mcp_in("ping", "@fk").stderr
