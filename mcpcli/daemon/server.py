@@ -63,6 +63,7 @@ from mcpcli.errors import (
 )
 from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import RELATED_TASK_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.transports.stdio import StdioTransport
 
 __all__ = ["Daemon", "error_answer", "main"]
 
@@ -248,7 +249,7 @@ class Held:
     def info(self) -> JSON:
         client = self.client
         server = client.server_info if client is not None else {}
-        process = getattr(self.transport, "process", None)
+        process = self.transport.process if isinstance(self.transport, StdioTransport) else None
         pid = process.pid if process is not None and process.returncode is None else None
         busy = any(a.inflight for a in self.attached) or self.calls_in_flight > 0
         return {
@@ -877,7 +878,8 @@ class Daemon:
                     finally:
                         held.client = None
                         held.conn_scope = None
-                        held.last_stderr = list(getattr(held.transport, "stderr_tail", ()))[-STDERR_LINES:]
+                        tail = held.transport.stderr_tail if isinstance(held.transport, StdioTransport) else ()
+                        held.last_stderr = list(tail)[-STDERR_LINES:]
                         self._drop_attached(held)
                     if held.take_restart():
                         held.state = "restarting"
@@ -919,7 +921,7 @@ class Daemon:
             pgid = None
             try:
                 async with inner() as streams:
-                    process = getattr(transport, "process", None)
+                    process = transport.process if isinstance(transport, StdioTransport) else None
                     if process is not None:
                         pgid = process.pid
                         self.groups.add(pgid)
