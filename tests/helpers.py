@@ -278,13 +278,19 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, timeout: f
 
 
 async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
-    """`wait_until` for async tests: polls without blocking the event loop."""
+    """`wait_until` for async tests: polls without blocking the event loop. `predicate`
+    may be a coroutine function (a poll that asks a server, say)."""
+    import inspect
     import time
 
     import anyio
 
+    async def holds() -> bool:
+        result = predicate()
+        return bool(await result if inspect.isawaitable(result) else result)
+
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not await holds():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await anyio.sleep(0.01)

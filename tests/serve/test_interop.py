@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Peers, free_port, mcp
+from helpers import Peers, free_port, mcp, wait_until
+
+from mcpcli.toolsfile.watchdog import group_alive
 
 # Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
 pytestmark = pytest.mark.slow
@@ -69,30 +70,6 @@ def serve_argv(path: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "mcpcli", "serve", "--quiet", str(path), *extra]
 
 
-def wait_for(predicate: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.02)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return True
-    return False
-
-
 @pytest.fixture
 def http_server(tools_path: Path, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
     port = free_port()
@@ -117,7 +94,7 @@ def http_server(tools_path: Path, tmp_path: Path) -> Iterator[tuple[str, subproc
             except httpx.TransportError:
                 return False
 
-        wait_for(up)
+        wait_until(up)
         yield url, proc, pgid_file
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -217,7 +194,7 @@ def _start_stdio(tools_path: Path, pgid_file: Path) -> subprocess.Popen[bytes]:
     ]
     proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
     proc.stdin.flush()
-    wait_for(lambda: pgid_file.exists() and pgid_file.read_text().strip())
+    wait_until(lambda: pgid_file.exists() and pgid_file.read_text().strip())
     return proc
 
 
@@ -237,7 +214,7 @@ def test_stdio_shutdown_and_cancel_end_the_tool_process_group(tools_path: Path, 
             note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
             proc.stdin.write(json.dumps(note).encode() + b"\n")
             proc.stdin.flush()
-        wait_for(lambda: not group_alive(pgid), timeout=30)
+        wait_until(lambda: not group_alive(pgid), timeout=30)
     finally:
         if not proc.stdin.closed:
             proc.stdin.close()
@@ -271,11 +248,11 @@ def test_http_disconnect_cancels_a_2026_call(http_server: tuple[str, Any, Path])
     sock = _raw_post(url, headers, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                     "params": {"name": "sleeper", "arguments": {}, "_meta": meta}})
     with sock:
-        wait_for(lambda: pgid_file.exists() and pgid_file.read_text().strip())
+        wait_until(lambda: pgid_file.exists() and pgid_file.read_text().strip())
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
     # The socket is closed: in 2026-07-28 a disconnect is the cancellation signal.
-    wait_for(lambda: not group_alive(pgid), timeout=30)
+    wait_until(lambda: not group_alive(pgid), timeout=30)
 
 
 def test_http_legacy_cancel_notification_ends_the_call(http_server: tuple[str, Any, Path]) -> None:
@@ -290,9 +267,9 @@ def test_http_legacy_cancel_notification_ends_the_call(http_server: tuple[str, A
     httpx.post(url, headers=headers, timeout=30, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     with _raw_post(url, headers, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                   "params": {"name": "sleeper", "arguments": {}}}):
-        wait_for(lambda: pgid_file.exists() and pgid_file.read_text().strip())
+        wait_until(lambda: pgid_file.exists() and pgid_file.read_text().strip())
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
         httpx.post(url, headers=headers, timeout=30, json={
             "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
-        wait_for(lambda: not group_alive(pgid), timeout=30)
+        wait_until(lambda: not group_alive(pgid), timeout=30)

@@ -6,14 +6,15 @@ behind, so every test here also proves that nothing outlives its call.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from helpers import wait_until_async
 
+from mcpcli.toolsfile.watchdog import group_alive
 from serve.util import FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
@@ -39,32 +40,6 @@ def _indent(text: str, n: int) -> str:
 
 def doc(*tools: str, head: str = "") -> str:
     return "version: 1\n" + head + "tools:" + "".join(tools) + "\n"
-
-
-async def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await anyio.sleep(0.02)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    # Zombies reparented to pytest (a subreaper) still count; reap them.
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[-1].split()
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return True
-    return False
 
 
 async def test_exit_codes_and_stderr(make_backend: Any) -> None:
@@ -120,7 +95,7 @@ async def test_background_leftovers_are_stopped_when_the_tool_exits(make_backend
     assert text_of(result) == "done\n"
     assert time.monotonic() - started < 5
     pid = int((tmp_path / "bg.pid").read_text())
-    await wait_for(lambda: not _running(pid))
+    await wait_until_async(lambda: not _running(pid), what="the process to end")
     result = await backend.call_tool("detached_output", {}, FakeContext())
     assert text_of(result) == "done\n"
 
@@ -220,7 +195,7 @@ async def test_global_limit_and_queue_timeout(make_backend: Any, tmp_path: Path)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(blocker)
-        await wait_for(lambda: (tmp_path / "started").exists())
+        await wait_until_async(lambda: (tmp_path / "started").exists())
         busy = await backend.call_tool("other", {}, FakeContext())
         assert busy.get("isError")
         assert "server busy" in text_of(busy)
@@ -255,12 +230,12 @@ async def test_cancellation_kills_the_group(make_backend: Any, tmp_path: Path) -
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
             tg.start_soon(backend.call_tool, "slow", {}, FakeContext())
-            await wait_for(lambda: (tmp_path / "pgid").exists() and (tmp_path / "pgid").read_text().strip())
+            await wait_until_async(lambda: (tmp_path / "pgid").exists() and (tmp_path / "pgid").read_text().strip())
             pgid = int((tmp_path / "pgid").read_text())
             assert group_alive(pgid)
             scope.cancel()
     started = time.monotonic()
-    await wait_for(lambda: not group_alive(pgid), timeout=3)
+    await wait_until_async(lambda: not group_alive(pgid), timeout=3)
     assert time.monotonic() - started < 2
 
 
@@ -272,12 +247,12 @@ async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: 
     with anyio.CancelScope() as scope:
         async with anyio.create_task_group() as tg:
             tg.start_soon(backend.call_tool, "one_at_a_time", {}, FakeContext())
-            await wait_for(lambda: (tmp_path / "running").exists())
+            await wait_until_async(lambda: (tmp_path / "running").exists())
             scope.cancel()
     (tmp_path / "running").unlink()
     with anyio.move_on_after(10) as guard:
         async with anyio.create_task_group() as tg:
             tg.start_soon(backend.call_tool, "one_at_a_time", {}, FakeContext())
-            await wait_for(lambda: (tmp_path / "running").exists())
+            await wait_until_async(lambda: (tmp_path / "running").exists())
             tg.cancel_scope.cancel()
     assert not guard.cancelled_caught

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from helpers import wait_until_async
 
 from mcpcli.protocol import (
     CLIENT_CAPABILITIES_KEY,
@@ -25,8 +26,8 @@ from mcpcli.protocol import (
 from mcpcli.server import Server
 from mcpcli.session import Session
 from mcpcli.toolsfile.load import ToolsFileError, load_config
+from mcpcli.toolsfile.watchdog import group_alive
 from mcpcli.transports.memory import memory_pair
-from serve.test_process import group_alive
 
 pytestmark = pytest.mark.anyio
 
@@ -91,12 +92,14 @@ async def req(s: Session, method: str, params: JSON, caps: JSON = EXT) -> JSON:
 
 
 async def until(s: Session, task_id: str, *statuses: str, timeout: float = 10) -> JSON:
-    with anyio.fail_after(timeout):
-        while True:
-            task = await req(s, "tasks/get", {"taskId": task_id})
-            if task["status"] in statuses:
-                return task
-            await anyio.sleep(0.02)
+    seen: JSON = {}
+
+    async def reached() -> bool:
+        seen.update(await req(s, "tasks/get", {"taskId": task_id}))
+        return seen["status"] in statuses
+
+    await wait_until_async(reached, timeout, what=f"task {task_id} to be {' or '.join(statuses)}")
+    return seen
 
 
 # -- the setting ---------------------------------------------------------------------
@@ -176,18 +179,14 @@ async def test_cancel_ends_the_whole_process_group(make_backend: Any, tmp_path: 
     async with serving(backend) as s:
         created = await req(s, "tools/call", {"name": "hang", "arguments": {}})
         pgid_file = tmp_path / "pgid"
-        with anyio.fail_after(10):
-            while not (pgid_file.exists() and pgid_file.read_text().strip()):
-                await anyio.sleep(0.02)
+        await wait_until_async(lambda: pgid_file.exists() and pgid_file.read_text().strip(), what="the tool's pgid")
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
         ack = await req(s, "tasks/cancel", {"taskId": created["taskId"]})
         assert ack["resultType"] == "complete"
         assert (await req(s, "tasks/get", {"taskId": created["taskId"]}))["status"] == "cancelled"
         started = time.monotonic()
-        with anyio.fail_after(5):
-            while group_alive(pgid):
-                await anyio.sleep(0.02)
+        await wait_until_async(lambda: not group_alive(pgid), 5, what="the group to end")
         assert time.monotonic() - started < 3
         assert (await req(s, "tasks/cancel", {"taskId": created["taskId"]}))["resultType"] == "complete"
 
@@ -297,11 +296,7 @@ async def test_stopping_the_server_ends_running_tasks(make_backend: Any, tmp_pat
     async with serving(backend) as s:
         await req(s, "tools/call", {"name": "hang", "arguments": {}})
         pgid_file = tmp_path / "pgid"
-        with anyio.fail_after(10):
-            while not (pgid_file.exists() and pgid_file.read_text().strip()):
-                await anyio.sleep(0.02)
+        await wait_until_async(lambda: pgid_file.exists() and pgid_file.read_text().strip(), what="the tool's pgid")
         pgid = int(pgid_file.read_text())
         assert group_alive(pgid)
-    with anyio.fail_after(5):
-        while group_alive(pgid):
-            await anyio.sleep(0.02)
+    await wait_until_async(lambda: not group_alive(pgid), 5, what="the group to end")
