@@ -39,6 +39,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mcpcli import jsonrpc
+from mcpcli.errors import ProtocolError
 from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ __all__ = [
     "Transport",
     "TransportTraits",
     "WriteStream",
+    "line_item",
 ]
 
 
@@ -97,6 +100,24 @@ else:
             globals().update(aliases)
             return aliases[name]
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def line_item(line: bytes, source: str) -> Envelope | ProtocolError | None:
+    """One line of newline-delimited JSON-RPC (stdio, the session relay) as a read-stream
+    item: its message, a `ProtocolError` to report and survive (naming `source`, e.g.
+    "server wrote"), or None for a blank line."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        message = jsonrpc.parse(line, allow_batch=True)
+    except jsonrpc.ParseError as exc:
+        shown = line[:200].decode("utf-8", "backslashreplace").encode("unicode_escape").decode("ascii")
+        return ProtocolError(
+            f"{source} a line that is not JSON-RPC ({exc}): {shown}",
+            request_id=jsonrpc.recover_response_id(line),
+        )
+    return Envelope(message)
 
 
 class RequestFailed(Exception):

@@ -35,7 +35,7 @@ from mcpcli.errors import (
     TransportError,
     from_error_report,
 )
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
+from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
 
 __all__ = ["DaemonTransport"]
 
@@ -168,21 +168,9 @@ class DaemonTransport(Transport):
                             )
                         )
                         return
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        message = jsonrpc.parse(line, allow_batch=True)
-                    except jsonrpc.ParseError as exc:
-                        shown = line[:200].decode("utf-8", "backslashreplace")
-                        await out.send(
-                            ProtocolError(
-                                f"the session relayed a line that is not JSON-RPC ({exc}): {shown!r}",
-                                request_id=jsonrpc.recover_response_id(line),
-                            )
-                        )
-                        continue
-                    await out.send(Envelope(message))
+                    item = line_item(line, "the session relayed")
+                    if item is not None:
+                        await out.send(item)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 return
 

@@ -25,9 +25,9 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from mcpcli import jsonrpc
-from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited, TransportError
+from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits
+from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
 from mcpcli.transports._spawn import Launch, SpawnError, adopt, launch, spawn
 
 __all__ = ["StdioTransport", "kill_all"]
@@ -230,22 +230,9 @@ class StdioTransport(Transport):
                 return
 
     async def _deliver(self, line: bytes, out: ObjectSendStream[Envelope | Exception]) -> None:
-        line = line.strip()
-        if not line:
-            return
-        try:
-            message = jsonrpc.parse(line, allow_batch=True)
-        except jsonrpc.ParseError as exc:
-            shown = line[:200].decode("utf-8", "backslashreplace")
-            shown = shown.encode("unicode_escape").decode("ascii")
-            await out.send(
-                ProtocolError(
-                    f"server wrote a line that is not JSON-RPC ({exc}): {shown}",
-                    request_id=jsonrpc.recover_response_id(line),
-                )
-            )
-            return
-        await out.send(Envelope(message))
+        item = line_item(line, "server wrote")
+        if item is not None:
+            await out.send(item)
 
     def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
