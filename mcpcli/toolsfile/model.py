@@ -30,6 +30,8 @@ __all__ = [
     "Resource",
     "RunSpec",
     "Tool",
+    "ToolFilter",
+    "Upstream",
     "format_size",
     "parse_duration",
     "parse_size",
@@ -374,6 +376,48 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class ToolFilter:
+    """Which of an upstream's tools a gateway serves (`servers:` `tools:`, `mcp serve --proxy`).
+
+    Globs (fnmatch, case-insensitive) match the upstream's own tool names, before any
+    prefix. Empty `allow`: every tool. `deny` wins over `allow`. `read_only`: only tools
+    annotated `readOnlyHint: true`.
+    """
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One MCP server behind the gateway: a `servers:` entry, or `mcp serve --proxy TARGET`.
+
+    Exactly one of `target` (a configured server name, a URL or a tools.yaml path) and
+    `command` (argv of a stdio server) is set. `prefix` is prepended to tool and prompt
+    names as given (`servers:` defaults it to `NAME_`; `--proxy` to none). `env` and
+    `headers` are already `${VAR}`-interpolated; they are given to this upstream only.
+    `line`/`col` locate the entry in its file for error messages (0: not from a file).
+    """
+
+    name: str
+    target: str | None = None
+    command: tuple[str, ...] | None = None
+    prefix: str = ""
+    tools: ToolFilter = field(default_factory=ToolFilter)
+    resources: bool = True
+    prompts: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Per-request timeout (seconds) and the most requests in flight to this upstream.
+    timeout: float | None = None
+    concurrency: int = DEFAULT_MAX_CONCURRENT
+    file: str = ""
+    line: int = 0
+    col: int = 0
+
+
+@dataclass(frozen=True)
 class Config:
     """One loaded tools.yaml: immutable."""
 
@@ -387,6 +431,8 @@ class Config:
     resources: tuple[Resource, ...]
     prompts: dict[str, Prompt]
     warnings: tuple[Problem, ...] = ()
+    #: Other MCP servers served through this one (`servers:`), in file order.
+    servers: tuple[Upstream, ...] = ()
 
     @property
     def static_resources(self) -> list[Resource]:
