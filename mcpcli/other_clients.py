@@ -1,21 +1,33 @@
 """Read-only discovery of MCP servers that other clients have configured.
 
 So `mcp tools list github` works when `github` is configured in Claude Desktop,
-Claude Code, Cursor, VS Code or Windsurf, without copying anything. Nothing here
-ever writes those files; `mcp servers import` copies entries into our own config.
+Claude Code, Cursor, VS Code, Windsurf, Codex, Gemini CLI, Zed, Goose or
+opencode, without copying anything. Nothing here writes those files;
+`mcp servers import` copies entries into our own config and `mcpcli.install`
+writes one entry into a client's file when asked to.
 
-Where each client keeps its servers (user level, then project level, found from
-the current directory upwards):
+Where each client keeps its servers (project files are found from the current
+directory upwards):
 
     Claude Desktop  <config>/Claude/claude_desktop_config.json          mcpServers
     Claude Code     ~/.claude.json (mcpServers, projects.<dir>.mcpServers), .mcp.json
     Cursor          ~/.cursor/mcp.json, .cursor/mcp.json                 mcpServers
     VS Code         <config>/Code/User/mcp.json, .vscode/mcp.json         servers
+                    <config>/Code/User/settings.json                      mcp.servers
     Windsurf        ~/.codeium/windsurf/mcp_config.json                   mcpServers
+    Codex           $CODEX_HOME/config.toml (~/.codex), .codex/config.toml [mcp_servers.NAME]
+    Gemini CLI      ~/.gemini/settings.json, .gemini/settings.json        mcpServers
+    Zed             <xdg>/zed/settings.json                               context_servers
+    Goose           <xdg>/goose/config.yaml                               extensions
+    opencode        <xdg>/opencode/opencode.json, opencode.json           mcp
 
 `<config>` is `~/Library/Application Support` on macOS, `%APPDATA%` on Windows
-and `$XDG_CONFIG_HOME` (default `~/.config`) elsewhere. Project files win over
-user files (nearest directory first), as in the clients themselves. Set
+and `$XDG_CONFIG_HOME` (default `~/.config`) elsewhere; `<xdg>` is
+`$XDG_CONFIG_HOME` or `~/.config` on every OS but Windows (`%APPDATA%`). Each
+client's own dialect (Zed's `command.path`, Goose's `cmd`/`envs`/`uri`,
+opencode's argv list and `{env:VAR}`, Codex's `bearer_token_env_var`...) is
+translated to the `mcpServers` form before it is validated. Project files win
+over user files (nearest directory first), as in the clients themselves. Set
 `MCP_NO_DISCOVERY=1` to turn discovery off.
 """
 
@@ -23,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +48,15 @@ __all__ = [
     "SOURCES",
     "Found",
     "Problem",
+    "app_config_dir",
     "candidate_files",
+    "codex_dir",
     "discover",
     "enabled",
     "find",
     "names",
+    "toml_loads",
+    "xdg_config_dir",
 ]
 
 #: Source id -> label, in the order user-level entries are consulted.
@@ -49,6 +66,11 @@ SOURCES: dict[str, str] = {
     "cursor": "Cursor",
     "vscode": "VS Code",
     "windsurf": "Windsurf",
+    "codex": "Codex",
+    "gemini": "Gemini CLI",
+    "zed": "Zed",
+    "goose": "Goose",
+    "opencode": "opencode",
 }
 
 #: Refuse to parse absurdly large files (~/.claude.json grows with history; a few MB is normal).
@@ -61,11 +83,15 @@ class Candidate:
 
     source: str
     path: Path
-    #: "mcpServers", "servers", or "project:<dir>" (Claude Code's per-project table).
+    #: "mcpServers", "servers", "mcp.servers" (VS Code settings), "project:<dir>" (Claude
+    #: Code's per-project table), or the client's own: "mcp_servers", "context_servers",
+    #: "extensions", "mcp".
     key: str = "mcpServers"
     #: The workspace folder for `${workspaceFolder}` (VS Code project files).
     workspace: Path | None = None
     scope: str = "user"
+    #: "json" (comments and trailing commas allowed), "toml" or "yaml".
+    fmt: str = "json"
 
 
 @dataclass
@@ -99,7 +125,7 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def _app_config_dir(home: Path) -> Path:
+def app_config_dir(home: Path) -> Path:
     """Where desktop apps keep per-user settings on this OS."""
     if sys.platform == "darwin":
         return home / "Library" / "Application Support"
@@ -108,6 +134,21 @@ def _app_config_dir(home: Path) -> Path:
         return Path(appdata) if appdata else home / "AppData" / "Roaming"
     xdg = os.environ.get("XDG_CONFIG_HOME")
     return Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+
+
+def xdg_config_dir(home: Path) -> Path:
+    """Where CLI tools (Zed, Goose, opencode) keep settings: XDG on macOS too."""
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) if appdata else home / "AppData" / "Roaming"
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+
+
+def codex_dir(home: Path) -> Path:
+    """`$CODEX_HOME`, else `~/.codex`."""
+    value = os.environ.get("CODEX_HOME")
+    return Path(value) if value else home / ".codex"
 
 
 def _project_dirs(cwd: Path, home: Path) -> list[Path]:
@@ -127,7 +168,7 @@ def candidate_files(cwd: Path | None = None, home: Path | None = None) -> list[C
         cwd = (cwd or Path.cwd()).resolve()
     except OSError:
         cwd = home
-    app_dir = _app_config_dir(home)
+    app_dir = app_config_dir(home)
     out: list[Candidate] = []
     for directory in _project_dirs(cwd, home):
         out.append(Candidate("claude-code", home / ".claude.json", f"project:{directory}", scope="project"))
@@ -135,12 +176,27 @@ def candidate_files(cwd: Path | None = None, home: Path | None = None) -> list[C
         out.append(Candidate("cursor", directory / ".cursor" / "mcp.json", scope="project"))
         out.append(Candidate("vscode", directory / ".vscode" / "mcp.json", "servers",
                              workspace=directory, scope="project"))
+        out.append(Candidate("codex", directory / ".codex" / "config.toml", "mcp_servers",
+                             scope="project", fmt="toml"))
+        out.append(Candidate("gemini", directory / ".gemini" / "settings.json", scope="project"))
+        for name in ("opencode.json", "opencode.jsonc"):
+            out.append(Candidate("opencode", directory / name, "mcp", scope="project"))
     out.append(Candidate("claude-code", home / ".claude.json"))
     out.append(Candidate("claude-desktop", app_dir / "Claude" / "claude_desktop_config.json"))
     out.append(Candidate("cursor", home / ".cursor" / "mcp.json"))
     for product in ("Code", "Code - Insiders"):
         out.append(Candidate("vscode", app_dir / product / "User" / "mcp.json", "servers"))
+        out.append(Candidate("vscode", app_dir / product / "User" / "settings.json", "mcp.servers"))
     out.append(Candidate("windsurf", home / ".codeium" / "windsurf" / "mcp_config.json"))
+    out.append(Candidate("codex", codex_dir(home) / "config.toml", "mcp_servers", fmt="toml"))
+    out.append(Candidate("gemini", home / ".gemini" / "settings.json"))
+    xdg = xdg_config_dir(home)
+    out.append(Candidate("zed", (xdg / "Zed" if sys.platform == "win32" else xdg / "zed") / "settings.json",
+                         "context_servers"))
+    goose = xdg / "Block" / "goose" / "config" if sys.platform == "win32" else xdg / "goose"
+    out.append(Candidate("goose", goose / "config.yaml", "extensions", fmt="yaml"))
+    for name in ("opencode.json", "opencode.jsonc"):
+        out.append(Candidate("opencode", xdg / "opencode" / name, "mcp"))
     return out
 
 
@@ -159,16 +215,45 @@ class _Reader:
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
                 raise ValueError("file is too large")
-            text = path.read_text(encoding="utf-8")
-            doc = _loads_lenient(text) if text.strip() else {}
+            text = path.read_text(encoding="utf-8-sig")
+            doc = _parse(text, candidate.fmt) if text.strip() else {}
         except FileNotFoundError:
             doc = None
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+        except IsADirectoryError:
+            doc = None
+        except (OSError, ValueError, UnicodeDecodeError, _YamlError) as exc:
             message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             self.problems.append(Problem(candidate.source, path, f"cannot read: {message}"))
             doc = None
         self.docs[path] = doc
         return doc
+
+
+class _YamlError(Exception):
+    """A YAML file that does not parse (PyYAML's errors, wrapped so yaml loads lazily)."""
+
+
+def toml_loads(text: str) -> dict[str, Any]:
+    """TOML with tomllib (tomli before Python 3.11); raises ValueError."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    doc: dict[str, Any] = tomllib.loads(text)
+    return doc
+
+
+def _parse(text: str, fmt: str) -> Any:
+    if fmt == "toml":
+        return toml_loads(text)
+    if fmt == "yaml":
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise _YamlError(str(exc).replace("\n", " ")) from None
+    return _loads_lenient(text)
 
 
 def _loads_lenient(text: str) -> Any:
@@ -231,9 +316,122 @@ def _servers(doc: Any, candidate: Candidate) -> dict[str, Any]:
         servers = project.get("mcpServers") if isinstance(project, dict) else None
     elif candidate.key == "servers":
         servers = doc.get("servers", doc.get("mcpServers"))
+    elif candidate.key == "mcp.servers":
+        mcp = doc.get("mcp")
+        servers = mcp.get("servers") if isinstance(mcp, dict) else doc.get("mcp.servers")
     else:
-        servers = doc.get("mcpServers")
+        servers = doc.get(candidate.key)
     return servers if isinstance(servers, dict) else {}
+
+
+_GEMINI_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_OPENCODE_VAR = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _rewrite_strings(entry: Any, pattern: re.Pattern[str]) -> Any:
+    """Turn a client's own env reference syntax into our `${VAR}`."""
+    if isinstance(entry, str):
+        return pattern.sub(r"${\1}", entry)
+    if isinstance(entry, list):
+        return [_rewrite_strings(v, pattern) for v in entry]
+    if isinstance(entry, dict):
+        return {k: _rewrite_strings(v, pattern) for k, v in entry.items()}
+    return entry
+
+
+def _pick(raw: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: raw[k] for k in keys if k in raw}
+
+
+def _codex(raw: dict[str, Any]) -> dict[str, Any] | None:
+    if raw.get("enabled") is False:
+        return None
+    out = _pick(raw, "command", "args", "env", "cwd", "url")
+    if "url" in out:
+        out["type"] = "http"
+        headers = dict(raw["http_headers"]) if isinstance(raw.get("http_headers"), dict) else {}
+        env_headers = raw.get("env_http_headers")
+        if isinstance(env_headers, dict):
+            headers.update({str(k): f"${{{v}}}" for k, v in env_headers.items()})
+        if isinstance(raw.get("bearer_token_env_var"), str):
+            headers["Authorization"] = f"Bearer ${{{raw['bearer_token_env_var']}}}"
+        if headers:
+            out["headers"] = headers
+    return out
+
+
+def _gemini(raw: dict[str, Any]) -> dict[str, Any] | None:
+    out = _pick(raw, "command", "args", "env", "cwd", "url", "httpUrl", "headers", "type")
+    if "url" in out and "httpUrl" not in out and "type" not in out:
+        out["type"] = "sse"  # Gemini CLI: `url` is SSE, `httpUrl` Streamable HTTP
+    return dict(_rewrite_strings(out, _GEMINI_VAR))
+
+
+def _zed(raw: dict[str, Any]) -> dict[str, Any] | None:
+    if raw.get("enabled") is False:
+        return None
+    command = raw.get("command")
+    if isinstance(command, dict):  # the older {"command": {"path", "args", "env"}}
+        out = {"command": command.get("path"), **_pick(command, "args", "env")}
+    elif command is not None:
+        out = _pick(raw, "command", "args", "env")
+    elif "url" in raw:
+        out = _pick(raw, "url", "headers")
+    else:
+        return None  # an extension's server: Zed starts it, there is no command to run
+    return out
+
+
+def _goose(raw: dict[str, Any]) -> dict[str, Any] | None:
+    if raw.get("enabled") is False:
+        return None
+    nested = raw.get("config")
+    config: dict[str, Any] = nested if isinstance(nested, dict) else raw
+    kind = config.get("type")
+    if kind == "stdio":
+        out = {"command": config.get("cmd"), **_pick(config, "args")}
+        if config.get("envs"):
+            out["env"] = config["envs"]
+        return out
+    if kind in ("sse", "streamable_http"):
+        out = {"url": config.get("uri"), "type": "sse" if kind == "sse" else "http"}
+        if config.get("headers"):
+            out["headers"] = config["headers"]
+        return out
+    return None  # builtin, platform, frontend...: run inside Goose
+
+
+def _opencode(raw: dict[str, Any]) -> dict[str, Any] | None:
+    if raw.get("enabled") is False:
+        return None
+    kind = raw.get("type")
+    out: dict[str, Any]
+    if kind == "local":
+        argv = raw.get("command")
+        if isinstance(argv, str):
+            argv = [argv]
+        if not isinstance(argv, list) or not argv:
+            out = {}
+        else:
+            out = {"command": argv[0], "args": argv[1:]}
+        if raw.get("environment"):
+            out["env"] = raw["environment"]
+    elif kind == "remote":
+        out = _pick(raw, "url", "headers")
+    else:
+        out = {}  # neither: normalize_entry names what is missing
+    return dict(_rewrite_strings(out, _OPENCODE_VAR))
+
+
+_DIALECTS = {"codex": _codex, "gemini": _gemini, "zed": _zed, "goose": _goose, "opencode": _opencode}
+
+
+def _translate(source: str, raw: Any) -> Any:
+    """A client's entry in the `mcpServers` form; None to skip it (disabled, built in)."""
+    dialect = _DIALECTS.get(source)
+    if dialect is None or not isinstance(raw, dict):
+        return raw
+    return dialect(raw)
 
 
 def _vscode_variables(entry: Any, workspace: Path | None, home: Path) -> Any:
@@ -268,6 +466,9 @@ def discover(
         for name, raw in _servers(doc, candidate).items():
             if candidate.source == "vscode":
                 raw = _vscode_variables(raw, candidate.workspace, home)
+            raw = _translate(candidate.source, raw)
+            if raw is None:
+                continue
             try:
                 entry = normalize_entry(str(name), raw, source=where)
             except ConfigError as exc:

@@ -75,8 +75,11 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
     if found is not None:
         return found
     known = config.names()
+    from mcpcli import other_clients
+
+    known += [n for n in other_clients.names() if n not in known]
     hint = (
-        "configured servers: " + ", ".join(sorted(known))
+        "known servers: " + ", ".join(sorted(known))
         if known
         else "add one with `mcp servers add NAME -- COMMAND...` or `mcp servers add NAME URL`"
     )

@@ -105,10 +105,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    # Other clients' own overrides: Codex's home, Windows' roaming dir.
+    monkeypatch.setenv("APPDATA", str(home / "appdata"))
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     for var in ("MCP_CONFIG", "MCP_BEARER_TOKEN", "MCP_TOKEN_STORE", "MCP_TIMEOUT", "FORCE_COLOR",
-                "BROWSER"):
+                "BROWSER", "CODEX_HOME"):
         monkeypatch.delenv(var, raising=False)
     return home
 
