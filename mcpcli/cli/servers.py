@@ -1,4 +1,5 @@
-"""`mcp servers list|show|add|remove|import`: our config, and servers other clients configure."""
+"""`mcp servers list|show|add|remove|import|install|uninstall`: our config, and servers
+other clients configure (found read-only; written only by install/uninstall)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def servers() -> None:
     \b
     Our config is $XDG_CONFIG_HOME/mcpcli/mcp.json (--config FILE or
     MCP_CONFIG override it), in the mcpServers format editors use. Servers
-    configured in Claude Desktop, Claude Code, Cursor, VS Code and Windsurf
-    are found too (read-only) and can be copied with `mcp servers import`.
+    configured in Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
+    Codex, Gemini CLI, Zed, Goose and opencode are found too (read-only) and
+    can be copied with `mcp servers import`; `mcp servers install` writes one
+    into such a client's config.
     """
 
 
@@ -68,8 +71,9 @@ def list_(app: App, out: Output) -> None:
 
     \b
     SOURCE says where each comes from: `config` (ours) or claude-desktop,
-    claude-code, cursor, vscode, windsurf. A name found twice is used from
-    the first place; later ones are marked shadowed.
+    claude-code, cursor, vscode, windsurf, codex, gemini, zed, goose,
+    opencode (--json adds the file as `path`). A name found twice is used
+    from the first place; later ones are marked shadowed.
       mcp servers list
       mcp servers list --jq '.servers[] | select(.source == "cursor") | .name' -r
     """
@@ -140,6 +144,43 @@ def _key_values(items: tuple[str, ...], *, sep: str, what: str) -> dict[str, str
     return values
 
 
+def _given_entry(
+    app: App,
+    name: str,
+    url: str | None,
+    env_items: tuple[str, ...],
+    cwd: str | None,
+    header_items: tuple[str, ...],
+    transport: str | None,
+) -> ServerEntry | None:
+    """The server given on the command line (a URL or a command after --), or None."""
+    from mcpcli.config import ServerEntry
+
+    if not _NAME.match(name):
+        raise UsageError(f"invalid server name {name!r}",
+                         hint="use letters, digits, '.', '_', '-' and '@', starting with a letter or digit")
+    command = list(app.server_command)
+    if command and url is not None:
+        raise UsageError("give either a URL or a command after --, not both")
+    env = _key_values(env_items, sep="=", what="--env")
+    headers = _key_values(header_items, sep=":", what="--header")
+    if not command and url is None:
+        if env or cwd or headers or transport:
+            raise UsageError("--env, --cwd, --header and --transport describe a server given here",
+                             hint="put its command after -- or give its URL")
+        return None
+    if url is not None:
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"{url!r} is not an http(s) URL",
+                             hint="to give a command, put it after --: ... NAME -- COMMAND...")
+        if env or cwd:
+            raise UsageError("--env and --cwd apply to stdio servers, not URLs")
+        return ServerEntry(name=name, url=url, headers=headers, transport=transport or "http")
+    if headers or transport:
+        raise UsageError("--header and --transport apply to URL servers, not commands")
+    return ServerEntry(name=name, command=command[0], args=command[1:], env=env, cwd=cwd)
+
+
 @servers.command("add")
 @click.argument("name")
 @click.argument("url", required=False)
@@ -173,29 +214,9 @@ def add(
     Write secrets as ${VAR} references: they are read from the environment when
     the server is used, and never stored in the file.
     """
-    from mcpcli.config import ServerEntry
-
-    if not _NAME.match(name):
-        raise UsageError(f"invalid server name {name!r}",
-                         hint="use letters, digits, '.', '_', '-' and '@', starting with a letter or digit")
-    command = list(app.server_command)
-    if command and url is not None:
-        raise UsageError("give either a URL or a command after --, not both")
-    if not command and url is None:
+    entry = _given_entry(app, name, url, env_items, cwd, header_items, transport)
+    if entry is None:
         raise UsageError("nothing to add", hint="mcp servers add NAME -- COMMAND ARGS..., or mcp servers add NAME URL")
-    env = _key_values(env_items, sep="=", what="--env")
-    headers = _key_values(header_items, sep=":", what="--header")
-    if url is not None:
-        if not url.startswith(("http://", "https://")):
-            raise UsageError(f"{url!r} is not an http(s) URL",
-                             hint="to add a command, put it after --: mcp servers add NAME -- COMMAND...")
-        if env or cwd:
-            raise UsageError("--env and --cwd apply to stdio servers, not URLs")
-        entry = ServerEntry(name=name, url=url, headers=headers, transport=transport or "http")
-    else:
-        if headers or transport:
-            raise UsageError("--header and --transport apply to URL servers, not commands")
-        entry = ServerEntry(name=name, command=command[0], args=command[1:], env=env, cwd=cwd)
     config = app.config()
     existed = config.get(name) is not None
     if existed and not force:
@@ -231,7 +252,8 @@ def remove(app: App, name: str, out: Output) -> None:
 
 @servers.command("import")
 @click.argument("source", required=False, type=click.Choice(["all", "claude-code", "claude-desktop",
-                                                              "cursor", "vscode", "windsurf"]))
+                                                              "cursor", "vscode", "windsurf", "codex",
+                                                              "gemini", "zed", "goose", "opencode"]))
 @click.option("--name", "names", multiple=True, metavar="NAME", help="Import only this server (repeatable).")
 @click.option("--force", "-f", is_flag=True, help="Replace servers that already exist in our config.")
 @click.option("--dry-run", "-n", is_flag=True, help="Show what would be imported; change nothing.")
@@ -243,8 +265,9 @@ def import_(
     """Copy servers configured in other clients into our config.
 
     \b
-    SOURCE is one of claude-code, claude-desktop, cursor, vscode, windsurf, or
-    all (the default). Existing names are skipped unless --force.
+    SOURCE is one of claude-code, claude-desktop, cursor, vscode, windsurf,
+    codex, gemini, zed, goose, opencode, or all (the default). Existing names
+    are skipped unless --force.
       mcp servers import claude-desktop --dry-run
       mcp servers import --name github
     """
@@ -288,3 +311,103 @@ def import_(
     if names and any(s["reason"].startswith("not found") for s in skipped):
         raise UsageError("some servers were not found: "
                          + ", ".join(s["name"] for s in skipped if s["reason"].startswith("not found")))
+
+
+_CLIENTS = ["claude-code", "claude-desktop", "cursor", "vscode", "windsurf", "codex", "gemini", "zed"]
+
+
+def _show_change(app: App, out: Output, change: Any, verb: str, dry_run: bool, extra: JSON) -> None:
+    """Print a planned change: its diff (--dry-run), or write it and say where."""
+    from mcpcli.other_clients import SOURCES
+
+    for warning in change.warnings:
+        app.warn(warning)
+    label = SOURCES.get(change.client, change.client)
+    result: JSON = {"name": change.name, "client": change.client, "path": str(change.path),
+                    "dryRun": dry_run, **extra}
+    if dry_run:
+        diff = change.diff()
+        if out.human:
+            out.stdout.write(diff)
+            out.stdout.flush()
+        else:
+            out.emit({**result, "diff": diff})
+        return
+    backup = change.apply()
+    note = f" (previous file kept as {backup})" if backup else ""
+    app.info(f"{verb} {change.name} {'in' if verb != 'removed' else 'from'} {label} ({change.path}){note}")
+    if not out.human:
+        out.emit({**result, "backup": str(backup) if backup else None})
+
+
+@servers.command("install")
+@click.argument("name", shell_complete=_complete_server)
+@click.argument("url", required=False)
+@click.option("--into", "client", required=True, type=click.Choice(_CLIENTS),
+              help="The client whose config gets the server.")
+@click.option("--env", "-e", "env_items", multiple=True, metavar="KEY=VALUE",
+              help="Environment variable for a stdio server given after -- (repeatable).")
+@click.option("--cwd", metavar="DIR", help="Working directory for a stdio server given after --.")
+@click.option("--header", "-H", "header_items", multiple=True, metavar="'NAME: VALUE'",
+              help="HTTP header for a URL server given here (repeatable).")
+@click.option("--transport", type=click.Choice(["http", "sse"]), default=None,
+              help="Remote transport of a URL given here: Streamable HTTP (default) or legacy SSE.")
+@click.option("--force", "-f", is_flag=True, help="Replace a server of that name in the client's config.")
+@click.option("--dry-run", "-n", is_flag=True, help="Print the change as a unified diff; write nothing.")
+@output_options
+@pass_app
+def install(
+    app: App,
+    name: str,
+    url: str | None,
+    client: str,
+    env_items: tuple[str, ...],
+    cwd: str | None,
+    header_items: tuple[str, ...],
+    transport: str | None,
+    force: bool,
+    dry_run: bool,
+    out: Output,
+) -> None:
+    """Write a server into another client's config (Claude, Cursor, VS Code...).
+
+    \b
+    The server is NAME from our config (or one discovered elsewhere), or is
+    given here: a command after --, or a URL.
+      mcp servers install github --into cursor
+      mcp servers install everything --into codex -- npx -y @modelcontextprotocol/server-everything
+      mcp servers install remote --into vscode https://example.com/mcp --dry-run
+    \b
+    Only that one entry changes: the file's other content, comments and
+    indentation are kept, the write is atomic and the old file is kept as
+    FILE.bak. A name already there is replaced only with --force. ${VAR}
+    references become the client's own syntax where it has one.
+    """
+    from mcpcli import install as installer
+
+    entry = _given_entry(app, name, url, env_items, cwd, header_items, transport)
+    if entry is None:
+        entry, _, _ = _locate(app, name)
+    change = installer.plan_install(entry, client, force=force)
+    _show_change(app, out, change, "replaced" if change.replaced else "installed", dry_run,
+                 {"replaced": change.replaced})
+
+
+@servers.command("uninstall")
+@click.argument("name")
+@click.option("--from", "client", required=True, type=click.Choice(_CLIENTS),
+              help="The client whose config loses the server.")
+@click.option("--dry-run", "-n", is_flag=True, help="Print the change as a unified diff; write nothing.")
+@output_options
+@pass_app
+def uninstall(app: App, name: str, client: str, dry_run: bool, out: Output) -> None:
+    """Remove a server from another client's config (what install wrote).
+
+    \b
+      mcp servers uninstall github --from cursor --dry-run
+    The rest of the file is kept byte for byte; the old file is kept as FILE.bak.
+    """
+    from mcpcli import install as installer
+
+    change = installer.plan_uninstall(name, client)
+    _show_change(app, out, change, "removed", dry_run, {"removed": True})

@@ -34,6 +34,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     **{unit: frozenset() for unit in FOUNDATIONS},
     "mcpcli.config": frozenset(),
     "mcpcli.other_clients": frozenset({"mcpcli.config"}),
+    # Minimal text edits of JSON with comments: the standard library only.
+    "mcpcli.jsonedit": frozenset(),
+    # Writing one server into another client's file (`servers install`).
+    "mcpcli.install": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.jsonedit"}),
     "mcpcli.cache": frozenset({"mcpcli.config"}),
     # A transport is handed everything (a launch or URL, headers, an authenticator, limits).
     "mcpcli.transports": frozenset(),

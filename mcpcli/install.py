@@ -1,0 +1,496 @@
+"""Write one server into another client's config file, or take it out again.
+
+`mcp servers install NAME --into CLIENT` and `mcp servers uninstall NAME --from
+CLIENT`. The files are the user's, so an edit is as small as it can be: JSON
+(and VS Code's and Zed's JSON with comments) is edited as text, one member
+inserted, replaced or deleted, every other byte kept (`mcpcli.jsonedit`);
+Codex's TOML gets one `[mcp_servers.NAME]` table added or removed, comments and
+layout kept. Installing then uninstalling gives back the original bytes. Each
+result is parsed again and compared with what was meant before anything is
+written: an edit that would change anything else is refused, never written.
+Writes are atomic (temp file, fsync, rename onto the real file behind a
+symlink, mode kept) and the previous file is kept as `FILE.bak`.
+
+Where each client's user-level file is and the shape it wants:
+
+    claude-code     ~/.claude.json                      mcpServers  type stdio|http|sse
+    claude-desktop  <config>/Claude/claude_desktop_config.json  mcpServers  stdio only
+    cursor          ~/.cursor/mcp.json                  mcpServers  url (+headers)
+    vscode          <config>/Code/User/mcp.json         servers     type stdio|http|sse
+    windsurf        ~/.codeium/windsurf/mcp_config.json mcpServers  serverUrl
+    codex           $CODEX_HOME/config.toml (~/.codex)  [mcp_servers.NAME]  url: Streamable HTTP
+    gemini          ~/.gemini/settings.json             mcpServers  httpUrl (HTTP), url (SSE)
+    zed             <xdg>/zed/settings.json             context_servers  source custom
+
+`${VAR}` references in our config become the client's own syntax where it has
+one (`${env:VAR}` for VS Code, Cursor and Windsurf; Codex's `env_vars`,
+`bearer_token_env_var` and `env_http_headers`); where it has none the text is
+copied and a warning says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpcli import jsonedit
+from mcpcli.config import ServerEntry
+from mcpcli.errors import ConfigError, UsageError
+from mcpcli.other_clients import SOURCES, app_config_dir, codex_dir, xdg_config_dir
+
+__all__ = ["CLIENTS", "Change", "client_entry", "plan_install", "plan_uninstall", "target_file"]
+
+#: The clients `install` can write to.
+CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "windsurf", "codex", "gemini", "zed")
+
+JSON = dict[str, Any]
+
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
+_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+#: Clients whose `cwd` setting we can write.
+_HAS_CWD = {"vscode", "codex", "gemini"}
+#: How each client spells an environment reference (None: it has none).
+_ENV_STYLE = {
+    "claude-code": "${VAR}", "gemini": "${VAR}",
+    "vscode": "${env:VAR}", "cursor": "${env:VAR}", "windsurf": "${env:VAR}",
+    "claude-desktop": None, "zed": None,
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    client: str
+    path: Path
+    #: "json" (maybe with comments) or "toml".
+    fmt: str
+    #: The keys of the object that holds the servers (JSON).
+    container: tuple[str, ...] = ()
+
+
+def target_file(client: str, home: Path | None = None) -> Target:
+    """The user-level file `client` keeps its servers in."""
+    home = home or Path(os.path.expanduser("~"))
+    app = app_config_dir(home)
+    xdg = xdg_config_dir(home)
+    targets = {
+        "claude-code": Target(client, home / ".claude.json", "json", ("mcpServers",)),
+        "claude-desktop": Target(client, app / "Claude" / "claude_desktop_config.json", "json",
+                                 ("mcpServers",)),
+        "cursor": Target(client, home / ".cursor" / "mcp.json", "json", ("mcpServers",)),
+        "vscode": Target(client, app / "Code" / "User" / "mcp.json", "json", ("servers",)),
+        "windsurf": Target(client, home / ".codeium" / "windsurf" / "mcp_config.json", "json",
+                           ("mcpServers",)),
+        "codex": Target(client, codex_dir(home) / "config.toml", "toml"),
+        "gemini": Target(client, home / ".gemini" / "settings.json", "json", ("mcpServers",)),
+        "zed": Target(client, (xdg / "Zed" if sys.platform == "win32" else xdg / "zed") / "settings.json",
+                      "json", ("context_servers",)),
+    }
+    if client not in targets:
+        raise UsageError(f"unknown client {client!r}", hint="one of: " + ", ".join(CLIENTS))
+    return targets[client]
+
+
+# -- the entry in each client's shape -------------------------------------------------------
+
+
+def _env_ref(value: str, client: str, warnings: list[str], what: str) -> str:
+    """`${VAR}` in our syntax, in the client's own (or as is, with a warning)."""
+    if "${" not in value:
+        return value
+    style = _ENV_STYLE.get(client)
+    label = SOURCES.get(client, client)
+    if style is None:
+        warnings.append(f"{label} does not expand ${{VAR}} references: {what} is written as is")
+        return value
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if default and style != "${VAR}":
+            warnings.append(f"{label} has no ${{VAR:-default}}: the default of {name} in {what} is dropped")
+        if style == "${VAR}":
+            return f"${{{name}{default or ''}}}"
+        return f"${{env:{name}}}"
+
+    return _VAR.sub(replace, value)
+
+
+def _refs(values: dict[str, str], client: str, warnings: list[str], what: str) -> dict[str, str]:
+    return {k: _env_ref(v, client, warnings, f"{what} {k}") for k, v in values.items()}
+
+
+def _codex_entry(entry: ServerEntry, warnings: list[str]) -> JSON:
+    out: JSON = {}
+    if entry.command is not None:
+        out["command"] = entry.command
+        if entry.args:
+            out["args"] = list(entry.args)
+        env: dict[str, str] = {}
+        forwarded: list[str] = []
+        for key, value in entry.env.items():
+            match = _VAR.fullmatch(value)
+            if match and match.group(1) == key and not match.group(2):
+                forwarded.append(key)  # Codex passes these through from its own environment
+            else:
+                if "${" in value:
+                    warnings.append(f"Codex does not expand ${{VAR}} in env values: env {key} is written as is")
+                env[key] = value
+        if env:
+            out["env"] = env
+        if forwarded:
+            out["env_vars"] = forwarded
+        if entry.cwd:
+            out["cwd"] = entry.cwd
+        return out
+    if entry.transport == "sse":
+        raise UsageError("Codex connects to Streamable HTTP servers only, not legacy SSE",
+                         hint="give the server's Streamable HTTP URL instead")
+    out["url"] = entry.url
+    headers: dict[str, str] = {}
+    env_headers: dict[str, str] = {}
+    for key, value in entry.headers.items():
+        match = _VAR.fullmatch(value)
+        bearer = re.fullmatch(r"Bearer \$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}", value)
+        if key.lower() == "authorization" and bearer:
+            out["bearer_token_env_var"] = bearer.group(1)
+        elif match and not match.group(2):
+            env_headers[key] = match.group(1)
+        else:
+            if "${" in value:
+                warnings.append(f"Codex cannot expand ${{VAR}} inside header {key}: it is written as is")
+            headers[key] = value
+    if headers:
+        out["http_headers"] = headers
+    if env_headers:
+        out["env_http_headers"] = env_headers
+    return out
+
+
+def client_entry(entry: ServerEntry, client: str) -> tuple[JSON, list[str]]:
+    """The entry as `client` writes it, and warnings about what could not be carried over."""
+    warnings: list[str] = []
+    label = SOURCES.get(client, client)
+    if entry.transport not in ("stdio", "http", "sse") or (entry.command is None and entry.url is None):
+        raise UsageError(f"{entry.name!r} is not a stdio or URL server; {label} cannot run it")
+    secret = [k for k, v in {**entry.env, **entry.headers}.items() if _SECRET.search(k) and "${" not in v and v]
+    if secret:
+        warnings.append(f"writing literal values of {', '.join(secret)} into {label}'s config; "
+                        "prefer ${VAR} references")
+    if client == "codex":
+        return _codex_entry(entry, warnings), warnings
+    out: JSON = {}
+    if entry.command is not None:
+        if client == "zed":
+            out["source"] = "custom"
+        if client in ("claude-code", "vscode"):
+            out["type"] = "stdio"
+        out["command"] = _env_ref(entry.command, client, warnings, "command")
+        out["args"] = [_env_ref(a, client, warnings, "args") for a in entry.args]
+        if entry.env:
+            out["env"] = _refs(entry.env, client, warnings, "env")
+        if entry.cwd:
+            if client in _HAS_CWD:
+                out["cwd"] = entry.cwd
+            else:
+                warnings.append(f"{label} has no working-directory setting: cwd {entry.cwd} is dropped")
+        return out, warnings
+    url = _env_ref(entry.url or "", client, warnings, "url")
+    if client == "claude-desktop":
+        raise UsageError("Claude Desktop's config file holds local (stdio) servers only",
+                         hint="add a remote server in Claude Desktop under Settings > Connectors")
+    if client in ("claude-code", "vscode"):
+        out["type"] = "sse" if entry.transport == "sse" else "http"
+        out["url"] = url
+    elif client == "windsurf":
+        out["serverUrl"] = url
+    elif client == "gemini":
+        out["url" if entry.transport == "sse" else "httpUrl"] = url
+    elif client == "zed":
+        out["source"] = "custom"
+        out["url"] = url
+    else:
+        out["url"] = url
+    if entry.headers:
+        out["headers"] = _refs(entry.headers, client, warnings, "header")
+    return out, warnings
+
+
+# -- planning and applying a change ---------------------------------------------------------
+
+
+@dataclass
+class Change:
+    """One file's before and after; nothing is written until `apply`."""
+
+    client: str
+    path: Path
+    name: str
+    before: str | None
+    after: str
+    replaced: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def diff(self) -> str:
+        before = (self.before or "").splitlines(keepends=True)
+        after = self.after.splitlines(keepends=True)
+        lines = difflib.unified_diff(before, after, fromfile=str(self.path), tofile=str(self.path))
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+                       for line in lines)
+
+    def apply(self) -> Path | None:
+        """Write atomically, keeping the old file as FILE.bak; returns the backup's path."""
+        import shutil
+        import tempfile
+
+        real = Path(os.path.realpath(self.path))
+        real.parent.mkdir(parents=True, exist_ok=True)
+        backup: Path | None = None
+        mode = 0o600
+        if real.exists():
+            mode = real.stat().st_mode & 0o7777
+            backup = real.with_name(real.name + ".bak")
+            shutil.copy2(real, backup)
+        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.after.encode("utf-8"))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, real)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return backup
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; mcp will not edit it") from None
+
+
+def _cannot(path: Path, why: str) -> ConfigError:
+    return ConfigError(f"cannot edit {path}: {why}",
+                       hint="fix or move the file aside and try again; nothing was written")
+
+
+def _load_json(text: str | None) -> Any:
+    from mcpcli.other_clients import _loads_lenient
+
+    if text is None or not text.strip(" \t\r\n\ufeff"):
+        return {}
+    return _loads_lenient(text.lstrip("\ufeff"))
+
+
+def _dig(doc: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
+
+
+def _without(doc: Any, keys: tuple[str, ...], name: str) -> Any:
+    """A copy of `doc` with the member `name` under `keys` removed (for comparisons)."""
+    doc = json.loads(json.dumps(doc))
+    holder = _dig(doc, keys)
+    if isinstance(holder, dict):
+        holder.pop(name, None)
+    return doc
+
+
+def _json_change(target: Target, name: str, value: JSON | None, text: str | None, force: bool) -> Change:
+    path = target.path
+    container = list(target.container)
+    try:
+        before_doc = _load_json(text)
+        if value is None:
+            after = jsonedit.remove_member(text or "", container, name)
+            if after is None:
+                raise UsageError(f"no server {name!r} in {path}")
+            replaced = False
+        else:
+            current = _dig(before_doc, target.container)
+            if isinstance(current, dict) and name in current and not force:
+                raise UsageError(f"{name!r} is already in {path}", hint="use --force to replace it")
+            after, replaced = jsonedit.set_member(text or "", container, name, value)
+        after_doc = _load_json(after)
+    except jsonedit.JsonEditError as exc:
+        raise _cannot(path, str(exc)) from None
+    except ValueError as exc:
+        raise _cannot(path, f"not JSON ({exc})") from None
+    if value is not None and _dig(after_doc, (*target.container, name)) != value:
+        raise _cannot(path, "the edit would not give the intended entry")
+    if _without(after_doc, target.container, name) != _without(before_doc, target.container, name) and not (
+        text is None or not text.strip()
+    ):
+        raise _cannot(path, "the edit would change other settings")
+    return Change(target.client, path, name, text, after, replaced)
+
+
+# TOML (Codex): each server is its own `[mcp_servers.NAME]` table, added or cut as lines.
+
+
+def _toml_loads(text: str) -> JSON:
+    from mcpcli.other_clients import toml_loads
+
+    return toml_loads(text)
+
+
+def _header_path(line: str) -> list[str] | None:
+    """The keys of a `[table]` header line, or None for any other line."""
+    stripped = line.strip()
+    if not stripped.startswith("[") or stripped.startswith("[["):
+        return None
+    try:
+        doc: Any = _toml_loads(stripped + "\n")
+    except ValueError:
+        return None
+    keys: list[str] = []
+    while isinstance(doc, dict) and len(doc) == 1:
+        key, doc = next(iter(doc.items()))
+        keys.append(key)
+    return keys
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, int, list[str] | None]]:
+    """(first line, end line, header keys) of each table; the part before any header first."""
+    starts = [(0, None)] + [(i, keys) for i, line in enumerate(lines)
+                            if (keys := _header_path(line)) is not None or line.lstrip().startswith("[[")]
+    out = []
+    for n, (start, keys) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+        if n == 0 and end == 0 and len(starts) > 1:
+            continue
+        out.append((start, end, keys))
+    return out
+
+
+def _toml_rest(doc: JSON, name: str) -> Any:
+    """Everything but the server `name` (an emptied `mcp_servers` counts as none)."""
+    rest = _without(doc, ("mcp_servers",), name)
+    if rest.get("mcp_servers") == {}:
+        del rest["mcp_servers"]
+    return rest
+
+
+def _toml_block(name: str, value: JSON, nl: str) -> list[str]:
+    import tomlkit
+
+    table = tomlkit.table()
+    for key, item in value.items():
+        if isinstance(item, dict):
+            inline = tomlkit.inline_table()
+            inline.update(item)
+            table[key] = inline
+        else:
+            table[key] = item
+    servers = tomlkit.table(is_super_table=True)
+    servers[name] = table
+    doc = tomlkit.document()
+    doc["mcp_servers"] = servers
+    return [line + nl for line in tomlkit.dumps(doc).splitlines()]
+
+
+def _is_blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _cut_server(lines: list[str], name: str) -> list[str] | None:
+    """`lines` without the server's table (and its sub-tables) and the blank line before it."""
+    blocks = _blocks(lines)
+    own = [(s, e) for s, e, keys in blocks if keys and keys[:2] == ["mcp_servers", name]]
+    if not own:
+        return None
+    start, end = own[0][0], own[-1][1]
+    while end > start and _is_blank(lines[end - 1]) and end < len(lines):
+        end -= 1  # blank lines before the next table stay with it
+    if end == len(lines):
+        while end > start + 1 and _is_blank(lines[end - 1]):
+            end -= 1
+    if start > 0 and _is_blank(lines[start - 1]):
+        start -= 1
+    return lines[:start] + lines[end:]
+
+
+def _toml_change(target: Target, name: str, value: JSON | None, text: str | None, force: bool) -> Change:
+    path = target.path
+    source = text or ""
+    try:
+        before_doc = _toml_loads(source)
+    except ValueError as exc:
+        raise _cannot(path, f"not TOML ({exc})") from None
+    servers = before_doc.get("mcp_servers")
+    exists = isinstance(servers, dict) and name in servers
+    nl = "\r\n" if "\r\n" in source else "\n"
+    lines = source.splitlines(keepends=True)
+    replaced = False
+    if exists:
+        if value is not None and not force:
+            raise UsageError(f"{name!r} is already in {path}", hint="use --force to replace it")
+        cut = _cut_server(lines, name)
+        if cut is None:
+            raise _cannot(path, f"{name!r} is not written as its own [mcp_servers.{name}] table")
+        lines, replaced = cut, value is not None
+    elif value is None:
+        raise UsageError(f"no server {name!r} in {path}")
+    if value is not None:
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += nl
+        block = _toml_block(name, value, nl)
+        ours = [e for s, e, keys in _blocks(lines) if keys and keys[0] == "mcp_servers"]
+        at = ours[-1] if ours else len(lines)
+        while at > 0 and _is_blank(lines[at - 1]):
+            at -= 1
+        addition = ([nl] if at > 0 else []) + block
+        lines = lines[:at] + addition + lines[at:]
+    after = "".join(lines)
+    try:
+        after_doc = _toml_loads(after)
+    except ValueError as exc:
+        raise _cannot(path, f"the edit would not be valid TOML ({exc})") from None
+    if value is not None and _dig(after_doc, ("mcp_servers", name)) != value:
+        raise _cannot(path, "the edit would not give the intended entry")
+    if _toml_rest(after_doc, name) != _toml_rest(before_doc, name):
+        raise _cannot(path, "the edit would change other settings")
+    return Change(target.client, path, name, text, after, replaced)
+
+
+def plan_install(entry: ServerEntry, client: str, *, force: bool = False, home: Path | None = None) -> Change:
+    """The change that writes `entry` into `client`'s file (UsageError on a duplicate)."""
+    target = target_file(client, home)
+    value, warnings = client_entry(entry, client)
+    text = _read(target.path)
+    if target.fmt == "toml":
+        change = _toml_change(target, entry.name, value, text, force)
+    else:
+        change = _json_change(target, entry.name, value, text, force)
+    change.warnings = list(dict.fromkeys(warnings))
+    return change
+
+
+def plan_uninstall(name: str, client: str, *, home: Path | None = None) -> Change:
+    """The change that removes server `name` from `client`'s file (UsageError if absent)."""
+    target = target_file(client, home)
+    text = _read(target.path)
+    if text is None:
+        raise UsageError(f"no server {name!r} in {target.path} (the file does not exist)")
+    if target.fmt == "toml":
+        return _toml_change(target, name, None, text, False)
+    return _json_change(target, name, None, text, False)
