@@ -124,3 +124,176 @@ def test_discovery_can_be_turned_off(fake_home: Path, project: Path, monkeypatch
 
 def test_missing_home_files_are_fine(project: Path) -> None:
     assert other_clients.discover(cwd=project) == ([], [])
+
+
+# -- the clients with their own dialects ------------------------------------------------------
+
+
+def test_codex_gemini_zed_goose_opencode_and_vscode_settings_are_read(
+    fake_home: Path, config_home: Path, project: Path
+) -> None:
+    write(fake_home / ".codex" / "config.toml", """
+# Codex
+model = "o3"
+
+[mcp_servers.cx]
+command = "cx-server"
+args = ["--a"]
+env = { K = "v" }
+
+[mcp_servers.cx-remote]
+url = "https://cx.example/mcp"
+bearer_token_env_var = "CX_TOKEN"
+env_http_headers = { "X-Team" = "TEAM" }
+
+[mcp_servers.cx-off]
+command = "off"
+enabled = false
+""")
+    write(project / ".gemini" / "settings.json", {"mcpServers": {
+        "gem-project": {"command": "gp", "env": {"KEY": "$GEM_KEY"}, "cwd": "/srv"}}})
+    write(fake_home / ".gemini" / "settings.json", {"theme": "x", "mcpServers": {
+        "gem-sse": {"url": "https://g.example/events"},
+        "gem-http": {"httpUrl": "https://g.example/mcp", "headers": {"A": "b"}}}})
+    write(config_home / "Code" / "User" / "settings.json", """{
+        "editor.fontSize": 14, // comments are fine
+        "mcp": {"servers": {"vs-settings": {"type": "http", "url": "https://v.example/mcp"}}},
+    }""")
+    write(config_home / "zed" / "settings.json", """// Zed settings
+{
+  "context_servers": {
+    "zed-old": {"command": {"path": "zo", "args": ["1"], "env": {"E": "1"}}, "settings": {}},
+    "zed-new": {"source": "custom", "command": "zn", "args": ["2"]},
+    "zed-remote": {"url": "https://z.example/mcp", "headers": {"H": "v"}},
+    "zed-extension": {"settings": {"database_url": "postgres://"}},
+  },
+}""")
+    write(config_home / "goose" / "config.yaml", """
+GOOSE_PROVIDER: anthropic
+extensions:
+  developer:
+    enabled: true
+    type: builtin
+    name: developer
+  gh:
+    enabled: true
+    type: stdio
+    name: gh
+    cmd: github-mcp
+    args: [stdio]
+    envs: {GITHUB_TOKEN: "${GH}"}
+  web:
+    enabled: true
+    type: streamable_http
+    uri: https://goose.example/mcp
+  old:
+    enabled: false
+    type: sse
+    uri: https://old.example/sse
+""")
+    write(config_home / "opencode" / "opencode.json", {"mcp": {
+        "oc-local": {"type": "local", "command": ["npx", "-y", "oc"], "environment": {"T": "{env:OC_T}"}},
+        "oc-remote": {"type": "remote", "url": "https://oc.example/mcp", "enabled": True},
+        "oc-off": {"type": "local", "command": ["x"], "enabled": False}}})
+    write(project / "opencode.json", {"$schema": "https://opencode.ai/config.json", "mcp": {
+        "oc-project": {"type": "local", "command": ["ocp"]}}})
+
+    items, problems = other_clients.discover(cwd=project)
+    assert problems == []
+    got = [(f.entry.name, f.source, f.scope) for f in items]
+    assert got == [
+        ("gem-project", "gemini", "project"),
+        ("oc-project", "opencode", "project"),
+        ("vs-settings", "vscode", "user"),
+        ("cx", "codex", "user"),
+        ("cx-remote", "codex", "user"),
+        ("gem-sse", "gemini", "user"),
+        ("gem-http", "gemini", "user"),
+        ("zed-old", "zed", "user"),
+        ("zed-new", "zed", "user"),
+        ("zed-remote", "zed", "user"),
+        ("gh", "goose", "user"),
+        ("web", "goose", "user"),
+        ("oc-local", "opencode", "user"),
+        ("oc-remote", "opencode", "user"),
+    ]
+    e = {f.entry.name: f.entry for f in items}
+    assert (e["cx"].command, e["cx"].args, e["cx"].env) == ("cx-server", ["--a"], {"K": "v"})
+    assert e["cx-remote"].transport == "http"
+    assert e["cx-remote"].headers == {"X-Team": "${TEAM}", "Authorization": "Bearer ${CX_TOKEN}"}
+    assert e["gem-project"].env == {"KEY": "${GEM_KEY}"} and e["gem-project"].cwd == "/srv"
+    assert e["gem-sse"].transport == "sse" and e["gem-http"].transport == "http"
+    assert e["gem-http"].headers == {"A": "b"}
+    assert e["vs-settings"].url == "https://v.example/mcp"
+    assert (e["zed-old"].command, e["zed-old"].args, e["zed-old"].env) == ("zo", ["1"], {"E": "1"})
+    assert (e["zed-new"].command, e["zed-new"].args) == ("zn", ["2"])
+    assert e["zed-remote"].headers == {"H": "v"}
+    assert (e["gh"].command, e["gh"].args, e["gh"].env) == ("github-mcp", ["stdio"], {"GITHUB_TOKEN": "${GH}"})
+    assert e["web"].url == "https://goose.example/mcp" and e["web"].transport == "http"
+    assert (e["oc-local"].command, e["oc-local"].args) == ("npx", ["-y", "oc"])
+    assert e["oc-local"].env == {"T": "${OC_T}"}
+    # Nothing a client-specific key says leaks into the entry (it would be copied by import).
+    assert e["oc-remote"].raw == {} and e["cx-remote"].raw == {}
+
+
+def test_codex_home_overrides_the_codex_dir(
+    fake_home: Path, tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(fake_home / ".codex" / "config.toml", '[mcp_servers.default-dir]\ncommand = "a"\n')
+    write(tmp_path / "elsewhere" / "config.toml", '[mcp_servers.codex-home]\ncommand = "b"\n')
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "elsewhere"))
+    assert [n for n, _, _ in found(project)] == ["codex-home"]
+
+
+@pytest.mark.parametrize(
+    ("relative", "text"),
+    [
+        (".codex/config.toml", "[mcp_servers.x\ncommand = 1"),
+        ("config/goose/config.yaml", "extensions: [unclosed"),
+        ("config/zed/settings.json", "{ // no end"),
+        (".gemini/settings.json", "\x00\x01"),
+        ("config/opencode/opencode.json", '{"mcp": {"bad": {"type": "local"}}}'),
+    ],
+)
+def test_a_malformed_file_is_a_one_line_problem_and_the_rest_still_load(
+    fake_home: Path, project: Path, relative: str, text: str
+) -> None:
+    write(fake_home / relative, text)
+    write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"fine": {"command": "ok"}}})
+    items, problems = other_clients.discover(cwd=project)
+    assert [i.entry.name for i in items] == ["fine"]
+    (problem,) = problems
+    assert problem.path == fake_home / relative
+    assert "\n" not in problem.message
+
+
+def test_empty_files_and_a_directory_where_a_file_was_expected(fake_home: Path, project: Path) -> None:
+    write(fake_home / ".codex" / "config.toml", "")
+    write(fake_home / ".gemini" / "settings.json", "  \n")
+    write(fake_home / "config" / "goose" / "config.yaml", "")
+    (fake_home / "config" / "zed" / "settings.json").mkdir(parents=True)
+    assert other_clients.discover(cwd=project) == ([], [])
+
+
+def test_servers_list_shows_the_new_sources_and_the_unknown_server_hint_names_them(
+    fake_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers import mcp_in
+
+    write(fake_home / ".codex" / "config.toml", '[mcp_servers.from-codex]\ncommand = "c"\n')
+    write(fake_home / "config" / "zed" / "settings.json", '{"context_servers": {"from-zed": {"url": "https://z"}}}')
+    write(fake_home / "config" / "goose" / "config.yaml", "extensions: [broken")
+    monkeypatch.chdir(project)
+    r = mcp_in("servers", "list", "--json")
+    assert r.code == 0, r
+    rows = {row["name"]: row for row in r.json["servers"]}
+    assert rows["from-codex"]["source"] == "codex"
+    assert rows["from-codex"]["path"] == str(fake_home / ".codex" / "config.toml")
+    assert rows["from-zed"]["source"] == "zed"
+    warnings = [line for line in r.stderr.splitlines() if "config.yaml" in line]
+    assert len(warnings) == 1 and "warning" in warnings[0] and "cannot read" in warnings[0]
+
+    r = mcp_in("tools", "list", "from-cdex")
+    assert r.code == 2
+    assert "unknown server 'from-cdex'" in r.stderr
+    assert "from-codex" in r.stderr and "from-zed" in r.stderr
