@@ -306,12 +306,20 @@ def _dig(doc: Any, keys: tuple[str, ...]) -> Any:
     return doc
 
 
-def _without(doc: Any, keys: tuple[str, ...], name: str) -> Any:
-    """A copy of `doc` with the member `name` under `keys` removed (for comparisons)."""
+def _rest(doc: Any, keys: tuple[str, ...], name: str) -> Any:
+    """A copy of `doc` without the member `name` under `keys`, containers left empty by that
+    pruned: what an edit of that one entry must leave unchanged."""
     doc = json.loads(json.dumps(doc))
-    holder = _dig(doc, keys)
-    if isinstance(holder, dict):
-        holder.pop(name, None)
+    holders = [doc]
+    for key in keys:
+        nxt = holders[-1].get(key) if isinstance(holders[-1], dict) else None
+        if not isinstance(nxt, dict):
+            return doc
+        holders.append(nxt)
+    holders[-1].pop(name, None)
+    for depth in range(len(keys), 0, -1):
+        if holders[depth] == {}:
+            del holders[depth - 1][keys[depth - 1]]
     return doc
 
 
@@ -337,9 +345,7 @@ def _json_change(target: Target, name: str, value: JSON | None, text: str | None
         raise _cannot(path, f"not JSON ({exc})") from None
     if value is not None and _dig(after_doc, (*target.container, name)) != value:
         raise _cannot(path, "the edit would not give the intended entry")
-    if _without(after_doc, target.container, name) != _without(before_doc, target.container, name) and not (
-        text is None or not text.strip()
-    ):
+    if _rest(after_doc, target.container, name) != _rest(before_doc, target.container, name):
         raise _cannot(path, "the edit would change other settings")
     return Change(target.client, path, name, text, after, replaced)
 
@@ -380,14 +386,6 @@ def _blocks(lines: list[str]) -> list[tuple[int, int, list[str] | None]]:
             continue
         out.append((start, end, keys))
     return out
-
-
-def _toml_rest(doc: JSON, name: str) -> Any:
-    """Everything but the server `name` (an emptied `mcp_servers` counts as none)."""
-    rest = _without(doc, ("mcp_servers",), name)
-    if rest.get("mcp_servers") == {}:
-        del rest["mcp_servers"]
-    return rest
 
 
 def _toml_block(name: str, value: JSON, nl: str) -> list[str]:
@@ -467,7 +465,7 @@ def _toml_change(target: Target, name: str, value: JSON | None, text: str | None
         raise _cannot(path, f"the edit would not be valid TOML ({exc})") from None
     if value is not None and _dig(after_doc, ("mcp_servers", name)) != value:
         raise _cannot(path, "the edit would not give the intended entry")
-    if _toml_rest(after_doc, name) != _toml_rest(before_doc, name):
+    if _rest(after_doc, ("mcp_servers",), name) != _rest(before_doc, ("mcp_servers",), name):
         raise _cannot(path, "the edit would change other settings")
     return Change(target.client, path, name, text, after, replaced)
 
