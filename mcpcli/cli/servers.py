@@ -353,7 +353,8 @@ def _show_change(app: App, out: Output, change: Any, verb: str, dry_run: bool, e
 @click.option("--transport", type=click.Choice(["http", "sse"]), default=None,
               help="Remote transport of a URL given here: Streamable HTTP (default) or legacy SSE.")
 @click.option("--force", "-f", is_flag=True, help="Replace a server of that name in the client's config.")
-@click.option("--dry-run", "-n", is_flag=True, help="Print the change as a unified diff; write nothing.")
+@click.option("--dry-run", "-n", is_flag=True,
+              help="Print the change as a unified diff (--json, or not a terminal: a diff field); write nothing.")
 @output_options
 @pass_app
 def install(
@@ -397,7 +398,8 @@ def install(
 @click.argument("name")
 @click.option("--from", "client", required=True, type=click.Choice(_CLIENTS),
               help="The client whose config loses the server.")
-@click.option("--dry-run", "-n", is_flag=True, help="Print the change as a unified diff; write nothing.")
+@click.option("--dry-run", "-n", is_flag=True,
+              help="Print the change as a unified diff (--json, or not a terminal: a diff field); write nothing.")
 @output_options
 @pass_app
 def uninstall(app: App, name: str, client: str, dry_run: bool, out: Output) -> None:
