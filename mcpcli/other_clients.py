@@ -347,6 +347,13 @@ def _codex(raw: dict[str, Any]) -> dict[str, Any] | None:
     if raw.get("enabled") is False:
         return None
     out = _pick(raw, "command", "args", "env", "cwd", "url")
+    forwarded = raw.get("env_vars")
+    if "command" in out and isinstance(forwarded, list) and forwarded:
+        # Variables Codex passes through from its own environment: ours must too.
+        env = dict(out["env"]) if isinstance(out.get("env"), dict) else {}
+        for name in forwarded:
+            env.setdefault(str(name), f"${{{name}}}")
+        out["env"] = env
     if "url" in out:
         out["type"] = "http"
         headers = dict(raw["http_headers"]) if isinstance(raw.get("http_headers"), dict) else {}
@@ -364,7 +371,10 @@ def _gemini(raw: dict[str, Any]) -> dict[str, Any] | None:
     out = _pick(raw, "command", "args", "env", "cwd", "url", "httpUrl", "headers", "type")
     if "url" in out and "httpUrl" not in out and "type" not in out:
         out["type"] = "sse"  # Gemini CLI: `url` is SSE, `httpUrl` Streamable HTTP
-    return dict(_rewrite_strings(out, _GEMINI_VAR))
+    for key in ("env", "headers"):  # where Gemini expands `$VAR` as well as `${VAR}`
+        if isinstance(out.get(key), dict):
+            out[key] = _rewrite_strings(out[key], _GEMINI_VAR)
+    return out
 
 
 def _zed(raw: dict[str, Any]) -> dict[str, Any] | None:

@@ -156,10 +156,10 @@ def _given_entry(
     """The server given on the command line (a URL or a command after --), or None."""
     from mcpcli.config import ServerEntry
 
-    if not _NAME.match(name):
+    command = list(app.server_command)
+    if (command or url is not None) and not _NAME.match(name):
         raise UsageError(f"invalid server name {name!r}",
                          hint="use letters, digits, '.', '_', '-' and '@', starting with a letter or digit")
-    command = list(app.server_command)
     if command and url is not None:
         raise UsageError("give either a URL or a command after --, not both")
     env = _key_values(env_items, sep="=", what="--env")

@@ -140,6 +140,7 @@ model = "o3"
 command = "cx-server"
 args = ["--a"]
 env = { K = "v" }
+env_vars = ["FORWARDED"]
 
 [mcp_servers.cx-remote]
 url = "https://cx.example/mcp"
@@ -151,7 +152,7 @@ command = "off"
 enabled = false
 """)
     write(project / ".gemini" / "settings.json", {"mcpServers": {
-        "gem-project": {"command": "gp", "env": {"KEY": "$GEM_KEY"}, "cwd": "/srv"}}})
+        "gem-project": {"command": "gp", "args": ["$literal"], "env": {"KEY": "$GEM_KEY"}, "cwd": "/srv"}}})
     write(fake_home / ".gemini" / "settings.json", {"theme": "x", "mcpServers": {
         "gem-sse": {"url": "https://g.example/events"},
         "gem-http": {"httpUrl": "https://g.example/mcp", "headers": {"A": "b"}}}})
@@ -218,10 +219,12 @@ extensions:
         ("oc-remote", "opencode", "user"),
     ]
     e = {f.entry.name: f.entry for f in items}
-    assert (e["cx"].command, e["cx"].args, e["cx"].env) == ("cx-server", ["--a"], {"K": "v"})
+    assert (e["cx"].command, e["cx"].args) == ("cx-server", ["--a"])
+    assert e["cx"].env == {"K": "v", "FORWARDED": "${FORWARDED}"}
     assert e["cx-remote"].transport == "http"
     assert e["cx-remote"].headers == {"X-Team": "${TEAM}", "Authorization": "Bearer ${CX_TOKEN}"}
     assert e["gem-project"].env == {"KEY": "${GEM_KEY}"} and e["gem-project"].cwd == "/srv"
+    assert e["gem-project"].args == ["$literal"]
     assert e["gem-sse"].transport == "sse" and e["gem-http"].transport == "http"
     assert e["gem-http"].headers == {"A": "b"}
     assert e["vs-settings"].url == "https://v.example/mcp"

@@ -287,3 +287,18 @@ def test_a_server_installed_into_codex_is_usable_by_name(isolated_env: Path, eve
     r = mcp("servers", "list", "--json")
     (row,) = [row for row in r.json["servers"] if row["name"] == "ev"]
     assert row["source"] == "codex" and row["path"] == str(path_of("codex"))
+
+
+def test_a_discovered_server_with_any_name_is_copied_as_it_reads(config_home: Path) -> None:
+    write(config_home / "Code" / "User" / "mcp.json",
+          '{"servers": {"My Server": {"type": "stdio", "command": "ms", "env": {"T": "${env:MY_T}"}}}}')
+    r = mcp_in("servers", "install", "My Server", "--into", "codex")
+    assert r.code == 0, r
+    entry = other_clients.toml_loads(path_of("codex").read_text())["mcp_servers"]["My Server"]
+    assert entry == {"command": "ms", "env": {"T": "${env:MY_T}"}}
+    assert "Codex does not expand ${VAR} in env values: env T" in r.stderr
+    # An env reference of the same name is forwarded (env_vars) and reads back as ours.
+    r = mcp_in("servers", "install", "fwd", "--into", "codex", "-e", "MY_T=${MY_T}", "--", "f")
+    assert r.code == 0, r
+    (item,) = [f for f in other_clients.discover()[0] if f.entry.name == "fwd"]
+    assert item.entry.env == {"MY_T": "${MY_T}"}
