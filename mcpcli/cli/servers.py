@@ -233,17 +233,18 @@ def add(
 @output_options
 @pass_app
 def remove(app: App, name: str, out: Output) -> None:
-    """Remove a server from our config (other clients' files are never edited)."""
+    """Remove a server from our config (`servers uninstall` edits other clients' files)."""
     from mcpcli import other_clients
 
     config = app.config()
     if not config.remove(name):
         for item in other_clients.discover()[0]:
             if item.entry.name == name:
-                raise UsageError(
-                    f"{name!r} is configured in {item.label} ({item.path}), not in our config",
-                    hint="mcp never edits other clients' files; change it there",
-                )
+                hint = (f"to take it out of {item.label}'s file: mcp servers uninstall {name} --from {item.source}"
+                        if item.source in _CLIENTS and item.scope == "user"
+                        else f"change it in {item.label}")
+                raise UsageError(f"{name!r} is configured in {item.label} ({item.path}), not in our config",
+                                 hint=hint)
         raise UsageError(f"no server {name!r} in {config.path}")
     app.info(f"removed {name} from {config.path}")
     if not out.human:

@@ -92,7 +92,8 @@ def test_remove(config_file: Path, fake_home: Path) -> None:
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"cursed": {"command": "c"}}})
     r = mcp_in("servers", "remove", "cursed")
     assert r.code == 2
-    assert "configured in Cursor" in r.stderr and "never edits other clients' files" in r.stderr
+    assert "configured in Cursor" in r.stderr
+    assert "mcp servers uninstall cursed --from cursor" in r.stderr
     assert json.loads((fake_home / ".cursor" / "mcp.json").read_text()) == {
         "mcpServers": {"cursed": {"command": "c"}}}
 
