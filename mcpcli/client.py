@@ -133,6 +133,9 @@ class ClientOptions:
     on_notification: NotificationCallback | None = None
     on_error: Callable[[Exception], None] | None = None
     trace: Tracer | None = None
+    #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
+    #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
+    meta: JSON = field(default_factory=dict)
 
 
 @dataclass
@@ -543,6 +546,8 @@ class Client:
         params = dict(params or {})
         given = params.get("_meta")
         own_token = isinstance(given, dict) and "progressToken" in given
+        if self.options.meta:
+            params["_meta"] = {**self.options.meta, **(given if isinstance(given, dict) else {})}
         limits: dict[str, Any] = {
             "on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout,
             "progress_token": not own_token,
