@@ -9,7 +9,7 @@ import click
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import target_command
+from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.errors import ToolError, UsageError
 from mcpcli.output import Output
 
@@ -114,6 +114,7 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
               help="Run the tool as a task when it allows one (2025-11-25 servers).")
 @click.option("--detach", is_flag=True,
               help="Start the tool as a task, print the task and exit; follow it with `mcp tasks`.")
+@large_result_options
 def call(
     app: App,
     target: str | None,
