@@ -685,7 +685,8 @@ class Client:
         """Round trip to the server: `ping` on legacy servers, `server/discover` on modern ones."""
         start = anyio.current_time()
         if self.era == "legacy":
-            await self.session.request("ping", None, progress_token=False)
+            await self.session.request("ping", {"_meta": dict(self.options.meta)} if self.options.meta else None,
+                                       progress_token=False)
             method = "ping"
         else:
             await self.request("server/discover")
@@ -980,7 +981,7 @@ class Client:
             wanted["resourcesListChanged"] = True
         if resources:
             wanted["resourceSubscriptions"] = list(resources)
-        params: JSON = {"notifications": wanted, "_meta": self._meta(self.protocol_version)}
+        params: JSON = {"notifications": wanted, "_meta": {**self.options.meta, **self._meta(self.protocol_version)}}
 
         async def listen() -> None:
             try:

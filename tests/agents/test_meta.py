@@ -47,3 +47,12 @@ def test_meta_without_a_value_is_a_usage_error() -> None:
     r = mcp_in("ping", "--meta", "novalue", "--", *fake_server())
     assert r.code == 2, r
     assert "--meta 'novalue': expected KEY=VALUE" in r.stderr
+
+
+@pytest.mark.parametrize("era", [(), ("--modern",)], ids=["legacy", "modern"])
+def test_meta_reaches_ping(tmp_path: Path, era: tuple[str, ...]) -> None:
+    record = tmp_path / "sent.jsonl"
+    r = mcp_in("ping", "--meta", "trace=p1", "--", *fake_server(*era, "--record", str(record)))
+    assert r.code == 0, r
+    method = "server/discover" if era else "ping"
+    assert _sent(record, method)[-1]["params"]["_meta"]["trace"] == "p1"
