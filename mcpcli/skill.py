@@ -164,7 +164,8 @@ def example_call(prog: str, ref: str, tool: JSON, server_command: Sequence[str] 
     words.extend(f"--arg {shlex.quote(key + '=text')}" for key in sorted(required - set(props)))
     if server_command:
         words.append("-- " + shlex.join(server_command))
-    return " ".join(words)
+    # A name or value with control characters cannot be typed anyway: shown escaped, never raw.
+    return printable(" ".join(words), keep_newlines=False)
 
 
 def _with_flags(call: str, flags: str) -> str:
@@ -183,7 +184,7 @@ def select_tools(tools: Sequence[Any], patterns: Sequence[str]) -> list[JSON]:
 
 
 def _description(label: str, tools: Sequence[JSON]) -> str:
-    names = ", ".join(str(t["name"]) for t in tools)
+    names = ", ".join(_text(t["name"]) for t in tools)
     text = (f"Call the tools of the MCP server {label} from the shell with the `mcp` command line "
             f"({len(tools)} tool{'s' if len(tools) != 1 else ''}: {names}). Use when a task needs "
             f"what these tools do, or mentions {label}.")
@@ -205,10 +206,10 @@ def build_skill(
 ) -> Skill:
     """The SKILL.md for the server `ref` (what a user types as TARGET) and its `tools`."""
     title = _text(server_info.get("title") or server_info.get("name") or ref)
-    label = f"{ref!r}" if title == ref else f"{ref!r} ({title})"
+    label = f"{_text(ref)!r}" if title == ref else f"{_text(ref)!r} ({title})"
     description = _description(label, tools)
-    target = "" if server_command else f" {shlex.quote(ref)}"
-    after = f" -- {shlex.join(server_command)}" if server_command else ""
+    target = "" if server_command else printable(f" {shlex.quote(ref)}", keep_newlines=False)
+    after = printable(f" -- {shlex.join(server_command)}", keep_newlines=False) if server_command else ""
     first = tools[0] if tools else None
     out: list[str] = [
         "---",

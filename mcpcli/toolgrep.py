@@ -17,7 +17,7 @@ from typing import Any
 
 from mcpcli.errors import McpCliError, UsageError
 
-__all__ = ["Answer", "all_targets", "compile_pattern", "gather", "match_tools"]
+__all__ = ["Answer", "all_targets", "cached_listing", "compile_pattern", "gather", "match_tools"]
 
 JSON = dict[str, Any]
 
@@ -73,6 +73,22 @@ def all_targets(config_names: Sequence[str], discovered: Sequence[str], sessions
     for name in sessions:
         seen.setdefault(f"@{name}", None)
     return list(seen)
+
+
+def cached_listing(target: str, max_age: float | None = None) -> JSON | None:
+    """The cached tool list of `target` if it is fresh: its `ttlMs` says so (2026-07-28), or
+    (`max_age`, seconds) it was stored that recently, for servers whose lists carry no ttlMs."""
+    import time
+
+    from mcpcli import cache
+
+    listing = cache.fresh(target, "tools/list")
+    if listing is None and max_age:
+        record = cache.load(target, "tools/list")
+        stored = record.get("storedAt") if record else None
+        if record and isinstance(stored, (int, float)) and 0 <= time.time() - stored <= max_age:
+            listing = record.get("result")
+    return listing if isinstance(listing, dict) and isinstance(listing.get("tools"), list) else None
 
 
 @dataclass

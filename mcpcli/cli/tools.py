@@ -45,12 +45,15 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
               help="PATTERN is a plain string, not a regular expression.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
               metavar="SECONDS", help="Give each server this long to list its tools.")
+@click.option("--max-age", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
+                   "fresh otherwise).")
 @click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")
 @output_options
 @pass_app
 def grep(
     app: App, pattern: str, servers: tuple[str, ...], schema: bool, fixed: bool, timeout: float,
-    no_cache: bool, out: Output,
+    max_age: float | None, no_cache: bool, out: Output,
 ) -> None:
     """Search tool names, titles and descriptions across servers.
 
@@ -58,8 +61,9 @@ def grep(
     PATTERN is a case-insensitive regular expression (-F: a fixed string).
     Without SERVER, every server is searched: ours, those other clients
     configure, and open sessions (@NAME), in parallel. A server's cached
-    list is used while its ttlMs says it is fresh. A server that fails is
-    named on stderr and the others still answer; nobody is asked to sign in.
+    list is used while its ttlMs says it is fresh (or for --max-age seconds
+    after it was stored). A server that fails is named on stderr and the
+    others still answer; nobody is asked to sign in.
       mcp tools grep weather
       mcp tools grep 'fetch|download' --schema --json
     Exits 0 when a tool matched, 1 when none did, 4 when no server answered.
@@ -80,8 +84,8 @@ def grep(
         from mcpcli import cache
         from mcpcli.errors import NotOffered
 
-        cached = None if no_cache else cache.fresh(target, "tools/list")
-        if cached is not None and isinstance(cached.get("tools"), list):
+        cached = None if no_cache else toolgrep.cached_listing(target, max_age)
+        if cached is not None:
             return cached
         async with app.client(target, conn) as client:
             try:

@@ -115,3 +115,15 @@ def test_human_output_groups_matches_under_their_server() -> None:
     ], human=render.grep_matches)
     assert stdout.getvalue().splitlines() == [
         "one", "  echo  (Echo)  Says it back. …", "  sum", "two", "  x\\x1b[31m  d"]
+
+
+def test_max_age_reuses_a_recent_list_of_a_server_without_ttl(tmp_path: Path) -> None:
+    record = tmp_path / "sent.jsonl"
+    env = _config(tmp_path, {"old": fake_server("--record", str(record))})  # a legacy list: no ttlMs
+    assert mcp_in("tools", "grep", "echo", env=env).code == 0
+    assert mcp_in("tools", "grep", "echo", env=env).code == 0
+    assert _requests(record, "tools/list") == 2  # never fresh by itself
+    r = mcp_in("tools", "grep", "slow", "--max-age", "600", env=env)
+    assert r.code == 0, r
+    assert [m["tool"] for m in r.json] == ["slow"]
+    assert _requests(record, "tools/list") == 2  # the cached list, stored a moment ago

@@ -119,3 +119,11 @@ def test_signatures_mark_optional_parameters_defaults_and_structured_results() -
                                             ("--", "mcp-server"), ("x" * 80, "x" * 64)])
 def test_skill_names_follow_the_agent_skills_rules(base: str, name: str) -> None:
     assert skill.skill_name(base) == name
+
+
+def test_server_text_cannot_reach_the_terminal_raw(tmp_path: Path) -> None:
+    evil = "Echo.\x1b[2J\u202eevil\x07"
+    r = mcp_in("skill", "--", *fake_server("--evil", evil))
+    assert r.code == 0, r
+    assert not any(ch in r.stdout for ch in "\x1b\u202e\x07"), r
+    assert "- `echo(message: string)` Echo.\\x1b[2J\\u202eevil\\x07" in r.stdout.splitlines()
