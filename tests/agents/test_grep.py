@@ -127,3 +127,10 @@ def test_max_age_reuses_a_recent_list_of_a_server_without_ttl(tmp_path: Path) ->
     assert r.code == 0, r
     assert [m["tool"] for m in r.json] == ["slow"]
     assert _requests(record, "tools/list") == 2  # the cached list, stored a moment ago
+
+
+def test_the_official_sdk_server_is_searched_too(tmp_path: Path, sdk_server: list[str]) -> None:
+    env = _config(tmp_path, {"sdk": sdk_server})
+    r = mcp_in("tools", "grep", "llm|^steps$", "--schema", env=env)
+    assert r.code == 0, r
+    assert sorted(m["tool"] for m in r.json) == ["haiku", "slow"]  # in the server's order
