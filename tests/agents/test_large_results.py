@@ -116,3 +116,12 @@ def test_resources_read_and_prompts_get_spill_too(everything: list[str], tmp_pat
     (path,) = spill.iterdir()
     assert r.json == {"spilled": str(path), "bytes": path.stat().st_size, "type": "json"}
     assert "Paris" in path.read_text()
+
+
+@pytest.mark.parametrize("flags", [("--max-chars", "10"), ("--spill", "/tmp/x"), ("--spill=/tmp/x",),
+                                   ("--meta", "k=v")])
+def test_the_fast_path_parser_leaves_the_new_flags_to_click(flags: tuple[str, ...]) -> None:
+    from mcpcli.cli.fast import _parse
+
+    assert _parse(["@s", "echo", "--arg", "message=hi"]) is not None
+    assert _parse(["@s", "echo", "--arg", "message=hi", *flags]) is None
