@@ -27,6 +27,7 @@ def _requests(record: Path, method: str) -> int:
     return sum(json.loads(line).get("method") == method for line in record.read_text().splitlines())
 
 
+@pytest.mark.peer
 def test_every_configured_server_is_searched_and_a_failure_is_one_line(
     tmp_path: Path, everything: list[str]
 ) -> None:
@@ -42,6 +43,7 @@ def test_every_configured_server_is_searched_and_a_failure_is_one_line(
     assert line.startswith("mcp: warning: dead: cannot start server: ")
 
 
+@pytest.mark.peer
 def test_jsonl_gives_one_match_per_line_and_schema_matches_parameter_names(
     tmp_path: Path, everything: list[str]
 ) -> None:
@@ -65,6 +67,7 @@ def test_no_match_exits_1_and_every_server_failing_exits_4(tmp_path: Path) -> No
     assert r.stderr.splitlines()[-1] == "mcp: error: no server answered (1 tried)"
 
 
+@pytest.mark.slow
 def test_a_slow_server_is_cut_off_by_timeout_and_the_rest_answer(tmp_path: Path) -> None:
     env = _config(tmp_path, {"deaf": fake_server("--deaf"), "fake": fake_server()})
     r = mcp_in("tools", "grep", "echo", "--timeout", "0.5", env=env)
@@ -129,6 +132,7 @@ def test_max_age_reuses_a_recent_list_of_a_server_without_ttl(tmp_path: Path) ->
     assert _requests(record, "tools/list") == 2  # the cached list, stored a moment ago
 
 
+@pytest.mark.peer
 def test_the_official_sdk_server_is_searched_too(tmp_path: Path, sdk_server: list[str]) -> None:
     env = _config(tmp_path, {"sdk": sdk_server})
     r = mcp_in("tools", "grep", "llm|^steps$", "--schema", env=env)

@@ -101,6 +101,7 @@ def test_the_fast_path_leaves_spilling_to_the_normal_path(monkeypatch: pytest.Mo
     assert try_call(["tools", "call", "@s", "echo", "--arg", "message=hi"]) is None
 
 
+@pytest.mark.peer
 def test_resources_read_and_prompts_get_spill_too(everything: list[str], tmp_path: Path) -> None:
     spill = tmp_path / "spill"
     r = mcp_in("resources", "read", "demo://resource/static/document/architecture.md",

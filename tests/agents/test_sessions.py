@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers import fake_server, mcp, mcp_in
 from sessions.test_real_daemon import pytestmark as daemon_mark
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture
@@ -24,6 +25,7 @@ def test_grep_searches_open_sessions_too(real: Path, tmp_path: Path) -> None:  #
     assert [(m["server"], m["tool"]) for m in r.json] == [("plain", "echo"), ("@fk", "echo"), ("@fk", "get-sum")]
 
 
+@pytest.mark.slow
 def test_meta_and_spill_reach_a_session_call(real: Path, tmp_path: Path) -> None:  # noqa: F811
     record = tmp_path / "sent.jsonl"
     assert mcp_in("session", "open", "fk", "--json", "--", *fake_server("--record", str(record))).code == 0

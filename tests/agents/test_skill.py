@@ -36,6 +36,7 @@ def _front_matter(text: str) -> dict[str, str]:
     return {k: v for k, _, v in (line.partition(": ") for line in head.splitlines())}
 
 
+@pytest.mark.peer
 def test_the_skill_for_server_everything_matches_the_golden_file(tmp_path: Path, everything: list[str]) -> None:
     env = _config(tmp_path, {"everything": {"command": everything[0], "args": everything[1:]}})
     r = mcp_in("skill", "everything", "-q", env=env)
@@ -51,6 +52,7 @@ def test_the_skill_for_server_everything_matches_the_golden_file(tmp_path: Path,
     assert len(json.loads(meta["description"])) <= 1024
 
 
+@pytest.mark.peer
 def test_out_writes_name_slash_skill_md_and_tools_narrows(tmp_path: Path, everything: list[str]) -> None:
     env = _config(tmp_path, {"My Server": {"command": everything[0], "args": everything[1:]}})
     r = mcp_in("skill", "My Server", "--tools", "get-s*,echo", "--out", str(tmp_path / "skills"), "-q",
@@ -68,6 +70,7 @@ def test_out_writes_name_slash_skill_md_and_tools_narrows(tmp_path: Path, everyt
 
 @pytest.mark.parametrize("tool", ["echo", "get-sum", "get-structured-content", "get-annotated-message",
                                   "get-resource-reference"])
+@pytest.mark.peer
 def test_the_worked_examples_run(tmp_path: Path, everything: list[str], tool: str) -> None:
     env = _config(tmp_path, {"everything": {"command": everything[0], "args": everything[1:]}})
     (example,) = [line.strip().strip("`") for line in GOLDEN.read_text().splitlines()
