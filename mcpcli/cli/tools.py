@@ -37,9 +37,15 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     app.with_client(target, conn, go)
 
 
+def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._options import _complete_target
+
+    return _complete_target(ctx, param, incomplete)
+
+
 @tools.command("grep")
 @click.argument("pattern")
-@click.argument("servers", nargs=-1, metavar="[SERVER]...")
+@click.argument("servers", nargs=-1, metavar="[SERVER]...", shell_complete=_server_completion)
 @click.option("--schema", is_flag=True, help="Match parameter names too.")
 @click.option("--fixed-strings", "-F", "fixed", is_flag=True,
               help="PATTERN is a plain string, not a regular expression.")

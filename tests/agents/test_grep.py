@@ -138,3 +138,11 @@ def test_the_official_sdk_server_is_searched_too(tmp_path: Path, sdk_server: lis
     r = mcp_in("tools", "grep", "llm|^steps$", "--schema", env=env)
     assert r.code == 0, r
     assert sorted(m["tool"] for m in r.json) == ["haiku", "slow"]  # in the server's order
+
+
+def test_server_arguments_complete_server_names(tmp_path: Path) -> None:
+    env = {**_config(tmp_path, {"alpha": ["a"], "beta": ["b"]}), "COMP_WORDS": "mcp tools grep x al",
+           "COMP_CWORD": "4", "_MCP_COMPLETE": "bash_complete"}
+    r = mcp_in(env=env)
+    assert r.code == 0, r
+    assert r.stdout.splitlines() == ["file,al", "plain,alpha"]
