@@ -27,7 +27,9 @@ from typing import Any
 
 from mcpcli.errors import ArgumentError, UsageError
 
-__all__ = ["build_arguments", "coerce", "parse_item", "read_json_source", "schema_types", "unknown_tool"]
+__all__ = [
+    "build_arguments", "coerce", "meta_items", "parse_item", "read_json_source", "schema_types", "unknown_tool",
+]
 
 JSON = dict[str, Any]
 _STDIN_USED: list[bool] = []
@@ -378,3 +380,36 @@ def unknown_tool(name: str, listing: JSON) -> UsageError:
     close = difflib.get_close_matches(name, names, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
     return UsageError(f"unknown tool {name!r}", hint=hint)
+
+
+def _reserved_meta_key(key: str) -> bool:
+    """A `_meta` key the client sets itself, or one MCP reserves: `progressToken`, and any
+    key whose prefix has a `modelcontextprotocol` or `mcp` label (`io.modelcontextprotocol/...`)."""
+    if key == "progressToken":
+        return True
+    prefix, sep, _ = key.rpartition("/")
+    if not sep:
+        return False
+    return any(label in ("modelcontextprotocol", "mcp") for label in prefix.lower().split("."))
+
+
+def meta_items(items: Iterable[str]) -> JSON:
+    """`--meta KEY=VALUE` items as a `_meta` object: VALUE is JSON when it parses as JSON
+    (`n=3`, `on=true`, `o={"a":1}`), else the text itself. Keys the client sets itself
+    (progressToken, the 2026-07-28 protocol fields) are refused, never overridden."""
+    meta: JSON = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--meta {item!r}: expected KEY=VALUE")
+        if _reserved_meta_key(key):
+            raise UsageError(
+                f"--meta {key!r}: the client sets this _meta key itself",
+                hint="progressToken and keys under a modelcontextprotocol/mcp prefix are reserved",
+            )
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        meta[key] = value
+    return meta

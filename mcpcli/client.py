@@ -133,6 +133,9 @@ class ClientOptions:
     on_notification: NotificationCallback | None = None
     on_error: Callable[[Exception], None] | None = None
     trace: Tracer | None = None
+    #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
+    #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
+    meta: JSON = field(default_factory=dict)
 
 
 @dataclass
@@ -543,6 +546,8 @@ class Client:
         params = dict(params or {})
         given = params.get("_meta")
         own_token = isinstance(given, dict) and "progressToken" in given
+        if self.options.meta:
+            params["_meta"] = {**self.options.meta, **(given if isinstance(given, dict) else {})}
         limits: dict[str, Any] = {
             "on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout,
             "progress_token": not own_token,
@@ -680,7 +685,8 @@ class Client:
         """Round trip to the server: `ping` on legacy servers, `server/discover` on modern ones."""
         start = anyio.current_time()
         if self.era == "legacy":
-            await self.session.request("ping", None, progress_token=False)
+            await self.session.request("ping", {"_meta": dict(self.options.meta)} if self.options.meta else None,
+                                       progress_token=False)
             method = "ping"
         else:
             await self.request("server/discover")
@@ -975,7 +981,7 @@ class Client:
             wanted["resourcesListChanged"] = True
         if resources:
             wanted["resourceSubscriptions"] = list(resources)
-        params: JSON = {"notifications": wanted, "_meta": self._meta(self.protocol_version)}
+        params: JSON = {"notifications": wanted, "_meta": {**self.options.meta, **self._meta(self.protocol_version)}}
 
         async def listen() -> None:
             try:

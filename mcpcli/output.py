@@ -20,10 +20,13 @@ from mcpcli.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Output", "print_json"]
+__all__ = ["SPILL_THRESHOLD", "Output", "print_json"]
 
 JSON = dict[str, Any]
 HumanRenderer = Callable[["Console", Any], None]
+
+#: What `--spill DIR` calls large when `--max-chars` does not say (characters of output).
+SPILL_THRESHOLD = 20000
 
 
 def print_json(console: Console, data: Any) -> None:
@@ -47,6 +50,12 @@ class Output:
     jq_filter: str | None = None
     raw: bool = False
     pretty: bool = False
+    #: `--max-chars N`: human output longer than N characters is cut, with a marker.
+    max_chars: int | None = None
+    #: `--spill DIR`: output longer than the threshold goes to a file in DIR; stdout gets a pointer.
+    spill_dir: str | None = None
+    #: Where a note goes when spilling fails and the output is printed after all (stderr).
+    warn: Callable[[str], None] | None = None
     _console: Console | None = None
     _jq_program: Any = None
 
@@ -117,7 +126,17 @@ class Output:
     # -- public ----------------------------------------------------------------------
 
     def emit(self, result: Any, *, items: str | None = None, human: HumanRenderer | None = None) -> None:
-        """Print one result. `items` names the list that --jsonl spreads one per line."""
+        """Print one result. `items` names the list that --jsonl spreads one per line.
+
+        With --max-chars or --spill the output is made in memory first, then cut
+        (human output only: cut JSON would not parse) or written to a file.
+        """
+        if (self.max_chars or self.spill_dir) and (self.spill_dir or self.mode == "human"):
+            self._emit_limited(result, items=items, human=human)
+            return
+        self._emit(result, items=items, human=human)
+
+    def _emit(self, result: Any, *, items: str | None, human: HumanRenderer | None) -> None:
         if self.mode == "human":
             if human is not None:
                 human(self.console(), result)
@@ -129,6 +148,70 @@ class Output:
         else:
             self._emit_value(result)
         self.stdout.flush()
+
+    def _emit_limited(self, result: Any, *, items: str | None, human: HumanRenderer | None) -> None:
+        """Render into a buffer (human output without colour, at the terminal's width), then
+        print it whole, cut at --max-chars, or spill it to a file and print a pointer."""
+        import io
+
+        real_stdout, real_console = self.stdout, self._console
+        buffer = io.StringIO()
+        if self.mode == "human":
+            from rich.console import Console
+
+            width = self.console().width
+            self._console = Console(file=buffer, highlight=False, soft_wrap=False, emoji=False,
+                                    markup=False, no_color=True, color_system=None, width=width)
+        self.stdout = buffer
+        try:
+            self._emit(result, items=items, human=human)
+        finally:
+            self.stdout, self._console = real_stdout, real_console
+        text = buffer.getvalue()
+        limit = self.max_chars or SPILL_THRESHOLD
+        if self.spill_dir and len(text) > limit:
+            pointer = self._spill(text)
+            if pointer is not None:
+                self.stdout.write(pointer + "\n")
+                self.stdout.flush()
+                return
+        elif self.mode == "human" and self.max_chars and len(text) > self.max_chars:
+            cut = len(text) - self.max_chars
+            text = text[: self.max_chars].rstrip("\n") + (
+                f"\n… [cut {cut:,} of {len(text):,} characters (--max-chars {self.max_chars}); "
+                "see it all with --max-chars 0, --json, or --spill DIR]\n"
+            )
+        self.stdout.write(text)
+        self.stdout.flush()
+
+    def _kind(self) -> str:
+        """What a spilled file holds: `text` (human output, `--raw` strings), `json` or `jsonl`."""
+        if self.mode == "human" or self.raw:
+            return "text"
+        return "jsonl" if self.mode == "jsonl" else "json"
+
+    def _spill(self, text: str) -> str | None:
+        """Write `text` to a new 0600 file in the spill directory; the line that points to it
+        (a JSON object in machine modes), or None when it could not be written."""
+        import tempfile
+
+        assert self.spill_dir is not None
+        kind = self._kind()
+        data = text.encode("utf-8")
+        suffix = {"text": ".txt", "json": ".json", "jsonl": ".jsonl"}[kind]
+        try:
+            os.makedirs(self.spill_dir, exist_ok=True)
+            fd, path = tempfile.mkstemp(prefix="mcp-result-", suffix=suffix, dir=self.spill_dir)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            if self.warn is not None:
+                self.warn(f"--spill {self.spill_dir}: {exc.strerror or exc}; printing the result instead")
+            return None
+        path = os.path.abspath(path)
+        if self.mode == "human":
+            return f"[{len(data):,} bytes of {kind} spilled to {path}]"
+        return json.dumps({"spilled": path, "bytes": len(data), "type": kind}, ensure_ascii=False)
 
     def event(self, event: Any, *, human: HumanRenderer | None = None) -> None:
         """Print one event of a stream (subscribe): one compact line in machine modes."""

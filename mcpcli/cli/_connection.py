@@ -45,6 +45,7 @@ class Connection:
     no_auth: bool = False
     stored_auth_only: bool = False
     token_store: str | None = None
+    meta: tuple[str, ...] = ()
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
     _server_log_file: IO[bytes] | None = None
@@ -100,6 +101,7 @@ class Connection:
         return options
 
     def client_options(self, app: App) -> ClientOptions:
+        from mcpcli.args import meta_items
         from mcpcli.cli._features import build_features
         from mcpcli.cli._notify import notification_printer, trace_printer
         from mcpcli.client import ClientOptions
@@ -116,6 +118,7 @@ class Connection:
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
             on_error=lambda exc: app.warn(str(exc)),
             trace=trace_printer(app) if self.trace else None,
+            meta=meta_items(self.meta),
         )
 
 

@@ -21,6 +21,7 @@ from mcpcli.errors import McpCliError
 __all__ = [
     "TargetCommand",
     "connection_options",
+    "large_result_options",
     "output_options",
     "target_argument",
     "target_command",
@@ -141,6 +142,9 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Use stored tokens (refreshing them) but never open a sign-in."),
     click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
                  help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file."),
+    click.option("--meta", multiple=True, metavar="KEY=VALUE",
+                 help="Add KEY to every request's _meta (repeatable); VALUE is JSON if it parses, "
+                      "else a string."),
 ]
 
 
@@ -149,7 +153,7 @@ def connection_options(f: F) -> F:
     names = [
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
         "transport", "protocol", "insecure", "log_level", "trace", "root", "sampling_command",
-        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store",
+        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "meta",
     ]
 
     @functools.wraps(f)
@@ -190,6 +194,34 @@ def output_options(f: F) -> F:
                            help="One JSON value per line (list items, stream events).")(wrapper)
     wrapper = click.option("--json", "as_json", is_flag=True,
                            help="Print the result as JSON (the default when stdout is not a TTY).")(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+def large_result_options(f: F) -> F:
+    """Add --max-chars/--spill to a command that prints a result (call, read, get); they set
+    `out.max_chars`/`out.spill_dir` before the command runs (`Output.emit` applies them)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        max_chars = kwargs.pop("max_chars")
+        spill = kwargs.pop("spill") or None
+        out = kwargs["out"]
+        out.max_chars = max_chars or None
+        out.spill_dir = spill
+        if spill is not None:
+            app = click.get_current_context().find_object(App)
+            out.warn = app.warn if app is not None else None
+        return f(*args, **kwargs)
+
+    wrapper.__dict__["__click_params__"] = list(f.__dict__.get("__click_params__", []))
+    wrapper = click.option(
+        "--spill", metavar="DIR", envvar="MCP_SPILL_DIR", type=click.Path(file_okay=False),
+        help="Write a result longer than --max-chars (default 20000) to a file in DIR and print "
+             "a one-line pointer (size, type, path) instead [env: MCP_SPILL_DIR].")(wrapper)
+    wrapper = click.option(
+        "--max-chars", type=click.IntRange(min=0), metavar="N",
+        help="Cut human output after N characters, with a marker saying how much was cut "
+             "(0: no limit; JSON output is never cut).")(wrapper)
     return wrapper  # type: ignore[return-value]
 
 

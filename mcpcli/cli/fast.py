@@ -203,6 +203,8 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     """Run `tools call @NAME ...` through the daemon's `call` op; None: take the normal path."""
     if len(args) < 4 or args[0] != "tools" or args[1] != "call" or os.environ.get("MCPCLI_NO_FAST_PATH"):
         return None
+    if os.environ.get("MCP_SPILL_DIR"):
+        return None  # --spill's default: the normal path's Output does the spilling
     if _isatty(1) or (_isatty(0) and _isatty(2)):
         return None  # human output, or a prompt the daemon could not show
     call = _parse(args[2:])

@@ -9,7 +9,7 @@ import click
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import target_command
+from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
@@ -99,6 +99,7 @@ def show(app: App, target: str | None, name: str, conn: Connection, out: Output)
               help="Send the arguments without checking them against the prompt's argument list.")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the messages to DIR.")
+@large_result_options
 def get(
     app: App,
     target: str | None,

@@ -8,7 +8,7 @@ import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import target_command
+from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def templates(app: App, target: str | None, conn: Connection, out: Output) -> No
               help="Write the content itself (text or decoded blob) to FILE; - is stdout, unless it is a terminal.")
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save every blob in the result to DIR.")
+@large_result_options
 def read(
     app: App,
     target: str | None,

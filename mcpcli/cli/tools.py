@@ -1,4 +1,4 @@
-"""`mcp tools list|show|call`."""
+"""`mcp tools list|show|call|grep`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cache import remember
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered, pass_app
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import target_command
-from mcpcli.errors import ToolError, UsageError
+from mcpcli.cli._options import large_result_options, output_options, target_command
+from mcpcli.errors import ExitCode, ToolError, TransportError, UsageError
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -35,6 +35,107 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
         out.emit(result, items="tools", human=render.tools_table)
 
     app.with_client(target, conn, go)
+
+
+def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._options import _complete_target
+
+    return _complete_target(ctx, param, incomplete)
+
+
+@tools.command("grep")
+@click.argument("pattern")
+@click.argument("servers", nargs=-1, metavar="[SERVER]...", shell_complete=_server_completion)
+@click.option("--schema", is_flag=True, help="Match parameter names too.")
+@click.option("--fixed-strings", "-F", "fixed", is_flag=True,
+              help="PATTERN is a plain string, not a regular expression.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              metavar="SECONDS", help="Give each server this long to list its tools.")
+@click.option("--max-age", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
+                   "fresh otherwise).")
+@click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")
+@output_options
+@pass_app
+def grep(
+    app: App, pattern: str, servers: tuple[str, ...], schema: bool, fixed: bool, timeout: float,
+    max_age: float | None, no_cache: bool, out: Output,
+) -> None:
+    """Search tool names, titles and descriptions across servers.
+
+    \b
+    PATTERN is a case-insensitive regular expression (-F: a fixed string).
+    Without SERVER, every server is searched: ours, those other clients
+    configure, and open sessions (@NAME), in parallel. A server's cached
+    list is used while its ttlMs says it is fresh (or for --max-age seconds
+    after it was stored). A server that fails is named on stderr and the
+    others still answer; nobody is asked to sign in.
+      mcp tools grep weather
+      mcp tools grep 'fetch|download' --schema --json
+    Exits 0 when a tool matched, 1 when none did, 4 when no server answered.
+    """
+    from mcpcli import toolgrep
+
+    regex = toolgrep.compile_pattern(pattern, fixed=fixed)
+    for named in servers:
+        app.resolve(named)  # an unknown name is a usage error, before anything starts
+    targets = list(servers) if servers else _every_server(app)
+    if not targets:
+        raise UsageError("no servers to search",
+                         hint="add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
+    # One server's flags never go to another: no headers or tokens, stored sign-ins only.
+    conn = Connection(timeout=timeout, quiet=True, stored_auth_only=True)
+
+    async def fetch(target: str) -> dict[str, Any]:
+        from mcpcli import cache
+        from mcpcli.errors import NotOffered
+
+        cached = None if no_cache else toolgrep.cached_listing(target, max_age)
+        if cached is not None:
+            return cached
+        async with app.client(target, conn) as client:
+            try:
+                listing = await client.list_tools(cache_target=None if no_cache else target)
+            except NotOffered:
+                return {"tools": []}
+        cache.remember(target, "tools/list", listing)
+        return listing
+
+    async def search() -> list[toolgrep.Answer]:
+        return await toolgrep.gather(targets, fetch, timeout=timeout)
+
+    answers = app.run(search)
+    matches: list[dict[str, Any]] = []
+    for answer in answers:
+        if answer.error is not None:
+            app.warn(f"{answer.target}: {answer.error}")
+        elif answer.listing is not None:
+            matches.extend(toolgrep.match_tools(answer.target, answer.listing, regex, schema=schema))
+    if all(a.error is not None for a in answers):
+        raise TransportError(f"no server answered ({len(answers)} tried)")
+    _print_matches(out, matches)
+    if not matches:
+        app.exit_code = ExitCode.TOOL_ERROR  # as grep: 1 when nothing matched
+
+
+def _every_server(app: App) -> list[str]:
+    """Our servers, other clients', then open sessions (never starting the daemon)."""
+    from mcpcli import other_clients, toolgrep
+    from mcpcli.cli._completers import session_names
+
+    return toolgrep.all_targets(app.config().names(), other_clients.names(), session_names())
+
+
+def _print_matches(out: Output, matches: list[dict[str, Any]]) -> None:
+    from mcpcli import render
+
+    if out.mode == "jsonl":
+        for match in matches:
+            out.event(match)
+    elif out.human and not matches:
+        return
+    else:
+        out.emit(matches, human=render.grep_matches)
 
 
 def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -114,6 +215,7 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
               help="Run the tool as a task when it allows one (2025-11-25 servers).")
 @click.option("--detach", is_flag=True,
               help="Start the tool as a task, print the task and exit; follow it with `mcp tasks`.")
+@large_result_options
 def call(
     app: App,
     target: str | None,

@@ -10,6 +10,7 @@ and `mcpcli.text` (and rich, lazily), and nothing of click or the CLI
 
 from __future__ import annotations
 
+from mcpcli.render.agents import grep_matches
 from mcpcli.render.content import (
     call_result,
     decoded,
@@ -38,6 +39,7 @@ __all__ = [
     "call_result",
     "completion_values",
     "decoded",
+    "grep_matches",
     "prompt_detail",
     "prompt_messages",
     "prompt_signature",

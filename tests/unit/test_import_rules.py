@@ -66,6 +66,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
     "mcpcli.sessions": frozenset({"mcpcli.config"}),
+    # Agent-facing helpers: which tools match across servers (reading cached lists; the
+    # caller connects), and the SKILL.md for a server's tool list (pure text).
+    "mcpcli.toolgrep": frozenset({"mcpcli.cache"}),
+    "mcpcli.skill": frozenset(),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

@@ -1,0 +1,148 @@
+"""`mcp tools grep PATTERN [SERVER...]`: tools found across servers, in parallel; a
+failing server is named on stderr while the others answer; grep's exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from helpers import fake_server, mcp_in
+
+from mcpcli import render, toolgrep
+from mcpcli.output import Output
+
+
+def _config(tmp_path: Path, servers: dict[str, list[str]]) -> dict[str, str]:
+    path = tmp_path / "mcp.json"
+    doc = {"mcpServers": {name: {"command": argv[0], "args": argv[1:]} for name, argv in servers.items()}}
+    path.write_text(json.dumps(doc))
+    return {"MCP_CONFIG": str(path), "MCP_NO_DISCOVERY": "1"}
+
+
+def _requests(record: Path, method: str) -> int:
+    if not record.exists():
+        return 0
+    return sum(json.loads(line).get("method") == method for line in record.read_text().splitlines())
+
+
+@pytest.mark.peer
+def test_every_configured_server_is_searched_and_a_failure_is_one_line(
+    tmp_path: Path, everything: list[str]
+) -> None:
+    env = _config(tmp_path, {"fake": fake_server(), "ev": everything, "dead": [str(tmp_path / "nope")]})
+    r = mcp_in("tools", "grep", "ECHO|get-s.m", env=env)
+    assert r.code == 0, r
+    assert r.json == [
+        {"server": "fake", "tool": "echo", "title": None, "description": "Echo the message back."},
+        {"server": "ev", "tool": "echo", "title": "Echo Tool", "description": "Echoes back the input string"},
+        {"server": "ev", "tool": "get-sum", "title": "Get Sum Tool", "description": "Returns the sum of two numbers"},
+    ]
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("mcp: warning: dead: cannot start server: ")
+
+
+@pytest.mark.peer
+def test_jsonl_gives_one_match_per_line_and_schema_matches_parameter_names(
+    tmp_path: Path, everything: list[str]
+) -> None:
+    env = _config(tmp_path, {"ev": everything})
+    r = mcp_in("tools", "grep", "^a$", "ev", "--jsonl", env=env)
+    assert (r.code, r.stdout) == (1, ""), r  # no name, title or description is just "a"
+    r = mcp_in("tools", "grep", "^a$", "ev", "--schema", "--jsonl", env=env)
+    assert r.code == 0, r
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert {"server": "ev", "tool": "get-sum", "title": "Get Sum Tool",
+            "description": "Returns the sum of two numbers"} in lines
+
+
+def test_no_match_exits_1_and_every_server_failing_exits_4(tmp_path: Path) -> None:
+    env = _config(tmp_path, {"fake": fake_server(), "dead": [str(tmp_path / "nope")]})
+    r = mcp_in("tools", "grep", "-F", "(", env=env)
+    assert (r.code, r.json) == (1, []), r
+    r = mcp_in("tools", "grep", "echo", "dead", env=env)
+    assert r.code == 4, r
+    assert r.stdout == ""
+    assert r.stderr.splitlines()[-1] == "mcp: error: no server answered (1 tried)"
+
+
+@pytest.mark.slow
+def test_a_slow_server_is_cut_off_by_timeout_and_the_rest_answer(tmp_path: Path) -> None:
+    env = _config(tmp_path, {"deaf": fake_server("--deaf"), "fake": fake_server()})
+    r = mcp_in("tools", "grep", "echo", "--timeout", "0.5", env=env)
+    assert r.code == 0, r
+    assert [m["server"] for m in r.json] == ["fake"]
+    assert "mcp: warning: deaf: no tool list within 0.5s (--timeout)" in r.stderr.splitlines()
+
+
+def test_a_fresh_cached_list_is_used_instead_of_the_server(tmp_path: Path) -> None:
+    record = tmp_path / "sent.jsonl"
+    env = _config(tmp_path, {"m": fake_server("--modern", "--ttl", "600000", "--record", str(record))})
+    assert mcp_in("tools", "grep", "echo", env=env).code == 0
+    assert _requests(record, "tools/list") == 1
+    r = mcp_in("tools", "grep", "slow", env=env)
+    assert r.code == 0, r
+    assert [m["tool"] for m in r.json] == ["slow"]
+    assert _requests(record, "tools/list") == 1  # from the cache: the server was not started
+    assert mcp_in("tools", "grep", "slow", "--no-cache", env=env).code == 0
+    assert _requests(record, "tools/list") == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("(",), "mcp: error: invalid pattern '(': missing ), unterminated subpattern at position 0"),
+    (("x", "nosuch"), "mcp: error: unknown server 'nosuch'"),
+])
+def test_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    r = mcp_in("tools", "grep", *args, env=_config(tmp_path, {"fake": fake_server()}))
+    assert r.code == 2, r
+    assert r.stderr.splitlines()[0] == message
+
+
+def test_no_servers_at_all_is_a_usage_error(tmp_path: Path) -> None:
+    r = mcp_in("tools", "grep", "x", env=_config(tmp_path, {}))
+    assert r.code == 2, r
+    assert "no servers to search" in r.stderr
+
+
+def test_targets_are_ours_then_discovered_then_sessions_once_each() -> None:
+    assert toolgrep.all_targets(["a", "b"], ["b", "c"], ["a", "s"]) == ["a", "b", "c", "@a", "@s"]
+
+
+def test_human_output_groups_matches_under_their_server() -> None:
+    stdout = io.StringIO()
+    Output(mode="human", stdout=stdout).emit([
+        {"server": "one", "tool": "echo", "title": "Echo", "description": "Says it back.\nMore."},
+        {"server": "one", "tool": "sum", "title": None, "description": None},
+        {"server": "two", "tool": "x\x1b[31m", "title": None, "description": "d"},
+    ], human=render.grep_matches)
+    assert stdout.getvalue().splitlines() == [
+        "one", "  echo  (Echo)  Says it back. …", "  sum", "two", "  x\\x1b[31m  d"]
+
+
+def test_max_age_reuses_a_recent_list_of_a_server_without_ttl(tmp_path: Path) -> None:
+    record = tmp_path / "sent.jsonl"
+    env = _config(tmp_path, {"old": fake_server("--record", str(record))})  # a legacy list: no ttlMs
+    assert mcp_in("tools", "grep", "echo", env=env).code == 0
+    assert mcp_in("tools", "grep", "echo", env=env).code == 0
+    assert _requests(record, "tools/list") == 2  # never fresh by itself
+    r = mcp_in("tools", "grep", "slow", "--max-age", "600", env=env)
+    assert r.code == 0, r
+    assert [m["tool"] for m in r.json] == ["slow"]
+    assert _requests(record, "tools/list") == 2  # the cached list, stored a moment ago
+
+
+@pytest.mark.peer
+def test_the_official_sdk_server_is_searched_too(tmp_path: Path, sdk_server: list[str]) -> None:
+    env = _config(tmp_path, {"sdk": sdk_server})
+    r = mcp_in("tools", "grep", "llm|^steps$", "--schema", env=env)
+    assert r.code == 0, r
+    assert sorted(m["tool"] for m in r.json) == ["haiku", "slow"]  # in the server's order
+
+
+def test_server_arguments_complete_server_names(tmp_path: Path) -> None:
+    env = {**_config(tmp_path, {"alpha": ["a"], "beta": ["b"]}), "COMP_WORDS": "mcp tools grep x al",
+           "COMP_CWORD": "4", "_MCP_COMPLETE": "bash_complete"}
+    r = mcp_in(env=env)
+    assert r.code == 0, r
+    assert r.stdout.splitlines() == ["file,al", "plain,alpha"]
