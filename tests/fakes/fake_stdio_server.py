@@ -36,6 +36,8 @@ Behaviour flags (any combination):
   --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
   FAKE_ERA=modern       (environment) like --slow-modern 0: a command line remembered as
                         legacy whose server is now modern-only
+  --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
+                        the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
                         subscribe and unsubscribe succeed) and a prompt `weather(city)`
 """
@@ -76,7 +78,12 @@ p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
+p.add_argument("--era-file")
 opts = p.parse_args()
+if opts.era_file:
+    with open(opts.era_file) as fh:
+        if fh.read().strip() == "modern":
+            os.environ["FAKE_ERA"] = "modern"
 if os.environ.get("FAKE_ERA") == "modern":
     # The same command line, now a modern-only server (tests of the stdio era memory).
     opts.slow_modern = 0.0
