@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
         prog = name if name in ("mcp", "mcpcli") else "mcp"
         status = try_call(args, prog)
-        if status is None and "--" in args:
+        if status is None:
             from mcpcli.cli.oneshot import try_call as try_oneshot
 
             status = try_oneshot(args, prog)

@@ -1,4 +1,5 @@
-"""The one-shot stdio fast path: `mcp tools call TOOL ... -- CMD ARGS` without click or anyio.
+"""The one-shot stdio fast path: `mcp tools call [SERVER] TOOL ... [-- CMD ARGS]` without click
+or anyio, for a server command after `--` or a stdio server configured in our config.
 
 A one-shot call to a stdio server spent most of its own CPU importing click,
 asyncio, anyio and the client, for four round trips. `main()` tries this first:
@@ -7,8 +8,10 @@ full path does for the common case, and returns None, before anything is
 started, for anything else: a terminal on stdout or stderr (human output, a
 progress bar, prompts), any flag `fast.parse_flags` does not take (the @NAME
 fast path's flags: `--arg`/`-a`, `--args JSON`, `--timeout`, `--max-timeout`,
-`--no-validate`, `--json`, `--jsonl`, `-q`), a `${VAR}` in the command, a bad
-`MCP_PROBE_TIMEOUT`, or `MCPCLI_NO_FAST_PATH=1`.
+`--no-validate`, `--json`, `--jsonl`, `-q`), a `${VAR}` in the command, a
+TARGET that is not a plain stdio server of our config (a URL, a file, a session,
+a `keepAlive` server, another client's server), a bad `MCP_PROBE_TIMEOUT`, or
+`MCPCLI_NO_FAST_PATH=1`.
 
 Once the server runs, it speaks as `mcpcli.client.Client` does: the era from
 the probe memory of `mcpcli.cache` (a command line remembered as legacy skips
@@ -71,6 +74,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     from mcpcli.cli.fast import _Printer
+    from mcpcli.transports._spawn import Launch
 
     JSON: TypeAlias = dict[str, Any]
 
@@ -654,8 +658,17 @@ class _Client:
             responses[key] = self._serve(item["method"], item_params if isinstance(item_params, dict) else {})
         return responses
 
-    def list_tools(self) -> JSON:
-        """`Client.list_tools` (every page); a repeated or endless cursor is the full path's to word."""
+    def list_tools(self, *, cache_target: str | None = None) -> JSON:
+        """`Client.list_tools` (every page); a repeated or endless cursor is the full path's to
+        word. With a named target, a 2026-07-28 server's fresh cached listing is reused, and
+        a live one stored (for completion, and the next call)."""
+        from mcpcli import cache
+
+        if cache_target and self.era == "modern":
+            cached = cache.fresh(cache_target, "tools/list")
+            if cached is not None and isinstance(cached.get("tools"), list):
+                self._set_tools(cached["tools"])
+                return cached
         items: list[Any] = []
         seen: set[str] = set()
         first: JSON | None = None
@@ -679,8 +692,13 @@ class _Client:
         listing = dict(first or {})
         listing["tools"] = items
         listing.pop("nextCursor", None)
-        self.tools = {t["name"]: t for t in items if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        if cache_target:
+            cache.remember(cache_target, "tools/list", listing)
+        self._set_tools(items)
         return listing
+
+    def _set_tools(self, items: list[Any]) -> None:
+        self.tools = {t["name"]: t for t in items if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
 def _is_key(value: Any, request_id: int) -> bool:
@@ -715,8 +733,8 @@ def _wants_task(client: _Client, tool: JSON | None) -> bool:
     return isinstance(execution, dict) and execution.get("taskSupport") == "required"
 
 
-def _call(client: _Client, call: dict[str, Any], command: list[str], probe_timeout: float,
-          printer: _Printer) -> int:
+def _call(client: _Client, call: dict[str, Any], command_line: list[str], target: str | None,
+          probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
     import json
 
@@ -724,11 +742,11 @@ def _call(client: _Client, call: dict[str, Any], command: list[str], probe_timeo
 
     tool = call["tool"]
     base = read_json_source(call["json"]) if call["json"] is not None else None
-    client.negotiate(command, probe_timeout)
+    client.negotiate(command_line, probe_timeout)
     schema = None
     validate = call["validate"]
     if validate or call["args"]:
-        listing = client.list_tools()
+        listing = client.list_tools(cache_target=target)
         assert client.tools is not None
         definition = client.tools.get(tool)
         if definition is None and validate:
@@ -757,21 +775,22 @@ def _call(client: _Client, call: dict[str, Any], command: list[str], probe_timeo
 
 
 def try_call(args: list[str], prog: str = "mcp") -> int | None:
-    """Run `tools call TOOL ... -- CMD ARGS` synchronously; None: take the full path."""
-    if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or "--" not in args:
-        return None
-    at = args.index("--")
-    command = args[at + 1:]
-    if not command or any("${" in token for token in command):
+    """Run `tools call [TARGET] TOOL ... [-- CMD ARGS]` synchronously for a stdio server;
+    None: take the full path."""
+    if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or args[:2] != ["tools", "call"]:
         return None
     from mcpcli.cli.fast import _isatty, _Printer, parse_flags
 
     if _isatty(1) or _isatty(2):
         return None  # human output, a progress bar, prompts: the full path's
+    at = args.index("--") if "--" in args else len(args)
     call = parse_flags(args[2:at])
-    if call is None or len(call["positionals"]) != 1:
+    if call is None:
         return None
-    call["tool"] = call["positionals"][0]
+    spec = _launch(call["positionals"], args[at + 1:] if at < len(args) else None)
+    if spec is None:
+        return None
+    call["tool"] = call["positionals"][-1]
     probe = os.environ.get("MCP_PROBE_TIMEOUT")
     try:
         probe_timeout = float(probe) if probe else 5.0
@@ -784,19 +803,46 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             read_json_source(call["json"])
         except McpCliError:
             return None  # the full path words it (before starting anything)
-    return _run(call, command, probe_timeout, _Printer(prog, call["json_errors"]), prog)
+    target = call["positionals"][0] if len(call["positionals"]) == 2 else None
+    return _run(call, spec, target, probe_timeout, _Printer(prog, call["json_errors"]), prog)
 
 
-def _run(call: dict[str, Any], command: list[str], probe_timeout: float, printer: _Printer, prog: str) -> int | None:
+def _launch(positionals: list[str], command: list[str] | None) -> Launch | None:
+    """What runs: the command after `--` (with TOOL alone before it), or the stdio server
+    configured as TARGET in our config (plain: no session, every `${VAR}` set); else None."""
+    from mcpcli.transports._spawn import launch
+
+    if command is not None:
+        if len(positionals) != 1 or not command or any("${" in token for token in command):
+            return None  # `${VAR}` is interpolated by the full path (`targets.stdio_launch`)
+        return launch(command[0], command[1:])
+    if len(positionals) != 2:
+        return None
+    target = positionals[0]
+    if target.startswith("@") or "://" in target or target.endswith((".yaml", ".yml")):
+        return None
+    from mcpcli.config import Config
+    from mcpcli.targets import stdio_launch
+
+    try:
+        entry = Config().get(target)
+        if entry is None or entry.transport != "stdio" or entry.command is None or entry.keep_alive:
+            return None  # other clients' servers, URLs, files, sessions: the full path's
+        return stdio_launch(entry, {}, None)
+    except McpCliError:
+        return None  # a broken config or an unset variable: the full path says which
+
+
+def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: float, printer: _Printer,
+         prog: str) -> int | None:
     import signal
 
     from mcpcli.errors import Interrupted
-    from mcpcli.transports._spawn import SpawnError, launch, spawn
+    from mcpcli.transports._spawn import SpawnError, spawn
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the full path: "interrupted", 130
 
-    spec = launch(command[0], command[1:])
     try:
         process = spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError:
@@ -809,7 +855,7 @@ def _run(call: dict[str, Any], command: list[str], probe_timeout: float, printer
     status: int | None = None
     try:
         try:
-            status = _call(client, call, command, probe_timeout, printer)
+            status = _call(client, call, [spec.command, *spec.args], target, probe_timeout)
         except _Fallback:
             err.dropped = True  # the full path runs the command from the start
             return None

@@ -284,3 +284,40 @@ def test_sigterm_interrupts_with_130(tmp_path: Path) -> None:
     assert err.endswith("mcp: error: interrupted\n")
     assert out == ""
     assert '"reason": "cancelled by the user"' in record.read_text()
+
+
+# -- a configured stdio server --------------------------------------------------------------
+
+
+def _configure(home: Path, **servers: dict[str, object]) -> None:
+    import json
+
+    config = home / "config" / "mcpcli"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_configured_server(tmp_path: Path, fake_home: Path, era: str) -> None:
+    """A named stdio server: its configured env, the era memory, and (2026-07-28, ttlMs) the
+    cached tools/list the next call reuses instead of asking; both stored alike."""
+    server = fake_server(*(["--modern", "--ttl", "600000"] if era == "modern" else []),
+                         "--record", str(tmp_path / "record.jsonl"), "--log-stderr")
+    _configure(fake_home, fk={"command": server[0], "args": server[1:], "env": {"FAKE_VERSION": "7"}})
+    result = parity(tmp_path, "tools", "call", "fk", "echo", "--arg", "message=hi")
+    assert result.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    listed = (tmp_path / "record.jsonl").read_text().count('"tools/list"')
+    assert listed == (2 if era == "modern" else 4)  # each side listed once, or every time
+
+
+def test_configured_servers_the_fast_path_leaves_alone(tmp_path: Path, fake_home: Path) -> None:
+    from mcpcli.cli.oneshot import try_call
+
+    server = fake_server()
+    _configure(fake_home, unset={"command": server[0], "args": [*server[1:], "${NOT_SET_ANYWHERE}"]},
+               kept={"command": server[0], "args": server[1:], "keepAlive": True},
+               web={"url": "http://127.0.0.1:9/mcp"})
+    for target in ("unset", "kept", "web", "nosuch", "@kept", "file.yaml"):
+        assert try_call(["tools", "call", target, "echo"]) is None, target
+    unset = parity(tmp_path, "tools", "call", "unset", "echo", fast=False, runs=1)
+    assert unset.code == 2
