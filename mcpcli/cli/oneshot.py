@@ -85,6 +85,8 @@ MAX_INPUT_ROUNDS = 16
 #: As `mcpcli.client`: bound on pages followed by a list operation.
 MAX_PAGES = 1000
 READ_CHUNK = 256 * 1024
+#: How much stderr is held before the call is sent, at most.
+HELD_MAX = 4 * 1024 * 1024
 #: `_call`'s status when our stdout's reader left (`mcp ... | head`): exit 0, quietly.
 _GONE = -1
 
@@ -102,6 +104,7 @@ class _Stderr:
 
     def __init__(self) -> None:
         self.held: list[bytes] | None = []
+        self.size = 0
         self.dropped = False
 
     def write(self, data: bytes) -> None:
@@ -109,6 +112,9 @@ class _Stderr:
             return
         if self.held is not None:
             self.held.append(data)
+            self.size += len(data)
+            if self.size > HELD_MAX:
+                self.release()  # a server this chatty is shown as it talks (a fallback now repeats it)
             return
         try:
             sys.stderr.buffer.write(data)
@@ -272,8 +278,10 @@ class _Server:
 
     # -- writing -------------------------------------------------------------------
 
-    def send(self, message: Any) -> None:
-        """Write one message; a server that stopped reading is found out by the reader."""
+    def send(self, message: Any, deadline: float | None) -> None:
+        """Write one message; a server that stopped reading is found out by the reader, or,
+        when it stops reading while alive, by the request's clock: past `deadline` its stdin
+        counts as stuck and nothing more is written (`StdioTransport` leaves it queued)."""
         import select
 
         view = memoryview(jsonrpc.encode(message) + b"\n")
@@ -281,9 +289,13 @@ class _Server:
             try:
                 view = view[os.write(self.stdin, view):]
             except BlockingIOError:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    self.stdin_gone = True
+                    return
                 # Keep its stdout and stderr flowing meanwhile, or a full pipe deadlocks us both.
                 readable = [fd for fd in (self.stdout, self.stderr) if fd >= 0 and not self.eof]
-                ready, _, _ = select.select(readable, [self.stdin], [])
+                ready, _, _ = select.select(readable, [self.stdin], [], remaining)
                 if self.stderr in ready:
                     self._read_stderr()
                 if self.stdout in ready and not self.eof:
@@ -394,6 +406,8 @@ class _Client:
         self.client_info = {"name": "mcpcli", "title": "mcpcli", "version": __version__}
         #: While negotiating: when --timeout runs out for the whole set-up.
         self.handshake_deadline: float | None = None
+        #: How long a write may wait for a server that does not read (the request's clock).
+        self.write_by: float | None = None
 
     def warn(self, message: str) -> None:
         from mcpcli.text import one_line
@@ -405,7 +419,7 @@ class _Client:
     def notify(self, method: str, params: JSON | None = None) -> None:
         if self.closed is not None:
             raise self.closed
-        self.server.send(jsonrpc.Notification(method, params))
+        self.server.send(jsonrpc.Notification(method, params), self.write_by)
 
     def request(self, method: str, params: JSON | None, *, timeout: float | None = None,
                 progress_token: bool = True, cancel_on_timeout: bool = True) -> JSON:
@@ -424,12 +438,14 @@ class _Client:
         hard = now + self.max_timeout
         deadline = min(now + tmo, hard)
         last_progress: list[float] = []
-        self.server.send(jsonrpc.Request(method, params, request_id))
+        self.write_by = deadline if self.handshake_deadline is None else min(deadline, self.handshake_deadline)
+        self.server.send(jsonrpc.Request(method, params, request_id), self.write_by)
         try:
             while True:
                 limit = deadline
                 if self.handshake_deadline is not None:
                     limit = min(limit, self.handshake_deadline)
+                self.write_by = limit
                 item = self.server.next_item(limit)
                 if item is None:
                     if self.handshake_deadline is not None and time.monotonic() >= self.handshake_deadline:
@@ -493,7 +509,7 @@ class _Client:
 
     def _reply(self, message: Any) -> None:
         if self.closed is None or isinstance(message, (jsonrpc.Response, jsonrpc.ErrorResponse)):
-            self.server.send(message)
+            self.server.send(message, self.write_by)
 
     def _answer(self, request: jsonrpc.Request) -> None:
         """`Client._on_request` with the features of a command without a terminal."""

@@ -321,3 +321,14 @@ def test_configured_servers_the_fast_path_leaves_alone(tmp_path: Path, fake_home
         assert try_call(["tools", "call", target, "echo"]) is None, target
     unset = parity(tmp_path, "tools", "call", "unset", "echo", fast=False, runs=1)
     assert unset.code == 2
+
+
+def test_a_server_that_stops_reading_times_out(tmp_path: Path) -> None:
+    """Arguments larger than the pipe holds, to a server that no longer reads: the write
+    waits on the request's clock, never forever (exit 124, the server stopped)."""
+    big = '{"message": "' + "x" * 120_000 + '"}'
+    result, loaded = main_process("tools", "call", "echo", "--timeout", "1", "--args", big, "--",
+                                  *fake_server("--deaf-after-list"))
+    assert not loaded & {"click", "anyio"}
+    assert (result.code, result.stdout) == (124, "")
+    assert _SECONDS.sub("after N.Ns", result.stderr) == "mcp: error: tools/call timed out after N.Ns\n"

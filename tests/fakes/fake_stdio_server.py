@@ -36,6 +36,8 @@ Behaviour flags (any combination):
   --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
   FAKE_ERA=modern       (environment) like --slow-modern 0: a command line remembered as
                         legacy whose server is now modern-only
+  --deaf-after-list     stop reading stdin (sleep) once tools/list is answered: a server
+                        whose stdin pipe fills up
   --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
@@ -79,6 +81,7 @@ p.add_argument("--features", action="store_true")
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
 p.add_argument("--era-file")
+p.add_argument("--deaf-after-list", action="store_true")
 opts = p.parse_args()
 if opts.era_file:
     with open(opts.era_file) as fh:
@@ -236,6 +239,8 @@ def handle(msg: dict) -> None:
         if opts.modern:
             result.update(resultType="complete", ttlMs=opts.ttl, cacheScope="public")
         send({"jsonrpc": "2.0", "id": mid, "result": result})
+        if opts.deaf_after_list:
+            time.sleep(600)
         return
     if method == "tools/call":
         if opts.crash_on_call is not None:
