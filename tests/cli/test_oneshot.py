@@ -332,3 +332,10 @@ def test_a_server_that_stops_reading_times_out(tmp_path: Path) -> None:
     assert not loaded & {"click", "anyio"}
     assert (result.code, result.stdout) == (124, "")
     assert _SECONDS.sub("after N.Ns", result.stderr) == "mcp: error: tools/call timed out after N.Ns\n"
+
+
+def test_what_comes_after_the_answer_is_not_shown(tmp_path: Path) -> None:
+    """The full path stops listening once the call is answered: a log message written right
+    behind the answer (the same write) is never shown; nor is it here."""
+    result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--", *fake_server("--log-after"))
+    assert (result.code, result.stderr) == (0, "")

@@ -38,6 +38,8 @@ Behaviour flags (any combination):
                         legacy whose server is now modern-only
   --deaf-after-list     stop reading stdin (sleep) once tools/list is answered: a server
                         whose stdin pipe fills up
+  --log-after           send an error log message right after the tools/call answer (in the
+                        same write)
   --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
@@ -82,6 +84,7 @@ p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
 p.add_argument("--era-file")
 p.add_argument("--deaf-after-list", action="store_true")
+p.add_argument("--log-after", action="store_true")
 opts = p.parse_args()
 if opts.era_file:
     with open(opts.era_file) as fh:
@@ -296,7 +299,15 @@ def handle(msg: dict) -> None:
                 {"type": "text", "text": "boom"}]}})
             return
         text = json.dumps(args) if params.get("name") in ("get-sum", "flags") else str(args.get("message", ""))
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        answer = {"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}}
+        if opts.log_after:
+            after = {"jsonrpc": "2.0", "method": "notifications/message",
+                     "params": {"level": "error", "logger": "fake", "data": "after the answer"}}
+            with lock:
+                sys.stdout.write(json.dumps(answer) + "\n" + json.dumps(after) + "\n")
+                sys.stdout.flush()
+            return
+        send(answer)
         return
     if opts.silent_probe:
         return
