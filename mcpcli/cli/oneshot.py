@@ -120,25 +120,41 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the full path: "interrupted", 130
 
+    previous = signal.signal(signal.SIGTERM, terminated)
     try:
         process = spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError:
+        signal.signal(signal.SIGTERM, previous)
         return None  # the full path says why, in its words
-    # The rest of the client loads while the server boots.
-    from mcpcli.cli._oneshot_client import (
-        GONE,
-        Fallback,
-        Stderr,
-        StdioServer,
-        SyncClient,
-        call_tool,
-    )
-    from mcpcli.errors import Interrupted, McpCliError, RPCError
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, previous)
+        return printer.error("interrupted", "interrupted", 130)
+    try:
+        # The rest of the client loads while the server boots.
+        from mcpcli.cli._oneshot_client import (
+            GONE,
+            Fallback,
+            Stderr,
+            StdioServer,
+            SyncClient,
+            call_tool,
+        )
+        from mcpcli.errors import Interrupted, McpCliError, RPCError
 
-    err = Stderr()
-    server = StdioServer(process, err, call["quiet"])
-    client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"])
-    previous = signal.signal(signal.SIGTERM, terminated)
+        err = Stderr()
+        server = StdioServer(process, err, call["quiet"])
+        client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"])
+    except BaseException as exc:
+        # Interrupted this early (or a bug): the server must not outlive us.
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        process.wait()
+        if isinstance(exc, KeyboardInterrupt):
+            return printer.error("interrupted", "interrupted", 130)
+        raise
     error: McpCliError | None = None
     status: int | None = None
     try:
