@@ -256,8 +256,8 @@ def test_server_everything_elicitation_is_declined(tmp_path: Path, everything: l
 
 
 def test_server_everything_progress_restarts_the_clock(tmp_path: Path, everything: list[str]) -> None:
-    result = parity(tmp_path, "tools", "call", "trigger-long-running-operation", "-a", "duration=1.5",
-                    "-a", "steps=6", "--timeout", "0.9", "--", *everything, runs=1)
+    result = parity(tmp_path, "tools", "call", "trigger-long-running-operation", "-a", "duration=2",
+                    "-a", "steps=8", "--timeout", "1.2", "--", *everything, runs=1)
     assert result.code == 0
 
 
