@@ -339,3 +339,25 @@ def test_what_comes_after_the_answer_is_not_shown(tmp_path: Path) -> None:
     behind the answer (the same write) is never shown; nor is it here."""
     result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--", *fake_server("--log-after"))
     assert (result.code, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("call", "code"), [
+    (("add", "-a", "a=1", "-a", "b=2"), 0),
+    (("ask",), 0),                      # elicitation in a multi-round-trip result: declined
+    (("haiku", "-a", "topic=x"), 5),    # sampling is not offered: the server's -32021
+    (("add", "-a", "a=x", "-a", "b=1"), 2),
+])
+def test_the_official_sdk_server(tmp_path: Path, sdk_server: list[str], call: tuple[str, ...], code: int) -> None:
+    """A 2026-07-28 server on the official Python SDK."""
+    result = parity(tmp_path, "tools", "call", *call, "--", *sdk_server)
+    assert result.code == code
+    if call[0] == "ask":
+        assert "declined the server's request for input (Pick a colour)" in result.stderr
+
+
+def test_tools_listed_in_pages(tmp_path: Path) -> None:
+    """Every page is followed before the tool is looked up (and named in the hint)."""
+    server = fake_server("--typed-tools", "--paged-tools")
+    assert parity(tmp_path, "tools", "call", "get-sum", "-a", "a=1", "-a", "b=2", "--", *server).code == 0
+    unknown = parity(tmp_path / "unknown", "tools", "call", "flag", "--", *server)
+    assert unknown.stderr == "mcp: error: unknown tool 'flag'\nmcp: hint: did you mean flags?\n"

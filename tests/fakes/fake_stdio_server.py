@@ -40,6 +40,7 @@ Behaviour flags (any combination):
                         whose stdin pipe fills up
   --log-after           send an error log message right after the tools/call answer (in the
                         same write)
+  --paged-tools         list the tools one per page (nextCursor)
   --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
@@ -85,6 +86,7 @@ p.add_argument("--slow-modern", type=float)
 p.add_argument("--era-file")
 p.add_argument("--deaf-after-list", action="store_true")
 p.add_argument("--log-after", action="store_true")
+p.add_argument("--paged-tools", action="store_true")
 opts = p.parse_args()
 if opts.era_file:
     with open(opts.era_file) as fh:
@@ -239,6 +241,9 @@ def handle(msg: dict) -> None:
         return
     if method == "tools/list":
         result = {"tools": TOOLS}
+        if opts.paged_tools:
+            at = int(params.get("cursor") or 0)
+            result = {"tools": TOOLS[at:at + 1], **({"nextCursor": str(at + 1)} if at + 1 < len(TOOLS) else {})}
         if opts.modern:
             result.update(resultType="complete", ttlMs=opts.ttl, cacheScope="public")
         send({"jsonrpc": "2.0", "id": mid, "result": result})
