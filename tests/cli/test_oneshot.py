@@ -308,6 +308,15 @@ def test_a_configured_server(tmp_path: Path, fake_home: Path, era: str) -> None:
     assert result.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
     listed = (tmp_path / "record.jsonl").read_text().count('"tools/list"')
     assert listed == (2 if era == "modern" else 4)  # each side listed once, or every time
+    if era == "legacy":
+        # An upgraded server (another version behind the same command line): the era is
+        # forgotten, so the next call probes again; both sides' records say the same.
+        _configure(fake_home, fk={"command": server[0], "args": server[1:], "env": {"FAKE_VERSION": "8"}})
+        assert parity(tmp_path, "tools", "call", "fk", "echo", "--arg", "message=hi", runs=1).code == 0
+        import json
+
+        methods = [json.loads(text)["method"] for text in _cache(tmp_path / "cache-fast").values()]
+        assert methods == ["tools/list"]
 
 
 def test_configured_servers_the_fast_path_leaves_alone(tmp_path: Path, fake_home: Path) -> None:
