@@ -106,6 +106,7 @@ def test_tool_error_exits_1(tmp_path: Path) -> None:
     assert result.stderr == "mcp: error: tool 'echo' reported an error\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_unknown_tool_exits_2_with_a_hint(tmp_path: Path, era: str) -> None:
     server = fake_server(*(["--modern"] if era == "modern" else []))
@@ -117,6 +118,7 @@ def test_unknown_tool_exits_2_with_a_hint(tmp_path: Path, era: str) -> None:
     assert '"type":"usage"' in as_json.stderr
 
 
+@pytest.mark.slow
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     server = fake_server("--typed-tools")
     result = parity(tmp_path, "tools", "call", "get-sum", "--arg", "a=x", "--arg", "b=2", "--", *server)
@@ -133,6 +135,7 @@ def test_typed_arguments(tmp_path: Path) -> None:
     assert result.stdout == '{"content":[{"type":"text","text":"{\\"a\\": 1, \\"b\\": 2}"}]}\n'
 
 
+@pytest.mark.slow
 def test_schema_violation_exits_2(tmp_path: Path) -> None:
     server = fake_server()
     result = parity(tmp_path, "tools", "call", "echo", "--args", '{"message": 3}', "--", *server)
@@ -158,6 +161,7 @@ def test_server_that_dies_before_the_handshake_exits_4(tmp_path: Path) -> None:
     assert "server exited with code 7" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_call_never_answered_times_out_with_124(tmp_path: Path) -> None:
     result = parity(tmp_path, "tools", "call", "slow", "--timeout", "1", "--",
                     *fake_server("--never-answer", "--record", str(tmp_path / "record.jsonl")), runs=1)
@@ -202,6 +206,7 @@ def test_a_stubborn_server_is_stopped_with_its_group(tmp_path: Path) -> None:
     assert result.code == 0
 
 
+@pytest.mark.slow
 def test_a_server_that_changed_era_between_runs(tmp_path: Path) -> None:
     """Remembered as legacy, now modern-only: the fast path hands the command to the
     full path, which forgets the era, probes and calls; so both say the same."""
@@ -217,6 +222,7 @@ def test_a_server_that_changed_era_between_runs(tmp_path: Path) -> None:
     assert parity(tmp_path, *args, runs=1).code == 0  # now probed: modern, on the fast path
 
 
+@pytest.mark.slow
 def test_a_silent_probe_means_legacy(tmp_path: Path) -> None:
     result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--",
                     *fake_server("--silent-probe"), env={"MCP_PROBE_TIMEOUT": "0.3"})
@@ -241,6 +247,7 @@ def test_what_the_fast_path_leaves_to_the_full_path() -> None:
 # -- the real server ----------------------------------------------------------------------
 
 
+@pytest.mark.peer
 def test_server_everything(tmp_path: Path, everything: list[str]) -> None:
     result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--", *everything)
     assert result.code == 0
@@ -250,17 +257,20 @@ def test_server_everything(tmp_path: Path, everything: list[str]) -> None:
     assert "5" in summed.stdout
 
 
+@pytest.mark.peer
 def test_server_everything_elicitation_is_declined(tmp_path: Path, everything: list[str]) -> None:
     result = parity(tmp_path, "tools", "call", "trigger-elicitation-request", "--", *everything, runs=1)
     assert "mcp: warning: declined the server's request for input" in result.stderr
 
 
+@pytest.mark.peer
 def test_server_everything_progress_restarts_the_clock(tmp_path: Path, everything: list[str]) -> None:
     result = parity(tmp_path, "tools", "call", "trigger-long-running-operation", "-a", "duration=2",
                     "-a", "steps=8", "--timeout", "1.2", "--", *everything, runs=1)
     assert result.code == 0
 
 
+@pytest.mark.peer
 def test_server_everything_a_task_tool_goes_to_the_full_path(tmp_path: Path, everything: list[str]) -> None:
     result = parity(tmp_path, "tools", "call", "simulate-research-query", "-a", "topic=x", "--",
                     *everything, runs=1, fast=False)
@@ -297,6 +307,7 @@ def _configure(home: Path, **servers: dict[str, object]) -> None:
     (config / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_a_configured_server(tmp_path: Path, fake_home: Path, era: str) -> None:
     """A named stdio server: its configured env, the era memory, and (2026-07-28, ttlMs) the
@@ -332,6 +343,7 @@ def test_configured_servers_the_fast_path_leaves_alone(tmp_path: Path, fake_home
     assert unset.code == 2
 
 
+@pytest.mark.slow
 def test_a_server_that_stops_reading_times_out(tmp_path: Path) -> None:
     """Arguments larger than the pipe holds, to a server that no longer reads: the write
     waits on the request's clock, never forever (exit 124, the server stopped)."""
@@ -350,6 +362,7 @@ def test_what_comes_after_the_answer_is_not_shown(tmp_path: Path) -> None:
     assert (result.code, result.stderr) == (0, "")
 
 
+@pytest.mark.peer
 @pytest.mark.parametrize(("call", "code"), [
     (("add", "-a", "a=1", "-a", "b=2"), 0),
     (("ask",), 0),                      # elicitation in a multi-round-trip result: declined
@@ -364,6 +377,7 @@ def test_the_official_sdk_server(tmp_path: Path, sdk_server: list[str], call: tu
         assert "declined the server's request for input (Pick a colour)" in result.stderr
 
 
+@pytest.mark.slow
 def test_tools_listed_in_pages(tmp_path: Path) -> None:
     """Every page is followed before the tool is looked up (and named in the hint)."""
     server = fake_server("--typed-tools", "--paged-tools")
