@@ -31,6 +31,9 @@ and a negotiation off the common road (a server refusing the remembered era,
 an unexpected probe answer, a tool that must run as a task, a server
 declaring the 2026-07-28 tasks extension) stops the server, drops what was
 held and returns None, so the full path runs the command from the start.
+What it cannot follow after the call is sent, a task a server did not
+announce (a 2026-07-28 `resultType: "task"` without the extension declared),
+is a protocol error (exit 4) with the hint to run it on the full path.
 """
 
 from __future__ import annotations
