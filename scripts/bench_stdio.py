@@ -11,7 +11,9 @@ Measures, in the same run and interleaved so machine noise hits both alike:
            validation, the call, output, shutdown of the server)
   help     `mcp --help`
   rss      peak RSS of the mcp process of a one-shot call (not counting the server)
-  self     CPU time of that mcp process alone (the server, bash and node excluded)
+  self     CPU time of that mcp process alone (the server, bash and node excluded), on the
+           one-shot fast path (`mcpcli/cli/oneshot.py`) and, interleaved with it, on the full
+           path (MCPCLI_NO_FAST_PATH=1: click, anyio and the client)
 
   cpu      CPU time (user + sys) of each, server included: far less sensitive to other
            load on the machine than wall time, so it shows mcp's own cost even on a busy box
@@ -148,11 +150,16 @@ def main() -> int:
 
     rss: list[int] = []
     self_cpu: list[float] = []
+    full_cpu: list[float] = []
+    full_env = dict(env, MCPCLI_NO_FAST_PATH="1")
     for _ in range(max(3, args.runs)):
-        _, done = timed([sys.executable, "-c", RSS_WRAPPER, *call[1:]], env)
-        values = dict(x.split("=", 1) for x in done.stderr.splitlines() if x.startswith(("MAXRSS_KB=", "CPU_MS=")))
-        rss.append(int(values["MAXRSS_KB"]))
-        self_cpu.append(float(values["CPU_MS"]))
+        for side_env, cpu_samples in ((env, self_cpu), (full_env, full_cpu)):
+            _, done = timed([sys.executable, "-c", RSS_WRAPPER, *call[1:]], side_env)
+            values = dict(x.split("=", 1) for x in done.stderr.splitlines()
+                          if x.startswith(("MAXRSS_KB=", "CPU_MS=")))
+            if side_env is env:
+                rss.append(int(values["MAXRSS_KB"]))
+            cpu_samples.append(float(values["CPU_MS"]))
     shutil.rmtree(home, ignore_errors=True)
 
     floor_s, call_s, help_s = summary(floor_t), summary(call_t), summary(help_t)
@@ -165,7 +172,8 @@ def main() -> int:
         "load_average": round(os.getloadavg()[0], 2),
         "cpu_ms": {"floor": cpu_floor, "mcp_tools_call": cpu_call,
                    "mcp_own": round(cpu_call - cpu_floor, 1),
-                   "mcp_process": round(statistics.median(self_cpu), 1)},
+                   "mcp_process": round(statistics.median(self_cpu), 1),
+                   "mcp_process_full_path": round(statistics.median(full_cpu), 1)},
         "floor": floor_s,
         "mcp_tools_call": call_s,
         "ratio_to_floor": ratio,
@@ -192,6 +200,8 @@ def main() -> int:
           f"(mcp's own share about {cpu_call - cpu_floor:.1f} ms)")
     print(f"CPU of the mcp process alone      median {results['cpu_ms']['mcp_process']:.1f} ms "
           "(imports, the exchange, output; no server)")
+    print(f"  the same on the full path       median {results['cpu_ms']['mcp_process_full_path']:.1f} ms "
+          f"(MCPCLI_NO_FAST_PATH=1; {statistics.median(self_cpu) / statistics.median(full_cpu):.2f}x)")
     print(f"mcp --help                       median {help_s['median_ms']:7.1f} ms  (target < 80 ms: "
           f"{'met' if results['targets']['help<80ms'] else 'NOT met'})")
     print(f"peak RSS of a one-shot call      {rss_mib:7.1f} MiB (target < 45 MiB: "

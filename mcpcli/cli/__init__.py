@@ -11,8 +11,9 @@ The package owns the command line: parsing (click), the injected `App`, option
 groups, prompts on the terminal, and mapping errors to exit codes. Commands only
 parse, call the library and render; they may import any of mcpcli, and nothing
 in mcpcli imports them. This module itself imports only the standard library and,
-lazily, `mcpcli.transports._spawn` and `mcpcli.cli.fast` (`tools call @NAME` through
-the session daemon without loading the CLI; start-up time is measured).
+lazily, `mcpcli.transports._spawn`, `mcpcli.cli.fast` (`tools call @NAME` through
+the session daemon without loading the CLI; start-up time is measured) and
+`mcpcli.cli.oneshot` (`tools call TOOL -- CMD`, synchronously, without click or anyio).
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from mcpcli.cli.fast import try_call
 
         name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
-        status = try_call(args, name if name in ("mcp", "mcpcli") else "mcp")
+        prog = name if name in ("mcp", "mcpcli") else "mcp"
+        status = try_call(args, prog)
+        if status is None:
+            from mcpcli.cli.oneshot import try_call as try_oneshot
+
+            status = try_oneshot(args, prog)
         if status is not None:
             return status
     _early_spawn(args)

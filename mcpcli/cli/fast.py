@@ -53,6 +53,19 @@ def _seconds(text: str) -> float | None:
 
 def _parse(tokens: list[str]) -> dict[str, Any] | None:
     """The call's parts from the tokens after `tools call`, or None to leave them to click."""
+    parsed = parse_flags(tokens)
+    if parsed is None:
+        return None
+    positionals = parsed.pop("positionals")
+    if len(positionals) != 2 or not positionals[0].startswith("@") or len(positionals[0]) < 2:
+        return None
+    parsed.update(session=positionals[0][1:], tool=positionals[1])
+    return parsed
+
+
+def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
+    """The flags of a `tools call` (and its positionals, in order), or None to leave them to
+    click: shared with the one-shot stdio path (`mcpcli.cli.oneshot`), which takes the same flags."""
     positionals: list[str] = []
     items: list[str] = []
     parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None}
@@ -91,8 +104,6 @@ def _parse(tokens: list[str]) -> dict[str, Any] | None:
             if seconds is None:
                 return None
             parsed[field] = seconds
-    if len(positionals) != 2 or not positionals[0].startswith("@") or len(positionals[0]) < 2:
-        return None
     if "json_errors" in flags and "jsonl" in flags:
         return None  # a usage error click words
     if parsed["timeout"] is None:
@@ -105,7 +116,7 @@ def _parse(tokens: list[str]) -> dict[str, Any] | None:
             parsed["timeout"] = _TIMEOUT_DEFAULT
     if parsed["max_timeout"] is None:
         parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
-    parsed.update(session=positionals[0][1:], tool=positionals[1], args=items,
+    parsed.update(positionals=positionals, args=items,
                   validate="no_validate" not in flags, quiet="quiet" in flags,
                   json_errors=bool(flags & {"json_errors", "jsonl"}))
     return parsed

@@ -50,6 +50,20 @@ DEFAULT_INHERITED_ENV: tuple[str, ...] = (
 )
 
 
+#: Shutting a server down (here so the one-shot path, `mcpcli.cli.oneshot`, which runs
+#: without anyio, stops it as `StdioTransport` does). After stdin closes, a server gets this long to exit on its own before SIGTERM.
+#: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
+EOF_GRACE = 0.02
+#: After SIGTERM, how long before SIGKILL of the group. The result is already
+#: printed, so this is all the user waits for a server that ignores EOF and TERM:
+#: a few tens of milliseconds, and nothing is left running after it.
+TERM_GRACE = 0.04
+#: How long to wait for a killed process to be reaped (SIGKILL cannot be ignored).
+KILL_GRACE = 1.0
+#: How long queued messages (a cancellation) may take to reach a stuck pipe.
+FLUSH_GRACE = 0.25
+STDERR_TAIL_LINES = 20
+
 Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...], "str | None"]
 
 

@@ -28,22 +28,21 @@ from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
-from mcpcli.transports._spawn import Launch, SpawnError, adopt, launch, spawn
+from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
+    EOF_GRACE,
+    FLUSH_GRACE,
+    KILL_GRACE,
+    STDERR_TAIL_LINES,
+    TERM_GRACE,
+    Launch,
+    SpawnError,
+    adopt,
+    launch,
+    spawn,
+)
 
 __all__ = ["StdioTransport", "kill_all"]
 
-#: After stdin closes, a server gets this long to exit on its own before SIGTERM.
-#: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
-EOF_GRACE = 0.02
-#: After SIGTERM, how long before SIGKILL of the group. The result is already
-#: printed, so this is all the user waits for a server that ignores EOF and TERM:
-#: a few tens of milliseconds, and nothing is left running after it.
-TERM_GRACE = 0.04
-#: How long to wait for a killed process to be reaped (SIGKILL cannot be ignored).
-KILL_GRACE = 1.0
-#: How long queued messages (a cancellation) may take to reach a stuck pipe.
-FLUSH_GRACE = 0.25
-STDERR_TAIL_LINES = 20
 READ_CHUNK = 256 * 1024
 
 #: Transports with a running server, so a second Ctrl-C can kill them all at once.

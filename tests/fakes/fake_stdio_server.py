@@ -36,6 +36,13 @@ Behaviour flags (any combination):
   --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
   FAKE_ERA=modern       (environment) like --slow-modern 0: a command line remembered as
                         legacy whose server is now modern-only
+  --deaf-after-list     stop reading stdin (sleep) once tools/list is answered: a server
+                        whose stdin pipe fills up
+  --log-after           send an error log message right after the tools/call answer (in the
+                        same write)
+  --paged-tools         list the tools one per page (nextCursor)
+  --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
+                        the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
                         subscribe and unsubscribe succeed) and a prompt `weather(city)`
 """
@@ -76,7 +83,15 @@ p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
+p.add_argument("--era-file")
+p.add_argument("--deaf-after-list", action="store_true")
+p.add_argument("--log-after", action="store_true")
+p.add_argument("--paged-tools", action="store_true")
 opts = p.parse_args()
+if opts.era_file:
+    with open(opts.era_file) as fh:
+        if fh.read().strip() == "modern":
+            os.environ["FAKE_ERA"] = "modern"
 if os.environ.get("FAKE_ERA") == "modern":
     # The same command line, now a modern-only server (tests of the stdio era memory).
     opts.slow_modern = 0.0
@@ -226,9 +241,14 @@ def handle(msg: dict) -> None:
         return
     if method == "tools/list":
         result = {"tools": TOOLS}
+        if opts.paged_tools:
+            at = int(params.get("cursor") or 0)
+            result = {"tools": TOOLS[at:at + 1], **({"nextCursor": str(at + 1)} if at + 1 < len(TOOLS) else {})}
         if opts.modern:
             result.update(resultType="complete", ttlMs=opts.ttl, cacheScope="public")
         send({"jsonrpc": "2.0", "id": mid, "result": result})
+        if opts.deaf_after_list:
+            time.sleep(600)
         return
     if method == "tools/call":
         if opts.crash_on_call is not None:
@@ -284,7 +304,15 @@ def handle(msg: dict) -> None:
                 {"type": "text", "text": "boom"}]}})
             return
         text = json.dumps(args) if params.get("name") in ("get-sum", "flags") else str(args.get("message", ""))
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        answer = {"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}}
+        if opts.log_after:
+            after = {"jsonrpc": "2.0", "method": "notifications/message",
+                     "params": {"level": "error", "logger": "fake", "data": "after the answer"}}
+            with lock:
+                sys.stdout.write(json.dumps(answer) + "\n" + json.dumps(after) + "\n")
+                sys.stdout.flush()
+            return
+        send(answer)
         return
     if opts.silent_probe:
         return
