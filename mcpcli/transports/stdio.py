@@ -310,6 +310,12 @@ class StdioTransport(Transport):
                 await self._writer_done.wait()
         if self._writer_scope is not None:
             self._writer_scope.cancel()
+            # The writer may be parked in the event loop on stdin's fd: let it leave before
+            # the fd is closed, or a new fd (the pidfd below) reuses the number while the
+            # loop still watches it (FileNotFoundError from the selector).
+            if self._writer_done is not None:
+                with anyio.move_on_after(FLUSH_GRACE):
+                    await self._writer_done.wait()
         stdin.close()
         for sig, grace in ((None, EOF_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
             if process.returncode is not None:
