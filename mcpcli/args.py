@@ -28,7 +28,8 @@ from typing import Any
 from mcpcli.errors import ArgumentError, UsageError
 
 __all__ = [
-    "build_arguments", "coerce", "meta_items", "parse_item", "read_json_source", "schema_types", "unknown_tool",
+    "build_arguments", "coerce", "meta_items", "parse_item", "read_json_source", "schema_types", "type_label",
+    "unknown_tool",
 ]
 
 JSON = dict[str, Any]
@@ -173,6 +174,30 @@ def _branches(schema: dict[str, Any], keyword: str) -> list[Any]:
 
 #: How deep `schema_types` and `coerce` follow subschemas: a `$ref` can make a cycle.
 _MAX_DEPTH = 32
+
+
+def type_label(schema: Any, *, max_enum: int = 6) -> str:
+    """A parameter's type as a reader wants it: `string`, `integer[]`, `"a"|"b"`, `number|null`.
+
+    For signatures (`mcp tools show`, `mcp skill`): the first `max_enum` enum values, then `…`.
+    """
+    if not isinstance(schema, dict):
+        return "any"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in enum[:max_enum]) + (
+            "|…" if len(enum) > max_enum else "")
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return f"{type_label(schema.get('items'), max_enum=max_enum)}[]"
+    if isinstance(kind, str):
+        return kind
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return "|".join(type_label(b, max_enum=max_enum) for b in schema[key])
+    return "any"
 
 
 def schema_types(schema: Any, root: Any = None, _depth: int = 0) -> list[str]:

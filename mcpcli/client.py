@@ -41,6 +41,8 @@ from mcpcli.protocol import (
     LATEST_MODERN,
     LEGACY_VERSIONS,
     LOG_LEVEL_KEY,
+    MAX_INPUT_ROUNDS,
+    MAX_PAGES,
     MODERN_VERSIONS,
     MRTR_METHODS,
     PROTOCOL_VERSION_KEY,
@@ -49,6 +51,7 @@ from mcpcli.protocol import (
     SUBSCRIPTION_ID_KEY,
     Era,
     era_of,
+    input_requests,
     is_modern_error,
     pick_version,
 )
@@ -73,10 +76,6 @@ NotificationTap = Callable[[str, JSON], bool]
 #: daemon reads it to route the message to the command that made that request.
 caused_by: ContextVar[RequestId | None] = ContextVar("mcpcli_caused_by", default=None)
 
-#: Bound on multi-round-trip retries of one request.
-MAX_INPUT_ROUNDS = 16
-#: Bound on pages followed by a list operation.
-MAX_PAGES = 1000
 #: With roots declared, how long a legacy server may take to ask `roots/list` after
 #: the handshake before the first request goes out anyway.
 ROOTS_WAIT = 0.3
@@ -595,19 +594,10 @@ class Client:
         return await self._fulfil(requests)
 
     async def _fulfil(self, requests: Any) -> JSON:
-        if requests is None:
-            return {}
-        if not isinstance(requests, dict):
-            raise ProtocolError("inputRequests is not an object")
-        responses: JSON = {}
-        for key, item in requests.items():
-            if not isinstance(item, dict) or not isinstance(item.get("method"), str):
-                raise ProtocolError(f"input request {key!r} is malformed")
-            item_params = item.get("params")
-            responses[key] = await self._serve_client_request(
-                item["method"], item_params if isinstance(item_params, dict) else {}
-            )
-        return responses
+        return {
+            key: await self._serve_client_request(method, params)
+            for key, method, params in input_requests(requests)
+        }
 
     async def _serve_client_request(self, method: str, params: JSON) -> JSON:
         features = self.options.features

@@ -20,7 +20,9 @@ __all__ = [
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
     "LOG_LEVEL_KEY",
+    "MAX_INPUT_ROUNDS",
     "MAX_MESSAGE_BYTES",
+    "MAX_PAGES",
     "MODERN_VERSIONS",
     "PROTOCOL_VERSION_KEY",
     "RELATED_TASK_KEY",
@@ -33,6 +35,7 @@ __all__ = [
     "TERMINAL_TASK_STATUSES",
     "Era",
     "era_of",
+    "input_requests",
     "is_modern_error",
     "is_shutting_down",
 ]
@@ -47,6 +50,10 @@ LATEST_LEGACY = LEGACY_VERSIONS[0]
 
 #: Largest message we accept from a peer (a stdio line, a JSON body, an SSE event).
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: A client's bound on multi-round-trip retries of one request (full and one-shot paths).
+MAX_INPUT_ROUNDS = 16
+#: A client's bound on pages followed by one list operation.
+MAX_PAGES = 1000
 
 # Reserved `_meta` keys of 2026-07-28.
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -128,6 +135,27 @@ def pick_version(offered: list[str], *, prefer: tuple[str, ...] = ALL_VERSIONS) 
 SHUTTING_DOWN = -32000
 SHUTTING_DOWN_MESSAGE = "server shutting down"
 SHUTTING_DOWN_DATA: dict[str, Any] = {"reason": "shutdown"}
+
+
+def input_requests(requests: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """A result's `inputRequests` (MRTR, or a task's) as (key, method, params), checked.
+
+    Both clients (the full one and the one-shot path) answer each with their features;
+    `None` is no requests. Raises `ProtocolError` for a malformed map.
+    """
+    from mcpcli.errors import ProtocolError
+
+    if requests is None:
+        return []
+    if not isinstance(requests, dict):
+        raise ProtocolError("inputRequests is not an object")
+    items: list[tuple[str, str, dict[str, Any]]] = []
+    for key, item in requests.items():
+        if not isinstance(item, dict) or not isinstance(item.get("method"), str):
+            raise ProtocolError(f"input request {key!r} is malformed")
+        params = item.get("params")
+        items.append((key, item["method"], params if isinstance(params, dict) else {}))
+    return items
 
 
 def is_shutting_down(code: int, data: Any) -> bool:

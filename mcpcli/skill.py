@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcpcli.args import type_label
 from mcpcli.text import printable
 
 __all__ = ["Skill", "build_skill", "example_value", "select_tools", "skill_name", "tool_line"]
@@ -68,31 +69,12 @@ def _props(tool: JSON) -> tuple[JSON, set[str]]:
     return (props if isinstance(props, dict) else {}), set(required if isinstance(required, list) else [])
 
 
-def _type(prop: Any) -> str:
-    if not isinstance(prop, dict):
-        return "any"
-    if isinstance(prop.get("enum"), list) and prop["enum"]:
-        return "|".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"][:8]) + (
-            "|…" if len(prop["enum"]) > 8 else "")
-    kind = prop.get("type")
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    if kind == "array":
-        return f"{_type(prop.get('items'))}[]"
-    if isinstance(kind, str):
-        return kind
-    for key in ("anyOf", "oneOf"):
-        if isinstance(prop.get(key), list):
-            return "|".join(_type(b) for b in prop[key])
-    return "any"
-
-
 def tool_line(tool: JSON) -> str:
     """`name(a: number, b?: string = "x") → structured`: the call's shape on one line."""
     props, required = _props(tool)
     params = []
     for key, prop in props.items():
-        param = f"{key}{'' if key in required else '?'}: {_type(prop)}"
+        param = f"{key}{'' if key in required else '?'}: {type_label(prop)}"
         if isinstance(prop, dict) and "default" in prop:
             param += f" = {json.dumps(prop['default'], ensure_ascii=False)}"
         params.append(_text(param))

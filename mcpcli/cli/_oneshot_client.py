@@ -29,13 +29,16 @@ from mcpcli.protocol import (
     LATEST_LEGACY,
     LATEST_MODERN,
     LEGACY_VERSIONS,
+    MAX_INPUT_ROUNDS,
     MAX_MESSAGE_BYTES,
+    MAX_PAGES,
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     RELATED_TASK_KEY,
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    input_requests,
     is_modern_error,
     is_shutting_down,
     pick_version,
@@ -50,10 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GONE", "Fallback", "Stderr", "StdioServer", "SyncClient", "call_tool"]
 
-#: As `mcpcli.client`: bound on multi-round-trip retries of one request.
-MAX_INPUT_ROUNDS = 16
-#: As `mcpcli.client`: bound on pages followed by a list operation.
-MAX_PAGES = 1000
 READ_CHUNK = 256 * 1024
 #: How much stderr is held before the call is sent, at most.
 HELD_MAX = 4 * 1024 * 1024
@@ -228,19 +227,10 @@ class StdioServer:
         if flush:
             self.wait_exit(FLUSH_GRACE)
         self.drain_stderr()
-        code = self.process.returncode
-        if code is None:
-            what = "server closed its stdout"
-        elif code < 0:
-            import signal
+        from mcpcli.transports._spawn import describe_exit
 
-            try:
-                what = f"server was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                what = f"server was killed by signal {-code}"
-        else:
-            what = f"server exited with code {code}"
-        message = f"{what} {when}".strip()
+        code = self.process.returncode
+        message = f"{describe_exit(code)} {when}".strip()
         if self.tail:
             message += "; its last stderr line: " + self.tail[-1]
         self.items.append(ServerExited(message, returncode=code))
@@ -633,17 +623,7 @@ class SyncClient:
         raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
 
     def _fulfil(self, requests: Any) -> JSON:
-        if requests is None:
-            return {}
-        if not isinstance(requests, dict):
-            raise ProtocolError("inputRequests is not an object")
-        responses: JSON = {}
-        for key, item in requests.items():
-            if not isinstance(item, dict) or not isinstance(item.get("method"), str):
-                raise ProtocolError(f"input request {key!r} is malformed")
-            item_params = item.get("params")
-            responses[key] = self._serve(item["method"], item_params if isinstance(item_params, dict) else {})
-        return responses
+        return {key: self._serve(method, params) for key, method, params in input_requests(requests)}
 
     def list_tools(self, *, cache_target: str | None = None) -> JSON:
         """`Client.list_tools` (every page); a repeated or endless cursor is the full path's to

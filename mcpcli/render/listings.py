@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from mcpcli.args import type_label
 from mcpcli.render._common import JSON, _duration, _first_line, _obj, _s, _size, _table
 from mcpcli.render.content import call_result
 from mcpcli.text import json_safe
@@ -13,31 +14,13 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def _type_label(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list):
-        return "|".join(json.dumps(v) for v in schema["enum"][:6]) + ("|…" if len(schema["enum"]) > 6 else "")
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return "|".join(str(k) for k in kind)
-    if kind == "array":
-        return f"{_type_label(schema.get('items'))}[]"
-    if isinstance(kind, str):
-        return kind
-    for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list):
-            return "|".join(_type_label(b) for b in schema[key])
-    return "any"
-
-
 def tool_signature(tool: JSON) -> str:
     """`name(city: string, days?: integer)`: a readable one-line signature."""
     schema: JSON = tool["inputSchema"] if isinstance(tool.get("inputSchema"), dict) else {}
     props: JSON = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
     required = set(schema.get("required") or [])
     params = [
-        f"{name}{'' if name in required else '?'}: {_type_label(prop)}" for name, prop in props.items()
+        f"{name}{'' if name in required else '?'}: {type_label(prop)}" for name, prop in props.items()
     ]
     return f"{tool.get('name', '?')}({', '.join(params)})"
 

@@ -32,6 +32,7 @@ __all__ = [
     "UnsetVariable",
     "adopt",
     "child_environment",
+    "describe_exit",
     "discard_prespawned",
     "launch",
     "prespawn",
@@ -210,3 +211,15 @@ def discard_prespawned() -> None:
             if stream is not None:
                 stream.close()
         process.wait()
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a stdio server ended, for the error a command prints: code, signal, or no exit yet."""
+    if returncode is None:
+        return "server closed its stdout"
+    if returncode < 0:
+        try:
+            return f"server was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"server was killed by signal {-returncode}"
+    return f"server exited with code {returncode}"

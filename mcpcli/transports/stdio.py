@@ -37,6 +37,7 @@ from mcpcli.transports._spawn import (  # the shutdown timings are shared with t
     Launch,
     SpawnError,
     adopt,
+    describe_exit,
     launch,
     spawn,
 )
@@ -235,16 +236,7 @@ class StdioTransport(Transport):
 
     def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
-        if code is None:
-            what = "server closed its stdout"
-        elif code < 0:
-            try:
-                what = f"server was killed by {signal.Signals(-code).name}"
-            except ValueError:
-                what = f"server was killed by signal {-code}"
-        else:
-            what = f"server exited with code {code}"
-        message = f"{what} {when}".strip()
+        message = f"{describe_exit(code)} {when}".strip()
         if self.stderr_tail:
             message += "; its last stderr line: " + self.stderr_tail[-1]
         return ServerExited(message, returncode=code)
