@@ -15,6 +15,10 @@ turns the connection into a JSON-RPC relay onto the session's held connection:
   command with requests in flight; with none or several,
   requests are declined (as a client without the capability would) and notifications
   go to the session's log;
+* a 2026-07-28 `subscriptions/listen`'s notifications go to the command whose listen
+  they are tagged with (`_meta` subscriptionId, the listen's id, given back as the
+  command's own), or, from a server that leaves the tag out, to every command whose
+  listen asks for that kind (and that URI);
 * `resources/subscribe` is shared: the server sees one subscription per URI, every
   subscribed command gets its updates, and the last one to leave unsubscribes.
 
@@ -62,7 +66,12 @@ from mcpcli.errors import (
     unwrap,
 )
 from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import RELATED_TASK_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.protocol import (
+    RELATED_TASK_KEY,
+    SHUTTING_DOWN,
+    SUBSCRIPTION_ID_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from mcpcli.transports.stdio import StdioTransport
 
 __all__ = ["Daemon", "error_answer", "main"]
@@ -96,6 +105,12 @@ LIST_CHANGED = {
     "prompts/list": "notifications/prompts/list_changed",
     "resources/list": "notifications/resources/list_changed",
     "resources/templates/list": "notifications/resources/list_changed",
+}
+#: The `subscriptions/listen` flag that asks for a list_changed notification (2026-07-28).
+LISTEN_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
 }
 ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
 CONNECT_FIELDS = (
@@ -290,6 +305,10 @@ class Attached:
         #: The command's request id -> the scope forwarding it (cancelling it cancels on the server).
         self.inflight: dict[Any, anyio.CancelScope] = {}
         self.subscribed: set[str] = set()
+        #: Our id of each request forwarded for the command -> the command's own id.
+        self.theirs: dict[RequestId, Any] = {}
+        #: Our id of each of its `subscriptions/listen` in flight -> what it listens for.
+        self.listens: dict[RequestId, JSON] = {}
         #: Our request id -> where the command's answer to a server request goes.
         self.waiting: dict[str, _Answer] = {}
         self.outbox_send, self.outbox = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
@@ -1015,6 +1034,8 @@ class Daemon:
         if method.endswith("/list_changed"):
             for key in [k for k in held.lists if LIST_CHANGED[k[0]] == method]:
                 del held.lists[key]
+        if self._to_listeners(held, method, params):
+            return
         if method == "notifications/progress":
             route = held.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
             if route is not None:
@@ -1034,6 +1055,34 @@ class Daemon:
         line = protocol.encode({"notification": method, "params": params})
         with contextlib.suppress(OSError):
             paths.append_ring(held.log_path, b"[mcpcli] " + line)
+
+    def _to_listeners(self, held: Held, method: str, params: JSON) -> bool:
+        """Deliver a `subscriptions/listen` notification (2026-07-28); False if it is none.
+
+        The server tags each with its listen's id (`_meta` subscriptionId): ours, so the
+        command that sent the listen gets it, tagged with its own id. A tag no listen in
+        flight has (its command left) goes to the session's log. An untagged change
+        notification from a server that leaves the tag out goes to every command whose
+        listen asks for it (list_changed by kind, resources/updated by URI)."""
+        meta = params.get("_meta")
+        sid = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        if isinstance(sid, (int, str)) and not isinstance(sid, bool):
+            owner = held.requests.get(sid)
+            if owner is None or owner not in held.attached or sid not in owner.listens:
+                line = protocol.encode({"notification": method, "params": params})
+                with contextlib.suppress(OSError):
+                    paths.append_ring(held.log_path, b"[mcpcli] " + line)
+                return True
+            tagged = {**params, "_meta": {**cast(JSON, meta), SUBSCRIPTION_ID_KEY: owner.theirs[sid]}}
+            owner.post({"jsonrpc": "2.0", "method": method, "params": tagged})
+            return True
+        if method != "notifications/resources/updated" and method not in LISTEN_FLAGS:
+            return False
+        uri = params.get("uri")
+        listeners = [a for a in held.attached if any(_listens_for(w, method, uri) for w in a.listens.values())]
+        for attached in listeners:
+            attached.post({"jsonrpc": "2.0", "method": method, "params": params})
+        return bool(listeners)
 
     def on_gone(self, attached: Attached, scope: anyio.CancelScope) -> None:
         """Cancel `scope` when `attached` leaves (a server request it will never answer)."""
@@ -1185,6 +1234,10 @@ class Daemon:
                         sent["_meta"] = {**meta, "progressToken": token}
                     ours = client.session.next_id()
                     held.requests[ours] = attached
+                    attached.theirs[ours] = request_id
+                    if method == "subscriptions/listen":
+                        wanted = params.get("notifications")
+                        attached.listens[ours] = wanted if isinstance(wanted, dict) else {}
                     task_id = params.get("taskId") if method == "tasks/result" else None
                     if isinstance(task_id, str):
                         held.task_waiters[task_id] = attached
@@ -1195,9 +1248,13 @@ class Daemon:
                         )
                     finally:
                         held.requests.pop(ours, None)
+                        attached.theirs.pop(ours, None)
+                        attached.listens.pop(ours, None)
                         if isinstance(task_id, str) and held.task_waiters.get(task_id) is attached:
                             del held.task_waiters[task_id]
                     self._remember_list(held, method, params, result)
+                    if method == "subscriptions/listen":
+                        result = _retagged(result, ours, request_id)
                 attached.post({"jsonrpc": "2.0", "id": request_id, "result": result})
                 if _keeps_token(result):
                     token = None  # the task's progress still goes to this command
@@ -1264,6 +1321,22 @@ class Daemon:
                     await client.session.request("resources/unsubscribe", {"uri": uri}, timeout=10,
                                                  progress_token=False)
         return {}
+
+
+def _listens_for(wanted: JSON, method: str, uri: Any) -> bool:
+    """Whether a listen that asked for `wanted` (its `notifications`) takes this one."""
+    if method == "notifications/resources/updated":
+        uris = wanted.get("resourceSubscriptions")
+        return isinstance(uris, list) and uri in uris
+    return wanted.get(LISTEN_FLAGS[method]) is True
+
+
+def _retagged(result: JSON, ours: RequestId, theirs: Any) -> JSON:
+    """A listen's final result, its subscriptionId (ours) given back as the command's id."""
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID_KEY) != ours:
+        return result
+    return {**result, "_meta": {**meta, SUBSCRIPTION_ID_KEY: theirs}}
 
 
 def _keeps_token(result: JSON) -> bool:

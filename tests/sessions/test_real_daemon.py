@@ -14,6 +14,8 @@ import json
 import os
 import socket
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +116,47 @@ def test_connection_options_an_at_name_target_cannot_use_are_named(real: Path) -
     assert r.code == 0, r
     assert "warning: --env, --cwd ignored: session 'fk' keeps what it was opened with" in r.stderr
     assert "ignored" not in mcp_in("ping", "@fk").stderr
+
+
+def _subscribe(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "mcpcli", "resources", "subscribe", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("tags", ["tagged", "untagged"])
+def test_two_listens_on_a_modern_stdio_session_each_get_their_own_notifications(
+    real: Path, tmp_path: Path, tags: str
+) -> None:
+    """Each `subscriptions/listen` gets its acknowledgement and updates: by the listen id
+    the server tags them with (given back as the command's own id), or, from a server that
+    leaves the tag out, by what each listen asked for."""
+    record = tmp_path / "record.jsonl"
+    argv = fake_server("--modern", "--listen", tags, "--record", str(record))
+    assert mcp_in("session", "open", "S", "--json", "--", *argv).code == 0
+    first = _subscribe("@S", "x://a", "--count", "1", "--jsonl", "--timeout", "20")
+    second = _subscribe("@S", "x://b", "--count", "1", "--jsonl", "--timeout", "20")
+    try:
+        def listens() -> int:
+            lines = record.read_text().splitlines() if record.exists() else []
+            return sum(json.loads(line).get("method") == "subscriptions/listen" for line in lines)
+
+        wait_until(lambda: listens() == 2, what="both listens to reach the server")
+        for uri in ("x://b", "x://a"):
+            touched = mcp_in("tools", "call", "@S", "touch", "--arg", f"uri={uri}", "--json")
+            assert touched.code == 0 and "told 1" in json.dumps(touched.json), touched
+        out_first, err_first = first.communicate(timeout=30)
+        out_second, err_second = second.communicate(timeout=30)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert first.returncode == 0, err_first
+    assert second.returncode == 0, err_second
+    [event_first] = [json.loads(line) for line in out_first.splitlines()]
+    [event_second] = [json.loads(line) for line in out_second.splitlines()]
+    assert event_first["params"]["uri"] == "x://a" and event_second["params"]["uri"] == "x://b"
+    if tags == "tagged":  # each command sees its own listen's id (its first request after the handshake)
+        assert event_first["params"]["_meta"] == event_second["params"]["_meta"]
+    log = mcp_in("session", "logs", "S").stdout
+    assert "subscriptions/acknowledged" not in log and "resources/updated" not in log
