@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -160,3 +161,35 @@ def test_two_listens_on_a_modern_stdio_session_each_get_their_own_notifications(
         assert event_first["params"]["_meta"] == event_second["params"]["_meta"]
     log = mcp_in("session", "logs", "S").stdout
     assert "subscriptions/acknowledged" not in log and "resources/updated" not in log
+
+
+def test_the_daemon_keeps_none_of_the_starting_commands_descriptors(real: Path) -> None:
+    """The daemon's stdout and stderr are its log, and it holds no other descriptor of the
+    command that started it (a shell's or test runner's pipe would stay open, its reader
+    waiting, and could carry the daemon's lines to their terminal)."""
+    read, write = os.pipe()
+    try:
+        opened = subprocess.run(
+            [sys.executable, "-m", "mcpcli", "session", "open", "fk", "--", *fake_server()],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, pass_fds=(write,),
+        )
+        os.close(write)
+        write = -1
+        assert opened.returncode == 0, opened
+        pid = _daemon_pid(real / "daemon.sock")
+        assert pid is not None
+        # The command has exited: the pipe ends unless the daemon holds a copy of it.
+        ready, _, _ = select.select([read], [], [], 30)
+        assert ready and os.read(read, 1) == b"", "the daemon holds the starting command's pipe"
+        fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        log = str(real / "daemon.log")
+        assert fds[0] == os.devnull and fds[1] == log and fds[2] == log, fds
+        ours = f"pipe:[{os.fstat(read).st_ino}]"
+        assert ours not in fds.values(), fds
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    assert mcp_in("session", "close", "--all").code == 0
+    wait_until(lambda: "the last session ended" in (real / "daemon.log").read_text(), what="the daemon's line")
+    assert opened.stderr == "" and "daemon" not in opened.stdout
