@@ -1,6 +1,6 @@
 """The session daemon: a unix-socket listener holding one connected `Client` per session.
 
-Each accepted connection is checked (the peer's uid must be ours, `SO_PEERCRED`) before
+Each accepted connection is checked (the peer's uid must be ours: `peercred`) before
 a byte is read. Its first line is a control request (`mcpcli.daemon.protocol`); `attach`
 turns the connection into a JSON-RPC relay onto the session's held connection:
 
@@ -37,7 +37,6 @@ import math
 import os
 import signal
 import socket
-import struct
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
@@ -53,7 +52,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
-from mcpcli.daemon import groups, paths, protocol
+from mcpcli.daemon import groups, paths, peercred, protocol
 from mcpcli.errors import (
     AuthError,
     ConnectionClosed,
@@ -163,16 +162,6 @@ def _error_answer(exc: BaseException) -> JSON:
     if isinstance(exc, RequestTimeout):
         return protocol.error(message, kind="timeout", hint=hint)
     return protocol.error(message, kind="transport", hint=hint)
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a unix socket; None where unknown."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # pragma: no cover - Linux only (documented)
-        return None
-    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return int(uid)
 
 
 class _RingWriter:
@@ -447,11 +436,15 @@ def _connect_from(raw: Any) -> ConnectOptions:
 class Daemon:
     """The daemon's state and its listener. `await Daemon().serve()` runs until stopped."""
 
-    def __init__(self, run_dir: Path | None = None, *, expected_uid: int | None = None) -> None:
+    def __init__(
+        self, run_dir: Path | None = None, *, expected_uid: int | None = None, platform: str | None = None
+    ) -> None:
         self.run_dir = run_dir or paths.run_dir()
         self.socket_path = paths.socket_path(self.run_dir)
         #: The uid every peer must have (ours; tests inject another to see the refusal).
         self.expected_uid = os.getuid() if expected_uid is None else expected_uid
+        #: How peers' uids are read (`peercred`); tests inject another platform.
+        self.platform = platform or sys.platform
         self.sessions: dict[str, Held] = {}
         self.ids = itertools.count(1)
         self.stopping = anyio.Event()
@@ -472,6 +465,13 @@ class Daemon:
         """Listen until stopped, then end every session (and its server's process group).
 
         `handle_signals` is off only where the loop is not in the main thread (tests)."""
+        if not peercred.supported(self.platform):
+            # Never serve connections whose uid cannot be checked.
+            raise TransportError(
+                f"the session daemon cannot check who connects to its socket on {self.platform} "
+                "(no SO_PEERCRED or LOCAL_PEERCRED); sessions are not available here",
+                hint="run commands without @NAME or keepAlive",
+            )
         listener = await self._listen()
         # Only now is this the one daemon: end what a killed predecessor left running.
         for pgid in groups.reap(self.groups):
@@ -568,8 +568,12 @@ class Daemon:
         try:
             async with stream:
                 raw = stream.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio, not Django
-                uid = peer_uid(raw)
-                if uid is not None and uid != self.expected_uid:
+                try:
+                    uid = peercred.peer_uid(raw, self.platform)
+                except OSError as exc:
+                    log.warning("daemon: refused a connection whose uid cannot be read: %s", exc)
+                    return
+                if uid != self.expected_uid:
                     log.warning("daemon: refused a connection from uid %s", uid)
                     return
                 reader = BufferedByteReceiveStream(stream)
