@@ -277,8 +277,7 @@ class Held:
             message = f"session {self.name!r} has exited"
             if self.error is not None:
                 message += f": {self.error.message}"
-            if self.last_stderr:
-                message += "\n" + "\n".join(self.last_stderr[-5:])
+            message = _with_stderr(message, self.last_stderr)
             return TransportError(message, hint=f"mcp session restart {self.name}")
         return TransportError(f"session {self.name!r} is {self.state}",
                               hint=f"mcp session list; mcp session restart {self.name}")
@@ -733,7 +732,7 @@ class Daemon:
             held.task_scope.cancel()
             await held.done.wait()
             if held.last_stderr and isinstance(error, McpCliError):
-                error.message += "\n" + "\n".join(held.last_stderr[-5:])
+                error.message = _with_stderr(error.message, held.last_stderr)
             raise error
         return protocol.ok(session=held.info())
 
@@ -1325,6 +1324,18 @@ class Daemon:
                     await client.session.request("resources/unsubscribe", {"uri": uri}, timeout=10,
                                                  progress_token=False)
         return {}
+
+
+def _with_stderr(message: str, stderr: list[str]) -> str:
+    """`message` and the server's last stderr lines (up to 5), each once: the transport's
+    "; its last stderr line: ..." is dropped when the lines that follow include it."""
+    lines = stderr[-5:]
+    if not lines:
+        return message
+    quoted = "; its last stderr line: " + lines[-1]
+    if message.endswith(quoted):
+        message = message[: -len(quoted)]
+    return message + "\n" + "\n".join(lines)
 
 
 def _listens_for(wanted: JSON, method: str, uri: Any) -> bool:
