@@ -193,3 +193,21 @@ def test_the_daemon_keeps_none_of_the_starting_commands_descriptors(real: Path) 
     assert mcp_in("session", "close", "--all").code == 0
     wait_until(lambda: "the last session ended" in (real / "daemon.log").read_text(), what="the daemon's line")
     assert opened.stderr == "" and "daemon" not in opened.stdout
+
+
+@pytest.mark.peer
+def test_a_detached_task_is_followed_through_the_session(real: Path, tmp_path: Path, everything: list[str]) -> None:
+    """--detach through a session: the server stays, so the hint names the session (no
+    "exits now" warning, no "if the server keeps tasks" caveat) and following it works."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"evk": {
+        "command": everything[0], "args": everything[1:], "keepAlive": True}}}))
+    for target in ("evk", "@evk"):
+        created = mcp_in("--config", str(config), "tools", "call", target, "simulate-research-query",
+                         "--arg", "topic=otters", "--detach", "--json")
+        assert created.code == 0, created
+        task_id = created.json["task"]["taskId"]
+        assert f"follow it with `mcp tasks result {target} {task_id}`\n" in created.stderr, created
+        assert "exits now" not in created.stderr and "keeps tasks" not in created.stderr
+        done = mcp_in("--config", str(config), "tasks", "result", target, task_id, "--json")
+        assert done.code == 0 and "otters" in json.dumps(done.json), done
