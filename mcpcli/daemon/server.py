@@ -66,6 +66,7 @@ from mcpcli.errors import (
 )
 from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import (
+    LOG_LEVEL_KEY,
     RELATED_TASK_KEY,
     SHUTTING_DOWN,
     SUBSCRIPTION_ID_KEY,
@@ -297,6 +298,9 @@ class Attached:
         self.theirs: dict[RequestId, Any] = {}
         #: Our id of each of its `subscriptions/listen` in flight -> what it listens for.
         self.listens: dict[RequestId, JSON] = {}
+        #: Our ids of its requests in flight that ask for log messages (`_meta` logLevel,
+        #: 2026-07-28: a server sends `notifications/message` for those requests only).
+        self.logged: set[RequestId] = set()
         #: Our request id -> where the command's answer to a server request goes.
         self.waiting: dict[str, _Answer] = {}
         self.outbox_send, self.outbox = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
@@ -1001,7 +1005,9 @@ class Daemon:
 
     # -- routing of the server's messages --------------------------------------------
 
-    def _owner(self, held: Held, related: RequestId | None, params: JSON) -> Attached | _CallSink | None:
+    def _owner(
+        self, held: Held, related: RequestId | None, params: JSON, method: str | None = None
+    ) -> Attached | _CallSink | None:
         """The command a server message is for.
 
         The transport may say which of our requests caused it (`related`: the request
@@ -1010,7 +1016,9 @@ class Daemon:
         one is running (else nobody's). A message tagged with a task (any transport) is
         for the command waiting on that task's `tasks/result`. Else the one command with
         requests in flight, if exactly one has (a `call` op counts as a command, one that
-        takes notifications but cannot answer a request)."""
+        takes notifications but cannot answer a request). A 2026-07-28 log message goes to
+        the one command whose requests in flight asked for log messages (`_meta` logLevel),
+        if one has, before that rule: the server sends them for such requests only."""
         if related is not None:
             owner = held.requests.get(related)
             if owner is not None and owner in held.attached:
@@ -1022,6 +1030,12 @@ class Daemon:
         waiter = held.task_waiters.get(task_id) if isinstance(task_id, str) else None
         if waiter is not None and waiter in held.attached:
             return waiter
+        if method == "notifications/message" and held.client is not None and held.client.era == "modern":
+            asking = [a for a in held.attached if a.logged]
+            if held.client.options.log_level is not None and held.call_sinks:
+                return None  # a `call` op's requests ask too (the session's own log level)
+            if asking:
+                return asking[0] if len(asking) == 1 else None
         busy: list[Attached | _CallSink] = [a for a in held.attached if a.inflight]
         busy.extend(held.call_sinks)
         return busy[0] if len(busy) == 1 else None
@@ -1051,7 +1065,7 @@ class Daemon:
             for attached in held.subscribers.get(uri, set()) if isinstance(uri, str) else set():
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        owner = self._owner(held, caused_by.get(), params)
+        owner = self._owner(held, caused_by.get(), params, method)
         if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
@@ -1238,6 +1252,8 @@ class Daemon:
                     ours = client.session.next_id()
                     held.requests[ours] = attached
                     attached.theirs[ours] = request_id
+                    if isinstance(meta, dict) and meta.get(LOG_LEVEL_KEY) is not None:
+                        attached.logged.add(ours)
                     if method == "subscriptions/listen":
                         wanted = params.get("notifications")
                         attached.listens[ours] = wanted if isinstance(wanted, dict) else {}
@@ -1253,6 +1269,7 @@ class Daemon:
                         held.requests.pop(ours, None)
                         attached.theirs.pop(ours, None)
                         attached.listens.pop(ours, None)
+                        attached.logged.discard(ours)
                         if isinstance(task_id, str) and held.task_waiters.get(task_id) is attached:
                             del held.task_waiters[task_id]
                     self._remember_list(held, method, params, result)

@@ -416,3 +416,23 @@ def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
     answer = daemon.control("call", **fields)  # the first line, as for every other op
     assert answer["ok"] is True
     wait_until(lambda: log.exists() and "error note" in log.read_text(), what="the note in the session log")
+
+
+def test_a_modern_log_message_goes_to_the_one_command_that_asked_for_logs(daemon: DaemonProcess) -> None:
+    """2026-07-28 over stdio: a log message carries no request id, but the server sends them
+    only for requests that asked (`_meta` logLevel); with several commands in flight, the
+    one that asked gets them."""
+    argv = fake_server("--modern", "--silent-probe", "--log-unasked")
+    assert daemon.control("open", **open_request("m", argv))["ok"]
+    quiet, asking = daemon.attach("m"), daemon.attach("m")
+    try:
+        quiet.request("nothing/answers")  # in flight for good (--silent-probe)
+        asked = asking.request("tools/call", {"name": "echo", "arguments": {"message": "x"},
+                                              "_meta": {"io.modelcontextprotocol/logLevel": "info"}})
+        response, before = asking.until_response(asked)
+        assert response["result"]["content"][0]["text"] == "x"
+        assert [m["params"]["data"] for m in before if m.get("method") == "notifications/message"] == [
+            "info note", "error note"]
+    finally:
+        quiet.close()
+        asking.close()
