@@ -211,3 +211,35 @@ def test_a_detached_task_is_followed_through_the_session(real: Path, tmp_path: P
         assert "exits now" not in created.stderr and "keeps tasks" not in created.stderr
         done = mcp_in("--config", str(config), "tasks", "result", target, task_id, "--json")
         assert done.code == 0 and "otters" in json.dumps(done.json), done
+
+
+def test_two_subscribes_on_a_modern_mcp_serve_session_each_get_their_resource(real: Path, tmp_path: Path) -> None:
+    """The same against our own 2026-07-28 server (`mcp serve --watch`) over stdio: each
+    command's listen gets the updates of its own resource, and only those."""
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    (tmp_path / "tools.yaml").write_text(
+        "version: 1\nresources:\n"
+        "  - {uri: 'file:///a', name: a, file: a.txt, subscribe: true}\n"
+        "  - {uri: 'file:///b', name: b, file: b.txt, subscribe: true}\n")
+    opened = mcp_in("session", "open", "y", "--json", "--", sys.executable, "-m", "mcpcli", "serve",
+                    str(tmp_path / "tools.yaml"), "--watch")
+    assert opened.code == 0 and opened.json["era"] == "modern", opened
+    first = _subscribe("@y", "file:///a", "--count", "1", "--jsonl")
+    second = _subscribe("@y", "file:///b", "--count", "1", "--jsonl")
+    try:
+        for proc in (first, second):  # acknowledged: the command says it is watching
+            assert proc.stderr is not None and "watching 1 resource" in proc.stderr.readline()
+        (tmp_path / "b.txt").write_text("b changed")
+        out_second, _ = second.communicate(timeout=30)
+        assert second.returncode == 0 and first.poll() is None
+        (tmp_path / "a.txt").write_text("a changed")
+        out_first, _ = first.communicate(timeout=30)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert first.returncode == 0
+    assert [json.loads(line)["params"]["uri"] for line in out_first.splitlines()] == ["file:///a"]
+    assert [json.loads(line)["params"]["uri"] for line in out_second.splitlines()] == ["file:///b"]
