@@ -5,6 +5,7 @@ start rather than serve unchecked connections."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -96,3 +97,14 @@ def test_a_connection_whose_uid_cannot_be_read_is_refused(run_dir: Path) -> None
     with in_process(run_dir, platform="darwin"):
         with pytest.raises((AssertionError, ConnectionResetError, BrokenPipeError)):
             control(run_dir, "list")
+
+
+def test_a_command_says_why_sessions_are_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helpers import mcp_in
+
+    # The real daemon, on a platform it has no peer check for.
+    code = "import sys; sys.platform = 'sunos5'; from mcpcli.daemon.server import main; sys.exit(main())"
+    monkeypatch.setenv("MCPCLI_DAEMON_ARGV", json.dumps([sys.executable, "-c", code]))
+    result = mcp_in("session", "open", "x", "--", sys.executable, "-c", "pass")
+    assert result.code == 4, result
+    assert "cannot check who connects to its socket on sunos5" in result.stderr
