@@ -1069,9 +1069,7 @@ class Daemon:
         if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        line = protocol.encode({"notification": method, "params": params})
-        with contextlib.suppress(OSError):
-            paths.append_ring(held.log_path, b"[mcpcli] " + line)
+        _to_log(held, method, params)
 
     def _to_listeners(self, held: Held, method: str, params: JSON) -> bool:
         """Deliver a `subscriptions/listen` notification (2026-07-28); False if it is none.
@@ -1086,9 +1084,7 @@ class Daemon:
         if isinstance(sid, (int, str)) and not isinstance(sid, bool):
             owner = held.requests.get(sid)
             if owner is None or owner not in held.attached or sid not in owner.listens:
-                line = protocol.encode({"notification": method, "params": params})
-                with contextlib.suppress(OSError):
-                    paths.append_ring(held.log_path, b"[mcpcli] " + line)
+                _to_log(held, method, params)
                 return True
             tagged = {**params, "_meta": {**cast(JSON, meta), SUBSCRIPTION_ID_KEY: owner.theirs[sid]}}
             owner.post({"jsonrpc": "2.0", "method": method, "params": tagged})
@@ -1341,6 +1337,13 @@ class Daemon:
                     await client.session.request("resources/unsubscribe", {"uri": uri}, timeout=10,
                                                  progress_token=False)
         return {}
+
+
+def _to_log(held: Held, method: str, params: JSON) -> None:
+    """A server notification no command takes: into the session's log."""
+    line = protocol.encode({"notification": method, "params": params})
+    with contextlib.suppress(OSError):
+        paths.append_ring(held.log_path, b"[mcpcli] " + line)
 
 
 def _with_stderr(message: str, stderr: list[str]) -> str:
