@@ -992,8 +992,13 @@ class Client:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(listen)
-            with anyio.fail_after(self.options.timeout):
+            with anyio.move_on_after(self.options.timeout):
                 await sub.acked.wait()
+            if not sub.acked.is_set():
+                # A typed timeout (exit 124), not anyio's bare TimeoutError (an "internal error").
+                raise RequestTimeout(
+                    f"subscriptions/listen was not acknowledged within {self.options.timeout:g}s"
+                )
             if sub.error is not None:
                 raise sub.error
             yield

@@ -267,6 +267,7 @@ def _start(run: Path) -> int:
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, fd, 1),
                 (os.POSIX_SPAWN_DUP2, fd, 2),
+                *((os.POSIX_SPAWN_CLOSE, other) for other in _inherited_fds() if other != fd),
             ],
             setsid=True,
         )
@@ -274,6 +275,34 @@ def _start(run: Path) -> int:
         raise TransportError(f"cannot start the session daemon {argv[0]}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def _inherited_fds() -> list[int]:
+    """Our descriptors above stderr that a child would inherit (posix_spawn closes none).
+
+    Python opens its own files non-inheritable, so these came from whoever started this
+    command: its shell's or test runner's pipes (`pass_fds`, a CI runner's copy of its
+    output). The daemon outlives the command, so such a copy would keep that pipe open
+    (its reader waits for an end that comes only when the daemon exits) and could carry
+    what the daemon writes to the caller's terminal. The daemon gets stdin, stdout and
+    stderr only. Listed from /proc/self/fd (Linux) or /dev/fd (macOS, BSD); where
+    neither lists them, none are closed."""
+    for directory in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        found = []
+        for name in names:
+            if not name.isdigit() or int(name) <= 2:
+                continue
+            try:
+                if os.get_inheritable(int(name)):
+                    found.append(int(name))
+            except OSError:  # the listing's own descriptor, closed by now
+                continue
+        return sorted(found)
+    return []
 
 
 def _exit_code(pid: int) -> int | None:

@@ -2,7 +2,8 @@
 for leftover processes.
 
 * XDG config/state/cache dirs point into a temp dir; MCP_CONFIG and tokens from the
-  environment are removed; NO_COLOR is set.
+  environment are removed; NO_COLOR is set; the session daemon's run directory
+  (MCPCLI_RUNTIME_DIR) is the test's own, so no test talks to the user's daemon.
 * keyring uses an in-memory backend (in process) or the fail backend (children),
   never the real keyring.
 * pytest becomes a child subreaper, so any process a test leaves behind (a server,
@@ -108,6 +109,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Other clients' own overrides: Codex's home, Windows' roaming dir.
     monkeypatch.setenv("APPDATA", str(home / "appdata"))
     monkeypatch.setenv("NO_COLOR", "1")
+    # A test that reaches a session (@NAME, keepAlive) must not use the user's daemon.
+    monkeypatch.setenv("MCPCLI_RUNTIME_DIR", str(tmp_path / "run"))
+    monkeypatch.delenv("MCPCLI_DAEMON_ARGV", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     for var in ("MCP_CONFIG", "MCP_BEARER_TOKEN", "MCP_TOKEN_STORE", "MCP_TIMEOUT", "FORCE_COLOR",
                 "BROWSER", "CODEX_HOME"):

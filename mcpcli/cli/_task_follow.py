@@ -63,11 +63,14 @@ def announce_detached(
     from mcpcli.cli._app import NO_TARGET
 
     out.emit(result, human=render.task_detail)
-    if target is None or target == NO_TARGET or app.resolve(target).transport in ("stdio", "yaml"):
+    entry = None if target is None or target == NO_TARGET else app.resolve(target)
+    # A session (@NAME, or a keepAlive server's) keeps its server and connection running.
+    held = entry is not None and (entry.transport == "session" or entry.keep_alive)
+    if entry is None or (entry.transport in ("stdio", "yaml") and not held):
         app.warn(f"task {task.task_id} ends with this stdio server, which exits now")
         return
     follow = f"`{app.prog} tasks result {target} {task.task_id}`"
-    if era == "legacy":
+    if era == "legacy" and not held:
         # 2025-11-25 servers may keep tasks per session (server-everything does).
         follow = f"{follow} if the server keeps tasks across sessions"
     app.info(f"task {task.task_id} is {task.status}; follow it with {follow}")

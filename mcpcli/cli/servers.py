@@ -3,6 +3,7 @@ other clients configure (found read-only; written only by install/uninstall)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,14 @@ def _row(entry: ServerEntry, source: str, path: str, scope: str) -> JSON:
         row["args"] = list(entry.args)
     if entry.url is not None:
         row["url"] = entry.url
+    row.update(_session_settings(entry))
     return row
+
+
+def _session_settings(entry: ServerEntry) -> JSON:
+    """keepAlive, idleTimeout (seconds, null for never) and restart as the config loader
+    read them, so list and show say what `mcp ... NAME` will do."""
+    return {"keepAlive": entry.keep_alive, "idleTimeout": entry.idle_timeout, "restart": entry.restart}
 
 
 def _all_rows(app: App) -> tuple[list[JSON], list[JSON]]:
@@ -129,7 +137,7 @@ def show(app: App, name: str, reveal: bool, out: Output) -> None:
     if not reveal:
         config = redact(config)
     item = {"name": entry.name, "source": source, "path": path, "transport": entry.transport,
-            "config": config}
+            **_session_settings(entry), "config": config}
     out.emit(item, human=render.server_detail)
 
 
@@ -181,6 +189,28 @@ def _given_entry(
     return ServerEntry(name=name, command=command[0], args=command[1:], env=env, cwd=cwd)
 
 
+def _session_options(keep_alive: bool, idle_timeout: str | None, restart: str | None) -> JSON:
+    """The session keys `add` writes (`keepAlive`, `idleTimeout`, `restart`), checked by
+    the config loader's own rules so the file it writes always loads."""
+    from mcpcli.config import normalize_entry
+    from mcpcli.errors import ConfigError
+
+    fields: JSON = {}
+    if keep_alive:
+        fields["keepAlive"] = True
+    if idle_timeout is not None:
+        fields["idleTimeout"] = idle_timeout.strip()
+    if restart is not None:
+        fields["restart"] = restart
+    try:
+        normalize_entry("check", {"command": "check", **fields}, source="--idle-timeout")
+    except ConfigError:
+        raise UsageError(
+            f"--idle-timeout must be a duration such as 90s, 30m or 2h, or never, not {idle_timeout!r}"
+        ) from None
+    return fields
+
+
 @servers.command("add")
 @click.argument("name")
 @click.argument("url", required=False)
@@ -191,6 +221,12 @@ def _given_entry(
               help="HTTP header for a URL server (repeatable; ${VAR} is expanded at use).")
 @click.option("--transport", type=click.Choice(["http", "sse"]), default=None,
               help="Remote transport: Streamable HTTP (default) or legacy SSE.")
+@click.option("--keep-alive", is_flag=True,
+              help="Commands naming this server share a session, opened on first use.")
+@click.option("--idle-timeout", metavar="DURATION",
+              help="Close its session after this long unused: 90s, 30m, 2h or never (default 30m).")
+@click.option("--restart", type=click.Choice(["no", "on-failure"]), default=None,
+              help="Restart the server when it crashes while in a session (default no).")
 @click.option("--force", "-f", is_flag=True, help="Replace an existing server of that name.")
 @output_options
 @pass_app
@@ -202,6 +238,9 @@ def add(
     cwd: str | None,
     header_items: tuple[str, ...],
     transport: str | None,
+    keep_alive: bool,
+    idle_timeout: str | None,
+    restart: str | None,
     force: bool,
     out: Output,
 ) -> None:
@@ -211,12 +250,16 @@ def add(
       mcp servers add everything -- npx -y @modelcontextprotocol/server-everything
       mcp servers add gh --env GITHUB_TOKEN='${GITHUB_TOKEN}' -- github-mcp-server stdio
       mcp servers add remote https://example.com/mcp -H 'Authorization: Bearer ${TOKEN}'
+      mcp servers add ev --keep-alive --idle-timeout 2h --restart on-failure -- mcp-server-everything
     Write secrets as ${VAR} references: they are read from the environment when
     the server is used, and never stored in the file.
     """
     entry = _given_entry(app, name, url, env_items, cwd, header_items, transport)
     if entry is None:
         raise UsageError("nothing to add", hint="mcp servers add NAME -- COMMAND ARGS..., or mcp servers add NAME URL")
+    session = _session_options(keep_alive, idle_timeout, restart)
+    if session:
+        entry = dataclasses.replace(entry, raw={**entry.raw, **session})
     config = app.config()
     existed = config.get(name) is not None
     if existed and not force:

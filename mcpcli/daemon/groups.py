@@ -11,7 +11,14 @@ A recorded group is signalled only if it is still ours: its leader, when alive, 
 the recorded start time (a reused pid is someone else's) and every member runs under
 our uid and started no earlier than the leader did. While any member of a group lives,
 the kernel does not hand its id to a new process, so a group whose leader is gone is
-still the one we started. Linux only (/proc); elsewhere nothing is recorded.
+still the one we started.
+
+The process table comes from /proc where there is one (Linux: start times in clock
+ticks since boot); elsewhere (macOS, the BSDs) from `ps -A -o pid=,pgid=,uid=,stat=,lstart=`
+(start times in seconds since the epoch, so a pid reused within the same second would
+pass for ours). Either way `os.killpg(pgid, 0)` first says whether the group exists at
+all. Where neither /proc nor `ps` answers, nothing is recorded. Only the /proc path runs
+on this project's test machines; the `ps` path is tested on canned output.
 Stdlib only.
 """
 
@@ -19,56 +26,132 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GroupRecord", "members", "reap", "start_time"]
+__all__ = ["GroupRecord", "Proc", "members", "process_table", "reap", "start_time"]
 
 #: After SIGTERM, how long a recorded group gets to exit before SIGKILL.
 TERM_GRACE = 0.2
+#: The process file system; where it is absent (not Linux), `ps` is asked instead.
+PROC = "/proc"
+#: The `ps` columns read where there is no /proc (POSIX names; lstart is BSD and procps).
+PS_ARGV = ("ps", "-A", "-o", "pid=,pgid=,uid=,stat=,lstart=")
+#: How long `ps` may take.
+PS_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process as the reaper needs it."""
+
+    pid: int
+    pgid: int
+    uid: int
+    zombie: bool
+    #: Clock ticks since boot (/proc) or seconds since the epoch (`ps`).
+    started: int
+
+
+def _has_proc() -> bool:
+    return os.path.isdir(f"{PROC}/self")
 
 
 def _stat_fields(pid: int) -> list[str] | None:
     """The fields of /proc/PID/stat after the command name (field 3 onwards)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
+        with open(f"{PROC}/{pid}/stat", "rb") as fh:
             data = fh.read()
     except OSError:
         return None
     return data.rsplit(b")", 1)[-1].decode("ascii", "replace").split()
 
 
-def start_time(pid: int) -> int | None:
-    """The process's start time (clock ticks since boot), or None when it is gone."""
-    fields = _stat_fields(pid)
-    if fields is None or len(fields) < 20:
-        return None
-    return int(fields[19])  # field 22 overall
-
-
-def members(pgid: int) -> list[tuple[int, int]]:
-    """(pid, start time) of the live (not zombie) processes of group `pgid` run by us."""
+def _proc_table() -> list[Proc]:
     found = []
-    uid = os.getuid()
     try:
-        entries = os.listdir("/proc")
+        entries = os.listdir(PROC)
     except OSError:
         return []
     for entry in entries:
         if not entry.isdigit():
             continue
-        pid = int(entry)
-        fields = _stat_fields(pid)
-        if fields is None or len(fields) < 20 or fields[0] == "Z" or int(fields[2]) != pgid:
+        fields = _stat_fields(int(entry))
+        if fields is None or len(fields) < 20:
             continue
         try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
+            uid = os.stat(f"{PROC}/{entry}").st_uid
         except OSError:
             continue
-        found.append((pid, int(fields[19])))
+        found.append(Proc(int(entry), int(fields[2]), uid, fields[0] in ("Z", "X"), int(fields[19])))
     return found
+
+
+def _run_ps(argv: list[str]) -> str | None:
+    """`ps`'s output in the C locale (month and day names as `parse_ps` reads them)."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=PS_TIMEOUT, env={**os.environ, "LC_ALL": "C"}, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode in (0, 1) else None  # 1: `-p PID` matched nothing
+
+
+def parse_ps(text: str) -> list[Proc]:
+    """`ps -o pid=,pgid=,uid=,stat=,lstart=` lines (lstart: `Tue Nov 24 01:50:01 2026`)."""
+    found = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 9 or not all(p.isdigit() for p in parts[:3]):
+            continue
+        try:
+            started = int(time.mktime(time.strptime(" ".join(parts[4:]), "%a %b %d %H:%M:%S %Y")))
+        except (ValueError, OverflowError):
+            continue
+        found.append(Proc(int(parts[0]), int(parts[1]), int(parts[2]), parts[3].startswith("Z"), started))
+    return found
+
+
+def process_table() -> list[Proc]:
+    """Every process we can see: from /proc, else from `ps` (empty when neither answers)."""
+    if _has_proc():
+        return _proc_table()
+    text = _run_ps(list(PS_ARGV))
+    return parse_ps(text) if text is not None else []
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (see `Proc.started`), or None when it is gone."""
+    if _has_proc():
+        fields = _stat_fields(pid)
+        if fields is None or len(fields) < 20:
+            return None
+        return int(fields[19])  # field 22 overall
+    text = _run_ps([*PS_ARGV[:1], "-p", str(pid), *PS_ARGV[2:]])
+    found = [p for p in parse_ps(text or "") if p.pid == pid]
+    return found[0].started if found else None
+
+
+def _exists(pgid: int) -> bool:
+    """Whether group `pgid` has any process at all (zombies count): `killpg(pgid, 0)`."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists, but not as ours; the table says whose
+        return True
+    return True
+
+
+def members(pgid: int) -> list[tuple[int, int]]:
+    """(pid, start time) of the live (not zombie) processes of group `pgid` run by us."""
+    if not _exists(pgid):
+        return []
+    uid = os.getuid()
+    return [(p.pid, p.started) for p in process_table() if p.pgid == pgid and p.uid == uid and not p.zombie]
 
 
 def _ours(pgid: int, started: int) -> bool:

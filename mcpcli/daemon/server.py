@@ -1,6 +1,6 @@
 """The session daemon: a unix-socket listener holding one connected `Client` per session.
 
-Each accepted connection is checked (the peer's uid must be ours, `SO_PEERCRED`) before
+Each accepted connection is checked (the peer's uid must be ours: `peercred`) before
 a byte is read. Its first line is a control request (`mcpcli.daemon.protocol`); `attach`
 turns the connection into a JSON-RPC relay onto the session's held connection:
 
@@ -15,6 +15,10 @@ turns the connection into a JSON-RPC relay onto the session's held connection:
   command with requests in flight; with none or several,
   requests are declined (as a client without the capability would) and notifications
   go to the session's log;
+* a 2026-07-28 `subscriptions/listen`'s notifications go to the command whose listen
+  they are tagged with (`_meta` subscriptionId, the listen's id, given back as the
+  command's own), or, from a server that leaves the tag out, to every command whose
+  listen asks for that kind (and that URI);
 * `resources/subscribe` is shared: the server sees one subscription per URI, every
   subscribed command gets its updates, and the last one to leave unsubscribes.
 
@@ -33,7 +37,6 @@ import math
 import os
 import signal
 import socket
-import struct
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
@@ -49,7 +52,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
-from mcpcli.daemon import groups, paths, protocol
+from mcpcli.daemon import groups, paths, peercred, protocol
 from mcpcli.errors import (
     AuthError,
     ConnectionClosed,
@@ -62,7 +65,13 @@ from mcpcli.errors import (
     unwrap,
 )
 from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import RELATED_TASK_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
+from mcpcli.protocol import (
+    LOG_LEVEL_KEY,
+    RELATED_TASK_KEY,
+    SHUTTING_DOWN,
+    SUBSCRIPTION_ID_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from mcpcli.transports.stdio import StdioTransport
 
 __all__ = ["Daemon", "error_answer", "main"]
@@ -96,6 +105,12 @@ LIST_CHANGED = {
     "prompts/list": "notifications/prompts/list_changed",
     "resources/list": "notifications/resources/list_changed",
     "resources/templates/list": "notifications/resources/list_changed",
+}
+#: The `subscriptions/listen` flag that asks for a list_changed notification (2026-07-28).
+LISTEN_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
 }
 ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
 CONNECT_FIELDS = (
@@ -148,16 +163,6 @@ def _error_answer(exc: BaseException) -> JSON:
     if isinstance(exc, RequestTimeout):
         return protocol.error(message, kind="timeout", hint=hint)
     return protocol.error(message, kind="transport", hint=hint)
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process at the other end of a unix socket; None where unknown."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:  # pragma: no cover - Linux only (documented)
-        return None
-    raw = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return int(uid)
 
 
 class _RingWriter:
@@ -273,8 +278,7 @@ class Held:
             message = f"session {self.name!r} has exited"
             if self.error is not None:
                 message += f": {self.error.message}"
-            if self.last_stderr:
-                message += "\n" + "\n".join(self.last_stderr[-5:])
+            message = _with_stderr(message, self.last_stderr)
             return TransportError(message, hint=f"mcp session restart {self.name}")
         return TransportError(f"session {self.name!r} is {self.state}",
                               hint=f"mcp session list; mcp session restart {self.name}")
@@ -290,6 +294,13 @@ class Attached:
         #: The command's request id -> the scope forwarding it (cancelling it cancels on the server).
         self.inflight: dict[Any, anyio.CancelScope] = {}
         self.subscribed: set[str] = set()
+        #: Our id of each request forwarded for the command -> the command's own id.
+        self.theirs: dict[RequestId, Any] = {}
+        #: Our id of each of its `subscriptions/listen` in flight -> what it listens for.
+        self.listens: dict[RequestId, JSON] = {}
+        #: Our ids of its requests in flight that ask for log messages (`_meta` logLevel,
+        #: 2026-07-28: a server sends `notifications/message` for those requests only).
+        self.logged: set[RequestId] = set()
         #: Our request id -> where the command's answer to a server request goes.
         self.waiting: dict[str, _Answer] = {}
         self.outbox_send, self.outbox = anyio.create_memory_object_stream[bytes](OUTBOX_SIZE)
@@ -428,11 +439,15 @@ def _connect_from(raw: Any) -> ConnectOptions:
 class Daemon:
     """The daemon's state and its listener. `await Daemon().serve()` runs until stopped."""
 
-    def __init__(self, run_dir: Path | None = None, *, expected_uid: int | None = None) -> None:
+    def __init__(
+        self, run_dir: Path | None = None, *, expected_uid: int | None = None, platform: str | None = None
+    ) -> None:
         self.run_dir = run_dir or paths.run_dir()
         self.socket_path = paths.socket_path(self.run_dir)
         #: The uid every peer must have (ours; tests inject another to see the refusal).
         self.expected_uid = os.getuid() if expected_uid is None else expected_uid
+        #: How peers' uids are read (`peercred`); tests inject another platform.
+        self.platform = platform or sys.platform
         self.sessions: dict[str, Held] = {}
         self.ids = itertools.count(1)
         self.stopping = anyio.Event()
@@ -453,6 +468,13 @@ class Daemon:
         """Listen until stopped, then end every session (and its server's process group).
 
         `handle_signals` is off only where the loop is not in the main thread (tests)."""
+        if not peercred.supported(self.platform):
+            # Never serve connections whose uid cannot be checked.
+            raise TransportError(
+                f"the session daemon cannot check who connects to its socket on {self.platform} "
+                "(no SO_PEERCRED or LOCAL_PEERCRED); sessions are not available here",
+                hint="run commands without @NAME or keepAlive",
+            )
         listener = await self._listen()
         # Only now is this the one daemon: end what a killed predecessor left running.
         for pgid in groups.reap(self.groups):
@@ -549,8 +571,12 @@ class Daemon:
         try:
             async with stream:
                 raw = stream.extra(SocketAttribute.raw_socket)  # noqa: S610 - anyio, not Django
-                uid = peer_uid(raw)
-                if uid is not None and uid != self.expected_uid:
+                try:
+                    uid = peercred.peer_uid(raw, self.platform)
+                except OSError as exc:
+                    log.warning("daemon: refused a connection whose uid cannot be read: %s", exc)
+                    return
+                if uid != self.expected_uid:
                     log.warning("daemon: refused a connection from uid %s", uid)
                     return
                 reader = BufferedByteReceiveStream(stream)
@@ -710,7 +736,7 @@ class Daemon:
             held.task_scope.cancel()
             await held.done.wait()
             if held.last_stderr and isinstance(error, McpCliError):
-                error.message += "\n" + "\n".join(held.last_stderr[-5:])
+                error.message = _with_stderr(error.message, held.last_stderr)
             raise error
         return protocol.ok(session=held.info())
 
@@ -979,7 +1005,9 @@ class Daemon:
 
     # -- routing of the server's messages --------------------------------------------
 
-    def _owner(self, held: Held, related: RequestId | None, params: JSON) -> Attached | _CallSink | None:
+    def _owner(
+        self, held: Held, related: RequestId | None, params: JSON, method: str | None = None
+    ) -> Attached | _CallSink | None:
         """The command a server message is for.
 
         The transport may say which of our requests caused it (`related`: the request
@@ -988,7 +1016,9 @@ class Daemon:
         one is running (else nobody's). A message tagged with a task (any transport) is
         for the command waiting on that task's `tasks/result`. Else the one command with
         requests in flight, if exactly one has (a `call` op counts as a command, one that
-        takes notifications but cannot answer a request)."""
+        takes notifications but cannot answer a request). A 2026-07-28 log message goes to
+        the one command whose requests in flight asked for log messages (`_meta` logLevel),
+        if one has, before that rule: the server sends them for such requests only."""
         if related is not None:
             owner = held.requests.get(related)
             if owner is not None and owner in held.attached:
@@ -1000,6 +1030,12 @@ class Daemon:
         waiter = held.task_waiters.get(task_id) if isinstance(task_id, str) else None
         if waiter is not None and waiter in held.attached:
             return waiter
+        if method == "notifications/message" and held.client is not None and held.client.era == "modern":
+            asking = [a for a in held.attached if a.logged]
+            if held.client.options.log_level is not None and held.call_sinks:
+                return None  # a `call` op's requests ask too (the session's own log level)
+            if asking:
+                return asking[0] if len(asking) == 1 else None
         busy: list[Attached | _CallSink] = [a for a in held.attached if a.inflight]
         busy.extend(held.call_sinks)
         return busy[0] if len(busy) == 1 else None
@@ -1015,6 +1051,8 @@ class Daemon:
         if method.endswith("/list_changed"):
             for key in [k for k in held.lists if LIST_CHANGED[k[0]] == method]:
                 del held.lists[key]
+        if self._to_listeners(held, method, params):
+            return
         if method == "notifications/progress":
             route = held.tokens.get(params.get("progressToken"))  # type: ignore[arg-type]
             if route is not None:
@@ -1027,13 +1065,37 @@ class Daemon:
             for attached in held.subscribers.get(uri, set()) if isinstance(uri, str) else set():
                 attached.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        owner = self._owner(held, caused_by.get(), params)
+        owner = self._owner(held, caused_by.get(), params, method)
         if owner is not None and (not isinstance(owner, _CallSink) or owner.wanted):
             owner.post({"jsonrpc": "2.0", "method": method, "params": params})
             return
-        line = protocol.encode({"notification": method, "params": params})
-        with contextlib.suppress(OSError):
-            paths.append_ring(held.log_path, b"[mcpcli] " + line)
+        _to_log(held, method, params)
+
+    def _to_listeners(self, held: Held, method: str, params: JSON) -> bool:
+        """Deliver a `subscriptions/listen` notification (2026-07-28); False if it is none.
+
+        The server tags each with its listen's id (`_meta` subscriptionId): ours, so the
+        command that sent the listen gets it, tagged with its own id. A tag no listen in
+        flight has (its command left) goes to the session's log. An untagged change
+        notification from a server that leaves the tag out goes to every command whose
+        listen asks for it (list_changed by kind, resources/updated by URI)."""
+        meta = params.get("_meta")
+        sid = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
+        if isinstance(sid, (int, str)) and not isinstance(sid, bool):
+            owner = held.requests.get(sid)
+            if owner is None or owner not in held.attached or sid not in owner.listens:
+                _to_log(held, method, params)
+                return True
+            tagged = {**params, "_meta": {**cast(JSON, meta), SUBSCRIPTION_ID_KEY: owner.theirs[sid]}}
+            owner.post({"jsonrpc": "2.0", "method": method, "params": tagged})
+            return True
+        if method != "notifications/resources/updated" and method not in LISTEN_FLAGS:
+            return False
+        uri = params.get("uri")
+        listeners = [a for a in held.attached if any(_listens_for(w, method, uri) for w in a.listens.values())]
+        for attached in listeners:
+            attached.post({"jsonrpc": "2.0", "method": method, "params": params})
+        return bool(listeners)
 
     def on_gone(self, attached: Attached, scope: anyio.CancelScope) -> None:
         """Cancel `scope` when `attached` leaves (a server request it will never answer)."""
@@ -1185,6 +1247,12 @@ class Daemon:
                         sent["_meta"] = {**meta, "progressToken": token}
                     ours = client.session.next_id()
                     held.requests[ours] = attached
+                    attached.theirs[ours] = request_id
+                    if isinstance(meta, dict) and meta.get(LOG_LEVEL_KEY) is not None:
+                        attached.logged.add(ours)
+                    if method == "subscriptions/listen":
+                        wanted = params.get("notifications")
+                        attached.listens[ours] = wanted if isinstance(wanted, dict) else {}
                     task_id = params.get("taskId") if method == "tasks/result" else None
                     if isinstance(task_id, str):
                         held.task_waiters[task_id] = attached
@@ -1195,9 +1263,14 @@ class Daemon:
                         )
                     finally:
                         held.requests.pop(ours, None)
+                        attached.theirs.pop(ours, None)
+                        attached.listens.pop(ours, None)
+                        attached.logged.discard(ours)
                         if isinstance(task_id, str) and held.task_waiters.get(task_id) is attached:
                             del held.task_waiters[task_id]
                     self._remember_list(held, method, params, result)
+                    if method == "subscriptions/listen":
+                        result = _retagged(result, ours, request_id)
                 attached.post({"jsonrpc": "2.0", "id": request_id, "result": result})
                 if _keeps_token(result):
                     token = None  # the task's progress still goes to this command
@@ -1264,6 +1337,41 @@ class Daemon:
                     await client.session.request("resources/unsubscribe", {"uri": uri}, timeout=10,
                                                  progress_token=False)
         return {}
+
+
+def _to_log(held: Held, method: str, params: JSON) -> None:
+    """A server notification no command takes: into the session's log."""
+    line = protocol.encode({"notification": method, "params": params})
+    with contextlib.suppress(OSError):
+        paths.append_ring(held.log_path, b"[mcpcli] " + line)
+
+
+def _with_stderr(message: str, stderr: list[str]) -> str:
+    """`message` and the server's last stderr lines (up to 5), each once: the transport's
+    "; its last stderr line: ..." is dropped when the lines that follow include it."""
+    lines = stderr[-5:]
+    if not lines:
+        return message
+    quoted = "; its last stderr line: " + lines[-1]
+    if message.endswith(quoted):
+        message = message[: -len(quoted)]
+    return message + "\n" + "\n".join(lines)
+
+
+def _listens_for(wanted: JSON, method: str, uri: Any) -> bool:
+    """Whether a listen that asked for `wanted` (its `notifications`) takes this one."""
+    if method == "notifications/resources/updated":
+        uris = wanted.get("resourceSubscriptions")
+        return isinstance(uris, list) and uri in uris
+    return wanted.get(LISTEN_FLAGS[method]) is True
+
+
+def _retagged(result: JSON, ours: RequestId, theirs: Any) -> JSON:
+    """A listen's final result, its subscriptionId (ours) given back as the command's id."""
+    meta = result.get("_meta")
+    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID_KEY) != ours:
+        return result
+    return {**result, "_meta": {**meta, SUBSCRIPTION_ID_KEY: theirs}}
 
 
 def _keeps_token(result: JSON) -> bool:

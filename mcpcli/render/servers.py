@@ -54,14 +54,40 @@ def servers_table(console: Console, result: JSON) -> None:
     if not items:
         console.print("(no servers configured; add one with `mcp servers add NAME -- COMMAND...`)")
         return
-    table = _table("NAME", "TRANSPORT", "COMMAND / URL", "SOURCE")
+    sessions = any(_session(item) for item in items)
+    columns = ["NAME", "TRANSPORT", "COMMAND / URL", "SOURCE"] + (["SESSION"] if sessions else [])
+    table = _table(*columns)
     for item in items:
         target = item.get("url") or " ".join([item.get("command") or "", *(item.get("args") or [])])
         name = _s(item.get("name"))
         if item.get("shadowed"):
             name += " (shadowed)"
-        table.add_row(name, _s(item.get("transport")), _s(target, limit=80), _s(item.get("source")))
+        row = [name, _s(item.get("transport")), _s(target, limit=80), _s(item.get("source"))]
+        table.add_row(*row, *([_session(item)] if sessions else []))
     console.print(table)
+
+
+def _idle(seconds: Any) -> str:
+    """`90s`, `30m`, `2h`, `1h30m` or `never`: an idleTimeout as one would write it."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return "never"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts) or f"{seconds}s"
+
+
+def _session(item: JSON) -> str:
+    """A server's session settings in a few words; empty when it has none."""
+    words = []
+    if item.get("keepAlive"):
+        words.append(f"keep-alive, idle {_idle(item.get('idleTimeout'))}")
+    elif item.get("idleTimeout") is not None:
+        words.append(f"idle {_idle(item.get('idleTimeout'))}")
+    if item.get("restart") not in (None, "no"):
+        words.append(f"restart {_s(item.get('restart'))}")
+    return ", ".join(words)
 
 
 def server_detail(console: Console, item: JSON) -> None:
@@ -69,5 +95,7 @@ def server_detail(console: Console, item: JSON) -> None:
     console.print(f"source     {_s(item.get('source'))}")
     console.print(f"file       {_s(item.get('path'))}")
     console.print(f"transport  {_s(item.get('transport'))}")
+    if _session(item):
+        console.print(f"session    {_session(item)}")
     console.print()
     print_json(console, item.get("config", {}))

@@ -48,18 +48,43 @@ def signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
-def live_groups(pgids: set[int]) -> set[int]:
-    """Those of `pgids` that still have a member that is not a zombie (one pass over /proc)."""
-    present = {pgid for pgid in pgids if signal_group(pgid, 0)}
-    if not present or not os.path.isdir("/proc"):  # pragma: no cover - not Linux
+#: The process file system; where it is absent (not Linux), `ps` is asked instead.
+PROC = "/proc"
+
+
+def _live_by_ps(present: set[int]) -> set[int]:
+    """Those of `present` with a member `ps` shows not a zombie (where there is no /proc).
+    If `ps` cannot answer, kill(0)'s answer stands (a zombie then waits for its grace)."""
+    try:
+        done = subprocess.run(["ps", "-A", "-o", "pgid=,stat="], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
         return present
+    if done.returncode != 0:
+        return present
+    alive: set[int] = set()
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in present and not parts[1].startswith("Z"):
+            alive.add(int(parts[0]))
+    return alive
+
+
+def live_groups(pgids: set[int]) -> set[int]:
+    """Those of `pgids` that still have a member that is not a zombie (one pass over /proc,
+    or one `ps` where there is none)."""
+    present = {pgid for pgid in pgids if signal_group(pgid, 0)}
+    if not present:
+        return present
+    if not os.path.isdir(PROC):
+        return _live_by_ps(present)
     # Zombies count for kill(0) but are done; look for live members.
     alive: set[int] = set()
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir(PROC):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
+            with open(f"{PROC}/{entry}/stat", "rb") as fh:
                 stat = fh.read().decode("utf-8", "replace")
         except OSError:
             continue

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import mcp, mcp_in
@@ -61,9 +62,59 @@ def test_add_refuses_to_replace_without_force(config_file: Path) -> None:
     assert json.loads(config_file.read_text())["mcpServers"]["s"]["command"] == "two"
 
 
+def test_add_writes_the_session_options_and_list_and_show_display_them(config_file: Path) -> None:
+    r = mcp_in("servers", "add", "ev", "--keep-alive", "--idle-timeout", "2h", "--restart", "on-failure",
+               "--", "srv")
+    assert r.code == 0, r
+    r = mcp_in("servers", "add", "remote", "https://example.com/mcp", "--idle-timeout", "never")
+    assert r.code == 0, r
+    assert mcp_in("servers", "add", "plain", "--", "srv").code == 0
+    doc = json.loads(config_file.read_text())["mcpServers"]
+    assert doc["ev"] == {"command": "srv", "keepAlive": True, "idleTimeout": "2h", "restart": "on-failure"}
+    assert doc["remote"] == {"url": "https://example.com/mcp", "idleTimeout": "never"}
+    assert doc["plain"] == {"command": "srv"}
+
+    rows = {row["name"]: row for row in mcp_in("servers", "list", "--json").json["servers"]}
+    assert (rows["ev"]["keepAlive"], rows["ev"]["idleTimeout"], rows["ev"]["restart"]) == (True, 7200, "on-failure")
+    assert (rows["remote"]["keepAlive"], rows["remote"]["idleTimeout"]) == (False, None)
+    assert (rows["plain"]["keepAlive"], rows["plain"]["restart"]) == (False, "no")
+    shown = mcp_in("servers", "show", "ev", "--json").json
+    assert (shown["keepAlive"], shown["idleTimeout"], shown["restart"]) == (True, 7200, "on-failure")
+
+    # keepAlive alone gets the loader's default idle timeout (30m).
+    assert mcp_in("servers", "add", "ka", "--keep-alive", "--", "srv").code == 0
+    assert mcp_in("servers", "show", "ka", "--json").json["idleTimeout"] == 1800
+
+
+def test_servers_table_and_detail_show_session_settings() -> None:
+    import io
+
+    from rich.console import Console
+
+    from mcpcli import render
+
+    def shown(fn: Any, item: dict[str, Any]) -> str:
+        buf = io.StringIO()
+        fn(Console(file=buf, width=160, color_system=None), item)
+        return buf.getvalue()
+
+    rows = [{"name": "ev", "transport": "stdio", "command": "srv", "source": "config", "keepAlive": True,
+             "idleTimeout": 5400.0, "restart": "on-failure"},
+            {"name": "plain", "transport": "stdio", "command": "srv", "source": "config", "keepAlive": False,
+             "idleTimeout": None, "restart": "no"}]
+    text = shown(render.servers_table, {"servers": rows})
+    assert "SESSION" in text and "keep-alive, idle 1h30m, restart on-failure" in text
+    assert "SESSION" not in shown(render.servers_table, {"servers": rows[1:]})
+    detail = shown(render.server_detail, {**rows[0], "config": {}})
+    assert "session    keep-alive, idle 1h30m, restart on-failure" in detail
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (("servers", "add", "n", "--idle-timeout", "5x", "--", "x"), "--idle-timeout must be a duration"),
+        (("servers", "add", "n", "--idle-timeout", "0", "--", "x"), "--idle-timeout must be a duration"),
+        (("servers", "add", "n", "--restart", "always", "--", "x"), "Invalid value for '--restart'"),
         (("servers", "add", "-bad", "--", "x"), "No such option"),
         (("servers", "add", "has space", "--", "x"), "invalid server name"),
         (("servers", "add", "n"), "nothing to add"),

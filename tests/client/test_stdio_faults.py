@@ -207,6 +207,14 @@ def test_a_request_that_is_never_answered_times_out_on_every_command() -> None:
         assert "timed out" in r.stderr
 
 
+def test_a_listen_that_is_never_acknowledged_times_out_with_exit_124() -> None:
+    r = mcp_in("resources", "subscribe", "x://a", "--timeout", "0.3", "--",
+               *fake_server("--modern", "--listen", "silent"))
+    assert r.code == 124, r
+    assert "subscriptions/listen was not acknowledged within 0.3s" in r.stderr
+    assert "internal error" not in r.stderr
+
+
 @pytest.mark.slow
 def test_info_against_a_server_that_dies_exits_4() -> None:
     r = mcp("info", "--", *fake_server("--exit-before-init", "9"))

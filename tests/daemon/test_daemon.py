@@ -88,6 +88,9 @@ def test_a_crashed_server_leaves_its_session_exited_with_its_stderr_until_restar
     assert refused is not None
     assert refused["error"]["exit"] == 4 and refused["error"]["hint"] == "mcp session restart f"
     assert "exited with code 7" in refused["error"]["message"]
+    # The server's last stderr lines follow, each once (the last is not quoted twice).
+    assert refused["error"]["message"].count("crashing now") == 1, refused
+    assert refused["error"]["message"].endswith("got tools/call\ncrashing now"), refused
     logs = daemon.control("logs", name="f")
     assert "tools/call" in logs["text"] and logs["path"].endswith("sessions/f.log")
 
@@ -413,3 +416,23 @@ def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
     answer = daemon.control("call", **fields)  # the first line, as for every other op
     assert answer["ok"] is True
     wait_until(lambda: log.exists() and "error note" in log.read_text(), what="the note in the session log")
+
+
+def test_a_modern_log_message_goes_to_the_one_command_that_asked_for_logs(daemon: DaemonProcess) -> None:
+    """2026-07-28 over stdio: a log message carries no request id, but the server sends them
+    only for requests that asked (`_meta` logLevel); with several commands in flight, the
+    one that asked gets them."""
+    argv = fake_server("--modern", "--silent-probe", "--log-unasked")
+    assert daemon.control("open", **open_request("m", argv))["ok"]
+    quiet, asking = daemon.attach("m"), daemon.attach("m")
+    try:
+        quiet.request("nothing/answers")  # in flight for good (--silent-probe)
+        asked = asking.request("tools/call", {"name": "echo", "arguments": {"message": "x"},
+                                              "_meta": {"io.modelcontextprotocol/logLevel": "info"}})
+        response, before = asking.until_response(asked)
+        assert response["result"]["content"][0]["text"] == "x"
+        assert [m["params"]["data"] for m in before if m.get("method") == "notifications/message"] == [
+            "info note", "error note"]
+    finally:
+        quiet.close()
+        asking.close()

@@ -126,3 +126,8 @@ def test_the_start_lock_admits_one_holder_at_a_time(tmp_path: Path) -> None:
     other.join(30)
     assert order == ["first", "second"]
     assert (tmp_path / "daemon.lock").stat().st_mode & 0o777 == 0o600
+
+
+def test_every_test_has_its_own_run_dir(tmp_path: Path) -> None:
+    # tests/conftest.py: a test reaching a session never talks to the user's daemon.
+    assert paths.run_dir() == tmp_path / "run"

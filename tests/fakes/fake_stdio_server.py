@@ -45,6 +45,12 @@ Behaviour flags (any combination):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
                         subscribe and unsubscribe succeed) and a prompt `weather(city)`
+  --listen TAGS         (with --modern) serve 2026-07-28 `subscriptions/listen` (kept open,
+                        acknowledged) and a tool `touch(uri)` that sends one
+                        resources/updated per listen watching that uri; TAGS `tagged` puts
+                        the listen's id in `_meta` subscriptionId (as the spec says),
+                        `untagged` leaves it out (a sloppy server), `silent` never
+                        acknowledges a listen
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ p.add_argument("--ask-roots", action="store_true")
 p.add_argument("--log-unasked", action="store_true")
 p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
+p.add_argument("--listen", choices=["tagged", "untagged", "silent"])
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
 p.add_argument("--era-file")
@@ -122,6 +129,12 @@ if opts.typed_tools:
             "type": "object", "properties": {"flag": {"type": ["boolean", "string"]},
                                              "n": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}},
     ]
+if opts.listen:
+    TOOLS.append({"name": "touch", "description": "Tell the listens watching uri it changed.",
+                  "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}},
+                                  "required": ["uri"]}})
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+LISTENS: dict[object, list[str]] = {}  # open listen request id -> the uris it watches
 roots_applied = threading.Event()
 ROOTS_ID = "roots-1"
 
@@ -184,7 +197,28 @@ def handle(msg: dict) -> None:
         # later (10 ms here, well inside the client's 50 ms settle even on a loaded machine).
         threading.Timer(0.01, roots_applied.set).start()
         return
+    if method == "notifications/cancelled" and params.get("requestId") in LISTENS:
+        LISTENS.pop(params["requestId"])
+        return
     if mid is None:
+        return
+    if method == "subscriptions/listen" and opts.listen:
+        wanted = params.get("notifications") or {}
+        LISTENS[mid] = list(wanted.get("resourceSubscriptions") or [])
+        if opts.listen == "silent":
+            return
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": {SUBSCRIPTION_ID: mid}, "notifications": wanted}})
+        return
+    if method == "tools/call" and params.get("name") == "touch" and opts.listen:
+        uri = (params.get("arguments") or {}).get("uri")
+        told = [lid for lid, uris in list(LISTENS.items()) if uri in uris]
+        for lid in told:
+            meta = {SUBSCRIPTION_ID: lid} if opts.listen == "tagged" else {}
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                  "params": {"uri": uri, "_meta": meta}})
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": f"told {len(told)}"}],
+                                                    "resultType": "complete"}})
         return
     if method == "server/discover" and opts.broken_discover:
         with lock:
@@ -209,7 +243,7 @@ def handle(msg: dict) -> None:
         if opts.modern:
             send({"jsonrpc": "2.0", "id": mid, "result": {
                 "resultType": "complete", "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, **({"resources": {"subscribe": True}} if opts.listen else {})},
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}},
                 "ttlMs": 0, "cacheScope": "public"}})
         elif not opts.silent_probe:

@@ -12,8 +12,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
 import socket
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +117,129 @@ def test_connection_options_an_at_name_target_cannot_use_are_named(real: Path) -
     assert r.code == 0, r
     assert "warning: --env, --cwd ignored: session 'fk' keeps what it was opened with" in r.stderr
     assert "ignored" not in mcp_in("ping", "@fk").stderr
+
+
+def _subscribe(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "mcpcli", "resources", "subscribe", *args],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("tags", ["tagged", "untagged"])
+def test_two_listens_on_a_modern_stdio_session_each_get_their_own_notifications(
+    real: Path, tmp_path: Path, tags: str
+) -> None:
+    """Each `subscriptions/listen` gets its acknowledgement and updates: by the listen id
+    the server tags them with (given back as the command's own id), or, from a server that
+    leaves the tag out, by what each listen asked for."""
+    record = tmp_path / "record.jsonl"
+    argv = fake_server("--modern", "--listen", tags, "--record", str(record))
+    assert mcp_in("session", "open", "S", "--json", "--", *argv).code == 0
+    first = _subscribe("@S", "x://a", "--count", "1", "--jsonl", "--timeout", "20")
+    second = _subscribe("@S", "x://b", "--count", "1", "--jsonl", "--timeout", "20")
+    try:
+        def listens() -> int:
+            lines = record.read_text().splitlines() if record.exists() else []
+            return sum(json.loads(line).get("method") == "subscriptions/listen" for line in lines)
+
+        wait_until(lambda: listens() == 2, what="both listens to reach the server")
+        for uri in ("x://b", "x://a"):
+            touched = mcp_in("tools", "call", "@S", "touch", "--arg", f"uri={uri}", "--json")
+            assert touched.code == 0 and "told 1" in json.dumps(touched.json), touched
+        out_first, err_first = first.communicate(timeout=30)
+        out_second, err_second = second.communicate(timeout=30)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert first.returncode == 0, err_first
+    assert second.returncode == 0, err_second
+    [event_first] = [json.loads(line) for line in out_first.splitlines()]
+    [event_second] = [json.loads(line) for line in out_second.splitlines()]
+    assert event_first["params"]["uri"] == "x://a" and event_second["params"]["uri"] == "x://b"
+    if tags == "tagged":  # each command sees its own listen's id (its first request after the handshake)
+        assert event_first["params"]["_meta"] == event_second["params"]["_meta"]
+    log = mcp_in("session", "logs", "S").stdout
+    assert "subscriptions/acknowledged" not in log and "resources/updated" not in log
+
+
+def test_the_daemon_keeps_none_of_the_starting_commands_descriptors(real: Path) -> None:
+    """The daemon's stdout and stderr are its log, and it holds no other descriptor of the
+    command that started it (a shell's or test runner's pipe would stay open, its reader
+    waiting, and could carry the daemon's lines to their terminal)."""
+    read, write = os.pipe()
+    try:
+        opened = subprocess.run(
+            [sys.executable, "-m", "mcpcli", "session", "open", "fk", "--", *fake_server()],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, pass_fds=(write,),
+        )
+        os.close(write)
+        write = -1
+        assert opened.returncode == 0, opened
+        pid = _daemon_pid(real / "daemon.sock")
+        assert pid is not None
+        # The command has exited: the pipe ends unless the daemon holds a copy of it.
+        ready, _, _ = select.select([read], [], [], 30)
+        assert ready and os.read(read, 1) == b"", "the daemon holds the starting command's pipe"
+        fds = {int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        log = str(real / "daemon.log")
+        assert fds[0] == os.devnull and fds[1] == log and fds[2] == log, fds
+        ours = f"pipe:[{os.fstat(read).st_ino}]"
+        assert ours not in fds.values(), fds
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+    assert mcp_in("session", "close", "--all").code == 0
+    wait_until(lambda: "the last session ended" in (real / "daemon.log").read_text(), what="the daemon's line")
+    assert opened.stderr == "" and "daemon" not in opened.stdout
+
+
+@pytest.mark.peer
+def test_a_detached_task_is_followed_through_the_session(real: Path, tmp_path: Path, everything: list[str]) -> None:
+    """--detach through a session: the server stays, so the hint names the session (no
+    "exits now" warning, no "if the server keeps tasks" caveat) and following it works."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"evk": {
+        "command": everything[0], "args": everything[1:], "keepAlive": True}}}))
+    for target in ("evk", "@evk"):
+        created = mcp_in("--config", str(config), "tools", "call", target, "simulate-research-query",
+                         "--arg", "topic=otters", "--detach", "--json")
+        assert created.code == 0, created
+        task_id = created.json["task"]["taskId"]
+        assert f"follow it with `mcp tasks result {target} {task_id}`\n" in created.stderr, created
+        assert "exits now" not in created.stderr and "keeps tasks" not in created.stderr
+        done = mcp_in("--config", str(config), "tasks", "result", target, task_id, "--json")
+        assert done.code == 0 and "otters" in json.dumps(done.json), done
+
+
+def test_two_subscribes_on_a_modern_mcp_serve_session_each_get_their_resource(real: Path, tmp_path: Path) -> None:
+    """The same against our own 2026-07-28 server (`mcp serve --watch`) over stdio: each
+    command's listen gets the updates of its own resource, and only those."""
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    (tmp_path / "tools.yaml").write_text(
+        "version: 1\nresources:\n"
+        "  - {uri: 'file:///a', name: a, file: a.txt, subscribe: true}\n"
+        "  - {uri: 'file:///b', name: b, file: b.txt, subscribe: true}\n")
+    opened = mcp_in("session", "open", "y", "--json", "--", sys.executable, "-m", "mcpcli", "serve",
+                    str(tmp_path / "tools.yaml"), "--watch")
+    assert opened.code == 0 and opened.json["era"] == "modern", opened
+    first = _subscribe("@y", "file:///a", "--count", "1", "--jsonl")
+    second = _subscribe("@y", "file:///b", "--count", "1", "--jsonl")
+    try:
+        for proc in (first, second):  # acknowledged: the command says it is watching
+            assert proc.stderr is not None and "watching 1 resource" in proc.stderr.readline()
+        (tmp_path / "b.txt").write_text("b changed")
+        out_second, _ = second.communicate(timeout=30)
+        assert second.returncode == 0 and first.poll() is None
+        (tmp_path / "a.txt").write_text("a changed")
+        out_first, _ = first.communicate(timeout=30)
+    finally:
+        for proc in (first, second):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert first.returncode == 0
+    assert [json.loads(line)["params"]["uri"] for line in out_first.splitlines()] == ["file:///a"]
+    assert [json.loads(line)["params"]["uri"] for line in out_second.splitlines()] == ["file:///b"]
