@@ -62,6 +62,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
     "mcpcli.sessions": frozenset({"mcpcli.config"}),
+    # The gateway: a Backend for the server runtime whose content comes from upstreams,
+    # each reached through `connect` as the CLI reaches a target.
+    "mcpcli.gateway": frozenset({
+        "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
+        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
+    }),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

@@ -1,0 +1,58 @@
+"""The demo backend over stdio as a gateway's upstream (a child process of the gateway tests).
+
+Adds what the gateway tests need on top of the runtime tests' DemoBackend:
+annotations (`echo` and `whoami` are read-only), `whoami` (this process's id
+and the environment variable GATEWAY_TEST_VAR, to see restarts and per-upstream
+env), `die` (exits the process mid-call: a crashed upstream), and `Echo`
+(a tool whose name differs from `echo` only by case).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "server"))
+
+from server_backends import JSON, DemoBackend, text
+
+from mcpcli.server import Server, serve_stdio
+from mcpcli.server.backend import CallContext
+
+READ_ONLY = {"echo", "whoami"}
+
+
+class UpstreamBackend(DemoBackend):
+    async def list_tools(self) -> list[JSON]:
+        tools = await super().list_tools()
+        tools += [
+            {"name": "whoami", "inputSchema": {"type": "object"}},
+            {"name": "die", "inputSchema": {"type": "object"}},
+            {"name": "Echo", "inputSchema": {"type": "object"}},
+            {"name": "delete_all", "inputSchema": {"type": "object"},
+             "annotations": {"destructiveHint": True}},
+        ]
+        for tool in tools:
+            if tool["name"] in READ_ONLY:
+                tool["annotations"] = {"readOnlyHint": True}
+        return tools
+
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        if name == "whoami":
+            return text(f"{os.getpid()} {os.environ.get('GATEWAY_TEST_VAR', '-')}")
+        if name == "die":
+            os._exit(3)
+        if name in ("Echo", "delete_all"):
+            return text(f"{name} ran")
+        return await super().call_tool(name, arguments, ctx)
+
+
+async def main() -> None:
+    await serve_stdio(Server(UpstreamBackend()), eof_grace=1)
+
+
+if __name__ == "__main__":
+    anyio.run(main)

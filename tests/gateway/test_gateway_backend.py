@@ -1,0 +1,170 @@
+"""GatewayBackend in front of real stdio upstreams (the demo backend), our client in front."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import pytest
+from conftest import Gateway, demo
+
+from mcpcli.errors import RPCError
+from mcpcli.toolsfile.model import ToolFilter
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+ERAS = [None, "2025-11-25"]
+
+
+def texts(result: dict) -> list[str]:
+    return [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
+
+
+async def test_tools_pass_through_unprefixed(gateway: Gateway) -> None:
+    async with gateway([demo()]) as client:
+        names = [t["name"] for t in (await client.list_tools())["tools"]]
+        assert "echo" in names and "whoami" in names
+        assert texts(await client.call_tool("echo", {"text": "hi"})) == ["hi"]
+        echo = await client.get_tool("echo")
+        assert echo is not None and echo["annotations"] == {"readOnlyHint": True}
+
+
+async def test_prefix_renames_tools_and_prompts(gateway: Gateway) -> None:
+    async with gateway([demo(prefix="d_")]) as client:
+        names = [t["name"] for t in (await client.list_tools())["tools"]]
+        assert "d_echo" in names and "echo" not in names
+        assert texts(await client.call_tool("d_echo", {"text": "x"})) == ["x"]
+        with pytest.raises(RPCError) as caught:
+            await client.call_tool("echo", {"text": "x"})
+        assert caught.value.code == -32602
+        prompts = [p["name"] for p in (await client.list_prompts())["prompts"]]
+        assert prompts == ["d_greet", "d_ask_context"]
+        got = await client.get_prompt("d_greet", {"who": "Ada"})
+        assert got["messages"][0]["content"]["text"] == "Hello Ada"
+        done = await client.complete({"type": "ref/prompt", "name": "d_greet"}, "who", "al")
+        assert done["completion"]["values"] == ["alice", "alfred"]
+
+
+@pytest.mark.parametrize("name", ["echo", "ECHO", "Echo", "eCHo", " echo", "echo\u0000"])
+async def test_a_denied_tool_is_unknown_whatever_the_spelling(gateway: Gateway, name: str) -> None:
+    rules = ToolFilter(deny=("ECHO",))
+    async with gateway([demo(tools=rules)]) as client:
+        names = {t["name"] for t in (await client.list_tools())["tools"]}
+        assert not {"echo", "Echo"} & names  # the glob ignores case: both are denied
+        with pytest.raises(RPCError) as caught:
+            await client.call_tool(name, {"text": "x"})
+        assert caught.value.code == -32602
+        assert "Unknown tool" in str(caught.value)
+
+
+async def test_allow_list_and_deny_globs(gateway: Gateway) -> None:
+    rules = ToolFilter(allow=("e*", "who*", "delete_*"), deny=("*delete*",))
+    async with gateway([demo(tools=rules)]) as client:
+        names = sorted(t["name"] for t in (await client.list_tools())["tools"])
+        assert names == ["Echo", "echo", "elicit", "whoami"]
+        for refused in ("delete_all", "slow", "fail"):
+            with pytest.raises(RPCError) as caught:
+                await client.call_tool(refused, {})
+            assert caught.value.code == -32602
+
+
+async def test_read_only_serves_only_read_only_annotated_tools(gateway: Gateway) -> None:
+    async with gateway([demo(tools=ToolFilter(read_only=True))]) as client:
+        names = sorted(t["name"] for t in (await client.list_tools())["tools"])
+        assert names == ["echo", "whoami"]
+        with pytest.raises(RPCError) as caught:
+            await client.call_tool("delete_all", {})
+        assert caught.value.code == -32602
+
+
+async def test_per_upstream_env_and_two_upstreams_with_prefixes(gateway: Gateway) -> None:
+    ups = [demo("a", prefix="a_", env={"GATEWAY_TEST_VAR": "one"}),
+           demo("b", prefix="b_", env={"GATEWAY_TEST_VAR": "two"})]
+    async with gateway(ups) as client:
+        a = texts(await client.call_tool("a_whoami"))[0].split()
+        b = texts(await client.call_tool("b_whoami"))[0].split()
+        assert a[1] == "one" and b[1] == "two" and a[0] != b[0]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+@pytest.mark.parametrize("upstream_protocol", ERAS)
+async def test_client_features_cross_the_gateway_in_every_era_pairing(
+    gateway: Gateway, protocol: str | None, upstream_protocol: str | None
+) -> None:
+    """Elicitation, sampling and roots asked by the upstream are answered by the downstream
+    client, whether each side speaks 2025-11-25 (server requests) or 2026-07-28 (MRTR)."""
+    notes: list = []
+    async with gateway([demo()], protocol=protocol, upstream_protocol=upstream_protocol, notes=notes,
+                       log_level="debug") as client:
+        assert client.protocol_version == (protocol or "2026-07-28")
+        assert texts(await client.call_tool("elicit")) == ["Hello, Ada!"]
+        assert texts(await client.call_tool("sample")) == ["sampled: 4"]
+        assert texts(await client.call_tool("roots")) == ["roots: file:///tmp/r1"]
+        assert texts(await client.call_tool("two_questions")) == ["Ada Ada"]
+        progress: list[float] = []
+        await client.call_tool("progress", on_progress=lambda p: progress.append(p["progress"]))
+        assert progress == [0, 50, 100]
+        await client.set_log_level("warning")
+        assert texts(await client.call_tool("log")) == ["logged"]
+        levels = [p["level"] for m, p in notes if m == "notifications/message"]
+        assert levels == ["warning", "error"]
+
+
+async def test_resources_templates_and_reads(gateway: Gateway) -> None:
+    async with gateway([demo()]) as client:
+        uris = [r["uri"] for r in (await client.list_resources())["resources"]]
+        assert uris == ["mem://greeting", "mem://blob"]
+        templates = (await client.list_resource_templates())["resourceTemplates"]
+        assert [t["uriTemplate"] for t in templates] == ["mem://items/{id}"]
+        assert (await client.read_resource("mem://greeting"))["contents"][0]["text"] == "hello"
+        assert (await client.read_resource("mem://items/42"))["contents"][0]["text"] == "42"
+        with pytest.raises(RPCError) as caught:
+            await client.read_resource("mem://nothing")
+        assert caught.value.code in (-32002, -32602)
+
+
+async def test_resources_false_hides_them(gateway: Gateway) -> None:
+    async with gateway([demo(resources=False, prompts=False)]) as client:
+        assert not client.offers("resources") and not client.offers("prompts")
+
+
+async def test_a_crashed_upstream_answers_is_error_then_comes_back(gateway: Gateway) -> None:
+    async with gateway([demo("flaky")]) as client:
+        first = texts(await client.call_tool("whoami"))[0].split()[0]
+        died = await client.call_tool("die")
+        assert died["isError"] is True
+        assert "flaky" in texts(died)[0]
+        with anyio.fail_after(20):
+            while True:
+                result = await client.call_tool("whoami")
+                if not result.get("isError"):
+                    break
+                assert "flaky" in texts(result)[0]
+                await anyio.sleep(0.05)
+        assert texts(result)[0].split()[0] != first
+
+
+async def test_a_busy_upstream_does_not_block_another(gateway: Gateway) -> None:
+    async with gateway([demo("slowpoke", prefix="s_", concurrency=1), demo("quick", prefix="q_")]) as client:
+        await client.list_tools()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "s_slow")
+            with anyio.fail_after(10):
+                assert texts(await client.call_tool("q_echo", {"text": "fast"})) == ["fast"]
+            tg.cancel_scope.cancel()
+
+
+async def test_cancelling_a_call_cancels_it_upstream(gateway: Gateway) -> None:
+    async with gateway([demo()]) as client:
+        with anyio.move_on_after(0.5):
+            await client.call_tool("slow")
+        # The upstream is still healthy and answers the next call.
+        assert texts(await client.call_tool("echo", {"text": "after"})) == ["after"]
+
+
+async def test_shutdown_stops_every_upstream(gateway: Gateway) -> None:
+    async with gateway([demo("x"), demo("y")], eager=True) as client:
+        pids = {texts(await client.call_tool(n))[0].split()[0] for n in ("whoami",)}
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid), 0)
