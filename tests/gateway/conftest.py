@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +85,36 @@ def gateway() -> Gateway:
                     client.backend = backend  # type: ignore[attr-defined]
                     yield client
     return open_gateway
+
+
+HTTP_DIR = Path(__file__).resolve().parent.parent / "http"
+
+
+@contextmanager
+def listening(argv: list[str], port: int, env: dict[str, str] | None = None,
+              what: str = "server") -> Iterator[str]:
+    """Run `argv` (in its own process group) until it listens on `port`; yield its /mcp URL.
+    The group is ended afterwards, TERM then KILL."""
+    from helpers import wait_listening
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
+                            start_new_session=True)
+    try:
+        wait_listening(port, proc, what)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def serve_http(*args: str, port: int) -> list[str]:
+    """argv of `mcp serve --http 127.0.0.1:PORT ARGS...` (a real process)."""
+    return [sys.executable, "-m", "mcpcli", "serve", "--http", f"127.0.0.1:{port}", *args]
