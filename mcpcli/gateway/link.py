@@ -202,9 +202,13 @@ class Link:
                     self._attempt.set()
                     await self._hold(client)
             except Exception as exc:
-                self._error = exc
+                from mcpcli.errors import unwrap
+
+                inner = unwrap(exc)
+                self._error = inner if isinstance(inner, Exception) else exc
                 if up_since is None:
-                    self._say("warn", f"upstream {self.name}: cannot connect: {exc}")
+                    self._say("warn", f"upstream {self.name}: cannot connect: {self._error}")
+                    log.debug("upstream %s: connecting failed", self.name, exc_info=exc)
             finally:
                 self._client = None
             if self.is_closed():
