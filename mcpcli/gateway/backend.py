@@ -102,7 +102,6 @@ class GatewayBackend:
         self._prompts: dict[str, tuple[Link | None, str]] = {}
         self._resource_owner: dict[str, Link | None] = {}
         self._templates: list[tuple[re.Pattern[str], str, Link | None]] = []
-        self._relisting: set[str] = set()
         if local is not None:
             local.set_change_listener(self._on_local_change)
 
@@ -181,35 +180,37 @@ class GatewayBackend:
             self._tools = {}
         self._announce(kind, uri)
 
-    def _on_link_event(self, link: Link, kind: str, uri: str | None) -> None:
+    def _on_link_event(self, link: Link, kind: str, detail: str | None) -> None:
         if kind == "resource":
-            self._announce(kind, uri)
+            self._announce(kind, detail)
             return
-        # Re-list and announce only what the client can see change (after filtering).
-        if kind in self._relisting or self._tg is None:
-            return
-        self._relisting.add(kind)
-        self._tg.start_soon(self._relist, kind)
+        if self._tg is not None:
+            self._tg.start_soon(self._relist, link, kind, detail == "announced")
 
-    async def _relist(self, kind: str) -> None:
+    async def _relist(self, link: Link, kind: str, announced: bool) -> None:
+        """List `kind` again and announce it when what clients see changed, or when the
+        upstream announced a change we cannot see (passed on as a transparent proxy would).
+        A change only to what the filter hides is not announced."""
+        lister = {"tools": self.list_tools, "prompts": self.list_prompts,
+                  "resources": self.list_resources}[kind]
+        before = self._view(kind)
         try:
-            if kind == "tools":
-                before = {name: entry[2] for name, entry in self._tools.items()}
-                await self.list_tools()
-                changed = before != {name: entry[2] for name, entry in self._tools.items()}
-            elif kind == "prompts":
-                before_prompts = dict(self._prompts)
-                await self.list_prompts()
-                changed = before_prompts != self._prompts
-            else:
-                changed = True
+            await lister()
         except Exception as exc:
             log.debug("gateway: relisting %s: %s", kind, exc)
-            changed = True
-        finally:
-            self._relisting.discard(kind)
-        if changed:
             self._announce(kind)
+            return
+        seen_change = self._view(kind) != before
+        unseen_change = announced and link.previous.get(kind) == getattr(link, kind)
+        if seen_change or unseen_change:
+            self._announce(kind)
+
+    def _view(self, kind: str) -> Any:
+        if kind == "tools":
+            return {name: entry[2] for name, entry in self._tools.items()}
+        if kind == "prompts":
+            return dict(self._prompts)
+        return dict(self._resource_owner)
 
     # -- tools -------------------------------------------------------------------------
 

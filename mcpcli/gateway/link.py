@@ -42,8 +42,9 @@ __all__ = ["Link", "Unavailable"]
 log = logging.getLogger("mcpcli.gateway")
 
 JSON = dict[str, Any]
-#: What a link reports to its backend: ("tools" | "prompts" | "resources", None) when a
-#: list may have changed, ("resource", uri) when a subscribed resource was updated.
+#: What a link reports to its backend: ("tools" | "prompts" | "resources", "announced")
+#: when the upstream said a list changed, (kind, None) when it may have (a reconnection),
+#: ("resource", uri) when a subscribed resource was updated.
 LinkEvents = Callable[["Link", str, "str | None"], None]
 
 #: The downstream call whose coroutine is running (for input asked within our request).
@@ -132,6 +133,8 @@ class Link:
         self.prompts: list[JSON] | None = None
         self.resources: list[JSON] | None = None
         self.templates: list[JSON] | None = None
+        #: Each listing as it was before the last change or reconnection.
+        self.previous: dict[str, list[JSON] | None] = {}
         #: What the upstream declared when it last connected (None: never connected).
         self.capabilities: JSON | None = None
         self.instructions: str | None = None
@@ -197,9 +200,13 @@ class Link:
                     self.capabilities, self.instructions = client.capabilities, client.instructions
                     self.connects += 1
                     up_since = anyio.current_time()
+                    self._attempt.set()
                     if self.connects > 1:
                         self._say("log", f"upstream {self.name}: reconnected")
-                    self._attempt.set()
+                        # A restarted server may list other things: look again, and let the
+                        # backend announce what its clients would see change.
+                        for kind in ("tools", "prompts", "resources"):
+                            self._invalidate(kind, announced=False)
                     await self._hold(client)
             except Exception as exc:
                 from mcpcli.errors import unwrap
@@ -245,9 +252,6 @@ class Link:
                 self._error = client.session.closed
             tg.cancel_scope.cancel()
         self._held_tg = None
-        self._events(self, "tools", None)
-        self._events(self, "prompts", None)
-        self._events(self, "resources", None)
 
     _held_tg: anyio.abc.TaskGroup | None = None
 
@@ -410,15 +414,17 @@ class Link:
 
     def _list_changed(self, method: str) -> None:
         kind = method.split("/")[1]
-        if kind == "tools":
-            self.tools = None
-        elif kind == "prompts":
-            self.prompts = None
-        elif kind == "resources":
-            self.resources = self.templates = None
-        else:
-            return
-        self._events(self, kind, None)
+        if kind in ("tools", "prompts", "resources"):
+            self._invalidate(kind, announced=True)
+
+    def _invalidate(self, kind: str, *, announced: bool) -> None:
+        """Forget a listing (kept in `previous`) and tell the backend. `announced`: the
+        upstream said it changed (else we reconnected and look again)."""
+        self.previous[kind] = getattr(self, kind)
+        setattr(self, kind, None)
+        if kind == "resources":
+            self.templates = None
+        self._events(self, kind, "announced" if announced else None)
 
     async def _watch_lists(self, client: _UpstreamClient) -> None:
         """List changes: a legacy server sends them unasked (HTTP: on the standalone

@@ -3,8 +3,9 @@
 Adds what the gateway tests need on top of the runtime tests' DemoBackend:
 annotations (`echo` and `whoami` are read-only), `whoami` (this process's id
 and the environment variable GATEWAY_TEST_VAR, to see restarts and per-upstream
-env), `die` (exits the process mid-call: a crashed upstream), and `Echo`
-(a tool whose name differs from `echo` only by case).
+env), `die` (exits the process mid-call: a crashed upstream), `Echo` (a tool
+whose name differs from `echo` only by case), and `grow` (adds a tool `extra_NNN`
+and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start).
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ READ_ONLY = {"echo", "whoami"}
 
 
 class UpstreamBackend(DemoBackend):
+    def __init__(self) -> None:
+        super().__init__(tools=int(os.environ.get("GATEWAY_TEST_EXTRA", "0")))
+
     async def list_tools(self) -> list[JSON]:
         tools = await super().list_tools()
         tools += [
             {"name": "whoami", "inputSchema": {"type": "object"}},
             {"name": "die", "inputSchema": {"type": "object"}},
+            {"name": "grow", "inputSchema": {"type": "object"}},
             {"name": "Echo", "inputSchema": {"type": "object"}},
             {"name": "delete_all", "inputSchema": {"type": "object"},
              "annotations": {"destructiveHint": True}},
@@ -45,6 +50,10 @@ class UpstreamBackend(DemoBackend):
             return text(f"{os.getpid()} {os.environ.get('GATEWAY_TEST_VAR', '-')}")
         if name == "die":
             os._exit(3)
+        if name == "grow":
+            self.extra_tools += 1
+            self.changed("tools")
+            return text(f"{self.extra_tools} extra tools")
         if name in ("Echo", "delete_all"):
             return text(f"{name} ran")
         return await super().call_tool(name, arguments, ctx)

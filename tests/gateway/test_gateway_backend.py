@@ -168,3 +168,42 @@ async def test_shutdown_stops_every_upstream(gateway: Gateway) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_an_upstream_list_change_is_announced(gateway: Gateway, protocol: str | None) -> None:
+    async with gateway([demo()], protocol=protocol) as client:
+        await client.list_tools()
+        async with client.subscribe(tools=True) as changes:
+            assert texts(await client.call_tool("grow")) == ["1 extra tools"]
+            with anyio.fail_after(10):
+                change = await changes.receive()
+        assert change["method"] == "notifications/tools/list_changed"
+        names = {t["name"] for t in (await client.list_tools())["tools"]}
+        assert "extra_000" in names
+
+
+async def test_a_change_announced_with_nothing_visible_changed_is_passed_on(gateway: Gateway) -> None:
+    """An upstream's announcement whose list looks the same (conformance servers do this)."""
+    async with gateway([demo()]) as client:
+        await client.list_tools()
+        async with client.subscribe(tools=True) as changes:
+            assert texts(await client.call_tool("change", {"text": "tools"})) == ["changed"]
+            with anyio.fail_after(10):
+                change = await changes.receive()
+        assert change["method"] == "notifications/tools/list_changed"
+
+
+async def test_tools_that_return_after_a_restart_are_announced(gateway: Gateway) -> None:
+    """A restarted upstream lists anew: what changed (here: `grow`'s tool is gone) is announced."""
+    async with gateway([demo("flaky")]) as client:
+        await client.call_tool("grow")
+        with anyio.fail_after(10):
+            while "extra_000" not in {t["name"] for t in (await client.list_tools())["tools"]}:
+                await anyio.sleep(0.02)
+        async with client.subscribe(tools=True) as changes:
+            assert (await client.call_tool("die"))["isError"] is True
+            with anyio.fail_after(20):
+                change = await changes.receive()
+        assert change["method"] == "notifications/tools/list_changed"
+        assert "extra_000" not in {t["name"] for t in (await client.list_tools())["tools"]}
