@@ -31,6 +31,7 @@ from mcpcli.client import Client, ClientFeatures, ClientOptions
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND
+from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
@@ -49,6 +50,9 @@ LinkEvents = Callable[["Link", str, "str | None"], None]
 
 #: The downstream call whose coroutine is running (for input asked within our request).
 _current: ContextVar[_Call | None] = ContextVar("mcpcli_gateway_call", default=None)
+
+#: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
+_FORWARDED_CAPS = ("elicitation", "sampling", "roots")
 
 #: Server requests a link passes to the downstream client.
 ASKABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
@@ -70,6 +74,9 @@ class _Call:
         self._pending = 0
         self._idle = anyio.Event()
         self._idle.set()
+        #: Keys of the inputs asked for this call (each ask needs its own: a 2026-07-28
+        #: client's answers are matched to the questions by key, round after round).
+        self.asked = 0
 
     def relay(self, tg: anyio.abc.TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run `fn(*args)` soon; `drain` waits for it, so relayed messages precede the answer."""
@@ -98,6 +105,32 @@ class _UpstreamClient(Client):
     """Our client, whose answers to the upstream's requests come from the downstream client."""
 
     link: Link
+
+    def _meta(self, version: str) -> JSON:
+        """A 2026-07-28 request declares the downstream client's capabilities (they travel
+        per request), so the upstream asks only for what that client can give."""
+        meta = super()._meta(version)
+        call = _current.get()
+        if call is not None and call.ctx is not None:
+            theirs = call.ctx.client_capabilities
+            meta[CLIENT_CAPABILITIES_KEY] = {k: v for k, v in theirs.items() if k in _FORWARDED_CAPS}
+        return meta
+
+    async def _fulfil(self, requests: Any) -> JSON:
+        """A 2026-07-28 upstream's input requests (or a task's), asked of the downstream
+        client at once and under the upstream's own keys: the rounds map one to one.
+        A client that lacks a capability gets what the upstream would have said to it."""
+        call = _current.get()
+        if call is None or call.ctx is None or not isinstance(requests, dict) or not all(
+            isinstance(item, dict) and item.get("method") in ASKABLE for item in requests.values()
+        ):
+            return await super()._fulfil(requests)
+        asks = {
+            str(key): {"method": item["method"],
+                       "params": item["params"] if isinstance(item.get("params"), dict) else {}}
+            for key, item in requests.items()
+        }
+        return await call.ctx.ask(asks)
 
     async def _serve_client_request(self, method: str, params: JSON) -> JSON:
         if method == "ping":
@@ -290,6 +323,12 @@ class Link:
             try:
                 yield client, call
                 await call.drain()
+            except RPCError as exc:
+                if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
+                    raise
+                # The upstream needs what the client lacks: let our runtime say so, as it
+                # would itself (-32021, and HTTP 400 in 2026-07-28).
+                raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
             finally:
                 _current.reset(token)
                 self._calls.remove(call)
@@ -379,15 +418,17 @@ class Link:
             if method == "roots/list":
                 return {"roots": []}
             raise RPCError(INVALID_REQUEST, f"{method}: no client request is waiting for this input")
+        call.asked += 1
+        key = f"input-{call.asked}"
         try:
-            answers = await call.ctx.ask({"input": {"method": method, "params": params}})
+            answers = await call.ctx.ask({key: {"method": method, "params": params}})
         except InputDeclined as exc:
             if method == "elicitation/create":
                 return {"action": "decline"}
             if method == "roots/list":
                 return {"roots": []}
             raise RPCError(METHOD_NOT_FOUND, f"{method}: {exc}") from None
-        answer = answers.get("input")
+        answer = answers.get(key)
         return answer if isinstance(answer, dict) else {}
 
     def _on_notification(self, method: str, params: JSON) -> None:
@@ -476,6 +517,16 @@ class Link:
                     log.debug("upstream %s: subscribe %s: %s", self.name, uri, exc)
 
         tg.start_soon(follow)
+
+
+def _required(data: Any) -> list[str]:
+    """The capability names in a -32021 error's data (`requiredCapabilities`)."""
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    if isinstance(required, dict):
+        return [str(name) for name in required]
+    if isinstance(required, list):
+        return [str(name) for name in required]
+    return []
 
 
 def _plain(result: JSON) -> JSON:

@@ -207,3 +207,63 @@ async def test_tools_that_return_after_a_restart_are_announced(gateway: Gateway)
                 change = await changes.receive()
         assert change["method"] == "notifications/tools/list_changed"
         assert "extra_000" not in {t["name"] for t in (await client.list_tools())["tools"]}
+
+
+async def _answer_by_question(params: dict) -> dict:
+    """Step 1? -> one, Step 2? -> two: tells apart which question an answer went to."""
+    word = {"Step 1?": "one", "Step 2?": "two"}.get(params.get("message"), "other")
+    return {"action": "accept", "content": {"name": word}}
+
+
+@pytest.mark.parametrize("upstream_protocol", ERAS)
+async def test_each_question_gets_its_own_answer(gateway: Gateway, upstream_protocol: str | None) -> None:
+    """Two questions asked one after the other in one call, through a 2026-07-28 client:
+    the second must not be answered with the first's answer."""
+    from conftest import answer_sample
+
+    from mcpcli.client import ClientFeatures
+
+    features = ClientFeatures(elicit=_answer_by_question, sample=answer_sample, roots=[])
+    async with gateway([demo()], upstream_protocol=upstream_protocol, features=features) as client:
+        assert texts(await client.call_tool("two_questions")) == ["one two"]
+
+
+async def test_a_2026_upstreams_input_requests_reach_the_client_as_asked(gateway: Gateway) -> None:
+    """Both questions of one round in one InputRequiredResult, under the upstream's keys."""
+    seen: list[dict] = []
+
+    def trace(direction: str, message: object) -> None:
+        result = getattr(message, "result", None)
+        if direction == "recv" and isinstance(result, dict) and "inputRequests" in result:
+            seen.append(result["inputRequests"])
+
+    async with gateway([demo()], trace=trace) as client:
+        assert texts(await client.call_tool("twice")) == ["AdaAda"]
+    assert [sorted(requests) for requests in seen] == [["a", "b"]]
+
+
+async def test_a_client_without_sampling_gets_missing_capability(gateway: Gateway) -> None:
+    """What the upstream would say to that client directly: -32021 (2026-07-28)."""
+    from conftest import answer_elicit
+
+    from mcpcli.client import ClientFeatures
+
+    async with gateway([demo()], features=ClientFeatures(elicit=answer_elicit)) as client:
+        with pytest.raises(RPCError) as caught:
+            await client.call_tool("needs_sampling")
+        assert caught.value.code == -32021
+
+
+async def test_a_2026_upstream_sees_the_downstream_clients_capabilities(gateway: Gateway) -> None:
+    """Capabilities travel per request in 2026-07-28: the upstream is told what the client
+    behind the gateway declared (here: no roots), not what the gateway could relay."""
+    from conftest import answer_elicit, answer_sample
+
+    from mcpcli.client import ClientFeatures
+
+    features = ClientFeatures(elicit=answer_elicit, sample=answer_sample)
+    async with gateway([demo()], features=features) as client:
+        with pytest.raises(RPCError) as caught:
+            await client.call_tool("roots")
+        assert caught.value.code == -32021
+        assert texts(await client.call_tool("sample")) == ["sampled: 4"]
