@@ -55,11 +55,12 @@ anyio.run(lambda: serve_stdio(Server(Echo())))
 '''
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (not its children), from /proc."""
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(utime, stime) of one process (not its children), from /proc."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 async def measure(argv: list[str], calls: int, concurrency: int) -> dict[str, float]:
@@ -76,7 +77,8 @@ async def measure(argv: list[str], calls: int, concurrency: int) -> dict[str, fl
             start = time.perf_counter()
             await client.call_tool("echo", {"text": "hi"})
             times.append(time.perf_counter() - start)
-        cpu = (cpu_seconds(pid) - cpu0) / calls
+        cpu1 = cpu_seconds(pid)
+        user, system = (cpu1[0] - cpu0[0]) / calls, (cpu1[1] - cpu0[1]) / calls
 
         remaining = calls
 
@@ -91,7 +93,8 @@ async def measure(argv: list[str], calls: int, concurrency: int) -> dict[str, fl
             for _ in range(concurrency):
                 tg.start_soon(worker)
         rate = calls / (time.perf_counter() - start)
-    return {"median_ms": statistics.median(times) * 1000, "cpu_ms": cpu * 1000, "rate": rate}
+    return {"median_ms": statistics.median(times) * 1000, "cpu_ms": (user + system) * 1000,
+            "user_ms": user * 1000, "sys_ms": system * 1000, "rate": rate}
 
 
 async def main() -> None:
@@ -117,7 +120,8 @@ async def main() -> None:
     print(f"calls per round: {args.calls}, rounds: {args.rounds} (medians of the rounds)")
     print(f"latency  direct {direct:.3f} ms   through the gateway {through:.3f} ms   "
           f"added {through - direct:.3f} ms")
-    print(f"gateway process CPU per call: {med('gateway', 'cpu_ms'):.3f} ms")
+    print(f"gateway process CPU per call: {med('gateway', 'cpu_ms'):.3f} ms "
+          f"(user {med('gateway', 'user_ms'):.3f}, system {med('gateway', 'sys_ms'):.3f})")
     d_rate, g_rate = med("direct", "rate"), med("gateway", "rate")
     print(f"throughput at concurrency {args.concurrency}: direct {d_rate:.0f}/s   "
           f"through the gateway {g_rate:.0f}/s ({g_rate / d_rate:.0%})")

@@ -102,6 +102,7 @@ class GatewayBackend:
         self._prompts: dict[str, tuple[Link | None, str]] = {}
         self._resource_owner: dict[str, Link | None] = {}
         self._templates: list[tuple[re.Pattern[str], str, Link | None]] = []
+        self._collisions: set[tuple[str, str]] = set()
         if local is not None:
             local.set_change_listener(self._on_local_change)
 
@@ -239,10 +240,20 @@ class GatewayBackend:
                     continue
                 name = link.upstream.prefix + tool["name"]
                 if name in served:
+                    self._collision("tool", name, link)
                     continue
                 served[name] = (link, tool["name"], {**tool, "name": name})
         self._tools = served
         return [entry[2] for entry in served.values()]
+
+    def _collision(self, kind: str, name: str, link: Link) -> None:
+        """Two sources serve one name: the first wins; the operator hears of it once."""
+        if (kind, name) in self._collisions:
+            return
+        self._collisions.add((kind, name))
+        if self.options.warn is not None:
+            self.options.warn(f"upstream {link.name}: {kind} {name!r} is already served by an "
+                              "earlier entry; give this upstream a prefix")
 
     async def _tool(self, name: str) -> tuple[Link | None, str, JSON] | None:
         entry = self._tools.get(name)
@@ -292,7 +303,10 @@ class GatewayBackend:
         for index, link in enumerate(links):
             for prompt in listings.get(index, []):
                 name = prompt.get("name")
-                if not isinstance(name, str) or link.upstream.prefix + name in served:
+                if not isinstance(name, str):
+                    continue
+                if link.upstream.prefix + name in served:
+                    self._collision("prompt", link.upstream.prefix + name, link)
                     continue
                 served[link.upstream.prefix + name] = (link, name)
                 out.append({**prompt, "name": link.upstream.prefix + name})

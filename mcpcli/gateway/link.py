@@ -97,6 +97,8 @@ class _Call:
         tg.start_soon(run)
 
     async def drain(self) -> None:
+        if self._pending == 0:
+            return
         with anyio.move_on_after(5):
             await self._idle.wait()
 

@@ -67,10 +67,11 @@ def gateway() -> Gateway:
         local: Any = None,
         eager: bool = False,
         notes: list[tuple[str, JSON]] | None = None,
+        warn: Callable[[str], None] = lambda line: None,
         **client_options: Any,
     ) -> AsyncIterator[Client]:
         options = GatewayOptions(eager=eager, protocol=upstream_protocol, backoff=(0.05, 0.2),
-                                 log=lambda line: None, warn=lambda line: None)
+                                 log=lambda line: None, warn=warn)
 
         def note(method: str, params: JSON) -> None:
             if notes is not None:

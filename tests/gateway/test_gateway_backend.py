@@ -267,3 +267,43 @@ async def test_a_2026_upstream_sees_the_downstream_clients_capabilities(gateway:
             await client.call_tool("roots")
         assert caught.value.code == -32021
         assert texts(await client.call_tool("sample")) == ["sampled: 4"]
+
+
+async def test_a_slow_upstream_call_times_out_as_a_tool_error(gateway: Gateway) -> None:
+    async with gateway([demo("sluggish", timeout=0.5)]) as client:
+        result = await client.call_tool("slow")
+        assert result["isError"] is True
+        assert "sluggish" in texts(result)[0]
+        assert texts(await client.call_tool("echo", {"text": "still here"})) == ["still here"]
+
+
+async def test_per_upstream_headers_reach_only_that_upstream(gateway: Gateway) -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "http"))
+    from httpfake import FakeHTTP, legacy_mcp
+
+    from mcpcli.toolsfile.model import Upstream
+
+    keyed, plain = FakeHTTP(legacy_mcp()).start(), FakeHTTP(legacy_mcp()).start()
+    try:
+        ups = [Upstream(name="keyed", target=keyed.url, prefix="k_", headers={"X-Api-Key": "k-123"}),
+               Upstream(name="plain", target=plain.url, prefix="p_")]
+        async with gateway(ups) as client:
+            assert texts(await client.call_tool("k_echo", {"message": "a"})) == ["echo: a"]
+            assert texts(await client.call_tool("p_echo", {"message": "b"})) == ["echo: b"]
+    finally:
+        keyed.stop()
+        plain.stop()
+    assert keyed.requests and all(r.header("x-api-key") == "k-123" for r in keyed.requests)
+    assert plain.requests and all(r.header("x-api-key") is None for r in plain.requests)
+
+
+async def test_a_name_served_twice_goes_to_the_first_upstream_and_is_reported(gateway: Gateway) -> None:
+    warnings: list[str] = []
+    ups = [demo("first", env={"GATEWAY_TEST_VAR": "first"}), demo("second", env={"GATEWAY_TEST_VAR": "second"})]
+    async with gateway(ups, warn=warnings.append) as client:
+        assert texts(await client.call_tool("whoami"))[0].endswith(" first")
+        await client.list_tools()
+    assert sum("'whoami'" in line and "second" in line for line in warnings) == 1
