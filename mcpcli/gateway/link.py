@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpcli.client import Client, ClientFeatures, ClientOptions
+from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND
@@ -161,6 +161,8 @@ class Link:
         self._error: Exception | None = None
         self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
         self._calls: list[_Call] = []
+        #: Upstream request id -> the downstream call it was made for.
+        self._by_request: dict[Any, _Call] = {}
         self._log_level: str | None = None
         self._subscriptions: dict[str, tuple[int, anyio.CancelScope]] = {}
         #: The upstream's own listings (None: not fetched since the last change).
@@ -221,6 +223,7 @@ class Link:
         client = _UpstreamClient(open_transport(self._entry(), options), client_options)
         client.link = self
         async with client:
+            self.track(client)
             yield client
 
     async def _run(self) -> None:
@@ -404,18 +407,49 @@ class Link:
 
     # -- what the upstream sends ---------------------------------------------------------
 
-    def _newest_call(self) -> _Call | None:
+    def _caller(self) -> _Call | None:
+        """The downstream call that caused what the upstream just sent, or None if unknown.
+
+        Known: the call whose coroutine is running (2026-07-28 input rounds), or the one
+        whose upstream request carried the message (Streamable HTTP tags it). Otherwise
+        (a stdio upstream says nothing) the only call in flight; several are told apart
+        only when they all come from the one client behind a stdio gateway. A request for
+        input is never guessed onto another HTTP client's call.
+        """
         call = _current.get()
         if call is not None and call in self._calls:
             return call
-        for call in reversed(self._calls):
-            if call.ctx is not None:
-                return call
+        rid = caused_by.get()
+        if rid is not None and rid in self._by_request:
+            return self._by_request[rid]
+        waiting = [c for c in self._calls if c.ctx is not None]
+        if len(waiting) == 1:
+            return waiting[0]
+        if waiting and all(c.ctx is not None and c.ctx.transport == "stdio" for c in waiting):
+            return waiting[-1]
         return None
+
+    def track(self, client: Client) -> None:
+        """Note which downstream call each upstream request is made for (by request id)."""
+        session = client.session
+        original = session.request
+
+        async def request(method: str, params: JSON | None = None, **kw: Any) -> JSON:
+            call = _current.get()
+            if call is None or kw.get("request_id") is not None:
+                return await original(method, params, **kw)
+            rid = session.next_id()
+            self._by_request[rid] = call
+            try:
+                return await original(method, params, request_id=rid, **kw)
+            finally:
+                self._by_request.pop(rid, None)
+
+        session.request = request  # type: ignore[method-assign]
 
     async def ask(self, method: str, params: JSON) -> JSON:
         """Answer the upstream's request for input by asking the downstream client."""
-        call = self._newest_call()
+        call = self._caller()
         if call is None or call.ctx is None:
             if method == "roots/list":
                 return {"roots": []}
@@ -447,7 +481,7 @@ class Link:
         level = params.get("level") if isinstance(params.get("level"), str) else "info"
         data = params.get("data")
         logger = params.get("logger") if isinstance(params.get("logger"), str) else None
-        call = self._newest_call()
+        call = self._caller()
         if call is not None and call.ctx is not None and self._tg is not None:
             call.relay(self._tg, call.ctx.log, level, data, logger)
             return

@@ -60,6 +60,11 @@ class UpstreamBackend(DemoBackend):
 
 
 async def main() -> None:
+    if sys.argv[1:2] == ["--http"]:  # gateway_upstream.py --http PORT: Streamable HTTP, no token
+        from mcpcli.server import serve_http
+
+        await serve_http(Server(UpstreamBackend()), port=int(sys.argv[2]))
+        return
     await serve_stdio(Server(UpstreamBackend()), eof_grace=1)
 
 

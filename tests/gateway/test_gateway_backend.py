@@ -307,3 +307,70 @@ async def test_a_name_served_twice_goes_to_the_first_upstream_and_is_reported(ga
         assert texts(await client.call_tool("whoami"))[0].endswith(" first")
         await client.list_tools()
     assert sum("'whoami'" in line and "second" in line for line in warnings) == 1
+
+
+async def test_two_clients_questions_go_each_to_its_own_client() -> None:
+    """Two clients call a tool that asks a question, at the same time, through a gateway to
+    a 2025-11-25 HTTP upstream: each question reaches the client whose call caused it."""
+    import sys
+
+    from conftest import UPSTREAM, listening
+    from helpers import free_port
+
+    from mcpcli.client import Client, ClientFeatures, ClientOptions
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+    from mcpcli.server import Server
+    from mcpcli.toolsfile.model import Upstream
+
+    both_asked = anyio.Event()
+    asked: list[str] = []
+
+    def answering(name: str) -> ClientFeatures:
+        async def elicit(params: dict) -> dict:
+            asked.append(name)
+            if len(asked) == 2:
+                both_asked.set()
+            await both_asked.wait()  # both calls are in flight, both questions out
+            return {"action": "accept", "content": {"name": name}}
+
+        return ClientFeatures(elicit=elicit)
+
+    port = free_port()
+    with listening([sys.executable, UPSTREAM, "--http", str(port)], port, what="the upstream") as url:
+        options = GatewayOptions(protocol="2025-11-25", warn=lambda line: None, log=lambda line: None)
+        with anyio.fail_after(30):
+            async with GatewayBackend([Upstream(name="h", target=url)], options=options) as backend:
+                server = Server(backend)
+                async with Client(server.transport(), ClientOptions(features=answering("Ada"))) as ada, \
+                        Client(server.transport(), ClientOptions(features=answering("Bob"))) as bob:
+                    results: dict[str, list[str]] = {}
+
+                    async def call(who: str, client: Client) -> None:
+                        results[who] = texts(await client.call_tool("elicit"))
+
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(call, "Ada", ada)
+                        tg.start_soon(call, "Bob", bob)
+    assert results == {"Ada": ["Hello, Ada!"], "Bob": ["Hello, Bob!"]}
+    assert sorted(asked) == ["Ada", "Bob"]
+
+
+@pytest.mark.parametrize(("transports", "expected"), [
+    (["http"], 0),                 # the only call in flight
+    (["http", "http"], None),      # two HTTP clients' calls: never guess
+    (["stdio", "stdio"], 1),       # one client behind a stdio gateway: its newest call
+    (["stdio", "http"], None),
+])
+def test_an_unattributed_request_for_input_is_never_guessed_across_clients(
+    transports: list[str], expected: int | None
+) -> None:
+    from types import SimpleNamespace
+
+    from mcpcli.gateway.link import Link, _Call
+    from mcpcli.gateway.options import GatewayOptions
+
+    link = Link(demo(), GatewayOptions(), lambda *args: None)
+    calls = [_Call(SimpleNamespace(transport=t)) for t in transports]  # type: ignore[arg-type]
+    link._calls.extend(calls)
+    found = link._caller()
+    assert found is (None if expected is None else calls[expected])
