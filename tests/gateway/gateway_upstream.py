@@ -5,7 +5,8 @@ annotations (`echo` and `whoami` are read-only), `whoami` (this process's id
 and the environment variable GATEWAY_TEST_VAR, to see restarts and per-upstream
 env), `die` (exits the process mid-call: a crashed upstream), `Echo` (a tool
 whose name differs from `echo` only by case), and `grow` (adds a tool `extra_NNN`
-and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start).
+and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start);
+with GATEWAY_TEST_LOG, `slow` writes there when it starts and when it is cancelled.
 """
 
 from __future__ import annotations
@@ -54,6 +55,16 @@ class UpstreamBackend(DemoBackend):
             self.extra_tools += 1
             self.changed("tools")
             return text(f"{self.extra_tools} extra tools")
+        if name == "slow" and os.environ.get("GATEWAY_TEST_LOG"):
+            # Writes "started", then "cancelled" when the call is cancelled.
+            with open(os.environ["GATEWAY_TEST_LOG"], "a") as log:
+                log.write("started\n")
+            try:
+                await anyio.sleep_forever()
+            except anyio.get_cancelled_exc_class():
+                with open(os.environ["GATEWAY_TEST_LOG"], "a") as log:
+                    log.write("cancelled\n")
+                raise
         if name in ("Echo", "delete_all"):
             return text(f"{name} ran")
         return await super().call_tool(name, arguments, ctx)

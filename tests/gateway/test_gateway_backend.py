@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 import pytest
 from conftest import Gateway, demo
+from helpers import wait_until_async
 
 from mcpcli.errors import RPCError
 from mcpcli.toolsfile.model import ToolFilter
@@ -154,11 +156,18 @@ async def test_a_busy_upstream_does_not_block_another(gateway: Gateway) -> None:
             tg.cancel_scope.cancel()
 
 
-async def test_cancelling_a_call_cancels_it_upstream(gateway: Gateway) -> None:
-    async with gateway([demo()]) as client:
-        with anyio.move_on_after(0.5):
-            await client.call_tool("slow")
-        # The upstream is still healthy and answers the next call.
+async def test_cancelling_a_call_cancels_it_upstream(gateway: Gateway, tmp_path: Path) -> None:
+    log = tmp_path / "slow.log"
+
+    def logged(word: str) -> bool:
+        return log.exists() and word in log.read_text().split()
+
+    async with gateway([demo(env={"GATEWAY_TEST_LOG": str(log)})]) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "slow")
+            await wait_until_async(lambda: logged("started"), 10, "the upstream call to start")
+            tg.cancel_scope.cancel()
+        await wait_until_async(lambda: logged("cancelled"), 10, "the upstream call to be cancelled")
         assert texts(await client.call_tool("echo", {"text": "after"})) == ["after"]
 
 

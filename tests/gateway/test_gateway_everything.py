@@ -95,13 +95,15 @@ def test_filter_prefix_and_read_only_on_a_real_server(upstream: list[str]) -> No
 
 
 @pytest.mark.anyio
-async def test_subscriptions_and_list_changes_are_relayed(peers: Peers) -> None:
-    """resources/updated reaches a subscribed client, and the upstream's list_changed
-    (a session resource appears) is announced by the gateway."""
+@pytest.mark.parametrize("protocol", [None, "2025-11-25"])
+async def test_subscriptions_and_list_changes_are_relayed(peers: Peers, protocol: str | None) -> None:
+    """resources/updated reaches a subscribed client (resources/subscribe in 2025-11-25,
+    subscriptions/listen in 2026-07-28), and the upstream's list_changed (a session resource
+    appears) is announced by the gateway."""
     argv = [*PROXY[1:], "--", *peers.everything_stdio()]
     with anyio.fail_after(60):
         transport = StdioTransport(sys.executable, argv, quiet=True)
-        async with Client(transport, ClientOptions(protocol="2025-11-25")) as client:
+        async with Client(transport, ClientOptions(protocol=protocol)) as client:
             async with client.subscribe(resources=[DOC]) as events:
                 await client.call_tool("toggle-subscriber-updates", {})
                 event = await events.receive()
