@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -74,3 +75,18 @@ def test_http_gateway_never_forwards_the_downstream_credentials(tmp_path: Path) 
         assert req.header("authorization") is None
         assert "x-downstream" not in req.headers
         assert secret not in req.body.decode("utf-8", "replace")
+
+
+def test_a_tools_yaml_and_a_configured_name_as_targets(tmp_path: Path) -> None:
+    from helpers import REPO
+
+    fixture = str(REPO / "tests/conformance/server.yaml")
+    greeted = mcp_in("tools", "call", "greet", "--arg", "name=Ada", "--", *GATEWAY, fixture)
+    assert greeted.code == 0 and "Hello, Ada!" in greeted.stdout, greeted
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {"up": {"command": sys.executable, "args": [UPSTREAM],
+                                                        "env": {"GATEWAY_TEST_VAR": "configured"}}}}))
+    called = mcp_in("tools", "call", "whoami", "--env", "MCP_CONFIG", "--", *GATEWAY, "up",
+                    env={"MCP_CONFIG": str(config)})
+    assert called.code == 0 and "configured" in called.stdout, called
