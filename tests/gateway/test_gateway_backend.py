@@ -172,8 +172,9 @@ async def test_cancelling_a_call_cancels_it_upstream(gateway: Gateway, tmp_path:
 
 
 async def test_shutdown_stops_every_upstream(gateway: Gateway) -> None:
-    async with gateway([demo("x"), demo("y")], eager=True) as client:
-        pids = {texts(await client.call_tool(n))[0].split()[0] for n in ("whoami",)}
+    async with gateway([demo("x", prefix="x_"), demo("y", prefix="y_")], eager=True) as client:
+        pids = {texts(await client.call_tool(name))[0].split()[0] for name in ("x_whoami", "y_whoami")}
+    assert len(pids) == 2
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(int(pid), 0)
