@@ -159,6 +159,9 @@ class Link:
         self._attempt = anyio.Event()
         self._drop = anyio.Event()
         self._error: Exception | None = None
+        #: Connecting failed: no new attempt before this time; the next delay.
+        self._retry_at = 0.0
+        self._delay = options.backoff[0]
         self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
         self._calls: list[_Call] = []
         #: Upstream request id -> the downstream call it was made for.
@@ -227,9 +230,10 @@ class Link:
             yield client
 
     async def _run(self) -> None:
-        """Hold the connection; reconnect with backoff after it dies, until closed."""
+        """Hold the connection. After a crash, reconnect in the background with a doubling
+        backoff; when connecting fails, stop: the next request tries again, once the
+        backoff has passed (no sign-in page or failing command every few seconds)."""
         first, last = self._options.backoff
-        delay = first
         while not self.is_closed():
             up_since: float | None = None
             try:
@@ -240,7 +244,7 @@ class Link:
                     up_since = anyio.current_time()
                     self._attempt.set()
                     if self.connects > 1:
-                        self._say("log", f"upstream {self.name}: reconnected")
+                        self._say("log", f"upstream {self.name}: connected again")
                         # A restarted server may list other things: look again, and let the
                         # backend announce what its clients would see change.
                         for kind in ("tools", "prompts", "resources"):
@@ -258,15 +262,20 @@ class Link:
                 self._client = None
             if self.is_closed():
                 break
-            if up_since is not None:
-                self._error = self._why_down()
-                self._say("warn", f"upstream {self.name}: connection lost ({self._error}); reconnecting")
-                if anyio.current_time() - up_since > last:
-                    delay = first
+            if up_since is None:
+                self._retry_at = anyio.current_time() + self._delay
+                self._delay = min(self._delay * 2, last)
+                self._started = False
+                self._attempt.set()
+                return
+            self._error = self._why_down()
+            self._say("warn", f"upstream {self.name}: connection lost ({self._error}); reconnecting")
+            if anyio.current_time() - up_since > last:
+                self._delay = first
             self._attempt.set()
-            with anyio.move_on_after(delay):
+            with anyio.move_on_after(self._delay):
                 await self._drop.wait()
-            delay = min(delay * 2, last)
+            self._delay = min(self._delay * 2, last)
             self._attempt = anyio.Event()
         self._attempt.set()
 
@@ -300,7 +309,10 @@ class Link:
         if not self._started:
             if self._tg is None:
                 raise Unavailable(f"upstream {self.name}: the gateway is not running")
+            if anyio.current_time() < self._retry_at:
+                raise Unavailable(f"upstream {self.name} is not available: {self._error}")
             self._started = True
+            self._attempt = anyio.Event()
             self._tg.start_soon(self._run)
         await self._attempt.wait()
         client = self._client

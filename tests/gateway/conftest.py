@@ -68,9 +68,10 @@ def gateway() -> Gateway:
         eager: bool = False,
         notes: list[tuple[str, JSON]] | None = None,
         warn: Callable[[str], None] = lambda line: None,
+        backoff: tuple[float, float] = (0.05, 0.2),
         **client_options: Any,
     ) -> AsyncIterator[Client]:
-        options = GatewayOptions(eager=eager, protocol=upstream_protocol, backoff=(0.05, 0.2),
+        options = GatewayOptions(eager=eager, protocol=upstream_protocol, backoff=backoff,
                                  log=lambda line: None, warn=warn)
 
         def note(method: str, params: JSON) -> None:

@@ -384,3 +384,21 @@ def test_an_unattributed_request_for_input_is_never_guessed_across_clients(
     link._calls.extend(calls)
     found = link._caller()
     assert found is (None if expected is None else calls[expected])
+
+
+async def test_an_unreachable_upstream_does_not_take_the_others_down(gateway: Gateway) -> None:
+    """Its tools are simply absent; it is tried again on a later request, not before the
+    backoff (no failing command, or sign-in page, on every request)."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    warnings: list[str] = []
+    broken = Upstream(name="broken", command=tuple(fake_server("--exit-before-init", "3")), prefix="b_")
+    async with gateway([broken, demo("good", prefix="g_")], warn=warnings.append, backoff=(60, 60)) as client:
+        for _ in range(3):
+            names = {t["name"] for t in (await client.list_tools())["tools"]}
+            assert "g_echo" in names and not any(n.startswith("b_") for n in names)
+        assert texts(await client.call_tool("g_echo", {"text": "ok"})) == ["ok"]
+    tried = [line for line in warnings if line.startswith("upstream broken: cannot connect")]
+    assert len(tried) == 1, warnings
