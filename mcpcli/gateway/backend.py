@@ -257,10 +257,17 @@ class GatewayBackend:
 
     async def _tool(self, name: str) -> tuple[Link | None, str, JSON] | None:
         entry = self._tools.get(name)
-        if entry is None:
+        if entry is None and self._stale("tools"):
             await self.list_tools()
             entry = self._tools.get(name)
         return entry
+
+    def _stale(self, kind: str) -> bool:
+        """Whether an upstream's `kind` listing may have changed since we last listed
+        (so an unknown name is worth a fresh look; otherwise it is simply unknown)."""
+        if self.local is not None and kind == "tools" and not self._tools:
+            return True
+        return any(getattr(link, kind) is None for link in self.links)
 
     def task_policy(self, name: str) -> TaskPolicy | None:
         entry = self._tools.get(name)
@@ -315,7 +322,7 @@ class GatewayBackend:
 
     async def _prompt(self, name: str) -> tuple[Link | None, str]:
         entry = self._prompts.get(name)
-        if entry is None:
+        if entry is None and (not self._prompts or self._stale("prompts")):
             await self.list_prompts()
             entry = self._prompts.get(name)
         if entry is None:
@@ -381,11 +388,11 @@ class GatewayBackend:
 
     async def _owners(self, uri: str) -> list[Link | None]:
         """Who may serve `uri`, most likely first (None is the local backend)."""
-        if uri not in self._resource_owner:
+        if uri not in self._resource_owner and (not self._resource_owner or self._stale("resources")):
             await self.list_resources()
         if uri in self._resource_owner:
             return [self._resource_owner[uri]]
-        if not self._templates:
+        if not self._templates or self._stale("templates"):
             await self.list_resource_templates()
         for pattern, _text, owner in self._templates:
             if pattern.match(uri):
