@@ -18,7 +18,8 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -31,7 +32,7 @@ from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
 from mcpcli.toolsfile.model import ToolFilter, Upstream
 
-from .link import Link, Unavailable
+from .link import Link, Unavailable, on_behalf_of
 from .options import GatewayOptions
 
 __all__ = ["GatewayBackend", "tool_allowed"]
@@ -284,6 +285,10 @@ class GatewayBackend:
         return TaskPolicy(support=support)
 
     async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        with _serving(ctx):
+            return await self._call_tool(name, arguments, ctx)
+
+    async def _call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
         entry = await self._tool(name)
         if entry is None:
             raise RPCError(INVALID_PARAMS, f"Unknown tool: {name}")
@@ -330,6 +335,10 @@ class GatewayBackend:
         return entry
 
     async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> JSON:
+        with _serving(ctx):
+            return await self._get_prompt(name, arguments, ctx)
+
+    async def _get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> JSON:
         link, original = await self._prompt(name)
         if link is None:
             assert self.local is not None
@@ -401,6 +410,10 @@ class GatewayBackend:
         return candidates + list(self._resource_links())
 
     async def read_resource(self, uri: str, ctx: CallContext) -> JSON:
+        with _serving(ctx):
+            return await self._read_resource(uri, ctx)
+
+    async def _read_resource(self, uri: str, ctx: CallContext) -> JSON:
         for owner in await self._owners(uri):
             try:
                 if owner is None:
@@ -458,6 +471,16 @@ class GatewayBackend:
         `level` up (within a call each client's own level filters them, in `ctx.log`)."""
         for link in self.links:
             link.set_log_level(level)
+
+
+@contextmanager
+def _serving(ctx: CallContext) -> Iterator[None]:
+    """While a downstream request is served, upstream requests made for it belong to it."""
+    token = on_behalf_of.set(ctx)
+    try:
+        yield
+    finally:
+        on_behalf_of.reset(token)
 
 
 async def _forwarded(link: Link, method: str, params: JSON, ctx: CallContext | None) -> JSON:

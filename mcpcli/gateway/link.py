@@ -38,7 +38,7 @@ from mcpcli.toolsfile.model import Upstream
 
 from .options import GatewayOptions
 
-__all__ = ["Link", "Unavailable"]
+__all__ = ["Link", "Unavailable", "on_behalf_of"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -50,6 +50,9 @@ LinkEvents = Callable[["Link", str, "str | None"], None]
 
 #: The downstream call whose coroutine is running (for input asked within our request).
 _current: ContextVar[_Call | None] = ContextVar("mcpcli_gateway_call", default=None)
+#: Set by the backend while it serves a downstream request: what an upstream request made
+#: for it (a listing to find a name, a connection) belongs to.
+on_behalf_of: ContextVar[CallContext | None] = ContextVar("mcpcli_gateway_ctx", default=None)
 
 #: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
 _FORWARDED_CAPS = ("elicitation", "sampling", "roots")
@@ -331,24 +334,28 @@ class Link:
 
     @asynccontextmanager
     async def call(self, ctx: CallContext | None) -> AsyncIterator[tuple[_UpstreamClient, _Call]]:
-        """A connected client for one downstream request, within this upstream's limit."""
-        client = await self.ensure()
-        call = _Call(ctx)
-        async with self._limiter:
-            self._calls.append(call)
-            token = _current.set(call)
-            try:
+        """A connected client for one downstream request, within this upstream's limit.
+
+        The call is known before connecting: a server that asks for roots right after
+        the handshake (legacy eras) asks the client whose request made us connect.
+        """
+        call = _Call(ctx if ctx is not None else on_behalf_of.get())
+        self._calls.append(call)
+        token = _current.set(call)
+        try:
+            client = await self.ensure()
+            async with self._limiter:
                 yield client, call
                 await call.drain()
-            except RPCError as exc:
-                if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
-                    raise
-                # The upstream needs what the client lacks: let our runtime say so, as it
-                # would itself (-32021, and HTTP 400 in 2026-07-28).
-                raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
-            finally:
-                _current.reset(token)
-                self._calls.remove(call)
+        except RPCError as exc:
+            if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise
+            # The upstream needs what the client lacks: let our runtime say so, as it
+            # would itself (-32021, and HTTP 400 in 2026-07-28).
+            raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
+        finally:
+            _current.reset(token)
+            self._calls.remove(call)
 
     async def request(self, method: str, params: JSON, ctx: CallContext | None = None) -> JSON:
         async with self.call(ctx) as (client, _call):

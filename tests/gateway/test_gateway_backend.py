@@ -402,3 +402,29 @@ async def test_an_unreachable_upstream_does_not_take_the_others_down(gateway: Ga
         assert texts(await client.call_tool("g_echo", {"text": "ok"})) == ["ok"]
     tried = [line for line in warnings if line.startswith("upstream broken: cannot connect")]
     assert len(tried) == 1, warnings
+
+
+async def test_roots_asked_at_connect_come_from_the_client_whose_call_connected(
+    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A legacy server asks for roots right after the handshake; connecting lazily for a
+    client's call, the gateway asks that client (not an empty list of its own)."""
+    import json
+
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", command=tuple(fake_server("--ask-roots", "--record", str(record))))
+    async with gateway([upstream]) as client:
+        import mcpcli.client
+
+        # The gateway's own client waits for the server's roots/list after the handshake
+        # (as a CLI call does); it ends as soon as the question came.
+        monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 10.0)
+        result = await client.call_tool("echo", {"message": "in"})
+        assert texts(result) == ["in"], result
+    answers = [json.loads(line) for line in record.read_text().splitlines()]
+    roots = [m["result"]["roots"] for m in answers if m.get("id") == "roots-1" and "result" in m]
+    assert roots == [[{"uri": "file:///tmp/r1", "name": "r1"}]]
