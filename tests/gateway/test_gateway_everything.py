@@ -73,6 +73,20 @@ def test_our_commands_through_the_gateway(upstream: list[str]) -> None:
     task = mcp_in("tools", "call", "simulate-research-query", "--arg", "topic=cats", "--json", *target)
     assert task.code == 0, task
     assert "Research Report: cats" in task.stdout
+    # A task that needs input, for a 2025-11-25 client: the gateway's task asks the client.
+    asking = mcp_in("tools", "call", "simulate-research-query", "--arg", "topic=dogs", "--arg",
+                    "ambiguous:=true", "--elicit-json", '{"interpretation": "pets"}',
+                    "--protocol", "2025-11-25", "--json", *target)
+    assert asking.code == 0, asking
+    assert "Research Report: dogs (pets)" in asking.stdout
+
+    sampler = "import json; print(json.dumps({'role': 'assistant', 'model': 'm', " \
+              "'content': {'type': 'text', 'text': 'forty-two'}}))"
+    sampled = mcp_in("tools", "call", "trigger-sampling-request", "--arg", "prompt=hi",
+                     "--sampling-command", f"{sys.executable} -c \"{sampler}\"", *target)
+    assert sampled.code == 0 and "forty-two" in sampled.stdout, sampled
+    rooted = mcp_in("tools", "call", "get-roots-list", "--root", str(HERE), *target)
+    assert rooted.code == 0 and HERE.as_uri() in rooted.stdout, rooted
 
     read = mcp_in("resources", "read", DOC, "--json", *target)
     assert read.code == 0 and read.json["contents"][0]["uri"] == DOC, read
