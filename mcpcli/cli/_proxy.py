@@ -73,10 +73,18 @@ def serve_gateway(
     *,
     eager: bool,
     quiet: bool,
+    stdio: bool,
     local: Any = None,
 ) -> None:
     """Run a gateway to `upstreams` until the server `serve(server)` ends; every
-    upstream is stopped on the way out."""
+    upstream is stopped on the way out.
+
+    Serving stdio, stdin is the MCP channel: nothing else may read it, so a sign-in's
+    "paste the redirect address" prompt reads /dev/null (the browser's redirect still
+    completes it). Sign-in is interactive only with a terminal, as for the commands.
+    """
+    import sys
+
     from mcpcli.connect import ConnectOptions
 
     def warn(line: str) -> None:
@@ -86,6 +94,7 @@ def serve_gateway(
     connect = ConnectOptions(
         quiet=quiet,
         token_store=os.environ.get("MCP_TOKEN_STORE") or None,
+        auth="interactive" if app.stderr_tty or (app.stdin_tty and not stdio) else "non-interactive",
     )
 
     async def run() -> None:
@@ -97,4 +106,11 @@ def serve_gateway(
         async with GatewayBackend(upstreams, local=local, options=options) as backend:
             await serve(Server(backend))
 
-    app.run(run)
+    saved = sys.stdin
+    with open(os.devnull, encoding="utf-8") as nothing:
+        if stdio:
+            sys.stdin = nothing
+        try:
+            app.run(run)
+        finally:
+            sys.stdin = saved

@@ -309,7 +309,7 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
         else:
             await _serve_http(app, server, http, upstream.name)
 
-    serve_gateway(app, [upstream], serve, eager=eager, quiet=quiet)
+    serve_gateway(app, [upstream], serve, eager=eager, quiet=quiet, stdio=http is None)
 
 
 def _token_help(prog: str, file: str, url: str, token: str) -> str:

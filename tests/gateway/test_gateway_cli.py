@@ -90,3 +90,22 @@ def test_a_tools_yaml_and_a_configured_name_as_targets(tmp_path: Path) -> None:
     called = mcp_in("tools", "call", "whoami", "--env", "MCP_CONFIG", "--", *GATEWAY, "up",
                     env={"MCP_CONFIG": str(config)})
     assert called.code == 0 and "configured" in called.stdout, called
+
+
+def test_a_stdio_gateway_lets_nothing_else_read_its_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin carries the MCP channel: a sign-in's paste prompt (which reads sys.stdin) must
+    read nothing of it; over --http the terminal's stdin stays as it is."""
+    import io
+
+    from mcpcli.cli._app import App
+    from mcpcli.cli._proxy import serve_gateway
+
+    seen: dict[bool, str] = {}
+    for stdio in (True, False):
+        monkeypatch.setattr(sys, "stdin", io.StringIO('{"jsonrpc": "2.0", "method": "x"}\n'))
+
+        async def serve(server: object, stdio: bool = stdio) -> None:
+            seen[stdio] = sys.stdin.read()
+
+        serve_gateway(App(stderr=io.StringIO()), [], serve, eager=False, quiet=True, stdio=stdio)
+    assert seen == {True: "", False: '{"jsonrpc": "2.0", "method": "x"}\n'}
