@@ -104,6 +104,7 @@ class GatewayBackend:
         self._resource_owner: dict[str, Link | None] = {}
         self._templates: list[tuple[re.Pattern[str], str, Link | None]] = []
         self._collisions: set[tuple[str, str]] = set()
+        self._declared: JSON = {}
         if local is not None:
             local.set_change_listener(self._on_local_change)
 
@@ -116,16 +117,20 @@ class GatewayBackend:
         for link in self.links:
             link.attach(tg)
         if self.options.eager:
-            async with anyio.create_task_group() as starting:
-                for link in self.links:
-                    starting.start_soon(self._connect_eagerly, link)
+            try:
+                async with anyio.create_task_group() as starting:
+                    for link in self.links:
+                        starting.start_soon(self._connect_eagerly, link)
+            except BaseException as exc:
+                await self.__aexit__(type(exc), exc, exc.__traceback__)
+                raise
         return self
 
     async def _connect_eagerly(self, link: Link) -> None:
         try:
             await link.ensure()
         except Unavailable:
-            return  # the link warned; it keeps trying with backoff
+            return  # the link warned; a later request tries again
         await self.list_tools()
 
     async def __aexit__(
@@ -156,8 +161,10 @@ class GatewayBackend:
 
     def capabilities(self) -> JSON:
         """What the local backend and the upstreams may serve (an upstream not yet
-        connected counts as offering everything its entry lets through)."""
-        caps: JSON = dict(self.local.capabilities()) if self.local is not None else {}
+        connected counts as offering everything its entry lets through), and whatever
+        was declared before."""
+        caps: JSON = dict(self._declared)
+        caps.update(self.local.capabilities() if self.local is not None else {})
         for link in self.links:
             if link.offers("tools"):
                 caps.setdefault("tools", {})
@@ -168,6 +175,9 @@ class GatewayBackend:
             if link.offers("completions"):
                 caps.setdefault("completions", {})
         caps.setdefault("tasks", {})
+        # Once declared, kept: a client told "prompts" at its handshake must not get
+        # "method not found" once the upstream turns out to have none (it lists nothing).
+        self._declared = caps
         return caps
 
     def set_change_listener(self, listener: ChangeListener | None) -> None:

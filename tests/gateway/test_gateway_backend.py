@@ -428,3 +428,18 @@ async def test_roots_asked_at_connect_come_from_the_client_whose_call_connected(
     answers = [json.loads(line) for line in record.read_text().splitlines()]
     roots = [m["result"]["roots"] for m in answers if m.get("id") == "roots-1" and "result" in m]
     assert roots == [[{"uri": "file:///tmp/r1", "name": "r1"}]]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_what_was_declared_stays_declared(gateway: Gateway, protocol: str | None) -> None:
+    """Connected lazily, the gateway declared prompts before it knew the upstream has none:
+    the client then lists none, rather than getting "method not found"."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    async with gateway([Upstream(name="plain", command=tuple(fake_server()))], protocol=protocol) as client:
+        assert client.offers("prompts")
+        assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
+        assert (await client.list_prompts())["prompts"] == []
+        assert (await client.list_resources())["resources"] == []
