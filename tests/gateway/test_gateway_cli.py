@@ -109,3 +109,19 @@ def test_a_stdio_gateway_lets_nothing_else_read_its_stdin(monkeypatch: pytest.Mo
 
         serve_gateway(App(stderr=io.StringIO()), [], serve, eager=False, quiet=True, stdio=stdio)
     assert seen == {True: "", False: '{"jsonrpc": "2.0", "method": "x"}\n'}
+
+
+def test_a_stdio_server_on_streamable_http() -> None:
+    """`mcp serve --http PORT --proxy -- CMD`: a stdio server for HTTP clients of both eras,
+    its requests for input answered by the HTTP client that made the call."""
+    port = free_port()
+    argv = serve_http("--quiet", "--no-auth", "--proxy", "--deny-tool", "die", "--", sys.executable, UPSTREAM,
+                      port=port)
+    with listening(argv, port, what="the gateway") as url:
+        for era in ([], ["--protocol", "2025-11-25"]):
+            called = mcp_in("tools", "call", url, "elicit", "--elicit-json", '{"name": "Ada"}', *era)
+            assert called.code == 0 and "Hello, Ada!" in called.stdout, called
+            progress = mcp_in("tools", "call", url, "progress", "--json", *era)
+            assert progress.code == 0, progress
+            refused = mcp_in("tools", "call", url, "die", "--no-validate", *era)
+            assert refused.code != 0 and "Unknown tool" in refused.stderr, refused
