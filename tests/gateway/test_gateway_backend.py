@@ -443,3 +443,57 @@ async def test_what_was_declared_stays_declared(gateway: Gateway, protocol: str 
         assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
         assert (await client.list_prompts())["prompts"] == []
         assert (await client.list_resources())["resources"] == []
+
+
+LOCAL_TOOLS = """\
+version: 1
+server: {name: local-and-upstreams, version: "1"}
+tools:
+  - name: hello
+    description: Says hello.
+    run: {shell: sh, script: "printf 'hello from the file'"}
+  - name: echo
+    description: The local echo wins over an unprefixed upstream echo.
+    run: {shell: sh, script: "printf 'local echo'"}
+resources:
+  - uri: test://local
+    name: local
+    text: local text
+prompts:
+  - name: local_prompt
+    arguments:
+      city: {description: A city, complete: [paris, park]}
+    messages:
+      - text: "In {{ city }}"
+"""
+
+
+async def test_a_local_backend_merged_with_prefixed_upstreams(gateway: Gateway, tmp_path: Path) -> None:
+    """What `servers:` in a tools.yaml builds: the file's own tools unprefixed and first,
+    each upstream's under its prefix; resources of all, each read routed to its owner."""
+    from mcpcli.toolsfile.backend import ToolsBackend
+
+    path = tmp_path / "tools.yaml"
+    path.write_text(LOCAL_TOOLS)
+    local = ToolsBackend(path, environ={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    try:
+        async with gateway([demo("up", prefix="up_"), demo("bare")], local=local) as client:
+            assert client.server_info["name"] == "local-and-upstreams"
+            names = [t["name"] for t in (await client.list_tools())["tools"]]
+            assert names[:2] == ["hello", "echo"] and "up_echo" in names and "whoami" in names
+            assert texts(await client.call_tool("hello")) == ["hello from the file"]
+            assert texts(await client.call_tool("echo", {})) == ["local echo"]
+            assert texts(await client.call_tool("up_echo", {"text": "x"})) == ["x"]
+            uris = [r["uri"] for r in (await client.list_resources())["resources"]]
+            assert uris == ["test://local", "mem://greeting", "mem://blob"]
+            assert (await client.read_resource("test://local"))["contents"][0]["text"] == "local text"
+            assert (await client.read_resource("mem://greeting"))["contents"][0]["text"] == "hello"
+            assert (await client.read_resource("mem://items/7"))["contents"][0]["text"] == "7"
+            prompts = [p["name"] for p in (await client.list_prompts())["prompts"]]
+            assert prompts[0] == "local_prompt" and "up_greet" in prompts and "greet" in prompts
+            local_done = await client.complete({"type": "ref/prompt", "name": "local_prompt"}, "city", "par")
+            assert local_done["completion"]["values"] == ["paris", "park"]
+            up_done = await client.complete({"type": "ref/prompt", "name": "up_greet"}, "who", "b")
+            assert up_done["completion"]["values"] == ["bob"]
+    finally:
+        local.close()
