@@ -72,8 +72,11 @@ async def _never(params: JSON) -> JSON:  # pragma: no cover - the link answers i
 class _Call:
     """One downstream request being served by this link."""
 
-    def __init__(self, ctx: CallContext | None) -> None:
+    def __init__(self, ctx: CallContext | None, *, own: bool = True) -> None:
         self.ctx = ctx
+        #: The request is the downstream request's own (a call, a read), not one made to
+        #: serve it (a listing): only then does the upstream see that client's capabilities.
+        self.own = own
         self._pending = 0
         self._idle = anyio.Event()
         self._idle.set()
@@ -113,10 +116,11 @@ class _UpstreamClient(Client):
 
     def _meta(self, version: str) -> JSON:
         """A 2026-07-28 request declares the downstream client's capabilities (they travel
-        per request), so the upstream asks only for what that client can give."""
+        per request), so the upstream asks only for what that client can give. Listings
+        declare the gateway's own, so they do not depend on which client asked first."""
         meta = super()._meta(version)
         call = _current.get()
-        if call is not None and call.ctx is not None:
+        if call is not None and call.ctx is not None and call.own:
             theirs = call.ctx.client_capabilities
             meta[CLIENT_CAPABILITIES_KEY] = {k: v for k, v in theirs.items() if k in _FORWARDED_CAPS}
         return meta
@@ -339,7 +343,7 @@ class Link:
         The call is known before connecting: a server that asks for roots right after
         the handshake (legacy eras) asks the client whose request made us connect.
         """
-        call = _Call(ctx if ctx is not None else on_behalf_of.get())
+        call = _Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
         self._calls.append(call)
         token = _current.set(call)
         try:
