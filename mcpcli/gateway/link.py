@@ -3,16 +3,19 @@
 A link connects lazily (or at start, eager), exactly as the CLI would reach the
 target, with the upstream's own env and headers and never a downstream
 client's credentials. It holds the `Client` in a runner task of the gateway's
-task group; when the connection dies (a stdio server crashed) the runner
-reconnects with a doubling backoff, and requests meanwhile fail at once with
+task group. When a live connection dies (a stdio server crashed) the runner
+reconnects with a doubling backoff; when connecting fails, a later request tries
+again once the backoff has passed. Meanwhile requests fail at once with
 `Unavailable` (the backend turns that into an `isError` tool result).
 
 What the upstream sends back goes to the downstream request that caused it: a
 request for input (elicitation, sampling, roots) becomes `ctx.ask` on that
 request's context, progress becomes `ctx.progress`, a log message `ctx.log`.
 The request is the one whose coroutine is running (2026-07-28 input rounds are
-answered inside our call, so a context variable finds it); for a server request
-arriving on its own (legacy eras) it is the newest call in flight on this link.
+answered inside our call, so a context variable finds it), else the one whose
+upstream request carried the message (Streamable HTTP says), else the only call
+in flight (a stdio upstream says nothing); it is never guessed among several
+HTTP clients' calls.
 """
 
 from __future__ import annotations
