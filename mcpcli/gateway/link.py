@@ -75,41 +75,46 @@ async def _never(params: JSON) -> JSON:  # pragma: no cover - the link answers i
 class _Call:
     """One downstream request being served by this link."""
 
+    __slots__ = ("_pending", "_tail", "asked", "ctx", "own")
+
     def __init__(self, ctx: CallContext | None, *, own: bool = True) -> None:
         self.ctx = ctx
         #: The request is the downstream request's own (a call, a read), not one made to
         #: serve it (a listing): only then does the upstream see that client's capabilities.
         self.own = own
         self._pending = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        #: Set when the last relayed message is out (None: nothing relayed yet).
+        self._tail: anyio.Event | None = None
         #: Keys of the inputs asked for this call (each ask needs its own: a 2026-07-28
         #: client's answers are matched to the questions by key, round after round).
         self.asked = 0
 
     def relay(self, tg: anyio.abc.TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Run `fn(*args)` soon; `drain` waits for it, so relayed messages precede the answer."""
-        if self._pending == 0:
-            self._idle = anyio.Event()
+        """Run `fn(*args)` soon, after what was relayed before (progress and log messages
+        keep their order); `drain` waits for them all, so they precede the answer."""
+        previous, done = self._tail, anyio.Event()
+        self._tail = done
         self._pending += 1
 
         async def run() -> None:
             try:
+                if previous is not None:
+                    await previous.wait()
                 await fn(*args)
             except Exception as exc:  # the downstream went away: nothing to tell
                 log.debug("gateway: relaying to the client failed: %s", exc)
             finally:
                 self._pending -= 1
-                if self._pending == 0:
-                    self._idle.set()
+                done.set()
 
         tg.start_soon(run)
 
     async def drain(self) -> None:
-        if self._pending == 0:
+        tail = self._tail
+        if self._pending == 0 or tail is None:
             return
         with anyio.move_on_after(5):
-            await self._idle.wait()
+            await tail.wait()
 
 
 class _UpstreamClient(Client):
