@@ -57,6 +57,9 @@ _current: ContextVar[_Call | None] = ContextVar("mcpcli_gateway_call", default=N
 #: for it (a listing to find a name, a connection) belongs to.
 on_behalf_of: ContextVar[CallContext | None] = ContextVar("mcpcli_gateway_ctx", default=None)
 
+#: How long an upstream's roots/list that no client call caused waits for one.
+ROOTS_WAIT = 30.0
+
 #: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
 _FORWARDED_CAPS = ("elicitation", "sampling", "roots")
 
@@ -179,6 +182,9 @@ class Link:
         self._delay = options.backoff[0]
         self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
         self._calls: list[_Call] = []
+        #: Someone waits for the next client call (`_next_call`), and the call that came.
+        self._arrival: anyio.Event | None = None
+        self._arrived: _Call | None = None
         #: Upstream request id -> the downstream call it was made for.
         self._by_request: dict[Any, _Call] = {}
         self._log_level: str | None = None
@@ -248,6 +254,10 @@ class Link:
         """Hold the connection. After a crash, reconnect in the background with a doubling
         backoff; when connecting fails, stop: the next request tries again, once the
         backoff has passed (no sign-in page or failing command every few seconds)."""
+        # This task (and the upstream session's tasks it starts) must not inherit the
+        # request that happened to start it: what the upstream sends later is not its.
+        _current.set(None)
+        on_behalf_of.set(None)
         first, last = self._options.backoff
         while not self.is_closed():
             up_since: float | None = None
@@ -353,6 +363,10 @@ class Link:
         """
         call = _Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
         self._calls.append(call)
+        if self._arrival is not None and call.ctx is not None:
+            self._arrived = call
+            self._arrival.set()
+            self._arrival = None
         token = _current.set(call)
         try:
             client = await self.ensure()
@@ -448,7 +462,7 @@ class Link:
         input is never guessed onto another HTTP client's call.
         """
         call = _current.get()
-        if call is not None and call in self._calls:
+        if call is not None and call.ctx is not None and call in self._calls:
             return call
         rid = caused_by.get()
         if rid is not None and rid in self._by_request:
@@ -481,6 +495,10 @@ class Link:
     async def ask(self, method: str, params: JSON) -> JSON:
         """Answer the upstream's request for input by asking the downstream client."""
         call = self._caller()
+        if call is None and method == "roots/list":
+            # Roots are asked right after the handshake, often before any client call
+            # (the connection was made for a listing): wait for the next client's call.
+            call = await self._next_call(ROOTS_WAIT)
         if call is None or call.ctx is None:
             if method == "roots/list":
                 return {"roots": []}
@@ -489,6 +507,10 @@ class Link:
         key = f"input-{call.asked}"
         try:
             answers = await call.ctx.ask({key: {"method": method, "params": params}})
+        except McpCliError:
+            if method != "roots/list":
+                raise
+            return {"roots": []}  # the call it waited for ended first
         except InputDeclined as exc:
             if method == "elicitation/create":
                 return {"action": "decline"}
@@ -497,6 +519,16 @@ class Link:
             raise RPCError(METHOD_NOT_FOUND, f"{method}: {exc}") from None
         answer = answers.get(key)
         return answer if isinstance(answer, dict) else {}
+
+    async def _next_call(self, timeout: float) -> _Call | None:
+        """The next downstream call made through this link (None after `timeout` seconds)."""
+        if self._arrival is None:
+            self._arrival = anyio.Event()
+        arrival = self._arrival
+        with anyio.move_on_after(timeout):
+            await arrival.wait()
+            return self._arrived
+        return None
 
     def _on_notification(self, method: str, params: JSON) -> None:
         if method == "notifications/message":
