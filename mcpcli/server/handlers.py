@@ -100,7 +100,7 @@ class Handlers:
         assert rq.conn is not None
         rq.conn.log_level = level
         hook = getattr(self.backend, "set_log_level", None)
-        if hook is not None:  # a gateway passes the level on to its upstreams
+        if hook is not None:  # a gateway: its upstreams' messages outside calls follow it
             await hook(level)
         return {}
 
