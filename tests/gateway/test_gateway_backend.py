@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -526,3 +527,31 @@ async def test_roots_asked_before_any_call_wait_for_the_next_clients_call(
 
         await wait_until_async(lambda: answered(), 10, "the roots answer")
     assert answered() == [[{"uri": "file:///tmp/r1", "name": "r1"}]]
+
+
+async def test_a_change_only_to_hidden_tools_is_not_announced() -> None:
+    """Re-filtered: the upstream adds a tool the filter hides (no announcement), then
+    announces a change it did not make (passed on)."""
+    from types import SimpleNamespace
+
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+
+    seen: list[str] = []
+    ctx: Any = SimpleNamespace(client_capabilities={}, transport="stdio")
+    options = GatewayOptions(warn=lambda line: None, log=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([demo(tools=ToolFilter(deny=("extra_*",)))], options=options) as backend:
+            backend.set_change_listener(lambda kind, uri: seen.append(kind))
+            before = [t["name"] for t in await backend.list_tools()]
+            link = backend.links[0]
+            assert texts(await backend.call_tool("grow", {}, ctx)) == ["1 extra tools"]
+            await wait_until_async(lambda: any(t["name"] == "extra_000" for t in link.tools or []), 10,
+                                   "the gateway to list the upstream again")
+            assert [t["name"] for t in await backend.list_tools()] == before
+            assert seen == []
+            assert texts(await backend.call_tool("change", {"text": "tools"}, ctx)) == ["changed"]
+            await wait_until_async(lambda: seen and link.previous.get("tools") == link.tools, 10,
+                                   "the announcement")
+            # One more round trip to the upstream: anything still on its way has arrived.
+            assert texts(await backend.call_tool("echo", {"text": "x"}, ctx)) == ["x"]
+    assert seen == ["tools"]
