@@ -31,6 +31,7 @@ from mcpcli.errors import McpCliError, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
 from mcpcli.toolsfile.model import ToolFilter, Upstream
+from mcpcli.toolsfile.watchdog import Watchdog
 
 from .link import Link, Unavailable, on_behalf_of
 from .options import GatewayOptions
@@ -95,7 +96,9 @@ class GatewayBackend:
     ) -> None:
         self.options = options or GatewayOptions()
         self.local = local
-        self.links = [Link(up, self.options, self._on_link_event) for up in upstreams]
+        #: Ends the stdio upstreams' process groups if the gateway is killed.
+        self._watchdog = Watchdog()
+        self.links = [Link(up, self.options, self._on_link_event, self._watchdog) for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         #: Served name -> (link or None for local, upstream's name, served definition).
@@ -142,7 +145,10 @@ class GatewayBackend:
         if tg is None:
             return None
         tg.cancel_scope.cancel()
-        return await tg.__aexit__(exc_type, exc, tb)
+        try:
+            return await tg.__aexit__(exc_type, exc, tb)
+        finally:
+            self._watchdog.close()
 
     # -- identity ----------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAP
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
+from mcpcli.toolsfile.watchdog import Watchdog
 
 from .options import GatewayOptions
 
@@ -56,6 +57,9 @@ _current: ContextVar[_Call | None] = ContextVar("mcpcli_gateway_call", default=N
 #: Set by the backend while it serves a downstream request: what an upstream request made
 #: for it (a listing to find a name, a connection) belongs to.
 on_behalf_of: ContextVar[CallContext | None] = ContextVar("mcpcli_gateway_ctx", default=None)
+
+#: SIGTERM to SIGKILL for a stdio upstream's group when the watchdog ends it.
+WATCHDOG_GRACE = 1.0
 
 #: How long an upstream's roots/list that no client call caused waits for one.
 ROOTS_WAIT = 30.0
@@ -165,8 +169,11 @@ class _UpstreamClient(Client):
 class Link:
     """One upstream: its connection, limits, cached lists and subscriptions."""
 
-    def __init__(self, upstream: Upstream, options: GatewayOptions, events: LinkEvents) -> None:
+    def __init__(
+        self, upstream: Upstream, options: GatewayOptions, events: LinkEvents, watchdog: Watchdog | None = None
+    ) -> None:
         self.upstream = upstream
+        self._watchdog = watchdog
         self.name = upstream.name
         self._options = options
         self._events = events
@@ -246,9 +253,29 @@ class Link:
         )
         client = _UpstreamClient(open_transport(self._entry(), options), client_options)
         client.link = self
-        async with client:
-            self.track(client)
-            yield client
+        group: int | None = None
+        try:
+            async with client:
+                self.track(client)
+                group = self._watch_group(client)
+                yield client
+        finally:
+            if group is not None and self._watchdog is not None:
+                # The transport has ended the group on its way out; had the gateway been
+                # killed before that, the watchdog would have.
+                self._watchdog.unregister(group)
+
+    def _watch_group(self, client: Client) -> int | None:
+        """Register a stdio upstream's process group with the watchdog: if the gateway is
+        killed (its client gives it 60 ms after closing stdin), the upstream goes too."""
+        from mcpcli.transports.stdio import StdioTransport
+
+        transport = client.transport
+        if self._watchdog is None or not isinstance(transport, StdioTransport) or transport.process is None:
+            return None
+        group = transport.process.pid  # it leads its own process group
+        self._watchdog.register(group, WATCHDOG_GRACE)
+        return group
 
     async def _run(self) -> None:
         """Hold the connection. After a crash, reconnect in the background with a doubling

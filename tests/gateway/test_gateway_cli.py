@@ -125,3 +125,14 @@ def test_a_stdio_server_on_streamable_http() -> None:
             assert progress.code == 0, progress
             refused = mcp_in("tools", "call", url, "die", "--no-validate", *era)
             assert refused.code != 0 and "Unknown tool" in refused.stderr, refused
+
+
+def test_a_stubborn_upstream_goes_with_a_killed_gateway() -> None:
+    """The client stops its stdio server (the gateway) with TERM then KILL within 60 ms,
+    too soon for the gateway to stop an upstream that ignores EOF and TERM: the gateway's
+    watchdog ends that upstream's group (tests/conftest.py fails a test that leaves one)."""
+    from helpers import fake_server
+
+    called = mcp_in("tools", "call", "echo", "--arg", "message=x", "--", *GATEWAY, "--",
+                    *fake_server("--stubborn"))
+    assert called.code == 0 and '"x"' in called.stdout, called
