@@ -233,16 +233,45 @@ class GatewayBackend:
     # -- tools -------------------------------------------------------------------------
 
     async def _gather(self, kind: str, wanted: Sequence[Link]) -> dict[int, list[JSON]]:
-        """Every link's listing of `kind`, fetched concurrently (a slow one delays only
-        this list, bounded by its timeout)."""
+        """Every link's listing of `kind`, fetched concurrently. With other sources to
+        answer for, one that takes longer than `options.list_wait` (a server still
+        starting) is left out of this answer (or its last listing used); when it arrives,
+        clients are told the list changed."""
         out: dict[int, list[JSON]] = {}
+        if not wanted:
+            return out
+        tg = self._tg
+        answered = False
+        all_in = anyio.Event()
 
         async def one(index: int, link: Link) -> None:
-            out[index] = await link.listing(kind)
+            try:
+                listing = await link.listing(kind)
+            except Exception as exc:  # pragma: no cover - listing() reports its own failures
+                log.debug("gateway: listing %s of %s: %s", kind, link.name, exc)
+                listing = []
+            if answered:  # too late for that answer: list again, announce what changed
+                self._on_link_event(link, "resources" if kind == "templates" else kind, None)
+                return
+            out[index] = listing
+            if len(out) == len(wanted):
+                all_in.set()
 
-        async with anyio.create_task_group() as tg:
-            for index, link in enumerate(wanted):
-                tg.start_soon(one, index, link)
+        # Alone, an upstream holds up nobody: wait for it (a server started by npx may
+        # take a while the first time, and a one-shot client would list nothing).
+        if tg is None or (len(wanted) == 1 and self.local is None):
+            async with anyio.create_task_group() as inner:
+                for index, link in enumerate(wanted):
+                    inner.start_soon(one, index, link)
+            return out
+        for index, link in enumerate(wanted):
+            tg.start_soon(one, index, link)
+        with anyio.move_on_after(self.options.list_wait):
+            await all_in.wait()
+        answered = True
+        for index, link in enumerate(wanted):
+            if index not in out:
+                out[index] = getattr(link, kind) or []
         return out
 
     async def list_tools(self) -> list[JSON]:

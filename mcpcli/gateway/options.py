@@ -29,6 +29,9 @@ class GatewayOptions:
     config: Config | None = None
     #: Per-request timeout of an upstream without its own `timeout`.
     timeout: float | None = 60.0
+    #: With several upstreams (or local content), how long a list request waits for one
+    #: upstream's listing (one still starting is left out, and announced when it arrives).
+    list_wait: float = 5.0
     #: One line per notable event (an upstream connected, crashed, restarted).
     log: Callable[[str], None] | None = None
     #: Problems the operator should see (an upstream unreachable).

@@ -69,10 +69,11 @@ def gateway() -> Gateway:
         notes: list[tuple[str, JSON]] | None = None,
         warn: Callable[[str], None] = lambda line: None,
         backoff: tuple[float, float] = (0.05, 0.2),
+        list_wait: float = 5.0,
         **client_options: Any,
     ) -> AsyncIterator[Client]:
         options = GatewayOptions(eager=eager, protocol=upstream_protocol, backoff=backoff,
-                                 log=lambda line: None, warn=warn)
+                                 list_wait=list_wait, log=lambda line: None, warn=warn)
 
         def note(method: str, params: JSON) -> None:
             if notes is not None:

@@ -555,3 +555,31 @@ async def test_a_change_only_to_hidden_tools_is_not_announced() -> None:
             # One more round trip to the upstream: anything still on its way has arrived.
             assert texts(await backend.call_tool("echo", {"text": "x"}, ctx)) == ["x"]
     assert seen == ["tools"]
+
+
+async def test_an_upstream_still_starting_does_not_hold_up_the_list(gateway: Gateway) -> None:
+    """Its tools are left out of the first answer, and announced when they arrive."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    slow = Upstream(name="slow", command=tuple(fake_server("--slow-modern", "1.5")), prefix="s_")
+    async with gateway([demo("quick", prefix="q_"), slow], list_wait=0.3) as client:
+        async with client.subscribe(tools=True) as changes:
+            first = {t["name"] for t in (await client.list_tools())["tools"]}
+            assert "q_echo" in first and "s_echo" not in first
+            with anyio.fail_after(20):
+                change = await changes.receive()
+        assert change["method"] == "notifications/tools/list_changed"
+        assert "s_echo" in {t["name"] for t in (await client.list_tools())["tools"]}
+
+
+async def test_a_lone_upstream_is_waited_for(gateway: Gateway) -> None:
+    """With nothing else to answer for (`mcp serve --proxy`), the first list waits for it."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    slow = Upstream(name="slow", command=tuple(fake_server("--slow-modern", "1")))
+    async with gateway([slow], list_wait=0.2) as client:
+        assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
