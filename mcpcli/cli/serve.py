@@ -108,6 +108,19 @@ class _Http:
               help="Use the bundled example tools.yaml as FILE (see --print-example).")
 @click.option("--print-example", is_flag=True, help="Print the bundled example tools.yaml and exit.")
 @click.option("--quiet", "-q", is_flag=True, help="No log line per call on stderr.")
+@click.option("--proxy", is_flag=False, flag_value="", metavar="TARGET",
+              help="Serve another MCP server through this one instead of FILE: a configured name, "
+                   "a URL (signed in with our OAuth client), a tools.yaml, or a command after --.")
+@click.option("--allow-tool", "allow_tools", multiple=True, metavar="GLOB",
+              help="With --proxy: serve only tools matching GLOB (case-insensitive; repeatable).")
+@click.option("--deny-tool", "deny_tools", multiple=True, metavar="GLOB",
+              help="With --proxy: hide tools matching GLOB, and refuse calls to them as unknown "
+                   "(case-insensitive; repeatable; wins over --allow-tool).")
+@click.option("--prefix", metavar="P", help="With --proxy: serve the upstream's tools and prompts as P<name>.")
+@click.option("--read-only", is_flag=True,
+              help="With --proxy: serve only tools annotated readOnlyHint: true.")
+@click.option("--eager", is_flag=True,
+              help="With --proxy: connect to the upstream at start instead of on first use.")
 @pass_app
 def serve(
     app: App,
@@ -124,6 +137,12 @@ def serve(
     example: bool,
     print_example: bool,
     quiet: bool,
+    proxy: str | None,
+    allow_tools: tuple[str, ...],
+    deny_tools: tuple[str, ...],
+    prefix: str | None,
+    read_only: bool,
+    eager: bool,
 ) -> None:
     """Serve a tools.yaml file as an MCP server (stdio unless --http).
 
@@ -134,9 +153,22 @@ def serve(
       mcp serve tools.yaml --http 8080          # http://127.0.0.1:8080/mcp, token on stderr
       mcp serve --check tools.yaml              # validate only
       mcp tools list tools.yaml                 # try it without a server
+      mcp serve --proxy https://mcp.example.com/mcp        # a remote server over stdio
+      mcp serve --http 8080 --proxy -- npx -y some-server  # a stdio server over HTTP
     Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags; 4 cannot listen.
     """
     if _print_only(app, print_schema, print_example):
+        return
+    from mcpcli.cli._proxy import check_proxy_flags
+
+    gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools,
+                     "--prefix": prefix is not None, "--read-only": read_only, "--eager": eager}
+    check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
+    if proxy is not None:
+        if check or watch or example:
+            raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
+        settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
+        _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return
     file = _file_to_serve(file, example)
     config = _load(app, file, check)
@@ -259,6 +291,25 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         app.run(run)
     finally:
         backend.close()
+
+
+def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...], deny: tuple[str, ...],
+                 prefix: str, read_only: bool, eager: bool, quiet: bool) -> None:
+    """`--proxy`: one upstream behind our stdio or HTTP endpoint."""
+    from mcpcli.cli._proxy import proxy_upstream, serve_gateway
+
+    upstream = proxy_upstream(proxy, app.server_command, allow=allow, deny=deny, prefix=prefix,
+                              read_only=read_only)
+
+    async def serve(server: Any) -> None:
+        if http is None:
+            from mcpcli.server import serve_stdio
+
+            await serve_stdio(server)
+        else:
+            await _serve_http(app, server, http, upstream.name)
+
+    serve_gateway(app, [upstream], serve, eager=eager, quiet=quiet, stdio=http is None)
 
 
 def _token_help(prog: str, file: str, url: str, token: str) -> str:

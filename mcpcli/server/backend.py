@@ -160,6 +160,12 @@ class Backend(Protocol):
     #     def task_policy(self, name: str) -> TaskPolicy | None:
     #         """How tool `name` runs as a task; None (or support "forbidden"): never."""
     #
+    # Optional, for a backend serving what lives elsewhere (the gateway):
+    #
+    #     async def set_log_level(self, level: str) -> None: a client's logging/setLevel
+    #     async def subscribe_resource(self, uri: str) -> None: a first subscriber to uri
+    #     async def unsubscribe_resource(self, uri: str) -> None: its last one left
+    #
     # A tool's listing should then carry `"execution": {"taskSupport": ...}`
     # (2025-11-25) when its support is not "forbidden".
 

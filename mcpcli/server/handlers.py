@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpcli.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
@@ -97,6 +99,9 @@ class Handlers:
             raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         assert rq.conn is not None
         rq.conn.log_level = level
+        hook = getattr(self.backend, "set_log_level", None)
+        if hook is not None:  # a gateway: its upstreams' messages outside calls follow it
+            await hook(level)
         return {}
 
     async def discover(self, rq: IncomingRequest) -> JSON:
@@ -233,14 +238,24 @@ class Handlers:
     async def subscribe(self, rq: IncomingRequest) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
+        if uri not in rq.conn.subscriptions:
+            await self._follow(uri, True)
         rq.conn.subscriptions.add(uri)
         return {}
 
     async def unsubscribe(self, rq: IncomingRequest) -> JSON:
         uri = self._subscription_uri(rq)
         assert rq.conn is not None
+        if uri in rq.conn.subscriptions:
+            await self._follow(uri, False)
         rq.conn.subscriptions.discard(uri)
         return {}
+
+    async def _follow(self, uri: str, on: bool) -> None:
+        """Tell a backend that follows resources elsewhere (a gateway) about a subscription."""
+        hook = getattr(self.backend, "subscribe_resource" if on else "unsubscribe_resource", None)
+        if hook is not None:
+            await hook(uri)
 
     def _subscription_uri(self, rq: IncomingRequest) -> str:
         if not subscribable(self.backend.capabilities()):
@@ -269,7 +284,11 @@ class Handlers:
         if rq.channel is not None:
             rq.channel.listens.add(sink)
         self.tasks.store.followers += bool(task_ids)
+        followed: list[str] = []
         try:
+            for uri in sorted(uris):
+                await self._follow(uri, True)
+                followed.append(uri)
             await rq.outlet.notify(
                 "notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}
             )
@@ -277,6 +296,9 @@ class Handlers:
                 async for method, params in sink.receive:
                     await rq.outlet.notify(method, {**params, "_meta": tag})
         finally:
+            with anyio.CancelScope(shield=True):
+                for uri in followed:
+                    await self._follow(uri, False)
             self.tasks.store.followers -= bool(task_ids)
             sinks.discard(sink)
             if rq.channel is not None:

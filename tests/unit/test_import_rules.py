@@ -70,6 +70,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # caller connects), and the SKILL.md for a server's tool list (pure text).
     "mcpcli.toolgrep": frozenset({"mcpcli.cache"}),
     "mcpcli.skill": frozenset(),
+    # The gateway: a Backend for the server runtime whose content comes from upstreams,
+    # each reached through `connect` as the CLI reaches a target.
+    "mcpcli.gateway": frozenset({
+        "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
+        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
+    }),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

@@ -1,0 +1,21 @@
+"""The gateway: other MCP servers served through ours (`mcp serve --proxy`, `servers:`).
+
+`GatewayBackend` is a `mcpcli.server.backend.Backend` whose content comes from
+upstream servers, each reached through `mcpcli.connect` exactly as the CLI
+reaches a target (config names, URLs with OAuth, tools.yaml files, commands),
+optionally merged with a tools.yaml's own `local` backend. It filters and
+prefixes what each upstream offers, routes every request to the upstream that
+owns the name or URI, and relays what upstreams send back (progress, logs,
+change notifications, and their requests for input through the downstream
+call's `ask`).
+
+May import: `client`, `connect`, `targets`, `config`, `server`, `toolsfile`,
+`session`, `transports` and the foundations; never `cli`.
+"""
+
+from __future__ import annotations
+
+from mcpcli.gateway.backend import GatewayBackend
+from mcpcli.gateway.options import GatewayOptions
+
+__all__ = ["GatewayBackend", "GatewayOptions"]

@@ -1,0 +1,666 @@
+"""`Link`: the gateway's connection to one upstream, kept alive and restarted.
+
+A link connects lazily (or at start, eager), exactly as the CLI would reach the
+target, with the upstream's own env and headers and never a downstream
+client's credentials. It holds the `Client` in a runner task of the gateway's
+task group. When a live connection dies (a stdio server crashed) the runner
+reconnects with a doubling backoff; when connecting fails, a later request tries
+again once the backoff has passed. Meanwhile requests fail at once with
+`Unavailable` (the backend turns that into an `isError` tool result).
+
+What the upstream sends back goes to the downstream request that caused it: a
+request for input (elicitation, sampling, roots) becomes `ctx.ask` on that
+request's context, progress becomes `ctx.progress`, a log message `ctx.log`.
+The request is the one whose coroutine is running (2026-07-28 input rounds are
+answered inside our call, so a context variable finds it), else the one whose
+upstream request carried the message (Streamable HTTP says), else the only call
+in flight (a stdio upstream says nothing); it is never guessed among several
+HTTP clients' calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
+from mcpcli.config import Config, ServerEntry
+from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
+from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND
+from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcpcli.server.backend import CallContext, InputDeclined
+from mcpcli.server.meta import LEVEL_RANK
+from mcpcli.toolsfile.model import Upstream
+from mcpcli.toolsfile.watchdog import Watchdog
+
+from .options import GatewayOptions
+
+__all__ = ["Link", "Unavailable", "on_behalf_of"]
+
+log = logging.getLogger("mcpcli.gateway")
+
+JSON = dict[str, Any]
+#: What a link reports to its backend: ("tools" | "prompts" | "resources", "announced")
+#: when the upstream said a list changed, (kind, None) when it may have (a reconnection),
+#: ("resource", uri) when a subscribed resource was updated.
+LinkEvents = Callable[["Link", str, "str | None"], None]
+
+#: The downstream call whose coroutine is running (for input asked within our request).
+_current: ContextVar[_Call | None] = ContextVar("mcpcli_gateway_call", default=None)
+#: Set by the backend while it serves a downstream request: what an upstream request made
+#: for it (a listing to find a name, a connection) belongs to.
+on_behalf_of: ContextVar[CallContext | None] = ContextVar("mcpcli_gateway_ctx", default=None)
+
+#: SIGTERM to SIGKILL for a stdio upstream's group when the watchdog ends it.
+WATCHDOG_GRACE = 1.0
+
+#: How long an upstream's roots/list that no client call caused waits for one.
+ROOTS_WAIT = 30.0
+
+#: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
+_FORWARDED_CAPS = ("elicitation", "sampling", "roots")
+
+#: Server requests a link passes to the downstream client.
+ASKABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+
+
+class Unavailable(McpCliError):
+    """The upstream cannot be reached right now (not connected, crashed, restarting)."""
+
+
+async def _never(params: JSON) -> JSON:  # pragma: no cover - the link answers instead
+    raise RPCError(METHOD_NOT_FOUND, "Method not found")
+
+
+class _Call:
+    """One downstream request being served by this link."""
+
+    __slots__ = ("_pending", "_tail", "asked", "ctx", "own")
+
+    def __init__(self, ctx: CallContext | None, *, own: bool = True) -> None:
+        self.ctx = ctx
+        #: The request is the downstream request's own (a call, a read), not one made to
+        #: serve it (a listing): only then does the upstream see that client's capabilities.
+        self.own = own
+        self._pending = 0
+        #: Set when the last relayed message is out (None: nothing relayed yet).
+        self._tail: anyio.Event | None = None
+        #: Keys of the inputs asked for this call (each ask needs its own: a 2026-07-28
+        #: client's answers are matched to the questions by key, round after round).
+        self.asked = 0
+
+    def relay(self, tg: anyio.abc.TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run `fn(*args)` soon, after what was relayed before (progress and log messages
+        keep their order); `drain` waits for them all, so they precede the answer."""
+        previous, done = self._tail, anyio.Event()
+        self._tail = done
+        self._pending += 1
+
+        async def run() -> None:
+            try:
+                if previous is not None:
+                    await previous.wait()
+                await fn(*args)
+            except Exception as exc:  # the downstream went away: nothing to tell
+                log.debug("gateway: relaying to the client failed: %s", exc)
+            finally:
+                self._pending -= 1
+                done.set()
+
+        tg.start_soon(run)
+
+    async def drain(self) -> None:
+        tail = self._tail
+        if self._pending == 0 or tail is None:
+            return
+        with anyio.move_on_after(5):
+            await tail.wait()
+
+
+class _UpstreamClient(Client):
+    """Our client, whose answers to the upstream's requests come from the downstream client."""
+
+    link: Link
+
+    def _meta(self, version: str) -> JSON:
+        """A 2026-07-28 request declares the downstream client's capabilities (they travel
+        per request), so the upstream asks only for what that client can give. Listings
+        declare the gateway's own, so they do not depend on which client asked first."""
+        meta = super()._meta(version)
+        call = _current.get()
+        if call is not None and call.ctx is not None and call.own:
+            theirs = call.ctx.client_capabilities
+            meta[CLIENT_CAPABILITIES_KEY] = {k: v for k, v in theirs.items() if k in _FORWARDED_CAPS}
+        return meta
+
+    async def _fulfil(self, requests: Any) -> JSON:
+        """A 2026-07-28 upstream's input requests (or a task's), asked of the downstream
+        client at once and under the upstream's own keys: the rounds map one to one.
+        A client that lacks a capability gets what the upstream would have said to it."""
+        call = _current.get()
+        if call is None or call.ctx is None or not isinstance(requests, dict) or not all(
+            isinstance(item, dict) and item.get("method") in ASKABLE for item in requests.values()
+        ):
+            return await super()._fulfil(requests)
+        asks = {
+            str(key): {"method": item["method"],
+                       "params": item["params"] if isinstance(item.get("params"), dict) else {}}
+            for key, item in requests.items()
+        }
+        return await call.ctx.ask(asks)
+
+    async def _serve_client_request(self, method: str, params: JSON) -> JSON:
+        if method == "ping":
+            return {}
+        if method == "roots/list" and self._roots_asked is not None:
+            self._roots_asked.set()
+        if method in ASKABLE:
+            return await self.link.ask(method, params)
+        raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+class Link:
+    """One upstream: its connection, limits, cached lists and subscriptions."""
+
+    def __init__(
+        self, upstream: Upstream, options: GatewayOptions, events: LinkEvents, watchdog: Watchdog | None = None
+    ) -> None:
+        self.upstream = upstream
+        self._watchdog = watchdog
+        self.name = upstream.name
+        self._options = options
+        self._events = events
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._client: _UpstreamClient | None = None
+        self._started = False
+        self._closing = False
+        self._attempt = anyio.Event()
+        self._drop = anyio.Event()
+        self._error: Exception | None = None
+        #: Connecting failed: no new attempt before this time; the next delay.
+        self._retry_at = 0.0
+        self._delay = options.backoff[0]
+        self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
+        self._calls: list[_Call] = []
+        #: Someone waits for the next client call (`_next_call`), and the call that came.
+        self._arrival: anyio.Event | None = None
+        self._arrived: _Call | None = None
+        #: Upstream request id -> the downstream call it was made for.
+        self._by_request: dict[Any, _Call] = {}
+        self._log_level: str | None = None
+        self._subscriptions: dict[str, tuple[int, anyio.CancelScope]] = {}
+        #: The upstream's own listings (None: not fetched since the last change).
+        self.tools: list[JSON] | None = None
+        self.prompts: list[JSON] | None = None
+        self.resources: list[JSON] | None = None
+        self.templates: list[JSON] | None = None
+        #: Each listing as it was before the last change or reconnection.
+        self.previous: dict[str, list[JSON] | None] = {}
+        #: What the upstream declared when it last connected (None: never connected).
+        self.capabilities: JSON | None = None
+        self.instructions: str | None = None
+        #: How many times the connection came up (a restart is the second and later).
+        self.connects = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def attach(self, tg: anyio.abc.TaskGroup) -> None:
+        self._tg = tg
+
+    def close(self) -> None:
+        """Stop reconnecting and drop the connection (the runner ends it, ending a stdio group)."""
+        self._closing = True
+        self._drop.set()
+
+    def is_closed(self) -> bool:
+        return self._closing
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    def _entry(self) -> ServerEntry:
+        from mcpcli.targets import resolve_target
+
+        up = self.upstream
+        if up.command:
+            return ServerEntry(name=up.name, command=up.command[0], args=list(up.command[1:]), source="gateway")
+        return resolve_target(up.target, [], self._options.config or Config())
+
+    @asynccontextmanager
+    async def _connect(self) -> AsyncIterator[_UpstreamClient]:
+        from mcpcli.connect import ConnectOptions, open_transport
+
+        base = self._options.connect or ConnectOptions()
+        # The upstream's own env and headers; never a bearer token or header of ours.
+        options = dataclasses.replace(
+            base, env={**base.env, **self.upstream.env}, headers=dict(self.upstream.headers), bearer_token=None
+        )
+        client_options = ClientOptions(
+            timeout=self.upstream.timeout if self.upstream.timeout is not None else self._options.timeout,
+            # Every message comes to us; `ctx.log` lets through what each client asked for.
+            log_level="debug",
+            protocol=self._options.protocol,
+            features=ClientFeatures(elicit=_never, sample=_never, roots=[], elicit_url=True),
+            on_notification=self._on_notification,
+        )
+        client = _UpstreamClient(open_transport(self._entry(), options), client_options)
+        client.link = self
+        group: int | None = None
+        try:
+            async with client:
+                self.track(client)
+                group = self._watch_group(client)
+                yield client
+        finally:
+            if group is not None and self._watchdog is not None:
+                # The transport has ended the group on its way out; had the gateway been
+                # killed before that, the watchdog would have.
+                self._watchdog.unregister(group)
+
+    def _watch_group(self, client: Client) -> int | None:
+        """Register a stdio upstream's process group with the watchdog: if the gateway is
+        killed (its client gives it 60 ms after closing stdin), the upstream goes too."""
+        from mcpcli.transports.stdio import StdioTransport
+
+        transport = client.transport
+        if self._watchdog is None or not isinstance(transport, StdioTransport) or transport.process is None:
+            return None
+        group = transport.process.pid  # it leads its own process group
+        self._watchdog.register(group, WATCHDOG_GRACE)
+        return group
+
+    async def _run(self) -> None:
+        """Hold the connection. After a crash, reconnect in the background with a doubling
+        backoff; when connecting fails, stop: the next request tries again, once the
+        backoff has passed (no sign-in page or failing command every few seconds)."""
+        # This task (and the upstream session's tasks it starts) must not inherit the
+        # request that happened to start it: what the upstream sends later is not its.
+        _current.set(None)
+        on_behalf_of.set(None)
+        first, last = self._options.backoff
+        while not self.is_closed():
+            up_since: float | None = None
+            try:
+                async with self._connect() as client:
+                    self._client, self._error = client, None
+                    self.capabilities, self.instructions = client.capabilities, client.instructions
+                    self.connects += 1
+                    up_since = anyio.current_time()
+                    self._attempt.set()
+                    if self.connects > 1:
+                        self._say("log", f"upstream {self.name}: connected again")
+                        # A restarted server may list other things: look again, and let the
+                        # backend announce what its clients would see change.
+                        for kind in ("tools", "prompts", "resources"):
+                            self._invalidate(kind, announced=False)
+                    await self._hold(client)
+            except Exception as exc:
+                from mcpcli.errors import unwrap
+
+                inner = unwrap(exc)
+                self._error = inner if isinstance(inner, Exception) else exc
+                if up_since is None:
+                    self._say("warn", f"upstream {self.name}: cannot connect: {self._error}")
+                    log.debug("upstream %s: connecting failed", self.name, exc_info=exc)
+            finally:
+                self._client = None
+            if self.is_closed():
+                break
+            if up_since is None:
+                self._retry_at = anyio.current_time() + self._delay
+                self._delay = min(self._delay * 2, last)
+                self._started = False
+                self._attempt.set()
+                return
+            self._error = self._why_down()
+            self._say("warn", f"upstream {self.name}: connection lost ({self._error}); reconnecting")
+            if anyio.current_time() - up_since > last:
+                self._delay = first
+            self._attempt.set()
+            with anyio.move_on_after(self._delay):
+                await self._drop.wait()
+            self._delay = min(self._delay * 2, last)
+            self._attempt = anyio.Event()
+        self._attempt.set()
+
+    def _why_down(self) -> Exception:
+        return self._error or Unavailable("the connection ended")
+
+    async def _hold(self, client: _UpstreamClient) -> None:
+        """Until the upstream goes away or the link is closed: watch its list changes."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch_lists, client)
+            for uri in self._subscriptions:
+                self._start_subscription(uri, tg)
+            self._held_tg = tg
+            with anyio.CancelScope() as scope:
+                async def dropped() -> None:
+                    await self._drop.wait()
+                    scope.cancel()
+
+                tg.start_soon(dropped)
+                await client.session.wait_closed()
+                self._error = client.session.closed
+            tg.cancel_scope.cancel()
+        self._held_tg = None
+
+    _held_tg: anyio.abc.TaskGroup | None = None
+
+    async def ensure(self) -> _UpstreamClient:
+        """The connected client, connecting first if needed; `Unavailable` if it cannot be."""
+        if self._closing:
+            raise Unavailable(f"upstream {self.name} is shut down")
+        if not self._started:
+            if self._tg is None:
+                raise Unavailable(f"upstream {self.name}: the gateway is not running")
+            if anyio.current_time() < self._retry_at:
+                raise Unavailable(f"upstream {self.name} is not available: {self._error}")
+            self._started = True
+            self._attempt = anyio.Event()
+            self._tg.start_soon(self._run)
+        await self._attempt.wait()
+        client = self._client
+        if client is None:
+            raise Unavailable(f"upstream {self.name} is not available: {self._error}")
+        return client
+
+    def _say(self, kind: str, line: str) -> None:
+        sink = self._options.warn if kind == "warn" else self._options.log
+        if sink is not None:
+            sink(line)
+        else:
+            log.info("%s", line)
+
+    # -- requests ----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def call(self, ctx: CallContext | None) -> AsyncIterator[tuple[_UpstreamClient, _Call]]:
+        """A connected client for one downstream request, within this upstream's limit.
+
+        The call is known before connecting: a server that asks for roots right after
+        the handshake (legacy eras) asks the client whose request made us connect.
+        """
+        call = _Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
+        self._calls.append(call)
+        if self._arrival is not None and call.ctx is not None:
+            self._arrived = call
+            self._arrival.set()
+            self._arrival = None
+        token = _current.set(call)
+        try:
+            client = await self.ensure()
+            async with self._limiter:
+                yield client, call
+                await call.drain()
+        except RPCError as exc:
+            if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise
+            # The upstream needs what the client lacks: let our runtime say so, as it
+            # would itself (-32021, and HTTP 400 in 2026-07-28).
+            raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
+        finally:
+            _current.reset(token)
+            self._calls.remove(call)
+
+    async def request(self, method: str, params: JSON, ctx: CallContext | None = None) -> JSON:
+        async with self.call(ctx) as (client, _call):
+            result = await client.request(method, params)
+        return _plain(result)
+
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
+        """Call `name` upstream; a broken or slow upstream is a tool error naming it."""
+        try:
+            async with self.call(ctx) as (client, call):
+                tg = self._tg
+                assert tg is not None
+
+                def progress(params: JSON) -> None:
+                    value = params.get("progress")
+                    if isinstance(value, (int, float)):
+                        call.relay(tg, ctx.progress, value, params.get("total"), params.get("message"))
+
+                result = await client.call_tool(name, arguments, on_progress=progress)
+        except Unavailable as exc:
+            return _tool_error(str(exc))
+        except RequestTimeout as exc:
+            return _tool_error(f"upstream {self.name}: {exc}")
+        except TransportError as exc:
+            return _tool_error(f"upstream {self.name} failed during the call: {exc}")
+        return _plain(result)
+
+    async def listing(self, kind: str) -> list[JSON]:
+        """tools, prompts, resources or templates as the upstream lists them (cached)."""
+        cached: list[JSON] | None = getattr(self, kind)
+        if cached is not None and self.connected:
+            return cached
+        try:
+            async with self.call(None) as (client, _call):
+                if kind == "tools":
+                    page = await client.list_tools()
+                    key = "tools"
+                elif kind == "prompts":
+                    page = await client.list_prompts()
+                    key = "prompts"
+                elif kind == "resources":
+                    page = await client.list_resources()
+                    key = "resources"
+                else:
+                    page = await client.list_resource_templates()
+                    key = "resourceTemplates"
+        except RPCError as exc:
+            if exc.code != METHOD_NOT_FOUND:
+                self._say("warn", f"upstream {self.name}: {kind}: {exc}")
+            items: list[JSON] = []
+        except (Unavailable, TransportError, RequestTimeout) as exc:
+            log.debug("upstream %s: listing %s: %s", self.name, kind, exc)
+            return cached or []
+        else:
+            raw = page.get(key)
+            items = [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+        setattr(self, kind, items)
+        return items
+
+    def offers(self, capability: str) -> bool:
+        """Whether the upstream declared `capability` (True while unknown: not yet connected)."""
+        return self.capabilities is None or capability in self.capabilities
+
+    def set_log_level(self, level: str) -> None:
+        """The threshold of upstream messages logged outside any call (a client's setLevel);
+        messages within a call go to it and its own level."""
+        self._log_level = level
+
+    # -- what the upstream sends ---------------------------------------------------------
+
+    def _caller(self) -> _Call | None:
+        """The downstream call that caused what the upstream just sent, or None if unknown.
+
+        Known: the call whose coroutine is running (2026-07-28 input rounds), or the one
+        whose upstream request carried the message (Streamable HTTP tags it). Otherwise
+        (a stdio upstream says nothing) the only call in flight; several are told apart
+        only when they all come from the one client behind a stdio gateway. A request for
+        input is never guessed onto another HTTP client's call.
+        """
+        call = _current.get()
+        if call is not None and call.ctx is not None and call in self._calls:
+            return call
+        rid = caused_by.get()
+        if rid is not None and rid in self._by_request:
+            return self._by_request[rid]
+        waiting = [c for c in self._calls if c.ctx is not None]
+        if len(waiting) == 1:
+            return waiting[0]
+        if waiting and all(c.ctx is not None and c.ctx.transport == "stdio" for c in waiting):
+            return waiting[-1]
+        return None
+
+    def track(self, client: Client) -> None:
+        """Note which downstream call each upstream request is made for (by request id)."""
+        session = client.session
+        original = session.request
+
+        async def request(method: str, params: JSON | None = None, **kw: Any) -> JSON:
+            call = _current.get()
+            if call is None or kw.get("request_id") is not None:
+                return await original(method, params, **kw)
+            rid = session.next_id()
+            self._by_request[rid] = call
+            try:
+                return await original(method, params, request_id=rid, **kw)
+            finally:
+                self._by_request.pop(rid, None)
+
+        session.request = request  # type: ignore[method-assign]
+
+    async def ask(self, method: str, params: JSON) -> JSON:
+        """Answer the upstream's request for input by asking the downstream client."""
+        call = self._caller()
+        if call is None and method == "roots/list":
+            # Roots are asked right after the handshake, often before any client call
+            # (the connection was made for a listing): wait for the next client's call.
+            call = await self._next_call(ROOTS_WAIT)
+        if call is None or call.ctx is None:
+            if method == "roots/list":
+                return {"roots": []}
+            raise RPCError(INVALID_REQUEST, f"{method}: no client request is waiting for this input")
+        call.asked += 1
+        key = f"input-{call.asked}"
+        try:
+            answers = await call.ctx.ask({key: {"method": method, "params": params}})
+        except McpCliError:
+            if method != "roots/list":
+                raise
+            return {"roots": []}  # the call it waited for ended first
+        except InputDeclined as exc:
+            if method == "elicitation/create":
+                return {"action": "decline"}
+            if method == "roots/list":
+                return {"roots": []}
+            raise RPCError(METHOD_NOT_FOUND, f"{method}: {exc}") from None
+        answer = answers.get(key)
+        return answer if isinstance(answer, dict) else {}
+
+    async def _next_call(self, timeout: float) -> _Call | None:
+        """The next downstream call made through this link (None after `timeout` seconds)."""
+        if self._arrival is None:
+            self._arrival = anyio.Event()
+        arrival = self._arrival
+        with anyio.move_on_after(timeout):
+            await arrival.wait()
+            return self._arrived
+        return None
+
+    def _on_notification(self, method: str, params: JSON) -> None:
+        if method == "notifications/message":
+            self._relay_log(params)
+        elif method.endswith("/list_changed"):
+            self._list_changed(method)
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                self._events(self, "resource", uri)
+
+    def _relay_log(self, params: JSON) -> None:
+        level = params.get("level") if isinstance(params.get("level"), str) else "info"
+        data = params.get("data")
+        logger = params.get("logger") if isinstance(params.get("logger"), str) else None
+        call = self._caller()
+        if call is not None and call.ctx is not None and self._tg is not None:
+            call.relay(self._tg, call.ctx.log, level, data, logger)
+            return
+        threshold = LEVEL_RANK.get(self._log_level or "warning", 0)
+        if LEVEL_RANK.get(str(level), len(LEVEL_RANK)) >= threshold:
+            self._say("log", f"upstream {self.name}: [{level}] {data}")
+
+    def _list_changed(self, method: str) -> None:
+        kind = method.split("/")[1]
+        if kind in ("tools", "prompts", "resources"):
+            self._invalidate(kind, announced=True)
+
+    def _invalidate(self, kind: str, *, announced: bool) -> None:
+        """Forget a listing (kept in `previous`) and tell the backend. `announced`: the
+        upstream said it changed (else we reconnected and look again)."""
+        self.previous[kind] = getattr(self, kind)
+        setattr(self, kind, None)
+        if kind == "resources":
+            self.templates = None
+        self._events(self, kind, "announced" if announced else None)
+
+    async def _watch_lists(self, client: _UpstreamClient) -> None:
+        """List changes: a legacy server sends them unasked (HTTP: on the standalone
+        stream), a 2026-07-28 one on a `subscriptions/listen` stream."""
+        caps = client.capabilities
+        tools = "tools" in caps
+        prompts = "prompts" in caps and self.upstream.prompts
+        resource_list = "resources" in caps and self.upstream.resources
+        if not (tools or prompts or resource_list):
+            return
+        try:
+            async with client.subscribe(tools=tools, prompts=prompts, resource_list=resource_list) as stream:
+                async for note in stream:
+                    self._list_changed(str(note.get("method")))
+        except (McpCliError, anyio.BrokenResourceError, TimeoutError) as exc:
+            log.debug("upstream %s: no list-change notifications: %s", self.name, exc)
+
+    # -- resource subscriptions ------------------------------------------------------------
+
+    def subscribe(self, uri: str) -> None:
+        count, scope = self._subscriptions.get(uri, (0, anyio.CancelScope()))
+        self._subscriptions[uri] = (count + 1, scope)
+        if count == 0 and self._held_tg is not None:
+            self._start_subscription(uri, self._held_tg)
+
+    def unsubscribe(self, uri: str) -> None:
+        count, scope = self._subscriptions.get(uri, (0, anyio.CancelScope()))
+        if count <= 1:
+            self._subscriptions.pop(uri, None)
+            scope.cancel()
+        else:
+            self._subscriptions[uri] = (count - 1, scope)
+
+    def _start_subscription(self, uri: str, tg: anyio.abc.TaskGroup) -> None:
+        client = self._client
+        if client is None or not self.offers("resources"):
+            return
+        count, _old = self._subscriptions[uri]
+        scope = anyio.CancelScope()
+        self._subscriptions[uri] = (count, scope)
+
+        async def follow() -> None:
+            with scope:
+                try:
+                    async with client.subscribe(resources=[uri]) as stream:
+                        async for _note in stream:
+                            self._events(self, "resource", uri)
+                except (McpCliError, anyio.BrokenResourceError, TimeoutError) as exc:
+                    log.debug("upstream %s: subscribe %s: %s", self.name, uri, exc)
+
+        tg.start_soon(follow)
+
+
+def _required(data: Any) -> list[str]:
+    """The capability names in a -32021 error's data (`requiredCapabilities`)."""
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    if isinstance(required, dict):
+        return [str(name) for name in required]
+    if isinstance(required, list):
+        return [str(name) for name in required]
+    return []
+
+
+def _plain(result: JSON) -> JSON:
+    """An upstream result as a backend returns it (the runtime adds its own era fields)."""
+    if "resultType" in result:
+        result = {k: v for k, v in result.items() if k != "resultType"}
+    return result
+
+
+def _tool_error(text: str) -> JSON:
+    return {"content": [{"type": "text", "text": text}], "isError": True}

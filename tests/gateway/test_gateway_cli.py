@@ -1,0 +1,138 @@
+"""`mcp serve --proxy`: flags, stdio and HTTP, and what never crosses to the upstream."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import HTTP_DIR, UPSTREAM, listening, serve_http
+from helpers import free_port, mcp_in
+
+sys.path.insert(0, str(HTTP_DIR))
+
+from httpfake import FakeHTTP, legacy_mcp
+
+pytestmark = [pytest.mark.slow]
+
+GATEWAY = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--deny-tool", "x", "tools.yaml"], "--deny-tool apply to --proxy only"),
+    (["serve", "--read-only", "--eager", "tools.yaml"], "--read-only, --eager apply to --proxy only"),
+    (["serve", "--proxy"], "--proxy needs a TARGET"),
+    (["serve", "--proxy", "http://127.0.0.1:9/mcp", "tools.yaml"], "FILE or --proxy"),
+    (["serve", "--proxy", "--check", "--", "true"], "apply to FILE, not to --proxy"),
+    (["serve", "tools.yaml", "--", "true"], "needs --proxy"),
+])
+def test_usage_errors(args: list[str], message: str) -> None:
+    result = mcp_in(*args)
+    assert result.code == 2, result
+    assert message in result.stderr and result.stdout == ""
+
+
+def test_stdio_proxy_filters_and_prefixes() -> None:
+    gateway = [*GATEWAY, "--deny-tool", "ECHO", "--prefix", "up_", "--", sys.executable, UPSTREAM]
+    listed = mcp_in("tools", "list", "--json", "--", *gateway)
+    assert listed.code == 0, listed
+    names = {t["name"] for t in listed.json["tools"]}
+    assert "up_whoami" in names and not {"up_echo", "up_Echo", "echo"} & names
+    called = mcp_in("tools", "call", "up_elicit", "--elicit-json", '{"name": "Ada"}', "--", *gateway)
+    assert called.code == 0, called
+    assert "Hello, Ada!" in called.stdout
+    refused = mcp_in("tools", "call", "up_Echo", "--no-validate", "--", *gateway)
+    assert refused.code != 0 and "Echo ran" not in refused.stdout
+
+
+def test_read_only_over_stdio() -> None:
+    gateway = [*GATEWAY, "--read-only", "--", sys.executable, UPSTREAM]
+    listed = mcp_in("tools", "list", "--json", "--", *gateway)
+    assert listed.code == 0, listed
+    assert sorted(t["name"] for t in listed.json["tools"]) == ["echo", "whoami"]
+
+
+def test_http_gateway_never_forwards_the_downstream_credentials(tmp_path: Path) -> None:
+    """The bearer token and headers a client sends the gateway stay at the gateway
+    (token passthrough is forbidden); the upstream sees only its own configuration."""
+    upstream = FakeHTTP(legacy_mcp()).start()
+    port = free_port()
+    secret = "downstream-secret-token-1234"
+    try:
+        argv = serve_http("--quiet", "--auth-token", secret, "--proxy", upstream.url, port=port)
+        with listening(argv, port, what="the gateway") as url:
+            result = mcp_in("tools", "call", url, "echo", "--arg", "message=hi",
+                            "--bearer-token", secret, "-H", "X-Downstream: also-secret")
+            assert result.code == 0, result
+            assert "echo: hi" in result.stdout
+            refused = mcp_in("tools", "list", url, "--no-auth")
+            assert refused.code == 3, refused
+    finally:
+        upstream.stop()
+    assert upstream.calls("tools/call"), "the call reached the upstream"
+    for req in upstream.requests:
+        assert req.header("authorization") is None
+        assert "x-downstream" not in req.headers
+        assert secret not in req.body.decode("utf-8", "replace")
+
+
+def test_a_tools_yaml_and_a_configured_name_as_targets(tmp_path: Path) -> None:
+    from helpers import REPO
+
+    fixture = str(REPO / "tests/conformance/server.yaml")
+    greeted = mcp_in("tools", "call", "greet", "--arg", "name=Ada", "--", *GATEWAY, fixture)
+    assert greeted.code == 0 and "Hello, Ada!" in greeted.stdout, greeted
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcpServers": {"up": {"command": sys.executable, "args": [UPSTREAM],
+                                                        "env": {"GATEWAY_TEST_VAR": "configured"}}}}))
+    called = mcp_in("tools", "call", "whoami", "--env", "MCP_CONFIG", "--", *GATEWAY, "up",
+                    env={"MCP_CONFIG": str(config)})
+    assert called.code == 0 and "configured" in called.stdout, called
+
+
+def test_a_stdio_gateway_lets_nothing_else_read_its_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin carries the MCP channel: a sign-in's paste prompt (which reads sys.stdin) must
+    read nothing of it; over --http the terminal's stdin stays as it is."""
+    import io
+
+    from mcpcli.cli._app import App
+    from mcpcli.cli._proxy import serve_gateway
+
+    seen: dict[bool, str] = {}
+    for stdio in (True, False):
+        monkeypatch.setattr(sys, "stdin", io.StringIO('{"jsonrpc": "2.0", "method": "x"}\n'))
+
+        async def serve(server: object, stdio: bool = stdio) -> None:
+            seen[stdio] = sys.stdin.read()
+
+        serve_gateway(App(stderr=io.StringIO()), [], serve, eager=False, quiet=True, stdio=stdio)
+    assert seen == {True: "", False: '{"jsonrpc": "2.0", "method": "x"}\n'}
+
+
+def test_a_stdio_server_on_streamable_http() -> None:
+    """`mcp serve --http PORT --proxy -- CMD`: a stdio server for HTTP clients of both eras,
+    its requests for input answered by the HTTP client that made the call."""
+    port = free_port()
+    argv = serve_http("--quiet", "--no-auth", "--proxy", "--deny-tool", "die", "--", sys.executable, UPSTREAM,
+                      port=port)
+    with listening(argv, port, what="the gateway") as url:
+        for era in ([], ["--protocol", "2025-11-25"]):
+            called = mcp_in("tools", "call", url, "elicit", "--elicit-json", '{"name": "Ada"}', *era)
+            assert called.code == 0 and "Hello, Ada!" in called.stdout, called
+            progress = mcp_in("tools", "call", url, "progress", "--json", *era)
+            assert progress.code == 0, progress
+            refused = mcp_in("tools", "call", url, "die", "--no-validate", *era)
+            assert refused.code != 0 and "Unknown tool" in refused.stderr, refused
+
+
+def test_a_stubborn_upstream_goes_with_a_killed_gateway() -> None:
+    """The client stops its stdio server (the gateway) with TERM then KILL within 60 ms,
+    too soon for the gateway to stop an upstream that ignores EOF and TERM: the gateway's
+    watchdog ends that upstream's group (tests/conftest.py fails a test that leaves one)."""
+    from helpers import fake_server
+
+    called = mcp_in("tools", "call", "echo", "--arg", "message=x", "--", *GATEWAY, "--",
+                    *fake_server("--stubborn"))
+    assert called.code == 0 and '"x"' in called.stdout, called
