@@ -59,6 +59,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
     "mcpcli.daemon": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports"}),
+    # The gateway (`mcp serve --proxy`, `servers:` in tools.yaml): upstreams reached as any
+    # command reaches a server, served through the server runtime; never the CLI.
+    "mcpcli.gateway": frozenset({
+        "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
+        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
+    }),
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
     "mcpcli.sessions": frozenset({"mcpcli.config"}),
