@@ -7,6 +7,8 @@ import json
 import re
 import sys
 import textwrap
+import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +351,86 @@ def test_a_reload_that_changes_servers_says_a_restart_is_needed(tmp_path: Path, 
     backend.reload()
     assert said == [f"reloaded {path}: servers: changed, but the upstreams served stay the ones it started "
                     "with; restart `mcp serve` to apply the change"]
+
+
+# -- serving: the wiring to the gateway runtime ------------------------------------------
+
+
+class _FakeGateway:
+    """Stands in for mcpcli.gateway.backend (built on another branch): records how it is made."""
+
+    made: list[dict[str, Any]] = []
+
+    def __init__(self, upstreams: Any, *, local: Any = None, options: Any = None) -> None:
+        self.record = {"upstreams": upstreams, "local": local, "options": options, "entered": False,
+                       "exited": False}
+        _FakeGateway.made.append(self.record)
+
+    async def __aenter__(self) -> _FakeGateway:
+        self.record["entered"] = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.record["exited"] = True
+
+
+@dataclass(frozen=True)
+class _FakeOptions:
+    eager: bool = False
+    log: Any = None
+    warn: Any = None
+
+
+@pytest.fixture
+def fake_gateway(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    module = types.ModuleType("mcpcli.gateway.backend")
+    module.GatewayBackend = _FakeGateway
+    module.GatewayOptions = _FakeOptions
+    monkeypatch.setitem(sys.modules, "mcpcli.gateway.backend", module)
+    _FakeGateway.made = []
+    return _FakeGateway.made
+
+
+@pytest.mark.parametrize(
+    ("own", "watch", "merged"),
+    [(True, False, True), (False, False, False), (False, True, True)],
+)
+@pytest.mark.anyio
+async def test_a_file_with_servers_is_served_by_the_gateway(
+        make_backend: Any, fake_gateway: list[dict[str, Any]], own: bool, watch: bool, merged: bool) -> None:
+    from mcpcli.gateway.serve_file import served_backend
+
+    text = HEAD + "servers:\n  - {name: a, command: [srv]}\n"
+    if own:
+        text += "tools:\n  - {name: t, description: d, mock: {text: hi}}\n"
+    local = make_backend(text)
+    warn = print
+    async with served_backend(local, watch=watch, log=None, warn=warn) as served:
+        assert isinstance(served, _FakeGateway)
+        (record,) = fake_gateway
+        assert record["entered"] and not record["exited"]
+    assert record["exited"]
+    assert record["upstreams"] == local.config.servers
+    assert record["local"] is (local if merged else None)
+    assert record["options"] == _FakeOptions(eager=False, log=None, warn=warn)
+
+
+@pytest.mark.anyio
+async def test_a_file_without_servers_is_served_as_before(make_backend: Any,
+                                                          fake_gateway: list[dict[str, Any]]) -> None:
+    from mcpcli.gateway.serve_file import served_backend
+
+    local = make_backend(HEAD + "tools:\n  - {name: t, description: d, mock: {text: hi}}\n")
+    async with served_backend(local, watch=False, log=None, warn=print) as served:
+        assert served is local
+    assert fake_gateway == []
+
+
+def test_serving_stops_at_an_unknown_target_before_starting(tmp_path: Path, fake_gateway: list[Any]) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(HEAD + "servers:\n  - {name: gh, target: github}\n")
+    result = mcp_in("serve", str(path), timeout=30)
+    assert result.code == 2, result
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"{path}:3:5: error: server 'gh': unknown server 'github' (")
+    assert fake_gateway == []
