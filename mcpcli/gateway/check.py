@@ -12,6 +12,7 @@ prefixing and filtering. Every problem is a `Problem` at its entry's file:line:c
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -42,6 +43,8 @@ class Reached:
 
     upstream: Upstream
     tools: list[str] = field(default_factory=list)
+    #: `allow` globs that matched none of the upstream's tools (a prefix written into one?).
+    idle_globs: list[str] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
     resources: int = 0
 
@@ -91,13 +94,12 @@ def upstream_entry(upstream: Upstream, config: Config) -> ServerEntry:
         )
     assert upstream.target is not None
     entry = resolve_target(upstream.target, (), config)
-    if upstream.env:
-        entry.env = {**entry.env, **upstream.env}
-    if upstream.headers:
-        lowered = {k.lower() for k in upstream.headers}
-        entry.headers = {**{k: v for k, v in entry.headers.items() if k.lower() not in lowered},
-                         **upstream.headers}
-    return entry
+    # A copy: the entry may be shared (another client's servers are read once).
+    lowered = {k.lower() for k in upstream.headers}
+    return dataclasses.replace(
+        entry, env={**entry.env, **upstream.env},
+        headers={**{k: v for k, v in entry.headers.items() if k.lower() not in lowered}, **upstream.headers},
+    )
 
 
 async def check_upstreams(
@@ -136,6 +138,10 @@ async def check_upstreams(
     for index in sorted(reached):
         if on_reached is not None:
             on_reached(reached[index])
+        if on_warning is not None:
+            for glob in reached[index].idle_globs:
+                on_warning(_problem(upstreams[index], f"tools.allow {glob!r} matches none of its tools",
+                                    "globs match the upstream's own names, before the prefix"))
     problems.extend(_collisions([reached[i] for i in sorted(reached)], local_tools, local_prompts))
     return sorted(problems, key=lambda p: (p.line, p.col))
 
@@ -197,10 +203,15 @@ async def _lists(upstream: Upstream, client: Client) -> Reached:
     """The names `upstream` would serve through the gateway, from its own lists."""
     found = Reached(upstream)
     if client.offers("tools"):
+        names: list[str] = []
         for tool in await _listed(client.list_tools(), "tools/list", "tools"):
             name = tool.get("name")
-            if isinstance(name, str) and tool_allowed(name, tool.get("annotations"), upstream.tools):
+            if not isinstance(name, str):
+                continue
+            names.append(name.casefold())
+            if tool_allowed(name, tool.get("annotations"), upstream.tools):
                 found.tools.append(upstream.prefix + name)
+        found.idle_globs = [g for g in upstream.tools.allow if not fnmatch.filter(names, g.casefold())]
     if upstream.prompts and client.offers("prompts"):
         for prompt in await _listed(client.list_prompts(), "prompts/list", "prompts"):
             name = prompt.get("name")

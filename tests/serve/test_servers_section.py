@@ -434,3 +434,17 @@ def test_serving_stops_at_an_unknown_target_before_starting(tmp_path: Path, fake
     assert result.stdout == ""
     assert result.stderr.startswith(f"{path}:3:5: error: server 'gh': unknown server 'github' (")
     assert fake_gateway == []
+
+
+def test_check_connect_warns_about_an_allow_glob_that_matches_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(HEAD + f"servers:\n  - name: fake\n    command: {_fake()}\n"
+                    "    tools: {allow: ['fake_*', 'ECH?']}\n")
+    result = mcp_in("serve", "--check", "--connect", str(path))
+    assert result.code == 0, result
+    assert result.stderr.splitlines() == [
+        f"mcp: {path}:3:5: server 'fake': reached (1 tool)",
+        f"{path}:3:5: warning: server 'fake': tools.allow 'fake_*' matches none of its tools (globs match "
+        "the upstream's own names, before the prefix)",
+        f"mcp: {path}: valid (0 tools, 0 resources, 0 prompts, 1 server)",
+    ]
