@@ -195,6 +195,8 @@ async def _reach(upstream: Upstream, entry: ServerEntry, options: ConnectOptions
 
     # The whole check of an upstream is bounded by `limit` (fail_after); its requests never outlive it.
     client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(5.0, limit), on_error=warn)
+    # A check connects directly: it must not start the session daemon for a keepAlive server.
+    entry = dataclasses.replace(entry, keep_alive=False)
     async with connect(entry, options, client_options) as client:
         return await _lists(upstream, client)
 
