@@ -452,8 +452,6 @@ def test_check_connect_warns_about_an_allow_glob_that_matches_nothing(tmp_path: 
 
 def test_check_connect_reaches_a_configured_keepalive_server_without_the_daemon(
         tmp_path: Path, fake_home: Path) -> None:
-    from mcpcli import sessions
-
     fake = json.loads(_fake())
     _config(fake_home, {"kept": {"command": fake[0], "args": fake[1:], "keepAlive": True}})
     path = tmp_path / "gw.yaml"
@@ -461,4 +459,4 @@ def test_check_connect_reaches_a_configured_keepalive_server_without_the_daemon(
     result = mcp_in("serve", "--check", "--connect", str(path))
     assert result.code == 0, result
     assert f"mcp: {path}:3:5: server 'kept': reached (2 tools)" in result.stderr.splitlines()
-    assert not sessions.socket_file().exists()
+    # A daemon started for it would outlive the command: conftest's leftover-process check fails then.
