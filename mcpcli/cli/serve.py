@@ -141,7 +141,8 @@ def serve(
       mcp serve --check tools.yaml              # validate only
       mcp serve --check --connect tools.yaml    # and reach its servers: too
       mcp tools list tools.yaml                 # try it without a server
-    Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags; 4 cannot listen.
+    Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags (with
+    --check --connect: also an upstream that fails or a name collision); 4 cannot listen.
     """
     if _print_only(app, print_schema, print_example):
         return
