@@ -247,19 +247,24 @@ def _fake(*args: str) -> str:
     return json.dumps([sys.executable, str(FAKES / "fake_stdio_server.py"), *args])
 
 
-def test_check_connect_reaches_a_real_upstream(tmp_path: Path, everything: list[str]) -> None:
+def test_check_connect_reaches_real_upstreams_of_every_era(tmp_path: Path, everything: list[str],
+                                                           sdk_server: list[str]) -> None:
     path = tmp_path / "gw.yaml"
     path.write_text(HEAD + f"servers:\n  - name: ev\n    command: {json.dumps(everything)}\n"
-                    f"  - name: fake\n    command: {_fake('--features')}\n    resources: false\n")
+                    f"  - name: sdk\n    command: {json.dumps(sdk_server)}\n"
+                    f"  - name: fake\n    command: {_fake('--features')}\n    resources: false\n"
+                    f"  - name: modern\n    command: {_fake('--modern')}\n")
     result = mcp_in("serve", "--check", "--connect", str(path))
     assert result.code == 0, result
     assert result.stdout == ""
     lines = result.stderr.splitlines()
-    assert len(lines) == 3, lines
-    assert re.fullmatch(rf"mcp: {re.escape(str(path))}:3:5: server 'ev': reached \([0-9]+ tools, [0-9]+ "
-                        r"prompts, [0-9]+ resources\)", lines[0]), lines
-    assert lines[1] == f"mcp: {path}:5:5: server 'fake': reached (2 tools, 1 prompt)"
-    assert lines[2] == f"mcp: {path}: valid (0 tools, 0 resources, 0 prompts, 2 servers)"
+    assert len(lines) == 5, lines
+    for line, (at, name) in zip(lines[:2], [("3:5", "ev"), ("5:5", "sdk")], strict=True):
+        assert re.fullmatch(rf"mcp: {re.escape(str(path))}:{at}: server '{name}': reached \([0-9]+ tools, "
+                            r"[0-9]+ prompts?, [0-9]+ resources\)", line), lines
+    assert lines[2] == f"mcp: {path}:7:5: server 'fake': reached (2 tools, 1 prompt)"
+    assert lines[3] == f"mcp: {path}:10:5: server 'modern': reached (2 tools)"
+    assert lines[4] == f"mcp: {path}: valid (0 tools, 0 resources, 0 prompts, 4 servers)"
 
 
 def test_a_declared_list_that_fails_is_reported_with_its_method(tmp_path: Path) -> None:
