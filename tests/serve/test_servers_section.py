@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import FAKES, free_port, mcp_in
+from helpers import FAKES, REPO, free_port, mcp_in
 
 from mcpcli.toolsfile.build_servers import glob_problem
 from mcpcli.toolsfile.load import ToolsFileError, parse_config
@@ -465,3 +465,18 @@ def test_check_connect_reaches_a_configured_keepalive_server_without_the_daemon(
     assert result.code == 0, result
     assert f"mcp: {path}:3:5: server 'kept': reached (2 tools)" in result.stderr.splitlines()
     # A daemon started for it would outlive the command: conftest's leftover-process check fails then.
+
+
+def test_the_readme_example_is_valid_for_the_published_schema() -> None:
+    from mcpcli.toolsfile.structure import schema_problems
+    from mcpcli.toolsfile.yamlstrict import load as load_yaml
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Other MCP servers behind yours (`servers:`)", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    data, marks = load_yaml(HEAD + block, "README.md")
+    assert [entry["name"] for entry in data["servers"]] == ["gh", "everything", "remote"]
+    assert schema_problems(data, marks) == []
+    # With its secret declared and its variable set, it loads.
+    servers = load(block + "secrets:\n  EVERYTHING_KEY: {from_env: KEY}\n", environ={"KEY": "k", "TEAM": "t"})
+    assert [(s.name, s.prefix) for s in servers] == [("gh", "gh_"), ("everything", ""), ("remote", "remote_")]
