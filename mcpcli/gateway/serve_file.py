@@ -48,11 +48,13 @@ def has_own_content(config: Config) -> bool:
 @asynccontextmanager
 async def served_backend(
     local: ToolsBackend, *, watch: bool, log: Callable[[str], None] | None, warn: Callable[[str], None],
+    eager: bool = False,
 ) -> AsyncIterator[Backend]:
     """The backend to serve: `local` alone, or a gateway over the file's upstreams and `local`.
 
     With --watch the local backend is always merged in, so tools added by a reload
-    appear; without it, a file of upstreams only has no local part.
+    appear; without it, a file of upstreams only has no local part. `eager`
+    connects every upstream at start instead of at first use.
     """
     config = local.config
     if not config.servers:
@@ -65,7 +67,7 @@ async def served_backend(
         GatewayOptions,
     )
 
-    options: Any = GatewayOptions(eager=False, log=log, warn=warn)
+    options: Any = GatewayOptions(eager=eager, log=log, warn=warn)
     merged = local if (watch or has_own_content(config)) else None
     async with GatewayBackend(config.servers, local=merged, options=options) as backend:
         yield backend
