@@ -480,3 +480,14 @@ def test_the_readme_example_is_valid_for_the_published_schema() -> None:
     # With its secret declared and its variable set, it loads.
     servers = load(block + "secrets:\n  EVERYTHING_KEY: {from_env: KEY}\n", environ={"KEY": "k", "TEAM": "t"})
     assert [(s.name, s.prefix) for s in servers] == [("gh", "gh_"), ("everything", ""), ("remote", "remote_")]
+
+
+def test_a_file_with_servers_used_in_process_says_its_upstreams_are_not_served(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(HEAD + "servers:\n  - {name: a, target: 'https://x.example/mcp'}\n"
+                    "tools:\n  - {name: mine, description: d, mock: {text: hi}}\n")
+    result = mcp_in("tools", "list", str(path), "--json")
+    assert result.code == 0, result
+    assert [t["name"] for t in result.json["tools"]] == ["mine"]
+    assert f"{path}: its servers: are served by `mcp serve` only; in-process it serves its own tools, " \
+           "resources and prompts" in result.stderr
