@@ -491,3 +491,10 @@ def test_a_file_with_servers_used_in_process_says_its_upstreams_are_not_served(t
     assert [t["name"] for t in result.json["tools"]] == ["mine"]
     assert f"{path}: its servers: are served by `mcp serve` only; in-process it serves its own tools, " \
            "resources and prompts" in result.stderr
+
+
+def test_an_upstream_repr_never_shows_env_or_header_values() -> None:
+    (up,) = load("servers:\n  - {name: a, target: 'https://x.example/mcp', headers: {X-Key: '${KEY}'}}\n",
+                 environ={"KEY": "very-secret-token"})
+    assert up.headers == {"X-Key": "very-secret-token"}
+    assert "very-secret-token" not in repr(up)
