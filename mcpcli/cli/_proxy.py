@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -11,15 +12,16 @@ from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
+    from mcpcli.gateway import GatewayOptions
     from mcpcli.toolsfile.model import Upstream
 
-__all__ = ["check_proxy_flags", "proxy_upstream", "serve_gateway"]
+__all__ = ["check_proxy_flags", "gateway_options", "proxy_upstream", "serve_gateway", "stdin_reserved"]
 
 
 def check_proxy_flags(proxy: str | None, command: Sequence[str], *, file: str | None, flags: dict[str, Any]) -> None:
     """The gateway flags need --proxy; --proxy takes no FILE and none of FILE's flags."""
     if proxy is None:
-        used = [name for name, value in flags.items() if value]
+        used = [name for name, value in flags.items() if value and name != "--eager"]
         if used:
             raise UsageError(f"{', '.join(used)} apply to --proxy only",
                              hint="mcp serve --proxy TARGET --deny-tool 'delete_*'")
@@ -66,6 +68,47 @@ def proxy_upstream(
     return Upstream(name=name, target=proxy, prefix=prefix, tools=rules)
 
 
+def gateway_options(app: App, *, eager: bool, quiet: bool, stdio: bool) -> GatewayOptions:
+    """The `GatewayOptions` of `mcp serve` (--proxy, or a FILE with `servers:`).
+
+    Sign-in is interactive only with a terminal, as for the commands; serving stdio,
+    stdin is the MCP channel, so only a terminal on stderr makes it interactive.
+    """
+    from mcpcli.connect import ConnectOptions
+    from mcpcli.gateway import GatewayOptions
+
+    def warn(line: str) -> None:
+        app.stderr.write(f"{app.prog} serve: {line}\n")
+        app.stderr.flush()
+
+    connect = ConnectOptions(
+        quiet=quiet,
+        token_store=os.environ.get("MCP_TOKEN_STORE") or None,
+        auth="interactive" if app.stderr_tty or (app.stdin_tty and not stdio) else "non-interactive",
+    )
+    return GatewayOptions(eager=eager, connect=connect, config=app.config(),
+                          log=None if quiet else warn, warn=warn)
+
+
+@contextmanager
+def stdin_reserved(stdio: bool) -> Iterator[None]:
+    """Serving stdio, stdin is the MCP channel: nothing else may read it, so a sign-in's
+    "paste the redirect address" prompt reads /dev/null (the browser's redirect still
+    completes it)."""
+    import sys
+
+    if not stdio:
+        yield
+        return
+    saved = sys.stdin
+    with open(os.devnull, encoding="utf-8") as nothing:
+        sys.stdin = nothing
+        try:
+            yield
+        finally:
+            sys.stdin = saved
+
+
 def serve_gateway(
     app: App,
     upstreams: Sequence[Upstream],
@@ -77,40 +120,15 @@ def serve_gateway(
     local: Any = None,
 ) -> None:
     """Run a gateway to `upstreams` until the server `serve(server)` ends; every
-    upstream is stopped on the way out.
-
-    Serving stdio, stdin is the MCP channel: nothing else may read it, so a sign-in's
-    "paste the redirect address" prompt reads /dev/null (the browser's redirect still
-    completes it). Sign-in is interactive only with a terminal, as for the commands.
-    """
-    import sys
-
-    from mcpcli.connect import ConnectOptions
-
-    def warn(line: str) -> None:
-        app.stderr.write(f"{app.prog} serve: {line}\n")
-        app.stderr.flush()
-
-    connect = ConnectOptions(
-        quiet=quiet,
-        token_store=os.environ.get("MCP_TOKEN_STORE") or None,
-        auth="interactive" if app.stderr_tty or (app.stdin_tty and not stdio) else "non-interactive",
-    )
+    upstream is stopped on the way out."""
+    options = gateway_options(app, eager=eager, quiet=quiet, stdio=stdio)
 
     async def run() -> None:
-        from mcpcli.gateway import GatewayBackend, GatewayOptions
+        from mcpcli.gateway import GatewayBackend
         from mcpcli.server import Server
 
-        options = GatewayOptions(eager=eager, connect=connect, config=app.config(),
-                                 log=None if quiet else warn, warn=warn)
         async with GatewayBackend(upstreams, local=local, options=options) as backend:
             await serve(Server(backend))
 
-    saved = sys.stdin
-    with open(os.devnull, encoding="utf-8") as nothing:
-        if stdio:
-            sys.stdin = nothing
-        try:
-            app.run(run)
-        finally:
-            sys.stdin = saved
+    with stdin_reserved(stdio):
+        app.run(run)

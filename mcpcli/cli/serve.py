@@ -14,7 +14,9 @@ from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from mcpcli.gateway.check import Reached
     from mcpcli.toolsfile.model import Config
+    from mcpcli.toolsfile.yamlstrict import Problem
 
 __all__ = ["parse_http_address", "serve"]
 
@@ -99,6 +101,9 @@ class _Http:
                    "the client resumes with GET and Last-Event-ID and gets the rest there "
                    "(SSE polling, SEP-1699). Default: streams stay open.")
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
+@click.option("--connect", is_flag=True,
+              help="With --check: also reach each upstream under servers: (initialize and lists, "
+                   "in parallel) and report failures and name collisions.")
 @click.option("--watch", is_flag=True,
               help="Reload FILE when it changes and announce list_changed; an invalid change keeps "
                    "the last good version.")
@@ -120,7 +125,8 @@ class _Http:
 @click.option("--read-only", is_flag=True,
               help="With --proxy: serve only tools annotated readOnlyHint: true.")
 @click.option("--eager", is_flag=True,
-              help="With --proxy: connect to the upstream at start instead of on first use.")
+              help="With --proxy or a FILE with servers:, connect to the upstreams at start "
+                   "instead of on first use.")
 @pass_app
 def serve(
     app: App,
@@ -132,6 +138,7 @@ def serve(
     allow_origins: tuple[str, ...],
     sse_poll_after: float | None,
     check: bool,
+    connect: bool,
     watch: bool,
     print_schema: bool,
     example: bool,
@@ -152,13 +159,17 @@ def serve(
       mcp serve tools.yaml                      # stdio, for a client config
       mcp serve tools.yaml --http 8080          # http://127.0.0.1:8080/mcp, token on stderr
       mcp serve --check tools.yaml              # validate only
+      mcp serve --check --connect tools.yaml    # and reach its servers: too
       mcp tools list tools.yaml                 # try it without a server
       mcp serve --proxy https://mcp.example.com/mcp        # a remote server over stdio
       mcp serve --http 8080 --proxy -- npx -y some-server  # a stdio server over HTTP
-    Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags; 4 cannot listen.
+    Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags (with
+    --check --connect: also an upstream that fails or a name collision); 4 cannot listen.
     """
     if _print_only(app, print_schema, print_example):
         return
+    if connect and not check:
+        raise UsageError("--connect applies to --check only", hint="mcp serve --check --connect FILE")
     from mcpcli.cli._proxy import check_proxy_flags
 
     gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools,
@@ -171,13 +182,13 @@ def serve(
         _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return
     file = _file_to_serve(file, example)
-    config = _load(app, file, check)
+    config = _load(app, file, check, connect)
     if config is None or check:
         return
     if watch:
         _check_watch_safety(file)
     settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
-    _serve(app, file, config, settings, watch=watch, quiet=quiet)
+    _serve(app, file, config, settings, watch=watch, quiet=quiet, eager=eager)
 
 
 def _print_only(app: App, print_schema: bool, print_example: bool) -> bool:
@@ -207,8 +218,11 @@ def _file_to_serve(file: str | None, example: bool) -> str:
     return file
 
 
-def _load(app: App, file: str, check: bool) -> Config | None:
-    """The checked file (its warnings printed), or None once its problems are printed (exit 2)."""
+def _load(app: App, file: str, check: bool, connect: bool = False) -> Config | None:
+    """The checked file (its warnings printed), or None once its problems are printed (exit 2).
+
+    The targets of `servers:` entries are resolved too (before serving as well), and
+    with --connect each upstream is reached."""
     from mcpcli.toolsfile.load import load_config
 
     try:
@@ -219,12 +233,36 @@ def _load(app: App, file: str, check: bool) -> Config | None:
         return None
     for warning in config.warnings:
         app.stderr.write(warning.format("warning") + "\n")
+    if config.servers and not _servers_ok(app, config, connect=check and connect):
+        app.exit_code = ExitCode.USAGE
+        return None
     if check:
         counts = (f"{len(config.tools)} tool{'s' * (len(config.tools) != 1)}, "
                   f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "
                   f"{len(config.prompts)} prompt{'s' * (len(config.prompts) != 1)}")
+        if config.servers:
+            counts += f", {len(config.servers)} server{'s' * (len(config.servers) != 1)}"
         app.info(f"{file}: valid ({counts})")
     return config
+
+
+def _servers_ok(app: App, config: Config, *, connect: bool) -> bool:
+    """Resolve the `servers:` targets (and with `connect` reach them); print each problem."""
+    from mcpcli.gateway.serve_file import check_file_servers
+
+    def reached(item: Reached) -> None:
+        up = item.upstream
+        app.info(f"{up.file}:{up.line}:{up.col}: server {up.name!r}: reached ({item.summary()})")
+
+    def warning(problem: Problem) -> None:
+        app.stderr.write(problem.format("warning") + "\n")
+
+    problems = app.run(lambda: check_file_servers(config, connect=connect, user_config=app.config(),
+                                                  on_reached=reached, on_warning=warning))
+    for problem in problems:
+        app.stderr.write(f"{problem}\n")
+    app.stderr.flush()
+    return not problems
 
 
 def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hosts: tuple[str, ...],
@@ -260,7 +298,9 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
     return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after)
 
 
-def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool) -> None:
+def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
+           eager: bool) -> None:
+    from mcpcli.cli._proxy import gateway_options, stdin_reserved
     from mcpcli.toolsfile.backend import ToolsBackend
 
     def warn(line: str) -> None:
@@ -268,15 +308,20 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         app.stderr.flush()
 
     backend = ToolsBackend(file, log=None if quiet else warn, warn=warn, config=config)
+    options = gateway_options(app, eager=eager, quiet=quiet, stdio=http is None) if config.servers else None
 
     async def run() -> None:
         import anyio
 
+        from mcpcli.gateway.serve_file import served_backend
         from mcpcli.server import Server
 
-        # With --watch the lists can change at any time: keep 2026 cache hints short.
-        server = Server(backend, list_ttl_ms=5_000) if watch else Server(backend)
-        async with anyio.create_task_group() as tg:
+        async with (
+            served_backend(backend, watch=watch, options=options) as served,
+            anyio.create_task_group() as tg,
+        ):
+            # With --watch the lists can change at any time: keep 2026 cache hints short.
+            server = Server(served, list_ttl_ms=5_000) if watch else Server(served)
             if watch:
                 tg.start_soon(backend.watch)
             if http is None:
@@ -288,7 +333,8 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
             tg.cancel_scope.cancel()
 
     try:
-        app.run(run)
+        with stdin_reserved(http is None and bool(config.servers)):
+            app.run(run)
     finally:
         backend.close()
 

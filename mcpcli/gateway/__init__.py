@@ -7,7 +7,9 @@ optionally merged with a tools.yaml's own `local` backend. It filters and
 prefixes what each upstream offers, routes every request to the upstream that
 owns the name or URI, and relays what upstreams send back (progress, logs,
 change notifications, and their requests for input through the downstream
-call's `ask`).
+call's `ask`). `check` validates a tools.yaml's `servers:` entries against the
+user's config and, on request, by reaching each upstream; `serve_file` serves a
+tools.yaml that has them.
 
 May import: `client`, `connect`, `targets`, `config`, `server`, `toolsfile`,
 `session`, `transports` and the foundations; never `cli`.

@@ -15,7 +15,6 @@ as an unknown tool.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -30,13 +29,14 @@ from mcpcli import __version__
 from mcpcli.errors import McpCliError, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
-from mcpcli.toolsfile.model import ToolFilter, Upstream
+from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
 from .link import Link, Unavailable, on_behalf_of
 from .options import GatewayOptions
+from .rules import tool_allowed
 
-__all__ = ["GatewayBackend", "tool_allowed"]
+__all__ = ["GatewayBackend"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -44,27 +44,6 @@ JSON = dict[str, Any]
 
 #: JSON-RPC codes upstreams use for "no such resource" (2025: -32002; 2026: -32602).
 _NOT_FOUND_CODES = (-32002, INVALID_PARAMS)
-
-
-def tool_allowed(tool: JSON, rules: ToolFilter) -> bool:
-    """Whether a tool (as the upstream lists it) passes the filter; globs ignore case."""
-    name = tool.get("name")
-    if not isinstance(name, str):
-        return False
-    folded = name.casefold()
-
-    def matches(globs: Sequence[str]) -> bool:
-        return any(fnmatch.fnmatchcase(folded, glob.casefold()) for glob in globs)
-
-    if rules.allow and not matches(rules.allow):
-        return False
-    if matches(rules.deny):
-        return False
-    if rules.read_only:
-        annotations = tool.get("annotations")
-        if not isinstance(annotations, dict) or annotations.get("readOnlyHint") is not True:
-            return False
-    return True
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -282,7 +261,7 @@ class GatewayBackend:
         listings = await self._gather("tools", self.links)
         for index, link in enumerate(self.links):
             for tool in listings.get(index, []):
-                if not tool_allowed(tool, link.upstream.tools):
+                if not tool_allowed(tool.get("name"), tool.get("annotations"), link.upstream.tools):
                     continue
                 name = link.upstream.prefix + tool["name"]
                 if name in served:

@@ -227,12 +227,9 @@ class Link:
         return self._client is not None
 
     def _entry(self) -> ServerEntry:
-        from mcpcli.targets import resolve_target
+        from mcpcli.gateway.rules import upstream_entry
 
-        up = self.upstream
-        if up.command:
-            return ServerEntry(name=up.name, command=up.command[0], args=list(up.command[1:]), source="gateway")
-        return resolve_target(up.target, [], self._options.config or Config())
+        return upstream_entry(self.upstream, self._options.config or Config())
 
     @asynccontextmanager
     async def _connect(self) -> AsyncIterator[_UpstreamClient]:

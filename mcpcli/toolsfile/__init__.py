@@ -60,4 +60,12 @@ def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
     from mcpcli.toolsfile.backend import ToolsBackend
     from mcpcli.toolsfile.transport import YamlTransport
 
-    return YamlTransport(ToolsBackend(path))
+    backend = ToolsBackend(path)
+    if backend.config.servers:
+        import logging
+
+        # The gateway sits above this package; in-process, a file's upstreams are not served.
+        logging.getLogger("mcpcli").warning(
+            "%s: its servers: are served by `mcp serve` only; in-process it serves its own tools, "
+            "resources and prompts", path)
+    return YamlTransport(backend)

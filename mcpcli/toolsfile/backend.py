@@ -12,6 +12,7 @@ The work of each request is done by a module per feature: `tool_calls`,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +23,7 @@ from mcpcli.errors import ConfigError
 from mcpcli.server.backend import CallContext, ChangeListener, TaskPolicy
 from mcpcli.toolsfile import completion, prompts, resources, tool_calls
 from mcpcli.toolsfile.load import load_config
-from mcpcli.toolsfile.model import JSON, Config
+from mcpcli.toolsfile.model import JSON, Config, Upstream
 from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["ToolsBackend"]
@@ -129,7 +130,11 @@ class ToolsBackend:
                 self._audit(f"reloaded {self.path}: {kind} changed")
                 if self._listener is not None:
                     self._listener(kind, None)
-        if not changed:
+        if _upstreams(old) != _upstreams(new):
+            # The gateway's upstreams are fixed at start: say so rather than pretend they changed.
+            self._problem(f"reloaded {self.path}: servers: changed, but the upstreams served stay the "
+                          "ones it started with; restart `mcp serve` to apply the change")
+        elif not changed:
             self._audit(f"reloaded {self.path}: no visible change")
         for warning in new.warnings:
             self._problem(warning.format("warning"))
@@ -194,6 +199,11 @@ class ToolsBackend:
 
     async def complete(self, ref: JSON, argument: JSON, context: JSON) -> JSON:
         return await completion.complete(self._runner, self._config, ref, argument, context, self._problem)
+
+
+def _upstreams(config: Config) -> list[Upstream]:
+    """The `servers:` entries without their positions (moving an entry changes nothing)."""
+    return [dataclasses.replace(u, line=0, col=0) for u in config.servers]
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

@@ -1,9 +1,10 @@
 """Build the `Config` from a structurally valid tools.yaml document, checking its meaning.
 
 `build_config` resolves the secrets, then builds every tool (`build_tools`),
-resource (`build_resources`) and prompt (`build_prompts`), skipping disabled
-tools and reporting duplicates. It returns the config together with every
-problem found; `load.parse_config` raises them as one `ToolsFileError`.
+resource (`build_resources`), prompt (`build_prompts`) and upstream server
+(`build_servers`), skipping disabled tools and reporting duplicates. It returns
+the config together with every problem found; `load.parse_config` raises them
+as one `ToolsFileError`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path as FsPath
 from mcpcli.toolsfile.build_context import BuildContext
 from mcpcli.toolsfile.build_prompts import build_prompt
 from mcpcli.toolsfile.build_resources import build_resource
+from mcpcli.toolsfile.build_servers import build_servers
 from mcpcli.toolsfile.build_tools import build_tool
 from mcpcli.toolsfile.model import JSON, Config, Prompt, Resource, Tool
 from mcpcli.toolsfile.yamlstrict import Marks, Problem
@@ -30,6 +32,7 @@ def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str]) -> tup
     tools = _tools(ctx)
     resources = _resources(ctx)
     prompts = _prompts(ctx)
+    servers = build_servers(ctx)
     config = Config(
         path=ctx.file,
         base_dir=ctx.base_dir,
@@ -41,6 +44,7 @@ def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str]) -> tup
         resources=tuple(resources),
         prompts=prompts,
         warnings=tuple(ctx.warnings),
+        servers=servers,
     )
     return config, ctx.problems
 

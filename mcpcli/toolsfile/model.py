@@ -407,8 +407,9 @@ class Upstream:
     tools: ToolFilter = field(default_factory=ToolFilter)
     resources: bool = True
     prompts: bool = True
-    env: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    #: Not in the repr: values may be secrets (`{secret: NAME}`, `${TOKEN}`).
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
     #: Per-request timeout (seconds) and the most requests in flight to this upstream.
     timeout: float | None = None
     concurrency: int = DEFAULT_MAX_CONCURRENT

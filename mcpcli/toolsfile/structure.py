@@ -40,7 +40,7 @@ def describe_path(path: Path, data: Any) -> str:
     node = data
     rest = list(path)
     prefix = ""
-    if len(rest) >= 2 and rest[0] in ("tools", "prompts", "resources") and isinstance(rest[1], int):
+    if len(rest) >= 2 and rest[0] in ("tools", "prompts", "resources", "servers") and isinstance(rest[1], int):
         section, index = rest[0], rest[1]
         try:
             item = data[section][index]
@@ -49,7 +49,7 @@ def describe_path(path: Path, data: Any) -> str:
         label = None
         if isinstance(item, dict):
             label = item.get("name") or item.get("uri") or item.get("uri_template")
-        kind = {"tools": "tool", "prompts": "prompt", "resources": "resource"}[section]
+        kind = {"tools": "tool", "prompts": "prompt", "resources": "resource", "servers": "server"}[section]
         prefix = f"{kind} {label!r}" if isinstance(label, str) else f"{section}[{index}]"
         rest = rest[2:]
         node = item

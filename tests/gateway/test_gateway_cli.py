@@ -21,7 +21,7 @@ GATEWAY = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy"]
 
 @pytest.mark.parametrize(("args", "message"), [
     (["serve", "--deny-tool", "x", "tools.yaml"], "--deny-tool apply to --proxy only"),
-    (["serve", "--read-only", "--eager", "tools.yaml"], "--read-only, --eager apply to --proxy only"),
+    (["serve", "--read-only", "--eager", "tools.yaml"], "--read-only apply to --proxy only"),
     (["serve", "--proxy"], "--proxy needs a TARGET"),
     (["serve", "--proxy", "http://127.0.0.1:9/mcp", "tools.yaml"], "FILE or --proxy"),
     (["serve", "--proxy", "--check", "--", "true"], "apply to FILE, not to --proxy"),

@@ -63,6 +63,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
     "mcpcli.daemon": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports"}),
+    # The gateway (`mcp serve --proxy`, `servers:` in tools.yaml): upstreams reached as any
+    # command reaches a server, served through the server runtime; never the CLI.
+    "mcpcli.gateway": frozenset({
+        "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
+        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
+    }),
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
     "mcpcli.sessions": frozenset({"mcpcli.config"}),
@@ -70,12 +76,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # caller connects), and the SKILL.md for a server's tool list (pure text).
     "mcpcli.toolgrep": frozenset({"mcpcli.cache"}),
     "mcpcli.skill": frozenset(),
-    # The gateway: a Backend for the server runtime whose content comes from upstreams,
-    # each reached through `connect` as the CLI reaches a target.
-    "mcpcli.gateway": frozenset({
-        "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
-        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
-    }),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

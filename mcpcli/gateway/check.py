@@ -1,0 +1,243 @@
+"""Check a tools.yaml's `servers:` entries beyond what the loader can know alone.
+
+The loader (`mcpcli.toolsfile.build_servers`) never reads the user's config, so
+whether `target: github` names a configured server is decided here, through
+`mcpcli.targets` as every other command resolves a TARGET (`mcp serve --check`).
+With `connect=True` (`mcp serve --check --connect`) each upstream is also reached
+(initialize and the lists, in parallel, each within its own timeout) and the
+names the gateway would serve are compared: two upstreams, or an upstream and the
+file's own tools or prompts, must not end up serving the same name after
+prefixing and filtering. Every problem is a `Problem` at its entry's file:line:col.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpcli.errors import McpCliError
+from mcpcli.gateway.rules import tool_allowed, upstream_entry
+from mcpcli.toolsfile.build_servers import MAX_TOOL_NAME
+from mcpcli.toolsfile.model import Upstream
+from mcpcli.toolsfile.yamlstrict import Problem
+
+if TYPE_CHECKING:
+    from mcpcli.client import Client
+    from mcpcli.config import Config, ServerEntry
+    from mcpcli.connect import ConnectOptions
+
+__all__ = ["DEFAULT_CHECK_TIMEOUT", "Reached", "check_upstreams"]
+
+JSON = dict[str, Any]
+
+#: How long reaching one upstream (handshake and lists) may take when its entry sets no timeout.
+DEFAULT_CHECK_TIMEOUT = 30.0
+
+
+@dataclass
+class Reached:
+    """What one upstream would serve through the gateway (after its filter and prefix)."""
+
+    upstream: Upstream
+    tools: list[str] = field(default_factory=list)
+    #: `allow` globs that matched none of the upstream's tools (a prefix written into one?).
+    idle_globs: list[str] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
+    resources: int = 0
+
+    def summary(self) -> str:
+        parts = [_count(len(self.tools), "tool")]
+        if self.prompts:
+            parts.append(_count(len(self.prompts), "prompt"))
+        if self.resources:
+            parts.append(_count(self.resources, "resource"))
+        return ", ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def _problem(upstream: Upstream, message: str, hint: str | None = None) -> Problem:
+    return Problem(upstream.file, upstream.line, upstream.col, f"server {upstream.name!r}: {message}", hint)
+
+
+async def check_upstreams(
+    upstreams: Sequence[Upstream],
+    *,
+    connect: bool,
+    config: Config | None = None,
+    local_tools: Iterable[str] = (),
+    local_prompts: Iterable[str] = (),
+    options: ConnectOptions | None = None,
+    timeout: float = DEFAULT_CHECK_TIMEOUT,
+    on_reached: Callable[[Reached], None] | None = None,
+    on_warning: Callable[[Problem], None] | None = None,
+) -> list[Problem]:
+    """The problems of `upstreams`: unknown targets; with `connect`, unreachable ones and collisions.
+
+    `config` is the user's config (default: the usual file); `local_tools` and
+    `local_prompts` are the names the tools.yaml serves itself. `on_reached` hears
+    about each upstream that answered, in file order; `on_warning` about what an
+    upstream did wrong without failing (a line that is not JSON-RPC...), at its entry.
+    """
+    if config is None:
+        from mcpcli.config import Config
+
+        config = Config()
+    problems: list[Problem] = []
+    entries: dict[int, ServerEntry] = {}
+    for index, upstream in enumerate(upstreams):
+        try:
+            entries[index] = upstream_entry(upstream, config)
+        except McpCliError as exc:
+            problems.append(_problem(upstream, exc.message, exc.hint))
+    if not connect or not entries:
+        return problems
+    reached = await _reach_all(upstreams, entries, options, timeout, problems, on_warning)
+    for index in sorted(reached):
+        if on_reached is not None:
+            on_reached(reached[index])
+        if on_warning is not None:
+            for glob in reached[index].idle_globs:
+                on_warning(_problem(upstreams[index], f"tools.allow {glob!r} matches none of its tools",
+                                    "globs match the upstream's own names, before the prefix"))
+    problems.extend(_collisions([reached[i] for i in sorted(reached)], local_tools, local_prompts))
+    return sorted(problems, key=lambda p: (p.line, p.col))
+
+
+async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEntry],
+                     options: ConnectOptions | None, timeout: float,
+                     problems: list[Problem],
+                     on_warning: Callable[[Problem], None] | None) -> dict[int, Reached]:
+    """Reach every resolved upstream at once: a slow one never holds up the others' checks."""
+    import anyio
+
+    from mcpcli.connect import ConnectOptions
+
+    if options is None:
+        # Never sign in from a check: a stored sign-in is used, a missing one is reported.
+        options = ConnectOptions(quiet=True, auth="stored-only")
+    reached: dict[int, Reached] = {}
+
+    async def one(index: int) -> None:
+        upstream = upstreams[index]
+        limit = upstream.timeout or timeout
+
+        def warn(exc: Exception) -> None:
+            if on_warning is not None:
+                on_warning(_problem(upstream, _describe(exc)))
+
+        try:
+            with anyio.fail_after(limit):
+                reached[index] = await _reach(upstream, entries[index], options, limit, warn)
+        except Exception as exc:  # one upstream's failure is a problem to report, whatever it is
+            inner = _inner(exc)
+            if isinstance(inner, _ListFailed):
+                problems.append(_problem(upstream, str(inner), inner.hint))
+            elif isinstance(inner, TimeoutError):
+                problems.append(_problem(upstream, f"no answer within {limit:g}s",
+                                         "set a longer `timeout:` on the entry if it is only slow"))
+            else:
+                problems.append(_problem(upstream, f"cannot reach it: {_describe(inner)}",
+                                         getattr(inner, "hint", None)))
+
+    async with anyio.create_task_group() as tg:
+        for index in entries:
+            tg.start_soon(one, index)
+    return reached
+
+
+async def _reach(upstream: Upstream, entry: ServerEntry, options: ConnectOptions, limit: float,
+                 warn: Callable[[Exception], None]) -> Reached:
+    from mcpcli.client import ClientOptions
+    from mcpcli.connect import connect
+
+    # The whole check of an upstream is bounded by `limit` (fail_after); its requests never outlive it.
+    client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(5.0, limit), on_error=warn)
+    # A check connects directly: it must not start the session daemon for a keepAlive server.
+    entry = dataclasses.replace(entry, keep_alive=False)
+    async with connect(entry, options, client_options) as client:
+        return await _lists(upstream, client)
+
+
+async def _lists(upstream: Upstream, client: Client) -> Reached:
+    """The names `upstream` would serve through the gateway, from its own lists."""
+    found = Reached(upstream)
+    if client.offers("tools"):
+        names: list[str] = []
+        for tool in await _listed(client.list_tools(), "tools/list", "tools"):
+            name = tool.get("name")
+            if not isinstance(name, str):
+                continue
+            names.append(name.casefold())
+            if tool_allowed(name, tool.get("annotations"), upstream.tools):
+                found.tools.append(upstream.prefix + name)
+        found.idle_globs = [g for g in upstream.tools.allow if not fnmatch.filter(names, g.casefold())]
+    if upstream.prompts and client.offers("prompts"):
+        for prompt in await _listed(client.list_prompts(), "prompts/list", "prompts"):
+            name = prompt.get("name")
+            if isinstance(name, str):
+                found.prompts.append(upstream.prefix + name)
+    if upstream.resources and client.offers("resources"):
+        found.resources = len(await _listed(client.list_resources(), "resources/list", "resources"))
+        templates = client.list_resource_templates()
+        found.resources += len(await _listed(templates, "resources/templates/list", "resourceTemplates"))
+    return found
+
+
+class _ListFailed(Exception):
+    """A list the upstream declared failed: said with the method, not as "cannot reach it"."""
+
+    def __init__(self, message: str, hint: str | None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+async def _listed(listing: Awaitable[JSON], method: str, key: str) -> list[JSON]:
+    from mcpcli.errors import RPCError
+
+    try:
+        result = await listing
+    except RPCError as exc:
+        section = method.split("/")[0]
+        hint = None if section == "tools" else f"`{section}: false` on the entry leaves them out"
+        raise _ListFailed(f"{method} failed: {exc.message}", hint) from None
+    return [item for item in result.get(key) or [] if isinstance(item, dict)]
+
+
+def _collisions(reached: list[Reached], local_tools: Iterable[str], local_prompts: Iterable[str]) -> list[Problem]:
+    """Names served twice: each reported at the later upstream, naming the first owner."""
+    problems: list[Problem] = []
+    for kind, local in (("tool", local_tools), ("prompt", local_prompts)):
+        # Compared without case: a client may not keep two names apart that differ only in case.
+        owners: dict[str, str] = {name.casefold(): f"a {kind} of this file" for name in local}
+        for item in reached:
+            for name in item.tools if kind == "tool" else item.prompts:
+                if kind == "tool" and len(name) > MAX_TOOL_NAME:
+                    problems.append(_problem(item.upstream, f"tool {name!r}: with the prefix the name is "
+                                             f"{len(name)} characters (at most {MAX_TOOL_NAME})"))
+                owner = owners.get(name.casefold())
+                if owner is not None:
+                    problems.append(_problem(item.upstream, f"{kind} {name!r} is also {owner}"))
+                    continue
+                owners[name.casefold()] = f"served by server {item.upstream.name!r} (line {item.upstream.line})"
+    return problems
+
+
+def _inner(exc: BaseException) -> BaseException:
+    from mcpcli.errors import unwrap
+
+    return unwrap(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    inner = _inner(exc)
+    if isinstance(inner, McpCliError):
+        return inner.message
+    if isinstance(inner, OSError) and inner.strerror:
+        return inner.strerror
+    return f"{type(inner).__name__}: {inner}" if str(inner) else type(inner).__name__

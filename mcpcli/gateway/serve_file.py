@@ -1,0 +1,67 @@
+"""`mcp serve FILE` when FILE has `servers:`: check them, and serve them with the file's own content.
+
+Kept out of `mcpcli.cli.serve` so that the command stays a few lines: it loads the
+file, calls `check_file_servers` (target names always; with `--check --connect`,
+each upstream too) and serves what `served_backend` yields. A file without
+`servers:` is served by its `ToolsBackend` alone, exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from mcpcli.gateway.check import Reached, check_upstreams
+
+if TYPE_CHECKING:
+    from mcpcli.config import Config as UserConfig
+    from mcpcli.gateway.options import GatewayOptions
+    from mcpcli.server.backend import Backend
+    from mcpcli.toolsfile.backend import ToolsBackend
+    from mcpcli.toolsfile.model import Config
+    from mcpcli.toolsfile.yamlstrict import Problem
+
+__all__ = ["check_file_servers", "has_own_content", "served_backend"]
+
+
+async def check_file_servers(
+    config: Config,
+    *,
+    connect: bool,
+    user_config: UserConfig | None = None,
+    on_reached: Callable[[Reached], None] | None = None,
+    on_warning: Callable[[Problem], None] | None = None,
+) -> list[Problem]:
+    """The problems of a loaded file's `servers:` (unknown targets; with `connect`, the rest)."""
+    return await check_upstreams(
+        config.servers, connect=connect, config=user_config,
+        local_tools=config.tools, local_prompts=config.prompts, on_reached=on_reached,
+        on_warning=on_warning,
+    )
+
+
+def has_own_content(config: Config) -> bool:
+    """Whether the file serves tools, resources or prompts of its own besides its upstreams."""
+    return bool(config.tools or config.resources or config.prompts)
+
+
+@asynccontextmanager
+async def served_backend(
+    local: ToolsBackend, *, watch: bool, options: GatewayOptions | None = None,
+) -> AsyncIterator[Backend]:
+    """The backend to serve: `local` alone, or a gateway over the file's upstreams and `local`.
+
+    With --watch the local backend is always merged in, so tools added by a reload
+    appear; without it, a file of upstreams only has no local part. `options` are the
+    gateway's (how upstreams are reached and reported; `eager` connects them at start).
+    """
+    config = local.config
+    if not config.servers:
+        yield local
+        return
+    from mcpcli.gateway.backend import GatewayBackend
+
+    merged = local if (watch or has_own_content(config)) else None
+    async with GatewayBackend(config.servers, local=merged, options=options) as backend:
+        yield backend
