@@ -20,8 +20,9 @@ __all__ = ["check_proxy_flags", "gateway_options", "proxy_upstream", "serve_gate
 
 def check_proxy_flags(proxy: str | None, command: Sequence[str], *, file: str | None, flags: dict[str, Any]) -> None:
     """The gateway flags need --proxy; --proxy takes no FILE and none of FILE's flags."""
+    file_flags = ("--check", "--watch", "--example")
     if proxy is None:
-        used = [name for name, value in flags.items() if value and name != "--eager"]
+        used = [name for name, value in flags.items() if value and name not in ("--eager", *file_flags)]
         if used:
             raise UsageError(f"{', '.join(used)} apply to --proxy only",
                              hint="mcp serve --proxy TARGET --deny-tool 'delete_*'")
@@ -31,6 +32,8 @@ def check_proxy_flags(proxy: str | None, command: Sequence[str], *, file: str | 
         return
     if file is not None:
         raise UsageError("give FILE or --proxy TARGET, not both")
+    if any(flags.get(name) for name in file_flags):
+        raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
     if proxy and command:
         raise UsageError("give --proxy TARGET or a server command after --, not both")
     if not proxy and not command:

@@ -172,12 +172,11 @@ def serve(
         raise UsageError("--connect applies to --check only", hint="mcp serve --check --connect FILE")
     from mcpcli.cli._proxy import check_proxy_flags
 
-    gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools,
-                     "--prefix": prefix is not None, "--read-only": read_only, "--eager": eager}
+    gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools, "--prefix": prefix is not None,
+                     "--read-only": read_only, "--eager": eager, "--check": check, "--watch": watch,
+                     "--example": example}
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
     if proxy is not None:
-        if check or watch or example:
-            raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
         settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
         _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return

@@ -33,6 +33,8 @@ Behaviour flags (any combination):
   --tool-error          answer tools/call with isError: true
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
+  --hold-discover FILE  (with --slow-modern 0) answer server/discover only once FILE exists
+                        (the test decides when the server has booted; at most 60 s)
   --ttl MS              (with --modern) the ttlMs of the tools/list result (default 0)
   FAKE_ERA=modern       (environment) like --slow-modern 0: a command line remembered as
                         legacy whose server is now modern-only
@@ -90,6 +92,7 @@ p.add_argument("--features", action="store_true")
 p.add_argument("--listen", choices=["tagged", "untagged", "silent"])
 p.add_argument("--ttl", type=int, default=0)
 p.add_argument("--slow-modern", type=float)
+p.add_argument("--hold-discover")
 p.add_argument("--era-file")
 p.add_argument("--deaf-after-list", action="store_true")
 p.add_argument("--log-after", action="store_true")
@@ -237,6 +240,9 @@ def handle(msg: dict) -> None:
         return
     if opts.slow_modern is not None and method == "server/discover":
         time.sleep(opts.slow_modern)
+        held_until = time.monotonic() + 60
+        while opts.hold_discover and not os.path.exists(opts.hold_discover) and time.monotonic() < held_until:
+            time.sleep(0.01)
         opts.slow_modern = 0.0
         opts.modern = True
     if method == "server/discover":

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import Gateway, demo
+from gwkit import Gateway, demo
 from helpers import wait_until_async
 
 from mcpcli.errors import RPCError
@@ -230,7 +230,7 @@ async def _answer_by_question(params: dict) -> dict:
 async def test_each_question_gets_its_own_answer(gateway: Gateway, upstream_protocol: str | None) -> None:
     """Two questions asked one after the other in one call, through a 2026-07-28 client:
     the second must not be answered with the first's answer."""
-    from conftest import answer_sample
+    from gwkit import answer_sample
 
     from mcpcli.client import ClientFeatures
 
@@ -255,7 +255,7 @@ async def test_a_2026_upstreams_input_requests_reach_the_client_as_asked(gateway
 
 async def test_a_client_without_sampling_gets_missing_capability(gateway: Gateway) -> None:
     """What the upstream would say to that client directly: -32021 (2026-07-28)."""
-    from conftest import answer_elicit
+    from gwkit import answer_elicit
 
     from mcpcli.client import ClientFeatures
 
@@ -268,7 +268,7 @@ async def test_a_client_without_sampling_gets_missing_capability(gateway: Gatewa
 async def test_a_2026_upstream_sees_the_downstream_clients_capabilities(gateway: Gateway) -> None:
     """Capabilities travel per request in 2026-07-28: the upstream is told what the client
     behind the gateway declared (here: no roots), not what the gateway could relay."""
-    from conftest import answer_elicit, answer_sample
+    from gwkit import answer_elicit, answer_sample
 
     from mcpcli.client import ClientFeatures
 
@@ -325,7 +325,7 @@ async def test_two_clients_questions_go_each_to_its_own_client() -> None:
     a 2025-11-25 HTTP upstream: each question reaches the client whose call caused it."""
     import sys
 
-    from conftest import UPSTREAM, listening
+    from gwkit import UPSTREAM, listening
     from helpers import free_port
 
     from mcpcli.client import Client, ClientFeatures, ClientOptions
@@ -557,17 +557,20 @@ async def test_a_change_only_to_hidden_tools_is_not_announced() -> None:
     assert seen == ["tools"]
 
 
-async def test_an_upstream_still_starting_does_not_hold_up_the_list(gateway: Gateway) -> None:
+async def test_an_upstream_still_starting_does_not_hold_up_the_list(gateway: Gateway, tmp_path: Path) -> None:
     """Its tools are left out of the first answer, and announced when they arrive."""
     from helpers import fake_server
 
     from mcpcli.toolsfile.model import Upstream
 
-    slow = Upstream(name="slow", command=tuple(fake_server("--slow-modern", "1.5")), prefix="s_")
-    async with gateway([demo("quick", prefix="q_"), slow], list_wait=0.3) as client:
+    booted = tmp_path / "booted"
+    slow = Upstream(name="slow", command=tuple(fake_server("--slow-modern", "0", "--hold-discover", str(booted))),
+                    prefix="s_")
+    async with gateway([demo("quick", prefix="q_"), slow], list_wait=3.0) as client:
         async with client.subscribe(tools=True) as changes:
             first = {t["name"] for t in (await client.list_tools())["tools"]}
             assert "q_echo" in first and "s_echo" not in first
+            booted.touch()
             with anyio.fail_after(20):
                 change = await changes.receive()
         assert change["method"] == "notifications/tools/list_changed"

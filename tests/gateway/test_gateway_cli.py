@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HTTP_DIR, UPSTREAM, listening, serve_http
+from gwkit import HTTP_DIR, UPSTREAM, listening, serve_http
 from helpers import free_port, mcp_in
 
 sys.path.insert(0, str(HTTP_DIR))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import listening, serve_http
+from gwkit import listening, serve_http
 from helpers import REPO, fake_server, free_port, mcp_in
 
 pytestmark = [pytest.mark.slow]

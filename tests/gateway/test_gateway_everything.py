@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import HTTP_DIR, listening, serve_http
+from gwkit import HTTP_DIR, listening, serve_http
 from helpers import Peers, free_port, mcp_in
 
 from mcpcli.client import Client, ClientOptions

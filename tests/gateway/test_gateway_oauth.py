@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import listening
+from gwkit import listening
 from helpers import Peers, free_port, mcp
 
 pytestmark = [pytest.mark.peer, pytest.mark.slow]

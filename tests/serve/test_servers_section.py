@@ -245,6 +245,7 @@ def _fake(*args: str) -> str:
     return json.dumps([sys.executable, str(FAKES / "fake_stdio_server.py"), *args])
 
 
+@pytest.mark.peer
 def test_check_connect_reaches_real_upstreams_of_every_era(tmp_path: Path, everything: list[str],
                                                            sdk_server: list[str]) -> None:
     path = tmp_path / "gw.yaml"
