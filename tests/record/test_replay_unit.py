@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import mcp_in
+from helpers import fake_server, mcp_in
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.errors import RPCError, UsageError
@@ -160,3 +160,10 @@ def test_the_fast_paths_leave_record_to_the_full_cli() -> None:
     assert fast._parse(["@s", "echo", "--record", "f.ndjson"]) is None
     assert fast._parse(["@s", "echo", "--record=f.ndjson"]) is None
     assert fast.parse_flags(["echo", "-a", "x=1", "--record", "f.ndjson"]) is None
+
+
+def test_a_recording_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> None:
+    r = mcp_in("tools", "list", "--record", str(tmp_path / "no" / "such" / "dir.ndjson"), "--", *fake_server())
+    assert r.code == 2, r
+    assert r.stderr.startswith("mcp: error: --record: cannot open ")
+    assert "Traceback" not in r.stderr
