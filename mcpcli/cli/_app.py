@@ -212,7 +212,7 @@ class App:
                     f"with (give them to `mcp session open`)"
                 )
         try:
-            async with connect(entry, conn.connect_options(self), conn.client_options(self)) as client:
+            async with connect(entry, conn.connect_options(self), conn.client_options(self, entry)) as client:
                 yield client
         finally:
             conn.close()

@@ -16,7 +16,9 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.client import ClientOptions
+    from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
+    from mcpcli.record import Recorder
 
 __all__ = ["Connection", "env_options"]
 
@@ -38,6 +40,7 @@ class Connection:
     insecure: bool = False
     log_level: str | None = None
     trace: bool = False
+    record: str | None = None
     root: tuple[str, ...] = ()
     sampling_command: str | None = None
     elicit_json: str | None = None
@@ -49,6 +52,7 @@ class Connection:
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
     _server_log_file: IO[bytes] | None = None
+    _recorders: list[Recorder] | None = None
 
     def server_log_file(self) -> IO[bytes] | None:
         """--server-log FILE, opened once for appending (the server's stderr and its log messages)."""
@@ -68,6 +72,9 @@ class Connection:
         log, self._server_log_file = self._server_log_file, None
         if log is not None:
             log.close()
+        recorders, self._recorders = self._recorders or [], None
+        for recorder in recorders:
+            recorder.close()
 
     def connect_options(self, app: App) -> ConnectOptions:
         from mcpcli.connect import ConnectOptions
@@ -100,10 +107,10 @@ class Connection:
         )
         return options
 
-    def client_options(self, app: App) -> ClientOptions:
+    def client_options(self, app: App, entry: ServerEntry | None = None) -> ClientOptions:
         from mcpcli.args import meta_items
         from mcpcli.cli._features import build_features
-        from mcpcli.cli._notify import notification_printer, trace_printer
+        from mcpcli.cli._notify import notification_printer
         from mcpcli.client import ClientOptions
 
         probe = os.environ.get("MCP_PROBE_TIMEOUT")
@@ -117,9 +124,31 @@ class Connection:
             on_notification=self.on_notification
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
             on_error=lambda exc: app.warn(str(exc)),
-            trace=trace_printer(app) if self.trace else None,
+            trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
         )
+
+    def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
+        """--trace and --record: both see every message; a connection's recording is one run."""
+        from mcpcli.cli._notify import redact, trace_printer
+
+        tracers: list[Callable[[str, Any], None]] = []
+        if self.trace:
+            tracers.append(trace_printer(app))
+        if self.record:
+            from mcpcli.record import Recorder, describe_target
+
+            recorder = Recorder(self.record, describe_target(entry) if entry is not None else "", redact)
+            self._recorders = [*(self._recorders or []), recorder]
+            tracers.append(recorder)
+        if len(tracers) < 2:
+            return tracers[0] if tracers else None
+
+        def both(direction: str, message: Any) -> None:
+            for tracer in tracers:
+                tracer(direction, message)
+
+        return both
 
 
 def env_options(items: Iterable[str]) -> dict[str, str | None]:

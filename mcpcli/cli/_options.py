@@ -129,6 +129,9 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Ask the server for log messages at LEVEL and above (default: only "
                       "warnings and worse it sends unasked are shown)."),
     click.option("--trace", is_flag=True, help="Print the JSON-RPC traffic on stderr (secrets redacted)."),
+    click.option("--record", type=click.Path(dir_okay=False), metavar="FILE",
+                 help="Append the JSON-RPC exchange to FILE as NDJSON, secrets redacted "
+                      "(created 0600; replay it with `mcp serve --replay FILE`)."),
     click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
                  help="Offer DIR as a root to the server (repeatable)."),
     click.option("--sampling-command", metavar="CMD",
@@ -152,7 +155,7 @@ def connection_options(f: F) -> F:
     """Add the connection flags; the command receives them as `conn: Connection`."""
     names = [
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
-        "transport", "protocol", "insecure", "log_level", "trace", "root", "sampling_command",
+        "transport", "protocol", "insecure", "log_level", "trace", "record", "root", "sampling_command",
         "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "meta",
     ]
 

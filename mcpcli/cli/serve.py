@@ -124,6 +124,9 @@ class _Http:
 @click.option("--prefix", metavar="P", help="With --proxy: serve the upstream's tools and prompts as P<name>.")
 @click.option("--read-only", is_flag=True,
               help="With --proxy: serve only tools annotated readOnlyHint: true.")
+@click.option("--replay", type=click.Path(dir_okay=False), metavar="RECORDING",
+              help="Serve a --record file as a mock server: requests answered from the "
+                   "recording by method and params.")
 @click.option("--eager", is_flag=True,
               help="With --proxy or a FILE with servers:, connect to the upstreams at start "
                    "instead of on first use.")
@@ -149,6 +152,7 @@ def serve(
     deny_tools: tuple[str, ...],
     prefix: str | None,
     read_only: bool,
+    replay: str | None,
     eager: bool,
 ) -> None:
     """Serve a tools.yaml file as an MCP server (stdio unless --http).
@@ -163,6 +167,7 @@ def serve(
       mcp tools list tools.yaml                 # try it without a server
       mcp serve --proxy https://mcp.example.com/mcp        # a remote server over stdio
       mcp serve --http 8080 --proxy -- npx -y some-server  # a stdio server over HTTP
+      mcp serve --replay session.ndjson         # a recording (--record) as a mock server
     Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags (with
     --check --connect: also an upstream that fails or a name collision); 4 cannot listen.
     """
@@ -170,6 +175,11 @@ def serve(
         return
     if connect and not check:
         raise UsageError("--connect applies to --check only", hint="mcp serve --check --connect FILE")
+    if replay is not None:
+        _serve_replay(app, replay, file, proxy, bool(check or watch or example or connect or eager or allow_tools
+                                                          or deny_tools or prefix is not None or read_only),
+                      _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after))
+        return
     from mcpcli.cli._proxy import check_proxy_flags
 
     gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools, "--prefix": prefix is not None,
@@ -355,6 +365,28 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
             await _serve_http(app, server, http, upstream.name)
 
     serve_gateway(app, [upstream], serve, eager=eager, quiet=quiet, stdio=http is None)
+
+
+def _serve_replay(app: App, replay: str, file: str | None, proxy: str | None, file_flags: bool,
+                  http: _Http | None) -> None:
+    """`--replay RECORDING`: a recording served back over stdio or HTTP."""
+    if file is not None or proxy is not None or app.server_command:
+        raise UsageError("--replay serves a recording: give no FILE, --proxy or server command with it")
+    if file_flags:
+        raise UsageError("--replay takes no --check, --connect, --watch, --example, --eager or gateway flags")
+    from mcpcli.server.replay import ReplayServer, load_recording
+
+    server = ReplayServer(load_recording(replay))
+
+    async def run() -> None:
+        if http is None:
+            from mcpcli.server import serve_stdio
+
+            await serve_stdio(server)
+        else:
+            await _serve_http(app, server, http, replay)
+
+    app.run(run)
 
 
 def _token_help(prog: str, file: str, url: str, token: str) -> str:

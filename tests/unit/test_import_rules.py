@@ -76,6 +76,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # caller connects), and the SKILL.md for a server's tool list (pure text).
     "mcpcli.toolgrep": frozenset({"mcpcli.cache"}),
     "mcpcli.skill": frozenset(),
+    # `--record`: a session tracer writing NDJSON, and a description of the entry recorded.
+    "mcpcli.record": frozenset({"mcpcli.config"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
