@@ -12,8 +12,12 @@ module may use this at start-up.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["LOG_LEVELS", "UNASKED_LOG_FLOOR", "json_safe", "log_line", "log_rank", "one_line", "printable", "verbatim"]
+__all__ = [
+    "LOG_LEVELS", "REDACTED", "UNASKED_LOG_FLOOR", "json_safe", "log_line", "log_rank", "one_line", "printable",
+    "redact", "verbatim",
+]
 
 #: C0 controls but tab and newline, DEL and C1, then Unicode format characters
 #: (category Cf, bidi overrides U+202A-E and isolates U+2066-9 among them) and
@@ -133,3 +137,38 @@ def log_line(params: dict[str, object]) -> str:
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     prefix = f"[{level}]" + (f" {logger}:" if isinstance(logger, str) and logger else "")
     return printable(f"{prefix} {text}", keep_newlines=False)
+
+
+# -- secrets in traces and recordings ---------------------------------------------
+
+#: Keys whose string values `--trace` and `--record` never show.
+_SECRET_KEY = re.compile(
+    r"(pass(word|wd)?|secret|token|api[_-]?key|authorization|cookie|credential|private[_-]?key)",
+    re.IGNORECASE,
+)
+#: What `--trace` prints and `--record` writes in place of such a value (and what
+#: `mcp serve --replay` takes as matching any string).
+REDACTED = "\u00abredacted\u00bb"
+
+
+#: Keys that match the pattern but never hold secrets (protocol fields).
+_NOT_SECRET = frozenset({"progressToken", "maxTokens", "token_type", "tokenType"})
+
+
+def _secret(key: Any, value: Any) -> bool:
+    return (
+        isinstance(key, str)
+        and key not in _NOT_SECRET
+        and _SECRET_KEY.search(key) is not None
+        and isinstance(value, str)
+        and value != ""
+    )
+
+
+def redact(value: Any) -> Any:
+    """A copy with the string values of secret-looking keys replaced."""
+    if isinstance(value, dict):
+        return {k: REDACTED if _secret(k, v) else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value

@@ -130,7 +130,8 @@ class Connection:
 
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
         """--trace and --record: both see every message; a connection's recording is one run."""
-        from mcpcli.cli._notify import redact, trace_printer
+        from mcpcli.cli._notify import trace_printer
+        from mcpcli.text import redact
 
         tracers: list[Callable[[str, Any], None]] = []
         if self.trace:

@@ -3,50 +3,21 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from mcpcli import text
-from mcpcli.text import printable
+from mcpcli.text import printable, redact
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.cli._progress import ProgressBar
     from mcpcli.jsonrpc import Batch, Message
 
-__all__ = ["notification_printer", "progress_printer", "redact", "trace_printer"]
+__all__ = ["notification_printer", "progress_printer", "trace_printer"]
 
 JSON = dict[str, Any]
 
-_SECRET_KEY = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|authorization|cookie|credential|private[_-]?key)",
-    re.IGNORECASE,
-)
-REDACTED = "«redacted»"
-
-
-#: Keys that match the pattern but never hold secrets (protocol fields).
-_NOT_SECRET = frozenset({"progressToken", "maxTokens", "token_type", "tokenType"})
-
-
-def _secret(key: Any, value: Any) -> bool:
-    return (
-        isinstance(key, str)
-        and key not in _NOT_SECRET
-        and _SECRET_KEY.search(key) is not None
-        and isinstance(value, str)
-        and value != ""
-    )
-
-
-def redact(value: Any) -> Any:
-    """A copy with the string values of secret-looking keys replaced."""
-    if isinstance(value, dict):
-        return {k: REDACTED if _secret(k, v) else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
 
 
 def trace_printer(app: App) -> Callable[[str, Message | Batch], None]:

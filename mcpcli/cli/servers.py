@@ -130,7 +130,7 @@ def show(app: App, name: str, reveal: bool, out: Output) -> None:
     SECRET, PASSWORD, Authorization...) are redacted unless --reveal.
     """
     from mcpcli import render
-    from mcpcli.cli._notify import redact
+    from mcpcli.text import redact
 
     entry, source, path = _locate(app, name)
     config = entry.to_json()

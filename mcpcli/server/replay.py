@@ -33,6 +33,7 @@ from typing import Any
 from mcpcli.errors import RPCError, UsageError
 from mcpcli.jsonrpc import Request
 from mcpcli.server.core import Server, ServerConnection
+from mcpcli.text import REDACTED
 
 __all__ = ["Recording", "ReplayServer", "load_recording"]
 
@@ -42,8 +43,6 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 #: Answered from the recording whatever the client asks: the handshake is the recording's.
 _HANDSHAKES = frozenset({"initialize", "server/discover"})
-#: What `--record` writes in place of a secret (`mcpcli.cli._notify.REDACTED`).
-REDACTED = "\u00abredacted\u00bb"
 #: `_meta` keys that say who asks rather than what: ignored when matching.
 _IGNORED_META = frozenset({"progressToken", "io.modelcontextprotocol/clientInfo"})
 

@@ -112,11 +112,6 @@ async def test_an_unmatched_request_names_the_closest_recorded_one(tmp_path: Pat
         )
 
 
-def test_the_placeholder_is_what_the_recorder_writes() -> None:
-    from mcpcli.cli._notify import REDACTED as WRITTEN
-
-    assert REDACTED == WRITTEN
-
 
 @pytest.mark.parametrize(("text", "problem"), [
     ("{not json", "rec.ndjson:2: not JSON"),
