@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import stat
@@ -132,28 +133,11 @@ class _Http:
                    "instead of on first use.")
 @pass_app
 def serve(
-    app: App,
-    file: str | None,
-    http: str | None,
-    auth_token: str | None,
-    no_auth: bool,
-    allow_hosts: tuple[str, ...],
-    allow_origins: tuple[str, ...],
-    sse_poll_after: float | None,
-    check: bool,
-    connect: bool,
-    watch: bool,
-    print_schema: bool,
-    example: bool,
-    print_example: bool,
-    quiet: bool,
-    proxy: str | None,
-    allow_tools: tuple[str, ...],
-    deny_tools: tuple[str, ...],
-    prefix: str | None,
-    read_only: bool,
-    replay: str | None,
-    eager: bool,
+    app: App, file: str | None, http: str | None, auth_token: str | None, no_auth: bool,
+    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], sse_poll_after: float | None, check: bool,
+    connect: bool, watch: bool, print_schema: bool, example: bool, print_example: bool, quiet: bool,
+    proxy: str | None, allow_tools: tuple[str, ...], deny_tools: tuple[str, ...], prefix: str | None,
+    read_only: bool, replay: str | None, eager: bool,
 ) -> None:
     """Serve a tools.yaml file as an MCP server (stdio unless --http).
 
@@ -175,20 +159,18 @@ def serve(
         return
     if connect and not check:
         raise UsageError("--connect applies to --check only", hint="mcp serve --check --connect FILE")
-    if replay is not None:
-        _serve_replay(app, replay, file, proxy, bool(check or watch or example or connect or eager or allow_tools
-                                                          or deny_tools or prefix is not None or read_only),
-                      _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after))
-        return
-    from mcpcli.cli._proxy import check_proxy_flags
-
+    settings = functools.partial(_http_settings, http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
     gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools, "--prefix": prefix is not None,
                      "--read-only": read_only, "--eager": eager, "--check": check, "--watch": watch,
                      "--example": example}
+    if replay is not None:
+        _serve_replay(app, replay, file, proxy, any(gateway_flags.values()) or connect, settings())
+        return
+    from mcpcli.cli._proxy import check_proxy_flags
+
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
     if proxy is not None:
-        settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
-        _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
+        _serve_proxy(app, proxy, settings(), allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return
     file = _file_to_serve(file, example)
     config = _load(app, file, check, connect)
@@ -196,8 +178,7 @@ def serve(
         return
     if watch:
         _check_watch_safety(file)
-    settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
-    _serve(app, file, config, settings, watch=watch, quiet=quiet, eager=eager)
+    _serve(app, file, config, settings(), watch=watch, quiet=quiet, eager=eager)
 
 
 def _print_only(app: App, print_schema: bool, print_example: bool) -> bool:
