@@ -77,19 +77,26 @@ class SQLiteRecords:
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.dir = Path(state_dir)
         self.path = self.dir / DB_NAME
+        self._lock: IO[bytes] | None = None
+        db: sqlite3.Connection | None = None
         try:
             _private_dir(self.dir)
             self._lock = self._take_lock()
             for suffix in ("", "-wal", "-shm"):  # SQLite gives -wal and -shm the db's mode
                 if suffix == "" or (self.dir / (DB_NAME + suffix)).exists():
                     _private_file(self.dir / (DB_NAME + suffix))
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=5000")
+            db.executescript(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
+            if db is not None:
+                db.close()
+            if self._lock is not None:
+                self._lock.close()
             raise TransportError(f"cannot open the task store {self.path}: {exc}") from None
+        self._db = db
         self._mutex = threading.Lock()
         self._swept = 0.0
         self._cancel: Delivery | None = None
