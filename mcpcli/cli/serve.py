@@ -15,6 +15,8 @@ from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcpcli.gateway.check import Reached
     from mcpcli.toolsfile.model import Config
     from mcpcli.toolsfile.yamlstrict import Problem
@@ -228,14 +230,25 @@ class _Tasks:
     per_client: int | None
     max_result: int
 
-    def open(self, file: str, config: Config) -> Any:
-        """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise."""
+    def open(self, file: str, config: Config, warn: Callable[[str], None]) -> Any:
+        """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise.
+
+        Editors start one stdio server per window, often of the same FILE: when the
+        default state directory is taken, this one keeps its tasks in memory (with a
+        warning); a state directory or store asked for by name is an error (exit 4)."""
+        from mcpcli.server.tasks.sqlite import StoreBusy
         from mcpcli.server.tasks.stores import open_records
 
         kind = self.store or ("sqlite" if config.has_tasks else "memory")
         if kind == "memory":
             return open_records(kind, "")
-        return open_records(kind, self.state_dir or default_state_dir(file))
+        try:
+            return open_records(kind, self.state_dir or default_state_dir(file))
+        except StoreBusy as exc:
+            if self.store is not None or self.state_dir is not None:
+                raise
+            warn(f"{exc.message}: this one keeps its tasks in memory (give it its own --state-dir)")
+            return open_records("memory", "")
 
 
 def default_state_dir(file: str) -> Path:
@@ -364,7 +377,7 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, tasks: _Task
         app.stderr.write(f"{app.prog} serve: {line}\n")
         app.stderr.flush()
 
-    records = tasks.open(file, config)
+    records = tasks.open(file, config, warn)
     backend = ToolsBackend(file, log=None if quiet else warn, warn=warn, config=config)
     options = gateway_options(app, eager=eager, quiet=quiet, stdio=http is None) if config.servers else None
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import free_port, mcp_in, wait_listening, wait_until, wait_until_async
+from helpers import free_port, mcp, mcp_in, wait_listening, wait_until, wait_until_async
 
 from mcpcli.server.tasks.records import RESTARTED
 
@@ -162,7 +162,7 @@ def test_with_the_memory_store_a_restart_forgets_the_tasks(tools: Path, tmp_path
         assert gone.code == 5 and "Task not found" in gone.stderr, gone
 
 
-def test_the_default_state_dir_is_per_tools_file_and_a_second_server_is_refused(tools: Path) -> None:
+def test_the_default_state_dir_is_per_tools_file_and_one_server_owns_it(tools: Path, tmp_path: Path) -> None:
     from mcpcli.cli.serve import default_state_dir
 
     port = free_port()
@@ -170,10 +170,15 @@ def test_the_default_state_dir_is_per_tools_file_and_a_second_server_is_refused(
         state = default_state_dir(str(tools))
         assert (state / "tasks.db").exists()
         assert str(state).startswith(os.environ["XDG_STATE_HOME"])
-        second = mcp_in("serve", str(tools), "--http", str(free_port()), "--no-auth",
+        # Named explicitly, a taken state directory is an error...
+        second = mcp_in("serve", str(tools), "--http", str(free_port()), "--no-auth", "--state-dir", str(state),
                         env={"RESTART_KEY": SECRET})
         assert second.code == 4, second
         assert "another mcp serve keeps its tasks in" in second.stderr
+        # ...by default (an editor's second stdio server of the same file) tasks stay in memory.
+        stdio = mcp("serve", str(tools), input="", env={"RESTART_KEY": SECRET})
+        assert stdio.code == 0, stdio
+        assert "this one keeps its tasks in memory" in stdio.stderr
 
 
 @pytest.mark.parametrize(("value", "message"), [
