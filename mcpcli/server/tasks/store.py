@@ -15,7 +15,12 @@ message. `tasks/cancel` cancels the work (a tools.yaml call: its process group).
 The `TaskStore` holds the tasks of one server: created before the
 `CreateTaskResult` goes out (an immediate `tasks/get` finds it), bound to the
 caller's principal, dropped `ttl` after creation (a running one is cancelled
-then) and bounded in number (the oldest finished ones go first). Status
+then) and bounded in number, in all and per principal (the oldest finished
+ones go first). It keeps the `Task`s this process runs; every task's record
+(`records.TaskRecord`) goes to its `TaskRecords` on each change, and a task it
+does not run (finished before a restart, or run by another replica) is answered
+from its record (`Task.view`). A result larger than `max_result_bytes` fails
+the task instead of being stored. Status
 changes are offered to `subscriptions/listen` streams that asked for the task.
 The protocol methods are in `tasks.handlers` (2026-07-28) and `tasks.legacy`
 (2025-11-25, where the client asks for a task with `params.task` and input
