@@ -105,6 +105,7 @@ def tools(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.peer
 def test_finished_tasks_survive_a_restart_and_unfinished_ones_fail(tools: Path, tmp_path: Path,
                                                                     peers: Any) -> None:
     state = tmp_path / "state"
@@ -163,7 +164,7 @@ def test_with_the_memory_store_a_restart_forgets_the_tasks(tools: Path, tmp_path
 
 
 def test_the_default_state_dir_is_per_tools_file_and_one_server_owns_it(tools: Path, tmp_path: Path) -> None:
-    from mcpcli.cli.serve import default_state_dir
+    from mcpcli.cli._serve_tasks import default_state_dir
 
     port = free_port()
     with serving(tools, port):
