@@ -40,7 +40,17 @@ class TargetCommand(click.Command):
         app = ctx.find_object(App)
         if app is not None and app.server_command and not ctx.resilient_parsing:
             args = [NO_TARGET, *args]
+        if ctx.resilient_parsing and args and self._awaits_value(ctx, args[-1]):
+            # Completing that option's value: parse the words before it, so its
+            # completer sees TARGET and the tool (click gives up on the whole line).
+            return [*super().parse_args(ctx, args[:-1]), args[-1]]
         return super().parse_args(ctx, args)
+
+    def _awaits_value(self, ctx: click.Context, word: str) -> bool:
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option) and word in param.opts and not param.is_flag:
+                return True
+        return False
 
     def invoke(self, ctx: click.Context) -> Any:
         _prespawn(ctx)

@@ -144,6 +144,12 @@ def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete
     return tool_names(ctx, incomplete)
 
 
+def _arg_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._completers import argument_items
+
+    return argument_items(ctx, incomplete)
+
+
 @target_command(tools, "show")
 @click.argument("tool", shell_complete=_tool_name_completion)
 def show(app: App, target: str | None, tool: str, conn: Connection, out: Output) -> None:
@@ -202,7 +208,7 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
 
 @target_command(tools, "call")
 @click.argument("tool", shell_complete=_tool_name_completion)
-@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
+@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE", shell_complete=_arg_completion,
               help="An argument: key=value (typed by the schema), key:=json, key=@file, key=@- (stdin).")
 @click.option("--args", "args_json", metavar="JSON|@FILE|-",
               help="The whole arguments object: JSON text, @file.json, or - for stdin.")
