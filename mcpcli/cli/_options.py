@@ -152,6 +152,8 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Use stored tokens (refreshing them) but never open a sign-in."),
     click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
                  help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file."),
+    click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
+                 help="Use the sign-in of this account (one of several on a server; see `mcp auth login --profile`)."),
     click.option("--meta", multiple=True, metavar="KEY=VALUE",
                  help="Add KEY to every request's _meta (repeatable); VALUE is JSON if it parses, "
                       "else a string."),
@@ -163,7 +165,7 @@ def connection_options(f: F) -> F:
     names = [
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
         "transport", "protocol", "insecure", "log_level", "trace", "root", "sampling_command",
-        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "meta",
+        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "profile", "meta",
     ]
 
     @functools.wraps(f)

@@ -49,6 +49,7 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from mcpcli.auth import check_profile
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
@@ -115,7 +116,7 @@ LISTEN_FLAGS = {
 ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
 CONNECT_FIELDS = (
     "env", "cwd", "headers", "bearer_token", "transport", "insecure",
-    "auth", "token_store", "connect_timeout",
+    "auth", "token_store", "profile", "connect_timeout",
 )
 
 
@@ -430,6 +431,7 @@ def _connect_from(raw: Any) -> ConnectOptions:
     if not _string_map(fields.get("env", {}), none_ok=True) or not _string_map(fields.get("headers", {})):
         raise UsageError("open: connect.env and connect.headers must map names to strings")
     options = ConnectOptions(**fields)
+    options.profile = check_profile(options.profile) if isinstance(options.profile, str) else None
     options.quiet = True
     if options.auth == "interactive":
         options.auth = "stored-only"  # the daemon has no terminal to sign in on
@@ -700,6 +702,10 @@ class Daemon:
             if not existing.same_target(entry):
                 raise UsageError(f"session {name!r} is open on another server ({existing.target()})",
                                  hint=f"mcp session close {name}")
+            profile = _connect_from(message.get("connect")).profile
+            if existing.connect.profile != profile:
+                raise UsageError(f"session {name!r} is open with profile {existing.connect.profile or 'default'!r}",
+                                 hint=f"mcp session close {name}, or open another session for this profile")
             if not message.get("join", True):
                 raise UsageError(f"session {name!r} is already open", hint=f"mcp session close {name}")
             await existing.ready.wait()
