@@ -21,10 +21,12 @@ from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
     from mcpcli.auth.authenticator import OAuthAuthenticator
+    from mcpcli.headers_helper import HeadersHelper
 
 __all__ = [
     "ConnectOptions",
     "OAuthProvider",
+    "check_profile",
     "connect",
     "open_http_transport",
     "open_transport",
@@ -56,6 +58,13 @@ class ConnectOptions:
     profile: str | None = None
     #: HTTP: how long connecting (and waiting for an SSE endpoint event) may take.
     connect_timeout: float = 30.0
+
+
+def check_profile(name: str | None) -> str | None:
+    """A `--profile` name checked (`mcpcli.auth.check_profile`), for those that may not import auth."""
+    from mcpcli.auth import check_profile as check
+
+    return check(name)
 
 
 def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
@@ -160,6 +169,14 @@ class OAuthProvider:
         return OAuthAuthenticator(self.url, settings, mode=options.auth)
 
 
+def _headers_helper(entry: ServerEntry) -> HeadersHelper | None:
+    if entry.headers_helper is None:
+        return None
+    from mcpcli.headers_helper import HeadersHelper
+
+    return HeadersHelper(entry.headers_helper, name=entry.name)
+
+
 def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """The transport for an `http`/`sse` server entry, honouring `--transport`.
 
@@ -181,6 +198,7 @@ def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transpor
         insecure=options.insecure,
         connect_timeout=options.connect_timeout,
         auth=None if options.auth == "none" else OAuthProvider(entry.url, entry, options),
+        header_source=_headers_helper(entry),
     )
     if mode == "sse":
         from mcpcli.transports.sse import SseTransport

@@ -49,10 +49,9 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcpcli.auth import check_profile
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
-from mcpcli.connect import ConnectOptions, open_transport
+from mcpcli.connect import ConnectOptions, check_profile, open_transport
 from mcpcli.daemon import groups, paths, peercred, protocol
 from mcpcli.errors import (
     AuthError,
@@ -113,7 +112,9 @@ LISTEN_FLAGS = {
     "notifications/prompts/list_changed": "promptsListChanged",
     "notifications/resources/list_changed": "resourcesListChanged",
 }
-ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
+ENTRY_FIELDS = (
+    "name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw", "headers_helper",
+)
 CONNECT_FIELDS = (
     "env", "cwd", "headers", "bearer_token", "transport", "insecure",
     "auth", "token_store", "profile", "connect_timeout",
@@ -405,6 +406,8 @@ def _entry_from(raw: Any) -> ServerEntry:
             return value in ("stdio", "http", "sse", "yaml")
         if key == "raw":
             return isinstance(value, dict)
+        if key == "headers_helper":
+            return isinstance(value, str) or (_strings(value) and bool(value))
         return isinstance(value, str)
 
     bad = [k for k, v in fields.items() if not fits(k, v)]
