@@ -77,3 +77,16 @@ def test_a_bad_profile_name_is_a_usage_error(oauth) -> None:
         assert "invalid profile name" in r.stderr and "Traceback" not in r.stderr
     r = mcp_in("tools", "list", srv.mcp_url, env=child_env(MCP_PROFILE="../x"))
     assert r.code == 2 and "invalid profile name" in r.stderr
+
+
+def test_tools_grep_uses_the_profiles_stored_sign_in(oauth, browser_script: Path, tmp_path: Path) -> None:
+    env = child_env(BROWSER=str(browser_script), FAKE_BROWSER_LOG=str(tmp_path / "browser.log"))
+    srv = oauth()
+    assert mcp_in("auth", "login", srv.mcp_url, "--profile", "work", env=env).code == 0
+    unsigned = mcp_in("tools", "grep", "echo", srv.mcp_url, "--no-cache", env=env)
+    assert unsigned.code == 3, unsigned  # the default profile has no sign-in; grep never prompts
+    found = mcp_in("tools", "grep", "echo", srv.mcp_url, "--no-cache", "--profile", "work", env=env)
+    assert found.code == 0, found
+    assert [m["tool"] for m in found.json] == ["echo"]
+    bad = mcp_in("tools", "grep", "echo", srv.mcp_url, "--profile", "no way", env=env)
+    assert bad.code == 2 and "invalid profile name" in bad.stderr

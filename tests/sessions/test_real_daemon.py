@@ -280,3 +280,22 @@ def test_sessions_use_their_profiles_sign_in(real: Path, tmp_path: Path, monkeyp
         names = sorted(s["name"] for s in mcp_in("session", "list", "--json").json["sessions"])
         assert names == ["acct", "acct.work", "d", "w"]
         assert mcp_in("session", "close", "--all").code == 0
+
+
+def test_a_keep_alive_servers_headers_helper_runs_in_its_session(real: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.oauth_server import OAuthServer
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with OAuthServer() as srv:
+        issued = srv.issue("cid", "", srv.resource, refresh=False, user="carol")
+        headers = tmp_path / "headers"
+        headers.write_text(f"Authorization: Bearer {issued['access_token']}\n")
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"hh": {
+            "url": srv.mcp_url, "keepAlive": True, "headersHelper": ["cat", str(headers)]}}}))
+        r = mcp_in("--config", str(config), "tools", "call", "hh", "echo", "--no-auth")
+        assert r.code == 0, r
+        assert r.json["content"][0]["text"] == "called echo as carol"
+        assert [s["name"] for s in mcp_in("session", "list", "--json").json["sessions"]] == ["hh"]
+        assert mcp_in("session", "close", "--all").code == 0
