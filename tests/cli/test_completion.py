@@ -159,3 +159,29 @@ def test_tool_names_complete_for_a_session_or_url_whose_list_is_cached(config: P
     assert complete("mcp", "tools", "call", "@work", "w") == ["plain,weather", "plain,wipe"]
     assert complete("mcp", "tools", "show", "https://b/mcp", "") == ["plain,whoami"]
     assert complete("mcp", "tools", "call", "@work", "weather", "--arg", "a") == ["plain,alerts="]
+
+
+@pytest.mark.peer
+def test_prompt_arg_values_come_from_an_open_session_only(
+    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, everything: list[str]
+) -> None:
+    """`prompts get @S PROMPT --arg name=` asks the session's server (completion/complete);
+    the same prompt named by a server that is not a session offers names only, and a
+    closed session starts nothing."""
+    monkeypatch.setenv("MCPCLI_RUNTIME_DIR", str(tmp_path / "run"))
+    assert mcp_in("session", "open", "ev", "--", *everything).code == 0
+    try:
+        assert mcp_in("prompts", "list", "@ev", "-q").code == 0
+        line = ("mcp", "prompts", "get", "@ev", "completable-prompt")
+        assert complete(*line, "--arg", "") == ["plain,department=", "plain,name="]
+        offered = complete(*line, "--arg", "department=")
+        assert "plain,department=Engineering" in offered and "plain,department=Sales" in offered
+        assert complete(*line, "--arg", "department=Sa") == ["plain,department=Sales"]
+        # context: the chosen department narrows the names
+        names = complete(*line, "--arg", "department=Engineering", "--arg", "name=")
+        assert names and all(item.startswith("plain,name=") for item in names)
+        assert complete(*line, "--arg", "department=Engineering", "--arg", "") == ["plain,name="]
+    finally:
+        assert mcp_in("session", "close", "ev").code == 0
+    assert complete(*line, "--arg", "department=") == []  # closed: nothing asked, nothing started
+    assert mcp_in("session", "list", "--json").json["sessions"] == []
