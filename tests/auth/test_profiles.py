@@ -44,6 +44,11 @@ def test_two_profiles_sign_in_as_different_users(oauth, browser_script: Path, tm
     assert who(MCP_PROFILE="work") == "called echo as bob"
     assert who("--profile", "default", MCP_PROFILE="work") == "called echo as alice"
 
+    srv.expire_access_tokens()  # each profile refreshes its own tokens, and keeps them apart
+    assert who("--profile", "work") == "called echo as bob"
+    assert who() == "called echo as alice"
+    assert len(srv.token_requests("refresh_token")) == 2
+
     listed = mcp_in("auth", "list", "--json", env=env)
     assert sorted((i["profile"], i["server"]) for i in listed.json) == [("default", url), ("work", url)]
     assert sorted(line.split()[0] for line in _human_list(listed.json)) == ["default", "work"]
@@ -67,6 +72,9 @@ def test_two_profiles_sign_in_as_different_users(oauth, browser_script: Path, tm
     assert gone.code == 3 and "--profile work" in gone.stderr
     assert who() == "called echo as alice"
     assert srv.count("/authorize") == 2
+    assert mcp_in("auth", "login", url, "--profile", "work", env=env).code == 0
+    assert mcp_in("auth", "logout", "--all", env=env).code == 0  # every profile's
+    assert mcp_in("auth", "list", "--json", env=env).json == []
 
 
 def test_a_bad_profile_name_is_a_usage_error(oauth) -> None:
