@@ -38,11 +38,8 @@ def helper_argv(command: str | list[str]) -> list[str]:
 
 
 def _valid(name: str, value: str) -> bool:
-    return (
-        bool(name)
-        and all(c in _TOKEN_CHARS for c in name)
-        and not any(c in value for c in "\r\n\x00")
-    )
+    # Visible ASCII, space and tab only: no header splitting, nothing httpx cannot encode.
+    return bool(name) and all(c in _TOKEN_CHARS for c in name) and all(c == "\t" or " " <= c <= "~" for c in value)
 
 
 def parse_headers(output: bytes, *, what: str) -> dict[str, str]:

@@ -122,7 +122,8 @@ def test_a_helper_that_hangs_is_stopped_with_its_children() -> None:
 def test_parse_headers_keeps_secrets_out_of_errors() -> None:
     assert parse_headers(b'{"A": "1", "B-c": "x y"}', what="s") == {"A": "1", "B-c": "x y"}
     assert parse_headers(b"A: 1\n\nB: two: parts\n", what="s") == {"A": "1", "B": "two: parts"}
-    for bad in (b"", b"[]", b'{"A": "x\\r\\nEvil: 1"}', b"\xff", b"no colon SECRET"):
+    for bad in (b"", b"[]", b'{"A": "x\\r\\nEvil: 1"}', b"\xff", b"no colon SECRET", b'{"A": "\\u20ac"}',
+                b"A: SECRET\x00"):
         with pytest.raises(AuthError) as info:
             parse_headers(bad, what="s")
         assert "SECRET" not in info.value.message + (info.value.hint or "")
