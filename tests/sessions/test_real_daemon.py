@@ -270,6 +270,9 @@ def test_sessions_use_their_profiles_sign_in(real: Path, tmp_path: Path, monkeyp
         assert mcp_in("session", "open", "d", srv.mcp_url).code == 0
         assert who("tools", "call", "@w", "echo") == "called echo as bob"
         assert who("tools", "call", "@d", "echo") == "called echo as alice"
+        other = mcp_in("tools", "call", "@d", "echo", "--profile", "work", "--stored-auth-only")
+        assert other.code == 0 and other.json["content"][0]["text"] == "called echo as alice"
+        assert "--profile ignored: session 'd' keeps what it was opened with" in other.stderr
         again = mcp_in("session", "open", "w", srv.mcp_url)
         assert again.code == 2 and "open with profile 'work'" in again.stderr, again
 
