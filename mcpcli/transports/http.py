@@ -269,7 +269,7 @@ class HttpConnection:
         if status == 403 and not scope_problem:
             raise AuthError(what, hint="the server refused access with these credentials")
         if self._source_authorization:
-            raise AuthError(what, hint="the server rejected the headers from headersHelper (run again after a 401)")
+            raise AuthError(what, hint="the server rejected headersHelper's headers, also from the run after the first 401")
         if self._static_credentials():
             raise AuthError(what, hint="the server rejected the token or Authorization header given")
         if self._provider is None:
