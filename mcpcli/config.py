@@ -127,6 +127,9 @@ class ServerEntry:
     idle_timeout: float | None = None
     #: `"restart"`: "no", or "on-failure" (the daemon restarts a crashed server).
     restart: str = "no"
+    #: `"headersHelper"` (remote servers of our own config): a command printing request
+    #: headers; a list is an argv, a string runs through `sh -c` (`mcpcli.headers_helper`).
+    headers_helper: str | list[str] | None = None
 
     def resolved(self) -> ServerEntry:
         """A copy with `${VAR}` interpolated; raises `ConfigError` on a missing variable."""
@@ -146,6 +149,7 @@ class ServerEntry:
             keep_alive=self.keep_alive,
             idle_timeout=self.idle_timeout,
             restart=self.restart,
+            headers_helper=self.headers_helper,
         )
 
     def to_json(self) -> JSON:
@@ -246,8 +250,22 @@ def _session_fields(entry: JSON, *, what: str) -> JSON:
     return {"keep_alive": keep_alive, "idle_timeout": idle, "restart": restart}
 
 
-def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
-    """One `mcpServers`/`servers` entry in any editor's dialect, validated."""
+def _headers_helper(entry: JSON, *, what: str) -> str | list[str] | None:
+    helper = entry.get("headersHelper")
+    if helper is None:
+        return None
+    if isinstance(helper, str) and helper.strip():
+        return helper
+    if isinstance(helper, list) and helper and all(isinstance(a, str) for a in helper) and helper[0]:
+        return list(helper)
+    raise ConfigError(f"{what}: headersHelper must be a command string or a non-empty list of strings (an argv)")
+
+
+def normalize_entry(name: str, entry: Any, *, source: str, helpers: bool = False) -> ServerEntry:
+    """One `mcpServers`/`servers` entry in any editor's dialect, validated.
+
+    `helpers`: honour `headersHelper` (a command to run); only our own config's
+    entries do, never a file another client (or a cloned project) put there."""
     what = f"{source}: server {name!r}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{what} must be an object")
@@ -296,6 +314,7 @@ def normalize_entry(name: str, entry: Any, *, source: str) -> ServerEntry:
             transport=transport,
             source=source,
             raw=raw,
+            headers_helper=_headers_helper(entry, what=what) if helpers else None,
             **session,
         )
     raise ConfigError(f"{what} needs either a command or a url")
@@ -339,13 +358,13 @@ class Config:
 
     def entries(self) -> list[ServerEntry]:
         servers = _servers_of(self._load(), source=str(self.path))
-        return [normalize_entry(n, e, source=str(self.path)) for n, e in servers.items()]
+        return [normalize_entry(n, e, source=str(self.path), helpers=True) for n, e in servers.items()]
 
     def get(self, name: str) -> ServerEntry | None:
         servers = _servers_of(self._load(), source=str(self.path))
         if name not in servers:
             return None
-        return normalize_entry(name, servers[name], source=str(self.path))
+        return normalize_entry(name, servers[name], source=str(self.path), helpers=True)
 
     def set(self, entry: ServerEntry) -> None:
         doc = self._load()

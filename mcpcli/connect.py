@@ -21,10 +21,12 @@ from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
     from mcpcli.auth.authenticator import OAuthAuthenticator
+    from mcpcli.headers_helper import HeadersHelper
 
 __all__ = [
     "ConnectOptions",
     "OAuthProvider",
+    "check_profile",
     "connect",
     "open_http_transport",
     "open_transport",
@@ -52,8 +54,17 @@ class ConnectOptions:
     auth: str = "interactive"
     #: `--token-store`: where OAuth tokens are kept (default: the keyring, else a file).
     token_store: str | None = None
+    #: `--profile`: which account's stored sign-in to use (None: the default one).
+    profile: str | None = None
     #: HTTP: how long connecting (and waiting for an SSE endpoint event) may take.
     connect_timeout: float = 30.0
+
+
+def check_profile(name: str | None) -> str | None:
+    """A `--profile` name checked (`mcpcli.auth.check_profile`), for those that may not import auth."""
+    from mcpcli.auth import check_profile as check
+
+    return check(name)
 
 
 def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
@@ -70,7 +81,7 @@ def session_connect_fields(options: ConnectOptions) -> dict[str, Any]:
         "env": env, "cwd": options.cwd, "headers": dict(options.headers),
         "bearer_token": options.bearer_token, "transport": options.transport,
         "insecure": options.insecure,
-        "auth": options.auth, "token_store": options.token_store,
+        "auth": options.auth, "token_store": options.token_store, "profile": options.profile,
         "connect_timeout": options.connect_timeout,
     }
 
@@ -83,12 +94,14 @@ def _session_transport(entry: ServerEntry, options: ConnectOptions) -> Transport
     if entry.transport == "session":
         return DaemonTransport(entry.name, sessions.socket_file())
 
+    # Each profile has its own keepAlive session (its own tokens): NAME.PROFILE.
+    name = entry.name if options.profile is None else f"{entry.name}.{options.profile}"
     request = sessions.open_request(
-        entry.name, entry, connect=session_connect_fields(options),
+        name, entry, connect=session_connect_fields(options),
         idle_timeout=entry.idle_timeout, restart=entry.restart, join=True,
     )
     return DaemonTransport(
-        entry.name, sessions.socket_file(), prepare=functools.partial(sessions.open_session, request)
+        name, sessions.socket_file(), prepare=functools.partial(sessions.open_session, request)
     )
 
 
@@ -144,16 +157,24 @@ class OAuthProvider:
     def has_stored_sign_in(self) -> bool:
         from mcpcli.auth import has_stored_sign_in
 
-        return has_stored_sign_in(self.url)
+        return has_stored_sign_in(self.url, self.options.profile)
 
     def authenticator(self) -> OAuthAuthenticator:
         from mcpcli.auth.authenticator import OAuthAuthenticator
         from mcpcli.auth.settings import AuthSettings
 
         options = self.options
-        flags = {"token_store": options.token_store} if options.token_store else {}
+        flags = {"token_store": options.token_store, "profile": options.profile}
         settings = AuthSettings.build(self.entry, flags, insecure=options.insecure)
         return OAuthAuthenticator(self.url, settings, mode=options.auth)
+
+
+def _headers_helper(entry: ServerEntry) -> HeadersHelper | None:
+    if entry.headers_helper is None:
+        return None
+    from mcpcli.headers_helper import HeadersHelper
+
+    return HeadersHelper(entry.headers_helper, name=entry.name)
 
 
 def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
@@ -177,6 +198,7 @@ def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transpor
         insecure=options.insecure,
         connect_timeout=options.connect_timeout,
         auth=None if options.auth == "none" else OAuthProvider(entry.url, entry, options),
+        header_source=_headers_helper(entry),
     )
     if mode == "sse":
         from mcpcli.transports.sse import SseTransport

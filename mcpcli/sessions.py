@@ -438,6 +438,7 @@ def open_request(
         "env": resolved.env, "cwd": resolved.cwd, "url": resolved.url, "headers": resolved.headers,
         "transport": resolved.transport, "raw": resolved.raw,
         "path": os.path.abspath(resolved.path) if resolved.path else None,
+        "headers_helper": resolved.headers_helper,
     }
     connect_fields = dict(connect or {})
     if resolved.transport in ("stdio", "yaml") and not connect_fields.get("cwd") and not resolved.cwd:

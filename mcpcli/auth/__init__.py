@@ -39,11 +39,27 @@ environments.
 
 from __future__ import annotations
 
-__all__ = ["has_stored_sign_in"]
+__all__ = ["check_profile", "has_stored_sign_in"]
 
 
-def has_stored_sign_in(server_url: str) -> bool:
-    """Is there a stored sign-in for this exact server URL? (Reads the index only.)"""
+def check_profile(name: str | None) -> str | None:
+    """A `--profile` name (None, "" and "default" are the default profile), or a usage error."""
+    import re
+
+    from mcpcli.errors import UsageError
+
+    if not name or name == "default":
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}", name):
+        raise UsageError(
+            f"invalid profile name {name!r}",
+            hint="use letters, digits, '_' and '-' (at most 32, starting with a letter or digit)",
+        )
+    return name
+
+
+def has_stored_sign_in(server_url: str, profile: str | None = None) -> bool:
+    """Is there a stored sign-in for this exact server URL (and profile)? (Reads the index only.)"""
     import json
 
     from mcpcli.config import state_dir
@@ -57,4 +73,5 @@ def has_stored_sign_in(server_url: str) -> bool:
     servers = doc.get("servers") if isinstance(doc, dict) else None
     if not isinstance(servers, dict):
         return False
-    return server_url.split("#", 1)[0] in servers
+    url = server_url.split("#", 1)[0]
+    return (url if profile is None else f"{profile}@{url}") in servers

@@ -45,13 +45,13 @@ def check_can_interact(flow: Flow) -> None:
         raise AuthError(
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and --stored-auth-only "
             "forbids opening a sign-in",
-            hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` first",
+            hint=f"run `mcp auth login {flow.settings.login_target(flow.server_url)}` first",
         )
     if flow.mode == "non-interactive" and not can_launch_browser() and not flow.settings.no_browser:
         raise AuthError(
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and this session has no "
             "terminal or browser to do it",
-            hint=f"run `mcp auth login {flow.settings.name or flow.server_url}` in a terminal first "
+            hint=f"run `mcp auth login {flow.settings.login_target(flow.server_url)}` in a terminal first "
             "(or --no-browser to paste the redirect URL); for a server with a fixed token "
             "(`mcp serve --http` prints one), set MCP_BEARER_TOKEN",
         )

@@ -59,7 +59,7 @@ class OAuthAuthenticator:
         self.server_url = strip_fragment(server_url)
         self.settings = settings
         self.mode = mode
-        self.store = store or TokenStore(settings.token_store)
+        self.store = store or TokenStore(settings.token_store, profile=settings.profile)
         self.flow = Flow(self.server_url, settings, self.store, mode=mode, ui=ui)
         self._record: Record | None = None
         self._secrets: Secrets | None = None
@@ -253,6 +253,6 @@ class OAuthAuthenticator:
             raise AuthError(
                 f"{verbatim(self.server_url, limit=300)} needs more scope ({verbatim(challenge.scope or '?', limit=300)}) "
                 "and --stored-auth-only forbids signing in again",
-                hint=f"run `mcp auth login {self.settings.name or self.server_url} --scope '{scope or ''}'`",
+                hint=f"run `mcp auth login {self.settings.login_target(self.server_url)} --scope '{scope or ''}'`",
             )
         return await self._sign_in(challenge, scope=scope)

@@ -67,7 +67,7 @@ async def login(
     mode: str = "interactive",
 ) -> Record:
     """`mcp auth login`: discover, sign in (or use client credentials), store; returns the record."""
-    store = store or TokenStore(settings.token_store)
+    store = store or TokenStore(settings.token_store, profile=settings.profile)
     flow = Flow(server_url, settings, store, mode=mode, ui=ui)
     await anyio.to_thread.run_sync(store.check_writable)
     challenge = await probe_challenge(flow.fetcher, flow.server_url)
@@ -104,12 +104,12 @@ async def access_token(
     if header is None or rec is None:
         raise AuthError(
             f"not signed in to {verbatim(server_url, limit=300)}",
-            hint=f"run `mcp auth login {settings.name or server_url}`",
+            hint=f"run `mcp auth login {settings.login_target(server_url)}`",
         )
     if rec.expired(margin=0):
         raise AuthError(
             f"the stored token for {verbatim(server_url, limit=300)} has expired and could not be refreshed",
-            hint=f"run `mcp auth login {settings.name or server_url}`",
+            hint=f"run `mcp auth login {settings.login_target(server_url)}`",
         )
     return header.split(" ", 1)[1]
 

@@ -36,12 +36,19 @@ class AuthSettings:
     no_browser: bool = False
     timeout: float = DEFAULT_LOGIN_TIMEOUT
     token_store: str | None = None
+    #: `--profile` (or MCP_PROFILE): which account's tokens to use and store (None: the default).
+    profile: str | None = None
     insecure: bool = False
     #: Enterprise-managed authorization (SEP-990): the IdP's token endpoint, our client id
     #: there, and the user's ID token from the enterprise sign-on.
     idp_token_endpoint: str | None = None
     idp_client_id: str | None = None
     id_token: str | None = None
+
+    def login_target(self, server_url: str) -> str:
+        """What to name in a `mcp auth login ...` hint: the server, and the profile if any."""
+        target = self.name or server_url
+        return target if self.profile is None else f"{target} --profile {self.profile}"
 
     def __repr__(self) -> str:
         return f"AuthSettings(name={self.name!r}, client_id={self.client_id!r}, <secrets redacted>)"
@@ -96,6 +103,7 @@ class AuthSettings:
             no_browser=bool(extra.get("no_browser")),
             timeout=timeout_f,
             token_store=extra.get("token_store") or conf.get("tokenStore"),
+            profile=extra.get("profile") or None,
             insecure=insecure,
             idp_token_endpoint=pick("idp_token_endpoint", "idpTokenEndpoint", "MCP_OAUTH_IDP_TOKEN_ENDPOINT"),
             idp_client_id=pick("idp_client_id", "idpClientId", "MCP_OAUTH_IDP_CLIENT_ID"),

@@ -128,6 +128,7 @@ class Flow:
             as_scopes_supported=server.scopes_supported,
             private_key_file=self.settings.private_key_file if client.auth_method == "private_key_jwt" else None,
             signing_alg=client.signing_alg,
+            profile=self.store.profile,
         )
         secrets = Secrets(
             access_token=tokens.access_token,

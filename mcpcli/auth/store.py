@@ -75,6 +75,10 @@ def store_mode(explicit: str | None = None) -> str:
 # -- records ---------------------------------------------------------------------------
 
 
+def index_key(server_url: str, profile: str | None) -> str:
+    return server_url if profile is None else f"{profile}@{server_url}"
+
+
 @dataclass
 class Record:
     """What is known about one server's sign-in (no secrets)."""
@@ -110,10 +114,20 @@ class Record:
     #: private_key_jwt clients: the PEM file to sign assertions with (the key is not copied).
     private_key_file: str | None = None
     signing_alg: str | None = None
+    #: `--profile`: one of several accounts on this server (None: the default one).
+    profile: str | None = None
+
+    @property
+    def index_key(self) -> str:
+        """Where the index keeps this sign-in: the URL (default profile, as before
+        profiles existed), else `PROFILE@URL` (never a URL: `@` cannot be in a scheme)."""
+        return index_key(self.server_url, self.profile)
 
     @property
     def secret_prefix(self) -> str:
-        return f"{self.issuer or self.token_endpoint}|{self.resource}"
+        # The default profile keeps the keys sign-ins had before profiles existed.
+        base = f"{self.issuer or self.token_endpoint}|{self.resource}"
+        return base if self.profile is None else f"{self.profile}@{base}"
 
     def secret_key(self, kind: str) -> str:
         return f"{self.secret_prefix}|{kind}"
@@ -246,8 +260,12 @@ class FileSecrets:
 class TokenStore:
     """The index plus the secret stores; `mode` picks where new sign-ins go."""
 
-    def __init__(self, mode: str | None = None, *, directory: Path | None = None) -> None:
+    def __init__(
+        self, mode: str | None = None, *, directory: Path | None = None, profile: str | None = None
+    ) -> None:
         self.mode = store_mode(mode)
+        #: The account this store finds and saves (`--profile`; None: the default one).
+        self.profile = profile
         self.dir = directory or auth_dir()
         self.index_path = self.dir / "servers.json"
         self.lock_path = self.dir / "lock"
@@ -282,28 +300,32 @@ class TokenStore:
         servers = doc.get("servers")
         return servers if isinstance(servers, dict) else {}
 
-    def records(self) -> list[Record]:
+    def records(self, *, every_profile: bool = True) -> list[Record]:
+        """Every sign-in (of every profile, unless `every_profile` is false)."""
         out = []
-        for url, raw in self._load_index().items():
+        for key, raw in self._load_index().items():
             rec = Record.from_json(raw)
-            if rec is None or rec.server_url != url:
-                warn(f"ignoring a damaged sign-in entry for {url!r} in {self.index_path}")
+            if rec is None or rec.index_key != key:
+                warn(f"ignoring a damaged sign-in entry for {key!r} in {self.index_path}")
                 continue
-            out.append(rec)
+            if every_profile or rec.profile == self.profile:
+                out.append(rec)
         return out
 
     def find(self, server_url: str) -> Record | None:
-        raw = self._load_index().get(server_url)
+        """This store's profile's sign-in for the URL."""
+        key = index_key(server_url, self.profile)
+        raw = self._load_index().get(key)
         if raw is None:
             return None
         rec = Record.from_json(raw)
-        if rec is None or rec.server_url != server_url:
-            warn(f"ignoring a damaged sign-in entry for {server_url!r}; sign in again")
+        if rec is None or rec.index_key != key:
+            warn(f"ignoring a damaged sign-in entry for {key!r}; sign in again")
             return None
         return rec
 
     def find_by_name(self, name: str) -> Record | None:
-        for rec in self.records():
+        for rec in self.records(every_profile=False):
             if rec.name == name:
                 return rec
         return None
@@ -322,7 +344,7 @@ class TokenStore:
         """Secrets first, then the index entry, under the lock."""
         with self.locked():
             servers = self._load_index()
-            old = Record.from_json(servers.get(rec.server_url))
+            old = Record.from_json(servers.get(rec.index_key))
             backend = self.secrets(rec.store)
             for kind in KINDS:
                 value = getattr(secrets, kind)
@@ -334,22 +356,22 @@ class TokenStore:
                 self._drop_secrets(old, servers)
             rec.has_refresh_token = bool(secrets.refresh_token)
             rec.has_client_secret = bool(secrets.client_secret)
-            servers[rec.server_url] = rec.to_json()
+            servers[rec.index_key] = rec.to_json()
             write_private_json(self.index_path, {"version": 1, "servers": servers})
 
     def delete(self, rec: Record) -> None:
         """Forget one server's sign-in; secrets go unless another entry shares them."""
         with self.locked():
             servers = self._load_index()
-            servers.pop(rec.server_url, None)
+            servers.pop(rec.index_key, None)
             write_private_json(self.index_path, {"version": 1, "servers": servers})
             self._drop_secrets(rec, servers)
 
     def _drop_secrets(self, rec: Record, servers: dict[str, Any]) -> None:
-        for url, raw in servers.items():
+        for key, raw in servers.items():
             other = Record.from_json(raw)
             if (
-                url != rec.server_url
+                key != rec.index_key
                 and other is not None
                 and (other.secret_prefix, other.store) == (rec.secret_prefix, rec.store)
             ):

@@ -206,6 +206,8 @@ class App:
         entry = self.resolve(target)
         if entry.transport == "session":
             ignored = [flag for flag, given in (("--env", conn.env), ("--cwd", conn.cwd), ("--header", conn.header)) if given]
+            if conn.profile and conn.profile != os.environ.get("MCP_PROFILE"):  # the flag, not the variable
+                ignored.append("--profile")
             if ignored:
                 self.warn(
                     f"{', '.join(ignored)} ignored: session {entry.name!r} keeps what it was opened "

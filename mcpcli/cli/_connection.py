@@ -48,6 +48,7 @@ class Connection:
     no_auth: bool = False
     stored_auth_only: bool = False
     token_store: str | None = None
+    profile: str | None = None
     meta: tuple[str, ...] = ()
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
@@ -77,6 +78,7 @@ class Connection:
             recorder.close()
 
     def connect_options(self, app: App) -> ConnectOptions:
+        from mcpcli.auth import check_profile
         from mcpcli.connect import ConnectOptions
         from mcpcli.errors import UsageError
 
@@ -102,6 +104,7 @@ class Connection:
             insecure=self.insecure,
             auth=auth,
             token_store=self.token_store,
+            profile=check_profile(self.profile),
             # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
             connect_timeout=min(self.timeout, 30.0),
         )

@@ -40,7 +40,17 @@ class TargetCommand(click.Command):
         app = ctx.find_object(App)
         if app is not None and app.server_command and not ctx.resilient_parsing:
             args = [NO_TARGET, *args]
+        if ctx.resilient_parsing and args and self._awaits_value(ctx, args[-1]):
+            # Completing that option's value: parse the words before it, so its
+            # completer sees TARGET and the tool (click gives up on the whole line).
+            return [*super().parse_args(ctx, args[:-1]), args[-1]]
         return super().parse_args(ctx, args)
+
+    def _awaits_value(self, ctx: click.Context, word: str) -> bool:
+        for param in self.get_params(ctx):
+            if isinstance(param, click.Option) and word in param.opts and not param.is_flag:
+                return True
+        return False
 
     def invoke(self, ctx: click.Context) -> Any:
         _prespawn(ctx)
@@ -145,6 +155,8 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                  help="Use stored tokens (refreshing them) but never open a sign-in."),
     click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
                  help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file."),
+    click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
+                 help="Use the sign-in of this account (one of several on a server; see `mcp auth login --profile`)."),
     click.option("--meta", multiple=True, metavar="KEY=VALUE",
                  help="Add KEY to every request's _meta (repeatable); VALUE is JSON if it parses, "
                       "else a string."),
@@ -156,7 +168,7 @@ def connection_options(f: F) -> F:
     names = [
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
         "transport", "protocol", "insecure", "log_level", "trace", "record", "root", "sampling_command",
-        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "meta",
+        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "profile", "meta",
     ]
 
     @functools.wraps(f)

@@ -34,6 +34,20 @@ _STORE_OPTION = click.option(
     envvar="MCP_TOKEN_STORE",
     help="Where sign-ins are kept: the OS keyring (default) or a 0600 file in the XDG state dir.",
 )
+_PROFILE_OPTION = click.option(
+    "--profile",
+    envvar="MCP_PROFILE",
+    metavar="NAME",
+    help="Which account: several sign-ins to one server are kept apart by profile (default: 'default').",
+)
+
+
+def _store(token_store: str | None, profile: str | None) -> TokenStore:
+    """The token store for one profile (checked: a bad name is a usage error)."""
+    from mcpcli.auth import check_profile
+    from mcpcli.auth.store import TokenStore
+
+    return TokenStore(token_store, profile=check_profile(profile))
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -102,6 +116,7 @@ def _describe(rec: Record, store: TokenStore) -> dict[str, Any]:
     out: dict[str, Any] = {
         "server": rec.server_url,
         "name": rec.name,
+        "profile": rec.profile or "default",
         "issuer": rec.issuer,
         "resource": rec.resource,
         "clientId": rec.client_id,
@@ -135,6 +150,8 @@ def _ago(seconds: int) -> str:
 
 def _human_one(console: Console, info: dict[str, Any]) -> None:
     title = info["server"] + (f"  ({info['name']})" if info.get("name") else "")
+    if info.get("profile", "default") != "default":
+        title += f"  [profile {info['profile']}]"
     console.print(printable(title, keep_newlines=False), soft_wrap=True)
     rows = [
         ("issuer", info.get("issuer") or "(none: 2025-03-26 default endpoints)"),
@@ -165,8 +182,10 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
         if info["refreshToken"]:
             when += ", refreshable"
         name = f" ({info['name']})" if info.get("name") else ""
+        profile = info.get("profile", "default")
         console.print(
-            printable(f"{info['server']}{name}  {info.get('issuer') or '-'}  {when}", keep_newlines=False),
+            printable(f"{profile}  {info['server']}{name}  {info.get('issuer') or '-'}  {when}",
+                      keep_newlines=False),
             soft_wrap=True,
         )
 
@@ -195,6 +214,7 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
               metavar="SECONDS", help="How long to wait for the browser (default 300).")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
 @_STORE_OPTION
+@_PROFILE_OPTION
 @output_options
 @pass_app
 def login(
@@ -212,6 +232,7 @@ def login(
     auth_timeout: float | None,
     insecure: bool,
     token_store: str | None,
+    profile: str | None,
     out: Output,
 ) -> None:
     """Sign in to TARGET (a configured server or an http(s) URL) and store the tokens.
@@ -219,10 +240,13 @@ def login(
     Discovers the server's authorization server, registers this client if
     needed, opens the browser (PKCE, state and issuer checks) and keeps the
     tokens in the OS keyring. With --client-credentials no browser is involved.
+    With --profile NAME the sign-in is another account's, kept apart from the
+    default one; commands use it with the same --profile (or MCP_PROFILE).
     """
     from mcpcli.auth.commands import login as do_login
-    from mcpcli.auth.store import TokenStore
     from mcpcli.auth.ui import AuthUI
+
+    store = _store(token_store, profile)
 
     entry = _entry(app, target)
     assert entry.url is not None
@@ -233,11 +257,12 @@ def login(
         private_key_file=private_key_file, signing_alg=signing_alg,
         client_metadata_url=client_metadata_url, no_browser=no_browser,
         callback_port=callback_port, auth_timeout=auth_timeout, token_store=token_store,
-        insecure=insecure,
+        insecure=insecure, profile=store.profile,
     )
     if client_credentials and not settings.client_id:
         raise UsageError("--client-credentials needs --client-id (and a secret or --private-key-file)")
-    store = TokenStore(settings.token_store)
+    if settings.token_store != token_store:  # the entry's oauth.tokenStore
+        store = _store(settings.token_store, profile)
     ui = AuthUI(stderr=app.stderr, stdin=app.stdin, prog=app.prog)
     mode = "interactive" if (app.stdin_tty or app.stderr_tty) else "non-interactive"
 
@@ -246,7 +271,8 @@ def login(
 
     rec = app.run(go)
     where = "the OS keyring" if rec.store == "keyring" else store.location("file")
-    app.info(f"signed in to {printable(rec.server_url, keep_newlines=False)}; tokens stored in {where}")
+    as_ = f" as profile {rec.profile}" if rec.profile else ""
+    app.info(f"signed in to {printable(rec.server_url, keep_newlines=False)}{as_}; tokens stored in {where}")
     if not out.human:
         out.emit(_describe(rec, store))
 
@@ -254,24 +280,31 @@ def login(
 @auth.command("status")
 @click.argument("target", metavar="[TARGET]", required=False)
 @_STORE_OPTION
+@_PROFILE_OPTION
 @output_options
 @pass_app
-def status(app: App, target: str | None, token_store: str | None, out: Output) -> None:
+def status(app: App, target: str | None, token_store: str | None, profile: str | None, out: Output) -> None:
     """Show what is stored for TARGET (or every server): issuer, client, scopes, expiry.
 
-    Never shows a token. With TARGET, exits 3 when there is no stored sign-in.
+    Never shows a token. With TARGET, exits 3 when there is no stored sign-in
+    (for --profile NAME: that account's). Without TARGET, --profile shows only
+    that profile's sign-ins.
     """
-    from mcpcli.auth.store import TokenStore
-
-    store = TokenStore(token_store)
+    store = _store(token_store, profile)
     if target is None:
-        infos = [_describe(rec, store) for rec in store.records()]
+        infos = [_describe(rec, store) for rec in store.records(every_profile=profile is None)]
         out.emit(infos, human=lambda console, value: _list_details(console, value))
         return
     rec = _find(app, target, store)
     if rec is None:
-        raise AuthError(f"not signed in to {target}", hint=f"run `mcp auth login {target}`")
+        raise _not_signed_in(target, store)
     out.emit(_describe(rec, store), human=_human_one)
+
+
+def _not_signed_in(target: str, store: TokenStore) -> AuthError:
+    as_ = f" --profile {store.profile}" if store.profile else ""
+    where = f" as profile {store.profile}" if store.profile else ""
+    return AuthError(f"not signed in to {target}{where}", hint=f"run `mcp auth login {target}{as_}`")
 
 
 def _list_details(console: Console, infos: list[dict[str, Any]]) -> None:
@@ -285,14 +318,16 @@ def _list_details(console: Console, infos: list[dict[str, Any]]) -> None:
 
 @auth.command("list")
 @_STORE_OPTION
+@_PROFILE_OPTION
 @output_options
 @pass_app
-def list_(app: App, token_store: str | None, out: Output) -> None:
-    """List the servers with a stored sign-in, one per line."""
-    from mcpcli.auth.store import TokenStore
+def list_(app: App, token_store: str | None, profile: str | None, out: Output) -> None:
+    """List the servers with a stored sign-in, one per line: profile, server, issuer, expiry.
 
-    store = TokenStore(token_store)
-    infos = [_describe(rec, store) for rec in store.records()]
+    With --profile only that profile's sign-ins.
+    """
+    store = _store(token_store, profile)
+    infos = [_describe(rec, store) for rec in store.records(every_profile=profile is None)]
     out.emit(infos, human=_human_list)
 
 
@@ -302,58 +337,68 @@ def list_(app: App, token_store: str | None, out: Output) -> None:
 @click.option("--no-revoke", is_flag=True, help="Only forget the tokens; do not ask the server to revoke them.")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
 @_STORE_OPTION
+@_PROFILE_OPTION
 @pass_app
 def logout(
-    app: App, target: str | None, all_: bool, no_revoke: bool, insecure: bool, token_store: str | None
+    app: App, target: str | None, all_: bool, no_revoke: bool, insecure: bool, token_store: str | None,
+    profile: str | None,
 ) -> None:
-    """Forget the sign-in for TARGET, revoking its tokens where the server supports it (RFC 7009)."""
+    """Forget the sign-in for TARGET, revoking its tokens where the server supports it (RFC 7009).
+
+    --profile NAME forgets that account's sign-in only; --all with --profile
+    forgets every sign-in of that profile, --all alone every sign-in.
+    """
     from mcpcli.auth.commands import logout as do_logout
     from mcpcli.auth.settings import AuthSettings
-    from mcpcli.auth.store import TokenStore
 
     if all_ == (target is not None):
         raise UsageError("give a TARGET or --all")
-    store = TokenStore(token_store)
-    records = store.records() if all_ else [r for r in [_find(app, target or "", store)] if r is not None]
+    store = _store(token_store, profile)
+    records = (
+        store.records(every_profile=profile is None)
+        if all_
+        else [r for r in [_find(app, target or "", store)] if r is not None]
+    )
     if not records:
         if all_:
             app.info("no stored sign-ins")
             return
-        raise AuthError(f"not signed in to {target}")
+        raise _not_signed_in(target or "", store)
     for rec in records:
-        settings = AuthSettings(insecure=insecure, name=rec.name)
+        settings = AuthSettings(insecure=insecure, name=rec.name, profile=rec.profile)
 
         async def go(rec: Record = rec, settings: AuthSettings = settings) -> bool:
             return await do_logout(rec, settings, store=store, revoke=not no_revoke)
 
         revoked = app.run(go)
         note = " (tokens revoked)" if revoked else ""
-        app.info(f"signed out of {printable(rec.server_url, keep_newlines=False)}{note}")
+        as_ = f" (profile {rec.profile})" if rec.profile else ""
+        app.info(f"signed out of {printable(rec.server_url, keep_newlines=False)}{as_}{note}")
 
 
 @auth.command("token")
 @click.argument("target", metavar="TARGET")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
 @_STORE_OPTION
+@_PROFILE_OPTION
 @pass_app
-def token(app: App, target: str, insecure: bool, token_store: str | None) -> None:
+def token(app: App, target: str, insecure: bool, token_store: str | None, profile: str | None) -> None:
     """Print TARGET's access token (refreshed if needed) for scripts: curl -H "Authorization: Bearer $(mcp auth token T)".
 
     The token is printed on stdout and nowhere else; treat the output as a secret.
     """
     from mcpcli.auth.commands import access_token
-    from mcpcli.auth.store import TokenStore
 
-    store = TokenStore(token_store)
+    store = _store(token_store, profile)
     rec = _find(app, target, store)
     if rec is None:
-        raise AuthError(f"not signed in to {target}", hint=f"run `mcp auth login {target}`")
+        raise _not_signed_in(target, store)
     entry: ServerEntry | None
     try:
         entry = _entry(app, target)
     except UsageError:
         entry = None
-    settings = _settings(entry, insecure=insecure, token_store=token_store)
+    settings = _settings(entry, insecure=insecure, token_store=token_store, profile=store.profile)
     value = app.run(lambda: access_token(rec.server_url, settings, store=store))
     app.stdout.write(value + "\n")
     app.stdout.flush()

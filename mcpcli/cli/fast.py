@@ -51,6 +51,12 @@ def _seconds(text: str) -> float | None:
     return value if 0 < value < math.inf else None
 
 
+def _plain_profile(name: str) -> bool:
+    """Whether MCP_PROFILE is empty or a valid profile name (`mcpcli.auth.check_profile`, without `re`)."""
+    allowed = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+    return not name or (len(name) <= 32 and name[0] not in "_-" and all(c in allowed for c in name))
+
+
 def _parse(tokens: list[str]) -> dict[str, Any] | None:
     """The call's parts from the tokens after `tools call`, or None to leave them to click."""
     parsed = parse_flags(tokens)
@@ -106,6 +112,8 @@ def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
             parsed[field] = seconds
     if "json_errors" in flags and "jsonl" in flags:
         return None  # a usage error click words
+    if not _plain_profile(os.environ.get("MCP_PROFILE") or ""):
+        return None  # click's (check_profile) to word; a valid one changes nothing for a session or stdio
     if parsed["timeout"] is None:
         env = os.environ.get("MCP_TIMEOUT")
         if env:

@@ -89,9 +89,15 @@ def show(app: App, target: str | None, name: str, conn: Connection, out: Output)
     app.with_client(target, conn, go)
 
 
+def _prompt_arg_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._completers import prompt_argument_items
+
+    return prompt_argument_items(ctx, incomplete)
+
+
 @target_command(prompts, "get")
 @click.argument("name", shell_complete=_prompt_name_completion)
-@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
+@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE", shell_complete=_prompt_arg_completion,
               help="A prompt argument (always a string); key=@file reads a file, key=@- stdin.")
 @click.option("--args", "args_json", metavar="JSON|@FILE|-",
               help="All arguments as a JSON object of strings: text, @file.json, or - for stdin.")

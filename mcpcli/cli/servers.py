@@ -138,6 +138,8 @@ def show(app: App, name: str, reveal: bool, out: Output) -> None:
         config = redact(config)
     item = {"name": entry.name, "source": source, "path": path, "transport": entry.transport,
             **_session_settings(entry), "config": config}
+    if entry.headers_helper is not None:
+        item["headersHelper"] = entry.headers_helper  # a command (its output is never shown)
     out.emit(item, human=render.server_detail)
 
 
@@ -227,6 +229,9 @@ def _session_options(keep_alive: bool, idle_timeout: str | None, restart: str | 
               help="Close its session after this long unused: 90s, 30m, 2h or never (default 30m).")
 @click.option("--restart", type=click.Choice(["no", "on-failure"]), default=None,
               help="Restart the server when it crashes while in a session (default no).")
+@click.option("--headers-helper", metavar="CMD",
+              help="A URL server's headers come from CMD's output (run through sh -c at connect time "
+                   "and after a 401): a JSON object or 'Name: value' lines.")
 @click.option("--force", "-f", is_flag=True, help="Replace an existing server of that name.")
 @output_options
 @pass_app
@@ -241,6 +246,7 @@ def add(
     keep_alive: bool,
     idle_timeout: str | None,
     restart: str | None,
+    headers_helper: str | None,
     force: bool,
     out: Output,
 ) -> None:
@@ -251,6 +257,7 @@ def add(
       mcp servers add gh --env GITHUB_TOKEN='${GITHUB_TOKEN}' -- github-mcp-server stdio
       mcp servers add remote https://example.com/mcp -H 'Authorization: Bearer ${TOKEN}'
       mcp servers add ev --keep-alive --idle-timeout 2h --restart on-failure -- mcp-server-everything
+      mcp servers add corp https://mcp.corp.example/mcp --headers-helper 'corp-cli mcp-headers'
     Write secrets as ${VAR} references: they are read from the environment when
     the server is used, and never stored in the file.
     """
@@ -258,6 +265,12 @@ def add(
     if entry is None:
         raise UsageError("nothing to add", hint="mcp servers add NAME -- COMMAND ARGS..., or mcp servers add NAME URL")
     session = _session_options(keep_alive, idle_timeout, restart)
+    if headers_helper is not None:
+        if entry.url is None:
+            raise UsageError("--headers-helper applies to URL servers, not commands")
+        if not headers_helper.strip():
+            raise UsageError("--headers-helper: give a command")
+        session["headersHelper"] = headers_helper
     if session:
         entry = dataclasses.replace(entry, raw={**entry.raw, **session})
     config = app.config()

@@ -94,6 +94,8 @@ def _log_levels() -> list[str]:
               help="Use stored tokens (refreshing them) but never open a sign-in.")
 @click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
               help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file.")
+@click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
+              help="Use this account's sign-in (`mcp auth login --profile`); each profile is its own session.")
 @output_options
 @pass_app
 def open_(
@@ -101,7 +103,7 @@ def open_(
     timeout: float, env: tuple[str, ...], cwd: str | None, header: tuple[str, ...],
     bearer_token: str | None, transport: str, insecure: bool, protocol: str | None,
     root: tuple[str, ...], log_level: str | None, no_auth: bool, stored_auth_only: bool,
-    token_store: str | None, out: Output,
+    token_store: str | None, profile: str | None, out: Output,
 ) -> None:
     """Start (or join) session NAME; returns once its server is ready.
 
@@ -124,7 +126,7 @@ def open_(
     conn = Connection(
         timeout=timeout, env=env, cwd=cwd, header=header, bearer_token=bearer_token,
         transport=transport, insecure=insecure, no_auth=no_auth, stored_auth_only=stored_auth_only,
-        token_store=token_store,
+        token_store=token_store, profile=profile,
     )
     fields = session_connect_fields(conn.connect_options(app))
     idle = _duration(idle_timeout) if idle_timeout is not None else (

@@ -37,7 +37,9 @@ def completion(app: App, shell: str) -> None:
 
     \b
     Completes commands, options, configured server names (ours and other
-    clients'), and tool names from the last `mcp tools list` of a server.
+    clients'), tool names from the last `mcp tools list` of a server,
+    `--arg` parameter names and enum values from that listing's schemas, and
+    prompt arguments (values from the server only through an open @session).
       bash:  eval "$(mcp completion bash)"       # in ~/.bashrc
       zsh:   eval "$(mcp completion zsh)"        # in ~/.zshrc
       fish:  mcp completion fish > ~/.config/fish/completions/mcp.fish

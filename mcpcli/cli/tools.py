@@ -55,11 +55,13 @@ def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: s
               help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
                    "fresh otherwise).")
 @click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")
+@click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
+              help="Use this account's stored sign-ins (`mcp auth login --profile`).")
 @output_options
 @pass_app
 def grep(
     app: App, pattern: str, servers: tuple[str, ...], schema: bool, fixed: bool, timeout: float,
-    max_age: float | None, no_cache: bool, out: Output,
+    max_age: float | None, no_cache: bool, profile: str | None, out: Output,
 ) -> None:
     """Search tool names, titles and descriptions across servers.
 
@@ -75,8 +77,10 @@ def grep(
     Exits 0 when a tool matched, 1 when none did, 4 when no server answered.
     """
     from mcpcli import toolgrep
+    from mcpcli.auth import check_profile
 
     regex = toolgrep.compile_pattern(pattern, fixed=fixed)
+    check_profile(profile)  # a bad name is a usage error, not one failure per server
     for named in servers:
         app.resolve(named)  # an unknown name is a usage error, before anything starts
     targets = list(servers) if servers else _every_server(app)
@@ -84,7 +88,7 @@ def grep(
         raise UsageError("no servers to search",
                          hint="add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
     # One server's flags never go to another: no headers or tokens, stored sign-ins only.
-    conn = Connection(timeout=timeout, quiet=True, stored_auth_only=True)
+    conn = Connection(timeout=timeout, quiet=True, stored_auth_only=True, profile=profile)
 
     async def fetch(target: str) -> dict[str, Any]:
         from mcpcli import cache
@@ -142,6 +146,12 @@ def _tool_name_completion(ctx: click.Context, param: click.Parameter, incomplete
     from mcpcli.cli._completers import tool_names
 
     return tool_names(ctx, incomplete)
+
+
+def _arg_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from mcpcli.cli._completers import argument_items
+
+    return argument_items(ctx, incomplete)
 
 
 @target_command(tools, "show")
@@ -202,7 +212,7 @@ def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
 
 @target_command(tools, "call")
 @click.argument("tool", shell_complete=_tool_name_completion)
-@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE",
+@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE", shell_complete=_arg_completion,
               help="An argument: key=value (typed by the schema), key:=json, key=@file, key=@- (stdin).")
 @click.option("--args", "args_json", metavar="JSON|@FILE|-",
               help="The whole arguments object: JSON text, @file.json, or - for stdin.")

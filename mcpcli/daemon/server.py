@@ -51,7 +51,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
-from mcpcli.connect import ConnectOptions, open_transport
+from mcpcli.connect import ConnectOptions, check_profile, open_transport
 from mcpcli.daemon import groups, paths, peercred, protocol
 from mcpcli.errors import (
     AuthError,
@@ -112,10 +112,12 @@ LISTEN_FLAGS = {
     "notifications/prompts/list_changed": "promptsListChanged",
     "notifications/resources/list_changed": "resourcesListChanged",
 }
-ENTRY_FIELDS = ("name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw")
+ENTRY_FIELDS = (
+    "name", "command", "args", "env", "cwd", "url", "headers", "transport", "path", "raw", "headers_helper",
+)
 CONNECT_FIELDS = (
     "env", "cwd", "headers", "bearer_token", "transport", "insecure",
-    "auth", "token_store", "connect_timeout",
+    "auth", "token_store", "profile", "connect_timeout",
 )
 
 
@@ -404,6 +406,8 @@ def _entry_from(raw: Any) -> ServerEntry:
             return value in ("stdio", "http", "sse", "yaml")
         if key == "raw":
             return isinstance(value, dict)
+        if key == "headers_helper":
+            return isinstance(value, str) or (_strings(value) and bool(value))
         return isinstance(value, str)
 
     bad = [k for k, v in fields.items() if not fits(k, v)]
@@ -430,6 +434,7 @@ def _connect_from(raw: Any) -> ConnectOptions:
     if not _string_map(fields.get("env", {}), none_ok=True) or not _string_map(fields.get("headers", {})):
         raise UsageError("open: connect.env and connect.headers must map names to strings")
     options = ConnectOptions(**fields)
+    options.profile = check_profile(options.profile) if isinstance(options.profile, str) else None
     options.quiet = True
     if options.auth == "interactive":
         options.auth = "stored-only"  # the daemon has no terminal to sign in on
@@ -700,6 +705,10 @@ class Daemon:
             if not existing.same_target(entry):
                 raise UsageError(f"session {name!r} is open on another server ({existing.target()})",
                                  hint=f"mcp session close {name}")
+            profile = _connect_from(message.get("connect")).profile
+            if existing.connect.profile != profile:
+                raise UsageError(f"session {name!r} is open with profile {existing.connect.profile or 'default'!r}",
+                                 hint=f"mcp session close {name}, or open another session for this profile")
             if not message.get("join", True):
                 raise UsageError(f"session {name!r} is already open", hint=f"mcp session close {name}")
             await existing.ready.wait()

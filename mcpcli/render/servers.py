@@ -97,5 +97,9 @@ def server_detail(console: Console, item: JSON) -> None:
     console.print(f"transport  {_s(item.get('transport'))}")
     if _session(item):
         console.print(f"session    {_session(item)}")
+    helper = item.get("headersHelper")
+    if helper is not None:
+        shown = " ".join(helper) if isinstance(helper, list) else helper
+        console.print(f"headers    from {_s(shown)}")
     console.print()
     print_json(console, item.get("config", {}))

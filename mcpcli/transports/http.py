@@ -39,6 +39,7 @@ __all__ = [
     "MAX_REDIRECTS",
     "AuthProvider",
     "Authenticator",
+    "HeaderSource",
     "HttpConnection",
     "display_url",
     "origin_of",
@@ -68,6 +69,19 @@ class Authenticator(Protocol):
 
     async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
         """React to a 401/403 from `url`; True when a retry may now succeed, False to give up."""
+        ...
+
+
+class HeaderSource(Protocol):
+    """Headers computed by someone else (a configured `headersHelper`), secret, and
+    recomputed once when a 401 says they no longer do (`mcpcli.headers_helper`)."""
+
+    async def headers(self) -> dict[str, str]:
+        """The current headers (computed the first time)."""
+        ...
+
+    async def refresh(self) -> None:
+        """Compute them again, after a 401."""
         ...
 
 
@@ -149,8 +163,11 @@ class HttpConnection:
         insecure: bool = False,
         connect_timeout: float = 30.0,
         auth: AuthProvider | None = None,
+        header_source: HeaderSource | None = None,
     ) -> None:
-        """`auth` None: never sign in (`--no-auth`); a 401 or 403 is an error."""
+        """`auth` None: never sign in (`--no-auth`); a 401 or 403 is an error.
+        `header_source`: a headersHelper; its headers go over the given ones, and an
+        `Authorization` among them is a credential the user gave (never replaced by OAuth)."""
         parts = urlsplit(url)
         try:
             parts.port  # noqa: B018 - raises ValueError for a bad port
@@ -170,6 +187,8 @@ class HttpConnection:
         self.insecure = insecure
         self.connect_timeout = connect_timeout
         self._provider = auth
+        self._header_source = header_source
+        self._source_authorization = False
         self._auth: Authenticator | None = None
         self._store_checked = False
         self._client: HttpClient | None = None
@@ -203,13 +222,24 @@ class HttpConnection:
     def _static_credentials(self) -> bool:
         """Credentials the user gave (a bearer token or an `Authorization` header): sent as
         they are, never replaced by a sign-in."""
-        return bool(self.bearer_token) or self._explicit_authorization
+        return bool(self.bearer_token) or self._explicit_authorization or self._source_authorization
+
+    async def _source_headers(self) -> dict[str, str]:
+        if self._header_source is None:
+            return {}
+        computed = await self._header_source.headers()
+        given = {k: v for k, v in computed.items() if k.lower() not in PROTOCOL_HEADERS}
+        self._source_authorization = any(k.lower() == "authorization" for k in given)
+        return given
 
     async def _headers_for(self, url: str, extra: Mapping[str, str]) -> dict[str, str]:
         headers: dict[str, str] = {}
         if self.same_origin(url):
-            headers.update(self.user_headers)
-            if self.bearer_token and not self._explicit_authorization:
+            computed = await self._source_headers()
+            lowered = {k.lower() for k in computed}
+            headers.update({k: v for k, v in self.user_headers.items() if k.lower() not in lowered})
+            headers.update(computed)
+            if self.bearer_token and not (self._explicit_authorization or self._source_authorization):
                 headers["Authorization"] = f"Bearer {self.bearer_token}"
             elif not self._static_credentials():
                 provider = self._provider
@@ -238,6 +268,8 @@ class HttpConnection:
         scope_problem = any("insufficient_scope" in c for c in challenges)
         if status == 403 and not scope_problem:
             raise AuthError(what, hint="the server refused access with these credentials")
+        if self._source_authorization:
+            raise AuthError(what, hint="the server rejected headersHelper's headers, also from the run after the first 401")
         if self._static_credentials():
             raise AuthError(what, hint="the server rejected the token or Authorization header given")
         if self._provider is None:
@@ -274,6 +306,7 @@ class HttpConnection:
         target = url or self.url
         visited = {target}
         auth_rounds = 0
+        helper_rerun = False
         while True:
             sent = await self._headers_for(target, headers or {})
             next_target: str | None = None
@@ -285,6 +318,11 @@ class HttpConnection:
                 location = response.header("location")
                 if status in REDIRECT_STATUSES and location:
                     next_target = self._redirect(target, location, visited)
+                elif status == 401 and self._header_source is not None and not helper_rerun \
+                        and self.same_origin(target):
+                    helper_rerun = True  # once per 401: if its new headers get one too, it is final
+                    await self._header_source.refresh()
+                    next_target = target
                 elif status in (401, 403) and self.same_origin(target):
                     auth_rounds += 1
                     if auth_rounds > MAX_AUTH_ROUNDS:

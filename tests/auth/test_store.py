@@ -179,3 +179,40 @@ def test_warn_hook_is_used(isolated_env, monkeypatch) -> None:
     store.index_path.write_text("[]")
     store.records()
     assert any("damaged" in m for m in seen)
+
+
+def test_profiles_keep_apart_and_the_default_keeps_todays_keys(isolated_env) -> None:
+    """A sign-in stored before profiles existed is the default profile's; another profile
+    has its own index entry and keyring keys, and forgetting it leaves the default alone."""
+    url = "https://mcp.example.com/mcp"
+    old_key = "https://as.example.com|https://mcp.example.com/mcp|access_token"
+    backend = keyring.get_keyring()
+    TokenStore("keyring").save(record(), Secrets(access_token="AT-CANARY-DEFAULT"))
+    assert set(json.loads(TokenStore("keyring").index_path.read_text())["servers"]) == {url}
+    assert backend.get_password("mcpcli", old_key) == "AT-CANARY-DEFAULT"
+
+    work = TokenStore("keyring", profile="work")
+    assert work.find(url) is None  # the default's sign-in is not work's
+    work.save(record(profile="work"), Secrets(access_token="AT-CANARY-WORK"))
+    assert backend.get_password("mcpcli", f"work@{old_key}") == "AT-CANARY-WORK"
+    assert backend.get_password("mcpcli", old_key) == "AT-CANARY-DEFAULT"
+    default = TokenStore("keyring")
+    assert default.secrets_of(default.find(url)).access_token == "AT-CANARY-DEFAULT"
+    assert work.secrets_of(work.find(url)).access_token == "AT-CANARY-WORK"
+    assert sorted((r.profile or "") for r in default.records()) == ["", "work"]
+    assert [r.profile for r in work.records(every_profile=False)] == ["work"]
+
+    work.delete(work.find(url))
+    assert backend.get_password("mcpcli", f"work@{old_key}") is None
+    assert default.secrets_of(default.find(url)).access_token == "AT-CANARY-DEFAULT"
+
+
+def test_profile_names_are_checked() -> None:
+    from mcpcli.auth import check_profile
+    from mcpcli.errors import UsageError
+
+    assert check_profile(None) is None and check_profile("default") is None and check_profile("") is None
+    assert check_profile("work-2") == "work-2"
+    for bad in ("a b", "-x", "x@y", "a/b", "x" * 33):
+        with pytest.raises(UsageError):
+            check_profile(bad)

@@ -113,3 +113,75 @@ def test_in_real_bash(config: Path, tmp_path: Path) -> None:
                        env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["prompts", "get", "alpha", "alpha beta gamma"]
+
+
+def _cache_tools(target: str, tools: list[dict[str, object]]) -> None:
+    """What `mcp tools list TARGET` leaves behind for completion."""
+    from mcpcli import cache
+
+    cache.remember(target, "tools/list", {"tools": tools})
+
+
+WEATHER = {"name": "weather", "inputSchema": {"type": "object", "properties": {
+    "city": {"type": "string"},
+    "units": {"type": "string", "enum": ["metric", "imperial"]},
+    "days": {"type": "integer"},
+    "alerts": {"type": "boolean"},
+    "mood": {"oneOf": [{"const": "calm", "title": "Calm"}, {"const": "chaos", "title": "Chaos"}]},
+}}}
+
+
+def test_arg_offers_parameter_names_then_values_from_the_cached_schema(config: Path) -> None:
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "") == []  # nothing cached: no connect
+    _cache_tools("alpha", [WEATHER])
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "") == [
+        "plain,city=", "plain,units=", "plain,days=", "plain,alerts=", "plain,mood="]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "-a", "u") == ["plain,units="]
+    # names already given are not offered again
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "city=Oslo", "--arg", "") == [
+        "plain,units=", "plain,days=", "plain,alerts=", "plain,mood="]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "units=") == [
+        "plain,units=metric", "plain,units=imperial"]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "units=i") == ["plain,units=imperial"]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "alerts=") == [
+        "plain,alerts=true", "plain,alerts=false"]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "mood=c") == [
+        "plain,mood=calm", "plain,mood=chaos"]
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "city=") == []  # free text
+    assert complete("mcp", "tools", "call", "alpha", "weather", "--arg", "units:=") == []
+    assert complete("mcp", "tools", "call", "alpha", "nosuch", "--arg", "") == []
+    assert complete("mcp", "tools", "call", "beta", "weather", "--arg", "") == []  # another server's cache
+
+
+def test_tool_names_complete_for_a_session_or_url_whose_list_is_cached(config: Path) -> None:
+    _cache_tools("@work", [WEATHER, {"name": "wipe"}])
+    _cache_tools("https://b/mcp", [{"name": "whoami"}])
+    assert complete("mcp", "tools", "call", "@work", "w") == ["plain,weather", "plain,wipe"]
+    assert complete("mcp", "tools", "show", "https://b/mcp", "") == ["plain,whoami"]
+    assert complete("mcp", "tools", "call", "@work", "weather", "--arg", "a") == ["plain,alerts="]
+
+
+@pytest.mark.peer
+def test_prompt_arg_values_come_from_an_open_session_only(
+    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, everything: list[str]
+) -> None:
+    """`prompts get @S PROMPT --arg name=` asks the session's server (completion/complete);
+    the same prompt named by a server that is not a session offers names only, and a
+    closed session starts nothing."""
+    monkeypatch.setenv("MCPCLI_RUNTIME_DIR", str(tmp_path / "run"))
+    assert mcp_in("session", "open", "ev", "--", *everything).code == 0
+    try:
+        assert mcp_in("prompts", "list", "@ev", "-q").code == 0
+        line = ("mcp", "prompts", "get", "@ev", "completable-prompt")
+        assert complete(*line, "--arg", "") == ["plain,department=", "plain,name="]
+        offered = complete(*line, "--arg", "department=")
+        assert "plain,department=Engineering" in offered and "plain,department=Sales" in offered
+        assert complete(*line, "--arg", "department=Sa") == ["plain,department=Sales"]
+        # context: the chosen department narrows the names
+        names = complete(*line, "--arg", "department=Engineering", "--arg", "name=")
+        assert names and all(item.startswith("plain,name=") for item in names)
+        assert complete(*line, "--arg", "department=Engineering", "--arg", "") == ["plain,name="]
+    finally:
+        assert mcp_in("session", "close", "ev").code == 0
+    assert complete(*line, "--arg", "department=") == []  # closed: nothing asked, nothing started
+    assert mcp_in("session", "list", "--json").json["sessions"] == []

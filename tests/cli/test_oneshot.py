@@ -384,3 +384,18 @@ def test_tools_listed_in_pages(tmp_path: Path) -> None:
     assert parity(tmp_path, "tools", "call", "get-sum", "-a", "a=1", "-a", "b=2", "--", *server).code == 0
     unknown = parity(tmp_path / "unknown", "tools", "call", "flag", "--", *server)
     assert unknown.stderr == "mcp: error: unknown tool 'flag'\nmcp: hint: did you mean flags?\n"
+
+
+def test_profiles_on_the_one_shot_path(tmp_path: Path) -> None:
+    """--profile goes to the full path (a stdio server has no sign-in, so it changes nothing);
+    a valid MCP_PROFILE keeps the fast path, an invalid one gets the full path's usage error."""
+    server = fake_server()
+    flag = parity(tmp_path / "flag", "tools", "call", "echo", "--arg", "message=hi", "--profile", "work",
+                  "--", *server, runs=1, fast=False)
+    assert flag.code == 0 and flag.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    env = parity(tmp_path / "env", "tools", "call", "echo", "--arg", "message=hi", "--", *server, runs=1,
+                 env={"MCP_PROFILE": "work"})
+    assert env.code == 0
+    bad = parity(tmp_path / "bad", "tools", "call", "echo", "--arg", "message=hi", "--", *server, runs=1,
+                 fast=False, env={"MCP_PROFILE": "a b"})
+    assert bad.code == 2 and "invalid profile name 'a b'" in bad.stderr

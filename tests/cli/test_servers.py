@@ -242,3 +242,27 @@ def test_unknown_server_names_the_configured_ones(config_file: Path) -> None:
     r = mcp_in("tools", "list", "alpah")
     assert r.code == 2
     assert "unknown server 'alpah'" in r.stderr and "alpha" in r.stderr
+
+
+def test_add_a_headers_helper_and_show_it(config_file: Path) -> None:
+    r = mcp_in("servers", "add", "corp", "https://corp.example/mcp", "--headers-helper", "corp-cli headers --json")
+    assert r.code == 0, r
+    assert json.loads(config_file.read_text())["mcpServers"]["corp"] == {
+        "url": "https://corp.example/mcp", "headersHelper": "corp-cli headers --json"}
+    shown = mcp_in("servers", "show", "corp", "--json").json
+    assert shown["headersHelper"] == "corp-cli headers --json"
+    assert shown["config"]["headersHelper"] == "corp-cli headers --json"
+    from rich.console import Console
+
+    from mcpcli.render import server_detail
+
+    console = Console(record=True, width=120)
+    server_detail(console, shown)
+    assert "headers    from corp-cli headers --json" in console.export_text()
+
+    bad = mcp_in("servers", "add", "loc", "--headers-helper", "x", "--", "my-server")
+    assert bad.code == 2 and "--headers-helper applies to URL servers" in bad.stderr
+    write(config_file, {"mcpServers": {"corp": {"url": "https://corp.example/mcp", "headersHelper": 3}}})
+    broken = mcp_in("tools", "list", "corp")
+    assert broken.code == 2, broken
+    assert "headersHelper must be a command string or a non-empty list" in broken.stderr

@@ -105,6 +105,8 @@ class Grant:
     scope: str
     resource: str | None
     expires_at: float
+    #: Who signed in (the browser's user when the code was issued).
+    user: str = "alice"
 
 
 class OAuthServer:
@@ -124,6 +126,8 @@ class OAuthServer:
         self.jags: dict[str, str] = {}
         self.requests: list[JSON] = []
         self.issued: list[str] = []  # every secret handed out (canaries)
+        #: Who the browser is signed in as: authorization codes (and their tokens) are this user's.
+        self.user = "alice"
         for cid, secret in self.options.clients.items():
             method = "client_secret_basic" if secret else "none"
             self.clients[cid] = Client(cid, secret, [], method)
@@ -217,9 +221,11 @@ class OAuthServer:
         return doc
 
     # -- token issuing
-    def issue(self, client_id: str, scope: str, resource: str | None, *, refresh: bool) -> JSON:
+    def issue(
+        self, client_id: str, scope: str, resource: str | None, *, refresh: bool, user: str = "alice"
+    ) -> JSON:
         access = canary("AT")
-        grant = Grant(client_id, scope, resource, time.time() + self.options.access_ttl)
+        grant = Grant(client_id, scope, resource, time.time() + self.options.access_ttl, user)
         self.access_tokens[access] = grant
         self.issued.append(access)
         out: JSON = {"access_token": access, "token_type": "Bearer", "expires_in": self.options.access_ttl}
@@ -228,7 +234,7 @@ class OAuthServer:
         if refresh and self.options.issue_refresh:
             rt = canary("RT")
             ttl = self.options.refresh_ttl
-            self.refresh_tokens[rt] = Grant(client_id, scope, resource, time.time() + ttl if ttl else 1e12)
+            self.refresh_tokens[rt] = Grant(client_id, scope, resource, time.time() + ttl if ttl else 1e12, user)
             self.issued.append(rt)
             out["refresh_token"] = rt
         return out
@@ -336,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "challenge": q.get("code_challenge"),
                     "scope": q.get("scope", ""),
                     "resource": q.get("resource"),
+                    "user": srv.user,
                 }
             params["code"] = code
         if "state" in q:
@@ -468,7 +475,7 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(400, {"error": "invalid_grant", "error_description": "PKCE verification failed"})
                 if form.get("resource") != code["resource"]:
                     return self._send(400, {"error": "invalid_target"})
-                out = srv.issue(client.client_id, code["scope"], code["resource"], refresh=True)
+                out = srv.issue(client.client_id, code["scope"], code["resource"], refresh=True, user=code["user"])
                 return self._send(200, out)
             if grant == "refresh_token" and srv.options.refresh_error_echo:
                 return self._send(400, {"error": "invalid_grant",
@@ -481,7 +488,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if srv.options.rotate_refresh:
                     del srv.refresh_tokens[rt]
                 out = srv.issue(client.client_id, old.scope, form.get("resource") or old.resource,
-                                refresh=srv.options.rotate_refresh)
+                                refresh=srv.options.rotate_refresh, user=old.user)
                 return self._send(200, out)
             if grant == "urn:ietf:params:oauth:grant-type:jwt-bearer":
                 resource = srv.jags.pop(form.get("assertion", ""), None)
@@ -573,7 +580,7 @@ class _Handler(BaseHTTPRequestHandler):
             ]}
         elif method == "tools/call":
             name = (msg.get("params") or {}).get("name")
-            result = {"content": [{"type": "text", "text": f"called {name}"}]}
+            result = {"content": [{"type": "text", "text": f"called {name} as {grant.user}"}]}
         elif method == "ping":
             result = {}
         else:

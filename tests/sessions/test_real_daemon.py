@@ -243,3 +243,62 @@ def test_two_subscribes_on_a_modern_mcp_serve_session_each_get_their_resource(re
     assert first.returncode == 0
     assert [json.loads(line)["params"]["uri"] for line in out_first.splitlines()] == ["file:///a"]
     assert [json.loads(line)["params"]["uri"] for line in out_second.splitlines()] == ["file:///b"]
+
+
+def test_sessions_use_their_profiles_sign_in(real: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session opened with --profile holds that account's tokens; the default profile's
+    session on the same server is another session (a keepAlive server gets NAME.PROFILE)."""
+    from fakes.oauth_server import OAuthServer
+
+    from mcpcli.auth.store import Record, Secrets, TokenStore
+
+    monkeypatch.setenv("MCP_TOKEN_STORE", "file")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with OAuthServer() as srv:
+        for profile, user in ((None, "alice"), ("work", "bob")):
+            issued = srv.issue("cid", "", srv.resource, refresh=False, user=user)
+            rec = Record(server_url=srv.mcp_url, resource=srv.resource, issuer=srv.issuer,
+                         token_endpoint=f"{srv.base}/token", client_id="cid", store="file", profile=profile)
+            TokenStore("file", profile=profile).save(rec, Secrets(access_token=issued["access_token"]))
+
+        def who(*argv: str) -> str:
+            r = mcp_in(*argv, "--stored-auth-only")
+            assert r.code == 0, r
+            return str(r.json["content"][0]["text"])
+
+        assert mcp_in("session", "open", "w", srv.mcp_url, "--profile", "work").code == 0
+        assert mcp_in("session", "open", "d", srv.mcp_url).code == 0
+        assert who("tools", "call", "@w", "echo") == "called echo as bob"
+        assert who("tools", "call", "@d", "echo") == "called echo as alice"
+        other = mcp_in("tools", "call", "@d", "echo", "--profile", "work", "--stored-auth-only")
+        assert other.code == 0 and other.json["content"][0]["text"] == "called echo as alice"
+        assert "--profile ignored: session 'd' keeps what it was opened with" in other.stderr
+        again = mcp_in("session", "open", "w", srv.mcp_url)
+        assert again.code == 2 and "open with profile 'work'" in again.stderr, again
+
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"acct": {"url": srv.mcp_url, "keepAlive": True}}}))
+        assert who("--config", str(config), "tools", "call", "acct", "echo", "--profile", "work") == "called echo as bob"
+        assert who("--config", str(config), "tools", "call", "acct", "echo") == "called echo as alice"
+        names = sorted(s["name"] for s in mcp_in("session", "list", "--json").json["sessions"])
+        assert names == ["acct", "acct.work", "d", "w"]
+        assert mcp_in("session", "close", "--all").code == 0
+
+
+def test_a_keep_alive_servers_headers_helper_runs_in_its_session(real: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.oauth_server import OAuthServer
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with OAuthServer() as srv:
+        issued = srv.issue("cid", "", srv.resource, refresh=False, user="carol")
+        headers = tmp_path / "headers"
+        headers.write_text(f"Authorization: Bearer {issued['access_token']}\n")
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"hh": {
+            "url": srv.mcp_url, "keepAlive": True, "headersHelper": ["cat", str(headers)]}}}))
+        r = mcp_in("--config", str(config), "tools", "call", "hh", "echo", "--no-auth")
+        assert r.code == 0, r
+        assert r.json["content"][0]["text"] == "called echo as carol"
+        assert [s["name"] for s in mcp_in("session", "list", "--json").json["sessions"]] == ["hh"]
+        assert mcp_in("session", "close", "--all").code == 0

@@ -52,10 +52,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.session", "mcpcli.transports"}),
     # TARGET to entry to launch; light enough to run before the client loads.
     "mcpcli.targets": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.transports"}),
+    # A configured server's headersHelper (a command printing headers): foundations alone.
+    "mcpcli.headers_helper": frozenset(),
     # The one place that knows config entries, CLI options and auth together.
     "mcpcli.connect": frozenset({
         "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
-        "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions",
+        "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions", "mcpcli.headers_helper",
     }),
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": frozenset(),
