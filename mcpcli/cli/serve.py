@@ -76,6 +76,8 @@ class _Http:
     allow_hosts: tuple[str, ...]
     allow_origins: tuple[str, ...]
     sse_poll_after: float | None
+    #: --replica NAME: legacy session ids start with "NAME." (load balancer affinity).
+    replica: str | None = None
 
 
 @click.command("serve", context_settings=CONTEXT_SETTINGS)
@@ -100,6 +102,10 @@ class _Http:
                    "answered after SECONDS, close the stream (after an event id and a retry hint); "
                    "the client resumes with GET and Last-Event-ID and gets the rest there "
                    "(SSE polling, SEP-1699). Default: streams stay open.")
+@click.option("--replica", metavar="NAME",
+              help="With --http, one of several replicas behind a load balancer: start this "
+                   "replica's 2025-era session ids with 'NAME.', so the balancer can route each "
+                   "session to the replica that holds it (letters, digits, '-', '_').")
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--connect", is_flag=True,
               help="With --check: also reach each upstream under servers: (initialize and lists, "
@@ -137,6 +143,7 @@ def serve(
     allow_hosts: tuple[str, ...],
     allow_origins: tuple[str, ...],
     sse_poll_after: float | None,
+    replica: str | None,
     check: bool,
     connect: bool,
     watch: bool,
@@ -179,6 +186,7 @@ def serve(
         if check or watch or example:
             raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
         settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
+        settings = _with_replica(settings, replica)
         _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return
     file = _file_to_serve(file, example)
@@ -188,6 +196,7 @@ def serve(
     if watch:
         _check_watch_safety(file)
     settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
+    settings = _with_replica(settings, replica)
     _serve(app, file, config, settings, watch=watch, quiet=quiet, eager=eager)
 
 
@@ -298,6 +307,21 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
     return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after)
 
 
+def _with_replica(http: _Http | None, replica: str | None) -> _Http | None:
+    """--replica checked: HTTP only, and a name that is safe in a session id and in a
+    load balancer's pattern."""
+    if replica is None:
+        return http
+    if http is None:
+        raise UsageError("--replica applies to --http only")
+    import re
+    from dataclasses import replace
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", replica):
+        raise UsageError(f"--replica {replica!r}: use 1 to 64 letters, digits, '-' or '_'")
+    return replace(http, replica=replica)
+
+
 def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
            eager: bool) -> None:
     from mcpcli.cli._proxy import gateway_options, stdin_reserved
@@ -394,4 +418,5 @@ async def _serve_http(app: App, server: Any, http: _Http, file: str) -> None:
     await serve_http(
         server, host=http.host, port=http.port, auth_token=http.token, on_ready=ready,
         allowed_hosts=hosts, allowed_origins=origins, sse_poll_after=http.sse_poll_after,
+        session_prefix=f"{http.replica}." if http.replica else "",
     )
