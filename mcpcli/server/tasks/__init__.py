@@ -1,7 +1,9 @@
 """Tool calls that run as tasks, on the server: the store and the methods of both designs.
 
 `store` holds the tasks of one server (`Task`, `TaskStore`, and the `Escalation`
-that turns a slow 2026 tools/call into a task); `handlers` answers the 2026-07-28
+that turns a slow 2026 tools/call into a task); `records` is the seam between
+what of a task persists (`TaskRecord`, in a `TaskRecords`: `MemoryRecords`,
+SQLite, Redis) and what lives only in the process that runs it (`Task`); `handlers` answers the 2026-07-28
 extension's `tasks/*` methods and decides whether a tools/call may become a
 task; `legacy` answers the 2025-11-25 core tasks (`params.task`, `tasks/result`)
 on the same store. They receive the server's `Runtime` (`mcpcli.server._state`)

@@ -80,7 +80,7 @@ class LegacyTasks:
         ttl = hint.get("ttl")
         if ttl is not None and (type(ttl) is not int or ttl < 0):
             raise RPCError(INVALID_PARAMS, "Invalid params: task.ttl must be a number of milliseconds")
-        task = self.store.create(rq.principal, policy, None if ttl is None else max(_MIN_TTL, ttl / 1000))
+        task = self.store.create(rq.principal, policy, None if ttl is None else max(_MIN_TTL, ttl / 1000), name)
         if task is None:
             raise RPCError(INTERNAL_ERROR, "Too many tasks are running; try again later")
         tg = self.runtime.task_group()

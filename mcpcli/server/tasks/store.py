@@ -24,7 +24,7 @@ requests reach it through `tasks/result`).
 
 from __future__ import annotations
 
-import heapq
+import json
 import logging
 import math
 import secrets
@@ -45,6 +45,7 @@ from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
 from mcpcli.server.subscriptions import TASK_STATUS
+from mcpcli.server.tasks.records import MemoryRecords, TaskRecord, TaskRecords, principal_key
 from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
@@ -98,10 +99,14 @@ class Task:
     """One task: its status, its outcome, and the input it waits for."""
 
     def __init__(self, store: TaskStore, task_id: str, principal: str, policy: TaskPolicy,
-                 ttl: float | None) -> None:
+                 ttl: float | None, tool: str = "") -> None:
         self.store = store
         self.id = task_id
+        #: `records.principal_key()` of the caller.
         self.principal = principal
+        self.tool = tool
+        #: Whether this process runs the task (False: a view of a record someone else runs).
+        self.live = True
         self.status = "working"
         self.message: str | None = None
         self.created = self.updated = time.time()
@@ -122,6 +127,39 @@ class Task:
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_TASK_STATUSES
+
+    # -- the record -------------------------------------------------------------------
+
+    def record(self) -> TaskRecord:
+        """What persists of this task (see `records`)."""
+        expires = None if self.ttl is None else self.created + self.ttl
+        return TaskRecord(
+            id=self.id, principal=self.principal, tool=self.tool, status=self.status,
+            message=self.message, created=self.created, updated=self.updated, ttl_ms=self.ttl_ms,
+            poll_ms=self.poll_ms, expires=expires, result=self.result, error=self.error,
+            pending=dict(self.pending),
+        )
+
+    @classmethod
+    def view(cls, store: TaskStore, record: TaskRecord) -> Task:
+        """A task this process does not run: answers from its record, forwards cancel and input."""
+        ttl = None if record.ttl_ms is None else record.ttl_ms / 1000
+        task = cls(store, record.id, record.principal, TaskPolicy("optional", poll_interval=record.poll_ms / 1000),
+                   ttl, record.tool)
+        task.live = False
+        task._load(record)
+        return task
+
+    def _load(self, record: TaskRecord) -> None:
+        self.status, self.message = record.status, record.message
+        self.created, self.updated = record.created, record.updated
+        self.ttl_ms, self.poll_ms = record.ttl_ms, record.poll_ms
+        self.result, self.error, self.pending = record.result, record.error, dict(record.pending)
+
+    def _refresh(self) -> None:
+        record = self.store.records.get(self.id, time.time())
+        if record is not None:
+            self._load(record)
 
     # -- what clients see ------------------------------------------------------------
 
@@ -178,7 +216,12 @@ class Task:
         self.store.changed(self)
 
     async def wait_change(self) -> None:
-        await self._changed.wait()
+        if self.live:
+            await self._changed.wait()
+            return
+        with anyio.move_on_after(self.poll_ms / 1000):  # another process runs it: poll its record
+            await self.store.remote_change()
+        self._refresh()
 
     def note_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The backend's progress, as the status message of a working task."""
@@ -191,6 +234,11 @@ class Task:
     def finish(self, kind: str, value: Any) -> None:
         """The work ended: `done` (a result), `error` (an exception) or `cancelled`."""
         if kind == "done":
+            refusal = self.store.refuse_result(value)
+            if refusal is not None:
+                self.error = {"code": INTERNAL_ERROR, "message": refusal}
+                self._set("failed", refusal)
+                return
             self.result = value
             self._set("completed")
         elif kind == "error":
@@ -203,6 +251,10 @@ class Task:
     def cancel(self) -> None:
         """Cooperative cancellation: the work is cancelled, the task is `cancelled` now."""
         if self.terminal:
+            return
+        if not self.live:
+            self.store.records.request_cancel(self.id)
+            self._refresh()
             return
         self._set("cancelled", "Cancelled by the client")
         if self._scope is not None:
@@ -239,6 +291,10 @@ class Task:
 
     def update(self, responses: JSON) -> None:
         """`tasks/update`: take the answers to outstanding requests; ignore any other key."""
+        if not self.live:
+            self.store.records.deliver_input(self.id, responses)
+            self._refresh()
+            return
         taken = False
         for key, value in responses.items():
             request = self.pending.get(key)
@@ -291,7 +347,8 @@ class Escalation:
 
     def adopt(self, cont: Continuation, rq: IncomingRequest) -> JSON | None:
         """The CreateTaskResult for the call, now a task; None when the store is full."""
-        task = self.store.create(rq.principal, self.policy)
+        name = rq.params.get("name")
+        task = self.store.create(rq.principal, self.policy, tool=name if isinstance(name, str) else "")
         if task is None:
             return None
         task.attach(cont)
@@ -300,34 +357,44 @@ class Escalation:
 
 
 class TaskStore:
-    """The tasks of one server, by id."""
+    """The tasks of one server, by id: live ones here, every one's record in `records`."""
 
-    def __init__(self, runtime: Runtime, *, max_tasks: int = 1000) -> None:
+    def __init__(self, runtime: Runtime, *, max_tasks: int = 1000, records: TaskRecords | None = None,
+                 max_per_principal: int | None = None, max_result_bytes: int | None = None) -> None:
         self.runtime = runtime
         self.max_tasks = max_tasks
-        self._tasks: dict[str, Task] = {}
-        self._expiry: list[tuple[float, str]] = []
+        self.max_per_principal = max_per_principal
+        self.max_result_bytes = max_result_bytes
+        self.records: TaskRecords = MemoryRecords() if records is None else records
+        #: The unfinished tasks this process runs.
+        self._live: dict[str, Task] = {}
+        self._remote = anyio.Event()
+        self.records.on_delivery(self._cancel_here, self._answer_here)
+        self.records.on_change(self._changed_elsewhere)
         #: How many listen streams follow some task (no notification work when none).
         self.followers = 0
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return self.records.count()
 
-    def create(self, principal: str, policy: TaskPolicy, ttl: float | None = None) -> Task | None:
+    def create(self, principal: str, policy: TaskPolicy, ttl: float | None = None,
+               tool: str = "") -> Task | None:
         """A new working task (`ttl` overrides the policy's when shorter); None when full."""
         self.sweep()
-        if len(self._tasks) >= self.max_tasks and not self._evict():
-            log.warning("%d tasks are running; this call runs without one", len(self._tasks))
+        key = principal_key(principal)
+        records = self.records
+        limit = self.max_per_principal
+        if limit is not None and records.count(key) >= limit and not records.evict_finished(key):
+            log.warning("a caller has %d tasks; this call runs without one", limit)
+            return None
+        if records.count() >= self.max_tasks and not records.evict_finished():
+            log.warning("%d tasks are running; this call runs without one", records.count())
             return None
         if policy.ttl is not None and (ttl is None or ttl > policy.ttl):
             ttl = policy.ttl
-        task = Task(self, secrets.token_hex(16), principal, policy, ttl)
-        self._tasks[task.id] = task
-        if ttl is not None:
-            if len(self._expiry) > 2 * self.max_tasks + 64:  # entries of evicted tasks
-                self._expiry = [e for e in self._expiry if e[1] in self._tasks]
-                heapq.heapify(self._expiry)
-            heapq.heappush(self._expiry, (time.monotonic() + ttl, task.id))
+        task = Task(self, secrets.token_hex(16), key, policy, ttl, tool)
+        self._live[task.id] = task
+        records.put(task.record())
         return task
 
     def find(self, task_id: Any, principal: str) -> Task:
@@ -335,34 +402,76 @@ class TaskStore:
         if not isinstance(task_id, str) or not task_id:
             raise RPCError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
         self.sweep()
-        task = self._tasks.get(task_id)
-        if task is None or task.principal != principal:
+        key = principal_key(principal)
+        task = self._live.get(task_id)
+        if task is None:
+            record = self.records.get(task_id, time.time())
+            task = None if record is None else Task.view(self, record)
+        if task is None or task.principal != key:
             raise RPCError(INVALID_PARAMS, "Failed to retrieve task: Task not found", {"taskId": task_id})
         return task
 
     def owned(self, principal: str) -> list[Task]:
         """The caller's tasks, oldest first."""
         self.sweep()
-        return [t for t in self._tasks.values() if t.principal == principal]
+        live = self._live
+        return [live.get(r.id) or Task.view(self, r)
+                for r in self.records.by_principal(principal_key(principal), time.time())]
 
     def sweep(self) -> None:
         """Drop the tasks whose ttl has run out (cancelling any still running)."""
-        now = time.monotonic()
-        while self._expiry and self._expiry[0][0] <= now:
-            _, task_id = heapq.heappop(self._expiry)
-            task = self._tasks.pop(task_id, None)
+        for task_id in self.records.expire(time.time()):
+            task = self._live.pop(task_id, None)
             if task is not None and task._scope is not None and not task.terminal:
                 task._scope.cancel()
 
-    def _evict(self) -> bool:
-        """Make room by dropping the oldest finished task; False when all are running."""
-        for task_id, task in self._tasks.items():
-            if task.terminal:
-                del self._tasks[task_id]
-                return True
-        return False
+    def refuse_result(self, result: JSON) -> str | None:
+        """Why a finished call's result cannot be kept (too large to store), or None."""
+        limit = self.max_result_bytes
+        if limit is None:
+            return None
+        size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
+        if size <= limit:
+            return None
+        return f"The task's result is too large to keep ({size} bytes; the limit is {limit})"
 
     def changed(self, task: Task) -> None:
-        """Offer the task's new state to the listen streams that follow it."""
+        """Store the task's new state; offer it to the listen streams that follow it."""
+        if task.live:
+            if task.id in self._live or not task.terminal:
+                self.records.put(task.record())
+            if task.terminal:
+                self._live.pop(task.id, None)
         if self.followers:
             self.runtime.offer(TASK_NOTIFICATION, task.detailed())
+
+    # -- what other processes send (through `records`) -----------------------------------
+
+    def _cancel_here(self, task_id: str, _: JSON | None) -> None:
+        task = self._live.get(task_id)
+        if task is not None:
+            task.cancel()
+            return
+        record = self.records.get(task_id, time.time())  # nobody runs it: settle the record
+        if record is not None and not record.terminal:
+            record.status, record.message, record.pending = "cancelled", "Cancelled by the client", {}
+            record.updated = time.time()
+            self.records.put(record)
+
+    def _answer_here(self, task_id: str, responses: JSON | None) -> None:
+        task = self._live.get(task_id)
+        if task is not None and responses is not None:
+            task.update(responses)
+
+    def _changed_elsewhere(self, record: TaskRecord) -> None:
+        self._remote.set()
+        self._remote = anyio.Event()
+        if self.followers and record.id not in self._live:
+            self.runtime.offer(TASK_NOTIFICATION, Task.view(self, record).detailed())
+
+    async def remote_change(self) -> None:
+        """Wait until `records` reports a change made by another process."""
+        await self._remote.wait()
+
+    def close(self) -> None:
+        self.records.close()
