@@ -6,6 +6,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -106,6 +107,20 @@ class _Http:
               help="With --http, one of several replicas behind a load balancer: start this "
                    "replica's 2025-era session ids with 'NAME.', so the balancer can route each "
                    "session to the replica that holds it (letters, digits, '-', '_').")
+@click.option("--task-store", metavar="STORE",
+              help="Where tasks are kept: sqlite (default when FILE has task tools: they survive a "
+                   "restart), memory (lost on exit) or redis://HOST:PORT/DB.")
+@click.option("--state-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="The server's state (tasks.db), 0700. Default: $XDG_STATE_HOME/mcpcli/serve/<hash "
+                   "of FILE's absolute path>.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N",
+              help="Keep at most N tasks (the oldest finished ones go first; when all run, a call "
+                   "runs without a task).")
+@click.option("--max-tasks-per-client", type=click.IntRange(min=1), metavar="N",
+              help="Keep at most N tasks per client credential. Default: no bound below --max-tasks.")
+@click.option("--max-task-result", type=click.IntRange(min=1), default=4 * 1024 * 1024, show_default=True,
+              metavar="BYTES",
+              help="A task whose result is larger (as JSON) fails with an error saying so.")
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--connect", is_flag=True,
               help="With --check: also reach each upstream under servers: (initialize and lists, "
@@ -144,6 +159,11 @@ def serve(
     allow_origins: tuple[str, ...],
     sse_poll_after: float | None,
     replica: str | None,
+    task_store: str | None,
+    state_dir: str | None,
+    max_tasks: int,
+    max_tasks_per_client: int | None,
+    max_task_result: int,
     check: bool,
     connect: bool,
     watch: bool,
@@ -182,9 +202,16 @@ def serve(
     gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools,
                      "--prefix": prefix is not None, "--read-only": read_only, "--eager": eager}
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
+    tasks = _Tasks(task_store, state_dir, max_tasks, max_tasks_per_client, max_task_result)
+    if task_store is not None:
+        from mcpcli.server.tasks.stores import parse_store
+
+        parse_store(task_store)
     if proxy is not None:
         if check or watch or example:
             raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
+        if task_store is not None or state_dir is not None:
+            raise UsageError("--task-store and --state-dir apply to FILE, not to --proxy")
         settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
         settings = _with_replica(settings, replica)
         _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
@@ -197,7 +224,37 @@ def serve(
         _check_watch_safety(file)
     settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
     settings = _with_replica(settings, replica)
-    _serve(app, file, config, settings, watch=watch, quiet=quiet, eager=eager)
+    _serve(app, file, config, settings, tasks, watch=watch, quiet=quiet, eager=eager)
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The task store flags."""
+
+    store: str | None
+    state_dir: str | None
+    max_tasks: int
+    per_client: int | None
+    max_result: int
+
+    def open(self, file: str, config: Config) -> Any:
+        """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise."""
+        from mcpcli.server.tasks.stores import open_records
+
+        kind = self.store or ("sqlite" if config.has_tasks else "memory")
+        if kind == "memory":
+            return open_records(kind, "")
+        return open_records(kind, self.state_dir or default_state_dir(file))
+
+
+def default_state_dir(file: str) -> Path:
+    """`$XDG_STATE_HOME/mcpcli/serve/<hash of FILE's absolute path>`: one per tools.yaml."""
+    import hashlib
+
+    from mcpcli.config import state_dir
+
+    digest = hashlib.sha256(os.path.abspath(file).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return state_dir() / "serve" / digest
 
 
 def _print_only(app: App, print_schema: bool, print_example: bool) -> bool:
@@ -322,8 +379,8 @@ def _with_replica(http: _Http | None, replica: str | None) -> _Http | None:
     return replace(http, replica=replica)
 
 
-def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
-           eager: bool) -> None:
+def _serve(app: App, file: str, config: Config, http: _Http | None, tasks: _Tasks, *, watch: bool,
+           quiet: bool, eager: bool) -> None:
     from mcpcli.cli._proxy import gateway_options, stdin_reserved
     from mcpcli.toolsfile.backend import ToolsBackend
 
@@ -331,6 +388,7 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         app.stderr.write(f"{app.prog} serve: {line}\n")
         app.stderr.flush()
 
+    records = tasks.open(file, config)
     backend = ToolsBackend(file, log=None if quiet else warn, warn=warn, config=config)
     options = gateway_options(app, eager=eager, quiet=quiet, stdio=http is None) if config.servers else None
 
@@ -344,8 +402,15 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
             served_backend(backend, watch=watch, options=options) as served,
             anyio.create_task_group() as tg,
         ):
-            # With --watch the lists can change at any time: keep 2026 cache hints short.
-            server = Server(served, list_ttl_ms=5_000) if watch else Server(served)
+            server = Server(
+                served,
+                # With --watch the lists can change at any time: keep 2026 cache hints short.
+                list_ttl_ms=5_000 if watch else 60_000,
+                max_tasks=tasks.max_tasks,
+                task_records=records,
+                max_tasks_per_principal=tasks.per_client,
+                max_task_result=tasks.max_result,
+            )
             if watch:
                 tg.start_soon(backend.watch)
             if http is None:
@@ -361,6 +426,7 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
             app.run(run)
     finally:
         backend.close()
+        records.close()
 
 
 def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...], deny: tuple[str, ...],

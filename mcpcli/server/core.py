@@ -67,6 +67,7 @@ from mcpcli.session import HandlerError, Session, report_default
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
+    from mcpcli.server.tasks.records import TaskRecords
     from mcpcli.transports.memory import InProcessTransport
 
 __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
@@ -160,6 +161,9 @@ class Server:
         max_parked: int = 128,
         max_tasks: int = 1000,
         secret: bytes | None = None,
+        task_records: TaskRecords | None = None,
+        max_tasks_per_principal: int | None = None,
+        max_task_result: int | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -183,7 +187,8 @@ class Server:
         self._tools: dict[str, JSON] | None = None
         backend.set_change_listener(self._on_change)
         #: Tool calls running as tasks (`tasks.store`), and their methods in each era.
-        self.tasks = TaskStore(runtime, max_tasks=max_tasks)
+        self.tasks = TaskStore(runtime, max_tasks=max_tasks, records=task_records,
+                               max_per_principal=max_tasks_per_principal, max_result_bytes=max_task_result)
         self.task_handlers = TaskHandlers(runtime, self.tasks)
         self.legacy_tasks = LegacyTasks(runtime, self.task_handlers)
         handlers = Handlers(runtime, self.capabilities, self.task_handlers, self.legacy_tasks)
@@ -198,6 +203,7 @@ class Server:
         if self._depth == 0:
             self._tg_cm = anyio.create_task_group()
             self.runtime.tg = await self._tg_cm.__aenter__()
+            self.runtime.tg.start_soon(self.tasks.sweeper)
             self._loop_thread = threading.get_ident()
             try:
                 import asyncio

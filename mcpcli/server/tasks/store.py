@@ -45,7 +45,13 @@ from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
 from mcpcli.server.subscriptions import TASK_STATUS
-from mcpcli.server.tasks.records import MemoryRecords, TaskRecord, TaskRecords, principal_key
+from mcpcli.server.tasks.records import (
+    RESTARTED,
+    MemoryRecords,
+    TaskRecord,
+    TaskRecords,
+    principal_key,
+)
 from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
@@ -62,6 +68,9 @@ __all__ = [
 log = logging.getLogger("mcpcli.server")
 
 JSON = dict[str, Any]
+
+#: How often (seconds) a durable store drops expired tasks while no request does.
+SWEEP_INTERVAL = 30.0
 
 #: The status notification of the extension (on `subscriptions/listen` streams).
 TASK_NOTIFICATION = TASK_STATUS
@@ -371,6 +380,10 @@ class TaskStore:
         self._remote = anyio.Event()
         self.records.on_delivery(self._cancel_here, self._answer_here)
         self.records.on_change(self._changed_elsewhere)
+        recovered = self.records.recover(time.time())  # what a previous process left unfinished
+        if recovered:
+            log.warning("%d task%s failed: %s", recovered, "s" * (recovered != 1), RESTARTED)
+        self.sweep()
         #: How many listen streams follow some task (no notification work when none).
         self.followers = 0
 
@@ -472,6 +485,14 @@ class TaskStore:
     async def remote_change(self) -> None:
         """Wait until `records` reports a change made by another process."""
         await self._remote.wait()
+
+    async def sweeper(self) -> None:
+        """Expire tasks even while nobody asks (a durable store's file does not grow)."""
+        if not getattr(self.records, "durable", False):
+            return
+        while True:
+            await anyio.sleep(SWEEP_INTERVAL)
+            self.sweep()
 
     def close(self) -> None:
         self.records.close()
