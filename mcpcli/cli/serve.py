@@ -244,7 +244,7 @@ class _Tasks:
         kind = self.store or ("sqlite" if config.has_tasks else "memory")
         if kind == "memory":
             return open_records(kind, "")
-        return open_records(kind, self.state_dir or default_state_dir(file))
+        return open_records(kind, self.state_dir or default_state_dir(file), file=file)
 
 
 def default_state_dir(file: str) -> Path:

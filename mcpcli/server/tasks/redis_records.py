@@ -88,6 +88,13 @@ class RedisRecords:
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
         namespace = query.pop("namespace", namespace)
+        if "lease" in query:  # seconds; how long a dead replica's tasks stay `working`
+            try:
+                lease = float(query.pop("lease"))
+            except ValueError:
+                lease = -1
+            if not 0.5 <= lease <= 3600:
+                raise UsageError("task store URL: lease= expects seconds between 0.5 and 3600")
         url = urlunsplit(parts._replace(query=urlencode(query)))
         self.lease = lease
         self.process = process

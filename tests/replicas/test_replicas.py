@@ -1,0 +1,165 @@
+"""Two `mcp serve --http` replicas on one Redis (`--task-store redis://...`) are one server for
+tasks: every request of a task's life goes to the other replica than the one before (create on
+A, get on B, input via B, cancel via A, result via B), with our own client and with the official
+Python SDK client; a replica killed with SIGKILL mid-task has its task failed by the survivor."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO, free_port, mcp_in, wait_listening, wait_until
+
+from mcpcli.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    PROTOCOL_VERSION_KEY,
+    TASKS_EXTENSION,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.peer]
+
+TOKEN = "replicas-token-0123456789"
+TOOLS = """\
+version: 1
+tools:
+  - name: quick
+    description: answers at once
+    task: {mode: required, after: 0s, poll_interval: 100ms}
+    run: {argv: [printf, quick]}
+  - name: hang
+    description: never finishes
+    task: {mode: required, after: 0s, poll_interval: 100ms}
+    run: {argv: [sleep, "100"], kill_grace: 0.5s}
+  - name: confirm
+    description: asks, then answers
+    task: {mode: optional, after: 0s, poll_interval: 100ms}
+    run:
+      shell: sh
+      script: |
+        ok=$(mcp script elicit "Go on?" --field ok:boolean --key go --get ok) || exit 1
+        echo "answer: $ok"
+"""
+EXT = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
+
+
+@contextmanager
+def replica(tools: Path, redis_url: str, *, lease: float = 10.0) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """One replica in its own process group (its scripts die with it when it is killed)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpcli", "serve", str(tools), "--http", str(port), "--quiet",
+         "--task-store", "redis"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "MCP_SERVE_TOKEN": TOKEN, "MCP_SERVE_REDIS_URL": f"{redis_url}?lease={lease:g}"},
+        start_new_session=True,
+    )
+    try:
+        wait_listening(port, proc, "replica")
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+
+
+def rpc(url: str, method: str, params: dict[str, Any]) -> Any:
+    """One 2026-07-28 request (stateless: any replica may take it); its result."""
+    import httpx
+
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+               "Authorization": f"Bearer {TOKEN}"}
+    if "name" in params or "taskId" in params:
+        headers["Mcp-Name"] = params.get("name") or params["taskId"]
+    meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "0"},
+            CLIENT_CAPABILITIES_KEY: EXT}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    r = httpx.post(url, json=body, headers=headers, timeout=30)
+    text = r.text
+    if r.headers.get("content-type", "").startswith("text/event-stream"):
+        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
+    answer = json.loads(text)
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def status(url: str, task_id: str) -> Any:
+    return rpc(url, "tasks/get", {"taskId": task_id})
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.yaml"
+    path.write_text(TOOLS)
+    return path
+
+
+def test_a_tasks_whole_life_alternates_replicas(tools: Path, redis_url: str) -> None:
+    with replica(tools, redis_url) as (a, _), replica(tools, redis_url) as (b, _):
+        # create on A, get on B, result via B
+        created = rpc(a, "tools/call", {"name": "quick", "arguments": {}})
+        assert created["resultType"] == "task"
+        quick = created["taskId"]
+        wait_until(lambda: status(b, quick)["status"] == "completed", what="quick, seen from B")
+        assert status(b, quick)["result"]["content"] == [{"type": "text", "text": "quick"}]
+        # input: asked on A, answered via B, the answer reaches A's process; result via B
+        confirm = rpc(a, "tools/call", {"name": "confirm", "arguments": {}})["taskId"]
+        wait_until(lambda: status(b, confirm)["status"] == "input_required", what="confirm to ask")
+        assert status(b, confirm)["inputRequests"]["go"]["params"]["message"] == "Go on?"
+        rpc(b, "tasks/update", {"taskId": confirm,
+                                "inputResponses": {"go": {"action": "accept", "content": {"ok": True}}}})
+        wait_until(lambda: status(a, confirm)["status"] == "completed", what="confirm to finish")
+        assert status(b, confirm)["result"]["content"] == [{"type": "text", "text": "answer: true\n"}]
+        # cancel via the replica that does not run it: B runs `hang`, A cancels it
+        hang = rpc(b, "tools/call", {"name": "hang", "arguments": {}})["taskId"]
+        assert status(a, hang)["status"] == "working"
+        rpc(a, "tasks/cancel", {"taskId": hang})
+        wait_until(lambda: status(b, hang)["status"] == "cancelled", what="hang to be cancelled on B")
+        assert status(a, hang)["status"] == "cancelled"
+        # Our client, one command per replica: the task started through A is collected via B.
+        env = {"MCP_BEARER_TOKEN": TOKEN}
+        started = mcp_in("tools", "call", a, "quick", "--detach", env=env)
+        assert started.code == 0, started
+        task_id = started.json["taskId"]
+        wait_until(lambda: mcp_in("tasks", "get", b, task_id, env=env).json["status"] == "completed",
+                   what="our client's task, seen from B")
+        result = mcp_in("tasks", "result", b, task_id, env=env)
+        assert result.code == 0 and result.json["content"][0]["text"] == "quick", result
+        # Task ids stay bound to the credential on every replica.
+        for url in (a, b):
+            other = mcp_in("tasks", "get", url, task_id, env={"MCP_BEARER_TOKEN": "someone-else"})
+            assert other.code != 0
+
+
+def test_the_official_sdk_client_reads_tasks_of_the_other_replica(tools: Path, redis_url: str, peers: Any) -> None:
+    with replica(tools, redis_url) as (a, _), replica(tools, redis_url) as (b, _):
+        done = rpc(a, "tools/call", {"name": "quick", "arguments": {}})["taskId"]
+        hang = rpc(a, "tools/call", {"name": "hang", "arguments": {}})["taskId"]
+        wait_until(lambda: status(a, done)["status"] == "completed", what="quick")
+        script = REPO / "tests/serve/sdk_tasks_client.py"
+        proc = subprocess.run([peers.sdk(), str(script), b, TOKEN, done, hang],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+        assert seen[done] == {"status": "completed", "statusMessage": None, "text": ["quick"]}
+        assert seen[hang]["status"] == "working"
+
+
+def test_a_killed_replicas_task_is_failed_by_the_survivor(tools: Path, redis_url: str) -> None:
+    with replica(tools, redis_url, lease=1) as (a, doomed), replica(tools, redis_url, lease=1) as (b, _):
+        hang = rpc(a, "tools/call", {"name": "hang", "arguments": {}})["taskId"]
+        assert status(b, hang)["status"] == "working"
+        os.killpg(doomed.pid, signal.SIGKILL)
+        doomed.wait(10)
+        wait_until(lambda: status(b, hang)["status"] == "failed", timeout=20, what="the survivor to fail it")
+        assert status(b, hang)["statusMessage"] == (
+            "the replica running this task stopped (its lease of 1 s ran out)")
