@@ -163,3 +163,53 @@ def test_a_killed_replicas_task_is_failed_by_the_survivor(tools: Path, redis_url
         wait_until(lambda: status(b, hang)["status"] == "failed", timeout=20, what="the survivor to fail it")
         assert status(b, hang)["statusMessage"] == (
             "the replica running this task stopped (its lease of 1 s ran out)")
+
+
+def test_a_listen_on_one_replica_hears_a_task_the_other_runs(tools: Path, redis_url: str) -> None:
+    """`subscriptions/listen` on B following a task A runs: B gets `notifications/tasks` for
+    the changes A makes (pub/sub), here the answer given via A and the completion."""
+    import httpx
+
+    with replica(tools, redis_url) as (a, _), replica(tools, redis_url) as (b, _):
+        confirm = rpc(a, "tools/call", {"name": "confirm", "arguments": {}})["taskId"]
+        wait_until(lambda: status(a, confirm)["status"] == "input_required", what="confirm to ask")
+        meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "0"},
+                CLIENT_CAPABILITIES_KEY: EXT}
+        body = {"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                "params": {"notifications": {"taskIds": [confirm]}, "_meta": meta}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen",
+                   "Authorization": f"Bearer {TOKEN}"}
+        statuses: list[str] = []
+        with httpx.stream("POST", b, json=body, headers=headers, timeout=30) as stream:
+            assert stream.status_code == 200
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("method") == "notifications/subscriptions/acknowledged":
+                    assert message["params"]["notifications"]["taskIds"] == [confirm]
+                    rpc(a, "tasks/update", {"taskId": confirm, "inputResponses": {
+                        "go": {"action": "accept", "content": {"ok": True}}}})
+                elif message.get("method") == "notifications/tasks":
+                    assert message["params"]["taskId"] == confirm
+                    statuses.append(message["params"]["status"])
+                    if statuses[-1] == "completed":
+                        break
+        assert statuses[-1] == "completed"
+
+
+@pytest.mark.parametrize(("value", "env", "message"), [
+    ("redis://:hunter2@127.0.0.1:6379/0", {}, "a Redis password on the command line is visible"),
+    ("redis", {}, "MCP_SERVE_REDIS_URL is not set"),
+])
+def test_redis_credentials_come_from_the_environment(tools: Path, value: str, env: dict[str, str],
+                                                     message: str) -> None:
+    r = mcp_in("serve", str(tools), "--http", "0", "--task-store", value, env=env)
+    assert r.code == 2 and message in r.stderr and "Traceback" not in r.stderr, r
+    assert "hunter2" not in r.stderr
+
+
+def test_an_unreachable_redis_is_a_connection_error(tools: Path) -> None:
+    r = mcp_in("serve", str(tools), "--http", "0", "--task-store", f"redis://127.0.0.1:{free_port()}/0")
+    assert r.code == 4 and "task store redis://127.0.0.1:" in r.stderr and "Traceback" not in r.stderr, r
