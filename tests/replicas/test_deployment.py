@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO, Peers, mcp_in
+from helpers import REPO, Peers, mcp_in, wait_until
 
 from .conftest import Replica, nginx
 
@@ -25,30 +25,48 @@ tools:
     description: The name of the replica that ran this call.
     run:
       argv: [sh, -c, 'printf %s "$REPLICA"']
+  - name: later
+    description: The same, as a task.
+    task: {mode: required, after: 0s, poll_interval: 100ms}
+    run:
+      argv: [sh, -c, 'printf %s "$REPLICA"']
 """
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture
-def two(tmp_path: Path, replicas: Callable[..., Replica]) -> tuple[Replica, Replica]:
+def two(tmp_path: Path, replicas: Callable[..., Replica], redis_url: str) -> tuple[Replica, Replica]:
+    """The README's replicas: --replica NAME, tasks in Redis."""
     tools = tmp_path / "tools.yaml"
     tools.write_text(textwrap.dedent(WHO), encoding="utf-8")
-    return replicas(tools, "a", "--replica", "a"), replicas(tools, "b", "--replica", "b")
+    env = {"MCP_SERVE_REDIS_URL": redis_url}
+    return (replicas(tools, "a", "--replica", "a", "--task-store", "redis", env=env),
+            replicas(tools, "b", "--replica", "b", "--task-store", "redis", env=env))
+
+
+def _modern(client: Any, url: str, method: str, params: dict[str, Any]) -> Any:
+    """One 2026-07-28 request: a single POST, complete in itself; its result."""
+    from mcpcli.protocol import (
+        CLIENT_CAPABILITIES_KEY,
+        CLIENT_INFO_KEY,
+        PROTOCOL_VERSION_KEY,
+        TASKS_EXTENSION,
+    )
+
+    meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "1"},
+            CLIENT_CAPABILITIES_KEY: {"extensions": {TASKS_EXTENSION: {}}}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+               "Mcp-Name": params.get("name") or params.get("taskId") or ""}
+    r = client.post(url, json=body, headers=headers, timeout=20)
+    assert r.status_code == 200, (r.status_code, r.text)
+    return r.json()["result"]
 
 
 def _who_modern(client: Any, url: str) -> str:
-    """One 2026-07-28 `tools/call` of `who`: a single POST, complete in itself."""
-    from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
-
-    meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "1"},
-            CLIENT_CAPABILITIES_KEY: {}}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "who", "arguments": {}, "_meta": meta}}
-    headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "who"}
-    r = client.post(url, json=body, headers=headers, timeout=20)
-    assert r.status_code == 200, (r.status_code, r.text)
-    return "".join(b["text"] for b in r.json()["result"]["content"])
+    result = _modern(client, url, "tools/call", {"name": "who", "arguments": {}})
+    return "".join(b["text"] for b in result["content"])
 
 
 def _rpc(client: Any, url: str, body: dict[str, Any], session: str | None) -> Any:
@@ -81,6 +99,7 @@ def _who_in_session(client: Any, url: str, session: str, rid: int) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.peer
 def test_a_session_unknown_to_a_replica_is_answered_404(two: tuple[Replica, Replica]) -> None:
     """Sessions are per replica: one opened on A is unknown to B, which says so with the
     specification's 404, so the client starts a new session instead of failing obscurely."""
@@ -110,7 +129,14 @@ def test_the_readme_nginx_site_spreads_modern_requests_and_pins_sessions(
         # replicas answer within a few calls.
         with httpx.Client() as client:
             seen = [_who_modern(client, url) for _ in range(4)]
-        assert sorted(seen) == ["a", "a", "b", "b"]
+            assert sorted(seen) == ["a", "a", "b", "b"]
+            # A task started through the balancer is polled through both replicas (Redis).
+            task = _modern(client, url, "tools/call", {"name": "later", "arguments": {}})["taskId"]
+            wait_until(lambda: _modern(client, url, "tasks/get", {"taskId": task})["status"] == "completed",
+                       what="the task to complete")
+            runners = {_modern(client, url, "tasks/get", {"taskId": task})["result"]["content"][0]["text"]
+                       for _ in range(4)}
+            assert len(runners) == 1 and runners <= {"a", "b"}  # both replicas answer the same
         # 2025-era: each session's requests all reach the replica that created it (its id
         # names it), although new sessions are spread over both.
         owners: set[str] = set()
