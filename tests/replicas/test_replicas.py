@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,14 +53,15 @@ EXT = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
 
 
 @contextmanager
-def replica(tools: Path, redis_url: str, *, lease: float = 10.0) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def replica(tools: Path, redis_url: str, *, lease: float = 10.0,
+            extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """One replica in its own process group (its scripts die with it when it is killed)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpcli", "serve", str(tools), "--http", str(port), "--quiet",
-         "--task-store", "redis"],
+         "--task-store", "redis", *extra],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "MCP_SERVE_TOKEN": TOKEN, "MCP_SERVE_REDIS_URL": f"{redis_url}?lease={lease:g}"},
+        env={**os.environ, "MCP_SERVE_TOKEN": TOKEN, "MCP_SERVE_REDIS_URL": f"{redis_url}{'&' if '?' in redis_url else '?'}lease={lease:g}"},
         start_new_session=True,
     )
     try:
@@ -181,9 +183,11 @@ def test_a_listen_on_one_replica_hears_a_task_the_other_runs(tools: Path, redis_
                    "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen",
                    "Authorization": f"Bearer {TOKEN}"}
         statuses: list[str] = []
+        deadline = time.monotonic() + 25
         with httpx.stream("POST", b, json=body, headers=headers, timeout=30) as stream:
             assert stream.status_code == 200
-            for line in stream.iter_lines():
+            for line in stream.iter_lines():  # keep-alive comments every 15 s bound the wait
+                assert time.monotonic() < deadline, "no completion within 20 s"
                 if not line.startswith("data:"):
                     continue
                 message = json.loads(line[5:])
@@ -213,3 +217,50 @@ def test_redis_credentials_come_from_the_environment(tools: Path, value: str, en
 def test_an_unreachable_redis_is_a_connection_error(tools: Path) -> None:
     r = mcp_in("serve", str(tools), "--http", "0", "--task-store", f"redis://127.0.0.1:{free_port()}/0")
     assert r.code == 4 and "task store redis://127.0.0.1:" in r.stderr and "Traceback" not in r.stderr, r
+
+
+STATE = """\
+version: 1
+resources:
+  - {uri: 'mem://state', name: state, file: state.txt, subscribe: true}
+"""
+
+
+def test_a_resource_update_one_replica_sees_reaches_a_listen_on_the_other(tmp_path: Path, redis_url: str) -> None:
+    """Replicas on different machines (here: directories) each watch their own copy of a
+    file: a change only A can see still reaches a listen on B, relayed through Redis."""
+    import httpx
+
+    trees = []
+    for name in ("a", "b"):
+        tree = tmp_path / name
+        tree.mkdir()
+        (tree / "tools.yaml").write_text(STATE)
+        (tree / "state.txt").write_text("v1")
+        trees.append(tree)
+    shared = f"{redis_url}?namespace=shared"  # different paths, one logical server
+    with replica(trees[0] / "tools.yaml", shared, extra=("--watch",)) as (_, _a), \
+            replica(trees[1] / "tools.yaml", shared, extra=("--watch",)) as (b, _b):
+        meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "0"},
+                CLIENT_CAPABILITIES_KEY: {}}
+        body = {"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+                "params": {"notifications": {"resourceSubscriptions": ["mem://state"]}, "_meta": meta}}
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen",
+                   "Authorization": f"Bearer {TOKEN}"}
+        updated: list[str] = []
+        deadline = time.monotonic() + 25
+        with httpx.stream("POST", b, json=body, headers=headers, timeout=30) as stream:
+            assert stream.status_code == 200
+            for line in stream.iter_lines():  # keep-alive comments every 15 s bound the wait
+                assert time.monotonic() < deadline, "no update within 20 s"
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("method") == "notifications/subscriptions/acknowledged":
+                    assert message["params"]["notifications"]["resourceSubscriptions"] == ["mem://state"]
+                    (trees[0] / "state.txt").write_text("version two, seen on a only")
+                elif message.get("method") == "notifications/resources/updated":
+                    updated.append(message["params"]["uri"])
+                    break
+        assert updated == ["mem://state"]

@@ -110,6 +110,7 @@ class RedisRecords:
 
             raise TransportError(f"task store {_safe(url)}: {exc}") from exc
         self._on_change: Callable[[TaskRecord], None] | None = None
+        self._on_notification: Callable[[str, JSON], None] | None = None
         self._cancel: Delivery | None = None
         self._answer: Delivery | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -136,6 +137,8 @@ class RedisRecords:
     # -- TaskRecords ----------------------------------------------------------------
 
     def put(self, record: TaskRecord) -> None:
+        if self._loop is None:
+            self._capture_loop()
         data = json.dumps(record.to_json(), separators=(",", ":"))
         pipe = self._redis.pipeline(transaction=True)
         key = self._key("task", record.id)
@@ -254,6 +257,16 @@ class RedisRecords:
         self._cancel, self._answer = cancel, answer
         self._capture_loop()
 
+    def on_notification(self, callback: Callable[[str, JSON], None]) -> None:
+        """Where list changes and resource updates relayed by other replicas land."""
+        self._on_notification = callback
+        self._capture_loop()
+
+    def relay_notification(self, method: str, params: JSON) -> None:
+        """Tell the other replicas about a change this one noticed (`subscriptions`)."""
+        self._redis.publish(self._events, json.dumps(
+            {"kind": "notify", "from": self.process, "method": method, "params": params}))
+
     def request_cancel(self, task_id: str) -> None:
         self._send("cancel", task_id, None)
 
@@ -323,6 +336,8 @@ class RedisRecords:
             kind = event.get("kind")
             if kind == "change" and self._on_change is not None:
                 self._dispatch(self._on_change, TaskRecord.from_json(event["record"]))
+            elif kind == "notify" and self._on_notification is not None:
+                self._dispatch(self._on_notification, event["method"], event.get("params") or {})
             elif kind in ("cancel", "input") and event.get("to") == self.process:
                 deliver = self._cancel if kind == "cancel" else self._answer
                 if deliver is not None:
