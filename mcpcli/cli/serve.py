@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._replica import replica, replica_option
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -77,8 +80,79 @@ class _Http:
     allow_hosts: tuple[str, ...]
     allow_origins: tuple[str, ...]
     sse_poll_after: float | None
-    #: --replica NAME: legacy session ids start with "NAME." (load balancer affinity).
-    replica: str | None = None
+    replica: str | None = None  # --replica NAME: legacy session ids start with "NAME."
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The task store flags."""
+
+    store: str | None
+    state_dir: str | None
+    max_tasks: int
+    per_client: int | None
+    max_result: int
+
+    def open(self, file: str, config: Config, warn: Callable[[str], None]) -> Any:
+        """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise.
+
+        Editors start one stdio server per window, often of the same FILE: when the
+        default state directory is taken, this one keeps its tasks in memory (with a
+        warning); a state directory or store asked for by name is an error (exit 4)."""
+        from mcpcli.server.tasks.sqlite import StoreBusy
+        from mcpcli.server.tasks.stores import open_records
+
+        kind = self.store or ("sqlite" if config.has_tasks else "memory")
+        if kind == "memory":
+            return open_records(kind, "")
+        try:
+            return open_records(kind, self.state_dir or default_state_dir(file), file=file)
+        except StoreBusy as exc:
+            if self.store is not None or self.state_dir is not None:
+                raise
+            warn(f"{exc.message}: this one keeps its tasks in memory (give it its own --state-dir)")
+            return open_records("memory", "")
+
+
+_TASKS_KEY = "mcpcli.serve.tasks"
+
+
+def _task_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The task store flags, checked, for `_serve` as one `_Tasks` (in the click context's meta:
+    `serve()` stays within the size guide)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, task_store: str | None, state_dir: str | None, max_tasks: int,
+                max_tasks_per_client: int | None, max_task_result: int, **kwargs: Any) -> None:
+        if task_store is not None:
+            from mcpcli.server.tasks.stores import parse_store
+
+            parse_store(task_store)
+        if kwargs.get("proxy") is not None and (task_store is not None or state_dir is not None):
+            raise UsageError("--task-store and --state-dir apply to FILE, not to --proxy")
+        tasks = _Tasks(task_store, state_dir, max_tasks, max_tasks_per_client, max_task_result)
+        click.get_current_context().meta[_TASKS_KEY] = tasks
+        command(*args, **kwargs)
+
+    options = [
+        click.option("--task-store", metavar="STORE",
+                     help="Where tasks are kept: sqlite (default when FILE has task tools: they survive a "
+                          "restart), memory (lost on exit) or redis://HOST:PORT/DB."),
+        click.option("--state-dir", type=click.Path(file_okay=False), metavar="DIR",
+                     help="The server's state (tasks.db), 0700. Default: $XDG_STATE_HOME/mcpcli/serve/<hash "
+                          "of FILE's absolute path>."),
+        click.option("--max-tasks", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N",
+                     help="Keep at most N tasks (the oldest finished ones go first; when all run, a call "
+                          "runs without a task)."),
+        click.option("--max-tasks-per-client", type=click.IntRange(min=1), metavar="N",
+                     help="Keep at most N tasks per client credential. Default: no bound below --max-tasks."),
+        click.option("--max-task-result", type=click.IntRange(min=1), default=4 * 1024 * 1024, show_default=True,
+                     metavar="BYTES",
+                     help="A task whose result is larger (as JSON) fails with an error saying so."),
+    ]
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
 
 
 @click.command("serve", context_settings=CONTEXT_SETTINGS)
@@ -103,24 +177,8 @@ class _Http:
                    "answered after SECONDS, close the stream (after an event id and a retry hint); "
                    "the client resumes with GET and Last-Event-ID and gets the rest there "
                    "(SSE polling, SEP-1699). Default: streams stay open.")
-@click.option("--replica", metavar="NAME",
-              help="With --http, one of several replicas behind a load balancer: start this "
-                   "replica's 2025-era session ids with 'NAME.', so the balancer can route each "
-                   "session to the replica that holds it (letters, digits, '-', '_').")
-@click.option("--task-store", metavar="STORE",
-              help="Where tasks are kept: sqlite (default when FILE has task tools: they survive a "
-                   "restart), memory (lost on exit) or redis://HOST:PORT/DB.")
-@click.option("--state-dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="The server's state (tasks.db), 0700. Default: $XDG_STATE_HOME/mcpcli/serve/<hash "
-                   "of FILE's absolute path>.")
-@click.option("--max-tasks", type=click.IntRange(min=1), default=1000, show_default=True, metavar="N",
-              help="Keep at most N tasks (the oldest finished ones go first; when all run, a call "
-                   "runs without a task).")
-@click.option("--max-tasks-per-client", type=click.IntRange(min=1), metavar="N",
-              help="Keep at most N tasks per client credential. Default: no bound below --max-tasks.")
-@click.option("--max-task-result", type=click.IntRange(min=1), default=4 * 1024 * 1024, show_default=True,
-              metavar="BYTES",
-              help="A task whose result is larger (as JSON) fails with an error saying so.")
+@replica_option
+@_task_options
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--connect", is_flag=True,
               help="With --check: also reach each upstream under servers: (initialize and lists, "
@@ -158,12 +216,6 @@ def serve(
     allow_hosts: tuple[str, ...],
     allow_origins: tuple[str, ...],
     sse_poll_after: float | None,
-    replica: str | None,
-    task_store: str | None,
-    state_dir: str | None,
-    max_tasks: int,
-    max_tasks_per_client: int | None,
-    max_task_result: int,
     check: bool,
     connect: bool,
     watch: bool,
@@ -202,18 +254,10 @@ def serve(
     gateway_flags = {"--allow-tool": allow_tools, "--deny-tool": deny_tools,
                      "--prefix": prefix is not None, "--read-only": read_only, "--eager": eager}
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
-    tasks = _Tasks(task_store, state_dir, max_tasks, max_tasks_per_client, max_task_result)
-    if task_store is not None:
-        from mcpcli.server.tasks.stores import parse_store
-
-        parse_store(task_store)
     if proxy is not None:
         if check or watch or example:
             raise UsageError("--check, --watch and --example apply to FILE, not to --proxy")
-        if task_store is not None or state_dir is not None:
-            raise UsageError("--task-store and --state-dir apply to FILE, not to --proxy")
         settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
-        settings = _with_replica(settings, replica)
         _serve_proxy(app, proxy, settings, allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return
     file = _file_to_serve(file, example)
@@ -223,28 +267,7 @@ def serve(
     if watch:
         _check_watch_safety(file)
     settings = _http_settings(http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)
-    settings = _with_replica(settings, replica)
-    _serve(app, file, config, settings, tasks, watch=watch, quiet=quiet, eager=eager)
-
-
-@dataclass(frozen=True)
-class _Tasks:
-    """The task store flags."""
-
-    store: str | None
-    state_dir: str | None
-    max_tasks: int
-    per_client: int | None
-    max_result: int
-
-    def open(self, file: str, config: Config) -> Any:
-        """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise."""
-        from mcpcli.server.tasks.stores import open_records
-
-        kind = self.store or ("sqlite" if config.has_tasks else "memory")
-        if kind == "memory":
-            return open_records(kind, "")
-        return open_records(kind, self.state_dir or default_state_dir(file), file=file)
+    _serve(app, file, config, settings, watch=watch, quiet=quiet, eager=eager)
 
 
 def default_state_dir(file: str) -> Path:
@@ -345,6 +368,7 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
             raise UsageError("--sse-poll-after applies to --http only")
         if no_auth:
             raise UsageError("--no-auth applies to --http only")
+        replica(None)  # --replica without --http: a usage error
         return None
     host, port = parse_http_address(http)
     if no_auth and token:
@@ -361,26 +385,12 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
         import secrets
 
         token = secrets.token_urlsafe(32)
-    return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after)
+    return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after,
+                 replica(http))
 
 
-def _with_replica(http: _Http | None, replica: str | None) -> _Http | None:
-    """--replica checked: HTTP only, and a name that is safe in a session id and in a
-    load balancer's pattern."""
-    if replica is None:
-        return http
-    if http is None:
-        raise UsageError("--replica applies to --http only")
-    import re
-    from dataclasses import replace
-
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", replica):
-        raise UsageError(f"--replica {replica!r}: use 1 to 64 letters, digits, '-' or '_'")
-    return replace(http, replica=replica)
-
-
-def _serve(app: App, file: str, config: Config, http: _Http | None, tasks: _Tasks, *, watch: bool,
-           quiet: bool, eager: bool) -> None:
+def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
+           eager: bool) -> None:
     from mcpcli.cli._proxy import gateway_options, stdin_reserved
     from mcpcli.toolsfile.backend import ToolsBackend
 
@@ -388,7 +398,8 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, tasks: _Task
         app.stderr.write(f"{app.prog} serve: {line}\n")
         app.stderr.flush()
 
-    records = tasks.open(file, config)
+    tasks: _Tasks = click.get_current_context().meta[_TASKS_KEY]
+    records = tasks.open(file, config, warn)
     backend = ToolsBackend(file, log=None if quiet else warn, warn=warn, config=config)
     options = gateway_options(app, eager=eager, quiet=quiet, stdio=http is None) if config.servers else None
 

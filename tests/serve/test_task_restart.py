@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import free_port, mcp_in, wait_listening, wait_until
+from helpers import free_port, mcp, mcp_in, wait_listening, wait_until, wait_until_async
 
 from mcpcli.server.tasks.records import RESTARTED
 
@@ -162,7 +162,7 @@ def test_with_the_memory_store_a_restart_forgets_the_tasks(tools: Path, tmp_path
         assert gone.code == 5 and "Task not found" in gone.stderr, gone
 
 
-def test_the_default_state_dir_is_per_tools_file_and_a_second_server_is_refused(tools: Path) -> None:
+def test_the_default_state_dir_is_per_tools_file_and_one_server_owns_it(tools: Path, tmp_path: Path) -> None:
     from mcpcli.cli.serve import default_state_dir
 
     port = free_port()
@@ -170,10 +170,15 @@ def test_the_default_state_dir_is_per_tools_file_and_a_second_server_is_refused(
         state = default_state_dir(str(tools))
         assert (state / "tasks.db").exists()
         assert str(state).startswith(os.environ["XDG_STATE_HOME"])
-        second = mcp_in("serve", str(tools), "--http", str(free_port()), "--no-auth",
+        # Named explicitly, a taken state directory is an error...
+        second = mcp_in("serve", str(tools), "--http", str(free_port()), "--no-auth", "--state-dir", str(state),
                         env={"RESTART_KEY": SECRET})
         assert second.code == 4, second
         assert "another mcp serve keeps its tasks in" in second.stderr
+        # ...by default (an editor's second stdio server of the same file) tasks stay in memory.
+        stdio = mcp("serve", str(tools), input="", env={"RESTART_KEY": SECRET})
+        assert stdio.code == 0, stdio
+        assert "this one keeps its tasks in memory" in stdio.stderr
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -183,3 +188,69 @@ def test_the_default_state_dir_is_per_tools_file_and_a_second_server_is_refused(
 def test_an_unknown_task_store_is_a_usage_error(tools: Path, value: str, message: str) -> None:
     r = mcp_in("serve", str(tools), "--task-store", value)
     assert r.code == 2 and message in r.stderr and "Traceback" not in r.stderr, r
+
+
+SECRET_TOOLS = """
+version: 1
+secrets:
+  KEY: {from_env: MASKED_KEY}
+tools:
+  - name: fails
+    description: fails with its secret in the JSON-RPC error
+    task: {mode: required, after: 0s}
+    run:
+      shell: sh
+      script: 'printf "{\\"error\\": {\\"code\\": -32001, \\"message\\": \\"bad %s\\", \\"data\\": {\\"k\\": \\"%s\\"}}}" "$K" "$K"'
+      env: {K: {secret: KEY}}
+    output: {format: mcp}
+  - name: structured
+    description: answers with its secret in structured content and text
+    task: {mode: required, after: 0s}
+    run:
+      shell: sh
+      script: 'printf "{\\"content\\": [{\\"type\\": \\"text\\", \\"text\\": \\"%s\\"}], \\"structuredContent\\": {\\"k\\": \\"%s\\"}}" "$K" "$K"'
+      env: {K: {secret: KEY}}
+    output: {format: mcp}
+"""
+
+
+@pytest.mark.anyio
+async def test_stored_results_and_errors_never_hold_a_masked_secret(make_backend: Any, tmp_path: Path) -> None:
+    import anyio
+
+    from mcpcli.protocol import (
+        CLIENT_CAPABILITIES_KEY,
+        CLIENT_INFO_KEY,
+        PROTOCOL_VERSION_KEY,
+        TASKS_EXTENSION,
+    )
+    from mcpcli.server import Server
+    from mcpcli.server.tasks.sqlite import SQLiteRecords
+    from mcpcli.session import Session
+    from mcpcli.transports.memory import memory_pair
+
+    backend = make_backend(SECRET_TOOLS, environ={"MASKED_KEY": SECRET})
+    state = tmp_path / "state"
+    server = Server(backend, task_records=SQLiteRecords(state))
+    meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "t", "version": "0"},
+            CLIENT_CAPABILITIES_KEY: {"extensions": {TASKS_EXTENSION: {}}}}
+    seen = []
+    async with (memory_pair() as (client_side, server_side), anyio.create_task_group() as tg,
+                server):
+        tg.start_soon(server.serve, server_side)
+        async with Session(client_side) as s:
+            for name in ("fails", "structured"):
+                task_id = (await s.request("tools/call", {"name": name, "arguments": {}, "_meta": meta}))["taskId"]
+
+                async def ended(task_id: str = task_id) -> bool:
+                    got = await s.request("tasks/get", {"taskId": task_id, "_meta": meta})
+                    seen.append(got)
+                    return bool(got["status"] in ("completed", "failed"))
+
+                await wait_until_async(ended, what=f"{name} to end")
+        tg.cancel_scope.cancel()
+    server.tasks.close()
+    assert seen[-1]["result"]["structuredContent"] == {"k": "***"}
+    stored = b"".join(p.read_bytes() for p in state.iterdir() if p.name.startswith("tasks.db"))
+    assert b"bad ***" in stored and b'"k":"***"' in stored
+    assert SECRET.encode() not in stored

@@ -173,3 +173,20 @@ async def test_the_memory_store_is_the_runtimes_default() -> None:
     server = Server(TaskBackend({}))
     assert isinstance(server.tasks.records, MemoryRecords)
     assert server.tasks.max_result_bytes is None  # today's behaviour: no bound
+
+
+async def test_expired_tasks_are_swept_while_nobody_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcli.server.tasks import store as store_module
+
+    monkeypatch.setattr(store_module, "SWEEP_INTERVAL", 0.05)
+    records = SQLiteRecords(tmp_path)
+    server = Server(TaskBackend({}), task_records=records)
+    async with server:
+        task = server.tasks.create("alice", TaskPolicy("optional", after=0, ttl=0.1))
+        assert task is not None
+        task.finish("done", {"content": []})
+        assert records.count() == 1
+        with anyio.fail_after(10):
+            while records.count():  # no request comes: the sweeper drops it from the file
+                await anyio.sleep(0.05)
+    records.close()

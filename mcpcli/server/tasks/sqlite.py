@@ -28,7 +28,7 @@ from mcpcli.errors import TransportError
 from mcpcli.jsonrpc import INTERNAL_ERROR
 from mcpcli.server.tasks.records import RESTARTED, Delivery, TaskRecord
 
-__all__ = ["DB_NAME", "SQLiteRecords"]
+__all__ = ["DB_NAME", "SQLiteRecords", "StoreBusy"]
 
 log = logging.getLogger("mcpcli.server")
 
@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_principal ON tasks (principal, created);
 CREATE INDEX IF NOT EXISTS tasks_expires ON tasks (expires) WHERE expires IS NOT NULL;
 """
+
+
+class StoreBusy(TransportError):
+    """Another server holds the state directory (its lock on tasks.lock)."""
 
 
 def _private_dir(path: Path) -> None:
@@ -90,6 +94,8 @@ class SQLiteRecords:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA busy_timeout=5000")
             db.executescript(_SCHEMA)
+        except StoreBusy:
+            raise
         except (OSError, sqlite3.Error) as exc:
             if db is not None:
                 db.close()
@@ -113,7 +119,7 @@ class SQLiteRecords:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.close()
-            raise TransportError(
+            raise StoreBusy(
                 f"another mcp serve keeps its tasks in {self.dir}",
                 hint="give each server its own --state-dir (or --task-store memory)",
             ) from None

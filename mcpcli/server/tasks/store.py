@@ -15,7 +15,12 @@ message. `tasks/cancel` cancels the work (a tools.yaml call: its process group).
 The `TaskStore` holds the tasks of one server: created before the
 `CreateTaskResult` goes out (an immediate `tasks/get` finds it), bound to the
 caller's principal, dropped `ttl` after creation (a running one is cancelled
-then) and bounded in number (the oldest finished ones go first). Status
+then) and bounded in number, in all and per principal (the oldest finished
+ones go first). It keeps the `Task`s this process runs; every task's record
+(`records.TaskRecord`) goes to its `TaskRecords` on each change, and a task it
+does not run (finished before a restart, or run by another replica) is answered
+from its record (`Task.view`). A result larger than `max_result_bytes` fails
+the task instead of being stored. Status
 changes are offered to `subscriptions/listen` streams that asked for the task.
 The protocol methods are in `tasks.handlers` (2026-07-28) and `tasks.legacy`
 (2025-11-25, where the client asks for a task with `params.task` and input
@@ -71,6 +76,9 @@ JSON = dict[str, Any]
 
 #: How often (seconds) a durable store drops expired tasks while no request does.
 SWEEP_INTERVAL = 30.0
+
+#: A durable store gets a working task's progress at most this often (seconds).
+PROGRESS_WRITES = 0.5
 
 #: The status notification of the extension (on `subscriptions/listen` streams).
 TASK_NOTIFICATION = TASK_STATUS
@@ -132,6 +140,8 @@ class Task:
         self._answered = anyio.Event()
         self._changed = anyio.Event()
         self._scope: anyio.CancelScope | None = None
+        #: When the record was last written (progress alone is written at most every PROGRESS_WRITES s).
+        self.written = 0.0
 
     @property
     def terminal(self) -> bool:
@@ -151,11 +161,15 @@ class Task:
 
     @classmethod
     def view(cls, store: TaskStore, record: TaskRecord) -> Task:
-        """A task this process does not run: answers from its record, forwards cancel and input."""
-        ttl = None if record.ttl_ms is None else record.ttl_ms / 1000
-        task = cls(store, record.id, record.principal, TaskPolicy("optional", poll_interval=record.poll_ms / 1000),
-                   ttl, record.tool)
+        """A task this process does not run: answers from its record, forwards cancel and input.
+
+        Made without `__init__` (no events, no policy: a view never waits on its own
+        events, nor changes itself), since tasks/get and tasks/list make one per record."""
+        task = cls.__new__(cls)
+        task.store, task.id, task.principal, task.tool = store, record.id, record.principal, record.tool
         task.live = False
+        task.ttl = None if record.ttl_ms is None else record.ttl_ms / 1000
+        task._scope = None
         task._load(record)
         return task
 
@@ -217,12 +231,12 @@ class Task:
             self.pending.clear()  # a waiting ask() ends with the work's cancellation
         self._touch()
 
-    def _touch(self) -> None:
+    def _touch(self, progress: bool = False) -> None:
         """Something changed: wake whoever waits for a change, tell the listeners."""
         self.updated = time.time()
         self._changed.set()
         self._changed = anyio.Event()
-        self.store.changed(self)
+        self.store.changed(self, progress)
 
     async def wait_change(self) -> None:
         if self.live:
@@ -238,7 +252,7 @@ class Task:
             return
         text = f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"
         self.message = f"{text}: {message}" if message else text
-        self._touch()
+        self._touch(progress=True)
 
     def finish(self, kind: str, value: Any) -> None:
         """The work ended: `done` (a result), `error` (an exception) or `cancelled`."""
@@ -375,6 +389,7 @@ class TaskStore:
         self.max_per_principal = max_per_principal
         self.max_result_bytes = max_result_bytes
         self.records: TaskRecords = MemoryRecords() if records is None else records
+        self._durable = bool(getattr(self.records, "durable", False))
         #: The unfinished tasks this process runs.
         self._live: dict[str, Task] = {}
         self._remote = anyio.Event()
@@ -407,6 +422,7 @@ class TaskStore:
             ttl = policy.ttl
         task = Task(self, secrets.token_hex(16), key, policy, ttl, tool)
         self._live[task.id] = task
+        task.written = time.monotonic()
         records.put(task.record())
         return task
 
@@ -448,10 +464,17 @@ class TaskStore:
             return None
         return f"The task's result is too large to keep ({size} bytes; the limit is {limit})"
 
-    def changed(self, task: Task) -> None:
-        """Store the task's new state; offer it to the listen streams that follow it."""
+    def changed(self, task: Task, progress: bool = False) -> None:
+        """Store the task's new state; offer it to the listen streams that follow it.
+
+        Progress alone is written to a durable store at most every `PROGRESS_WRITES`
+        seconds (this process answers from the live task; others see it that late)."""
         if task.live:
-            if task.id in self._live or not task.terminal:
+            now = time.monotonic()
+            if progress and self._durable and now - task.written < PROGRESS_WRITES:
+                pass
+            elif task.id in self._live or not task.terminal:
+                task.written = now
                 self.records.put(task.record())
             if task.terminal:
                 self._live.pop(task.id, None)
@@ -488,7 +511,7 @@ class TaskStore:
 
     async def sweeper(self) -> None:
         """Expire tasks even while nobody asks (a durable store's file does not grow)."""
-        if not getattr(self.records, "durable", False):
+        if not self._durable:
             return
         while True:
             await anyio.sleep(SWEEP_INTERVAL)
