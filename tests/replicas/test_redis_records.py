@@ -152,3 +152,14 @@ def test_the_url_comes_without_a_password_on_argv() -> None:
         redis_url("redis", {})
     with pytest.raises(UsageError, match="expected redis://"):
         redis_url("redis", {"MCP_SERVE_REDIS_URL": "http://db"})
+
+
+def test_a_finished_record_is_final(pair: tuple[RedisRecords, RedisRecords]) -> None:
+    """A replica whose lease ran out while it still ran the task (a long pause) cannot turn the
+    survivor's `failed` back into `completed`."""
+    a, b = pair
+    a.put(_record("t1", "replica-a"))
+    b.put(_record("t1", "replica-a", status="failed"))
+    a.put(_record("t1", "replica-a", status="completed"))
+    got = b.get("t1", time.time())
+    assert got is not None and got.status == "failed"

@@ -117,6 +117,7 @@ class RedisRecords:
         self._stop = threading.Event()
         self._renew()
         self._redis.sadd(self._key("replicas"), process)
+        self._put: Any = self._redis.register_script(_PUT)
         self._pubsub: Any = self._redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
         self._pubsub.subscribe(self._events)
         self._threads = [
@@ -137,25 +138,19 @@ class RedisRecords:
     # -- TaskRecords ----------------------------------------------------------------
 
     def put(self, record: TaskRecord) -> None:
+        """Write the record, its indexes and the change message in one step (a Lua script),
+        unless the stored record is already finished: a replica whose lease ran out while it
+        still ran the task (Redis away, a long pause) cannot turn `failed` back into
+        `completed` after a survivor settled it."""
         if self._loop is None:
             self._capture_loop()
         data = json.dumps(record.to_json(), separators=(",", ":"))
-        pipe = self._redis.pipeline(transaction=True)
-        key = self._key("task", record.id)
-        if record.expires is not None:
-            pipe.set(key, data, pxat=max(1, int(record.expires * 1000)))
-            pipe.zadd(self._key("expiry"), {record.id: record.expires})
-        else:
-            pipe.set(key, data)
-        pipe.zadd(self._key("all"), {record.id: record.created})
-        pipe.zadd(self._key("principal", record.principal), {record.id: record.created})
-        running = self._key("running", record.owner)
-        if record.terminal:
-            pipe.srem(running, record.id)
-        else:
-            pipe.sadd(running, record.id)
-        pipe.publish(self._events, json.dumps({"kind": "change", "from": self.process, "record": record.to_json()}))
-        pipe.execute()
+        keys = [self._key("task", record.id), self._key("expiry"), self._key("all"),
+                self._key("principal", record.principal), self._key("running", record.owner), self._events]
+        expires = "" if record.expires is None else str(max(1, int(record.expires * 1000)))
+        message = json.dumps({"kind": "change", "from": self.process, "record": record.to_json()})
+        self._put(keys=keys, args=[data, record.id, expires, repr(record.expires or 0), repr(record.created),
+                                   "1" if record.terminal else "", message])
 
     def get(self, task_id: str, now: float) -> TaskRecord | None:
         raw = self._redis.get(self._key("task", task_id))
@@ -354,6 +349,34 @@ class RedisRecords:
                     self.recover(time.time())
             except Exception as exc:  # Redis away for a moment: keep trying
                 log.warning("task store: heartbeat: %s", exc)
+
+
+#: KEYS: task, expiry, all, principal, running (of the owner), events channel.
+#: ARGV: record JSON, id, expiry in ms ("" for none), expiry score, created, terminal ("1"), message.
+_PUT = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local status = cjson.decode(current)['status']
+  if status == 'completed' or status == 'failed' or status == 'cancelled' then
+    return 0
+  end
+end
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[2])
+if ARGV[6] == '1' then
+  redis.call('SREM', KEYS[5], ARGV[2])
+else
+  redis.call('SADD', KEYS[5], ARGV[2])
+end
+redis.call('PUBLISH', KEYS[6], ARGV[7])
+return 1
+"""
 
 
 def _safe(url: str) -> str:
