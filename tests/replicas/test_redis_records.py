@@ -66,6 +66,7 @@ def test_a_record_put_by_one_replica_is_read_by_the_other(pair: tuple[RedisRecor
     b.put(_record("t3", "replica-b", ttl=0.001))
     wait_until(lambda: b.get("t3", time.time()) is None, what="t3 to expire")
     assert a.expire(time.time()) == ["t3"] and b.expire(time.time()) == []
+    assert b.count() == 2 and b.count(ALICE) == 1  # its index entries went with it
 
 
 @pytest.mark.anyio

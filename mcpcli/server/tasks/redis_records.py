@@ -146,11 +146,12 @@ class RedisRecords:
             self._capture_loop()
         data = json.dumps(record.to_json(), separators=(",", ":"))
         keys = [self._key("task", record.id), self._key("expiry"), self._key("all"),
-                self._key("principal", record.principal), self._key("running", record.owner), self._events]
+                self._key("principal", record.principal), self._key("running", record.owner), self._events,
+                self._key("principals")]
         expires = "" if record.expires is None else str(max(1, int(record.expires * 1000)))
         message = json.dumps({"kind": "change", "from": self.process, "record": record.to_json()})
         self._put(keys=keys, args=[data, record.id, expires, repr(record.expires or 0), repr(record.created),
-                                   "1" if record.terminal else "", message])
+                                   "1" if record.terminal else "", message, record.principal])
 
     def get(self, task_id: str, now: float) -> TaskRecord | None:
         raw = self._redis.get(self._key("task", task_id))
@@ -167,6 +168,7 @@ class RedisRecords:
         pipe.delete(self._key("task", task_id))
         pipe.zrem(self._key("all"), task_id)
         pipe.zrem(self._key("expiry"), task_id)
+        pipe.hdel(self._key("principals"), task_id)
         if record is not None:
             pipe.zrem(self._key("principal", record.principal), task_id)
             pipe.srem(self._key("running", record.owner), task_id)
@@ -197,13 +199,16 @@ class RedisRecords:
         return gone
 
     def _forget(self, task_id: str) -> None:
-        """Drop the index entries of a task whose key Redis already expired."""
+        """Drop the index entries of a task whose key Redis already expired (its principal
+        comes from the `principals` hash: the record itself is gone)."""
+        principal = self._redis.hget(self._key("principals"), task_id)
         pipe = self._redis.pipeline(transaction=False)
         pipe.zrem(self._key("all"), task_id)
         pipe.delete(self._key("task", task_id))
+        pipe.hdel(self._key("principals"), task_id)
+        if principal is not None:
+            pipe.zrem(self._key("principal", principal), task_id)
         pipe.execute()
-        for key in self._redis.scan_iter(self._key("principal", "*"), count=1000):
-            self._redis.zrem(key, task_id)
 
     def evict_finished(self, principal: str | None = None) -> bool:
         key = self._key("all") if principal is None else self._key("principal", principal)
@@ -351,8 +356,9 @@ class RedisRecords:
                 log.warning("task store: heartbeat: %s", exc)
 
 
-#: KEYS: task, expiry, all, principal, running (of the owner), events channel.
-#: ARGV: record JSON, id, expiry in ms ("" for none), expiry score, created, terminal ("1"), message.
+#: KEYS: task, expiry, all, principal, running (of the owner), events channel, principals (id -> key).
+#: ARGV: record JSON, id, expiry in ms ("" for none), expiry score, created, terminal ("1"), message,
+#: principal key.
 _PUT = """
 local current = redis.call('GET', KEYS[1])
 if current then
@@ -369,6 +375,7 @@ else
 end
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[2])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[2])
+redis.call('HSET', KEYS[7], ARGV[2], ARGV[8])
 if ARGV[6] == '1' then
   redis.call('SREM', KEYS[5], ARGV[2])
 else
