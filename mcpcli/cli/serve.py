@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._replica import replica, replica_option
 from mcpcli.cli._serve_tasks import task_flags, task_options
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
@@ -78,6 +79,7 @@ class _Http:
     allow_hosts: tuple[str, ...]
     allow_origins: tuple[str, ...]
     sse_poll_after: float | None
+    replica: str | None = None  # --replica NAME: legacy session ids start with "NAME."
 
 
 @click.command("serve", context_settings=CONTEXT_SETTINGS)
@@ -102,6 +104,7 @@ class _Http:
                    "answered after SECONDS, close the stream (after an event id and a retry hint); "
                    "the client resumes with GET and Last-Event-ID and gets the rest there "
                    "(SSE polling, SEP-1699). Default: streams stay open.")
+@replica_option
 @task_options
 @click.option("--check", is_flag=True, help="Validate FILE and exit: 0 if valid, 2 with file:line:col errors.")
 @click.option("--connect", is_flag=True,
@@ -271,6 +274,7 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
             raise UsageError("--sse-poll-after applies to --http only")
         if no_auth:
             raise UsageError("--no-auth applies to --http only")
+        replica(None)  # --replica without --http: a usage error
         return None
     host, port = parse_http_address(http)
     if no_auth and token:
@@ -287,7 +291,8 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
         import secrets
 
         token = secrets.token_urlsafe(32)
-    return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after)
+    return _Http(host, port, token or None, generated, allow_hosts, allow_origins, sse_poll_after,
+                 replica(http))
 
 
 def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
@@ -418,4 +423,5 @@ async def _serve_http(app: App, server: Any, http: _Http, file: str) -> None:
     await serve_http(
         server, host=http.host, port=http.port, auth_token=http.token, on_ready=ready,
         allowed_hosts=hosts, allowed_origins=origins, sse_poll_after=http.sse_poll_after,
+        session_prefix=f"{http.replica}." if http.replica else "",
     )

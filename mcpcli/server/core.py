@@ -59,7 +59,14 @@ from mcpcli.server.backend import Backend
 from mcpcli.server.calls import IncomingRequest, Outlet
 from mcpcli.server.handlers import Handlers
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
-from mcpcli.server.subscriptions import Sink, change_message, legacy_methods, subscribable
+from mcpcli.server.subscriptions import (
+    LIST_CHANGED,
+    SharedChanges,
+    Sink,
+    change_message,
+    legacy_methods,
+    subscribable,
+)
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
@@ -190,6 +197,13 @@ class Server:
         self.tasks = TaskStore(runtime, max_tasks=max_tasks, records=task_records,
                                max_per_principal=max_tasks_per_principal, max_result_bytes=max_task_result)
         self.task_handlers = TaskHandlers(runtime, self.tasks)
+        #: Replicas sharing a task store that relays notifications (Redis) also share
+        #: list changes and resource updates, so a listen on any replica hears them.
+        self._shared: SharedChanges | None = None
+        self._relay: Any = getattr(self.tasks.records, "relay_notification", None)
+        if self._relay is not None:
+            self._shared = SharedChanges()
+            self.tasks.records.on_notification(self._relayed)  # type: ignore[attr-defined]
         self.legacy_tasks = LegacyTasks(runtime, self.task_handlers)
         handlers = Handlers(runtime, self.capabilities, self.task_handlers, self.legacy_tasks)
         self._legacy = handlers.legacy()
@@ -357,7 +371,19 @@ class Server:
             return
         method, params = message
         self._server_info = dict(self.backend.server_info())
+        shared = self._shared
+        if shared is not None:
+            if not shared.local(method, params):
+                return
+            self._relay(method, params)
         self.runtime.offer(method, params)
+
+    def _relayed(self, method: str, params: JSON) -> None:
+        """A change another replica noticed (on the event loop)."""
+        if self._shared is not None and self._shared.remote(method, params):
+            if method == LIST_CHANGED["tools"]:
+                self._tools = None
+            self.runtime.offer(method, params)
 
     # -- dispatch ----------------------------------------------------------------------
 

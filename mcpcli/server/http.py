@@ -93,6 +93,7 @@ async def serve_http(
     legacy_sse: bool = True,
     keepalive: float = 15.0,
     sse_poll_after: float | None = None,
+    session_prefix: str = "",
     on_ready: Callable[[str], None] | None = None,
     options: HttpOptions | None = None,
 ) -> None:
@@ -114,7 +115,7 @@ async def serve_http(
     if options is None:
         options = HttpOptions(
             path=path, max_body=max_body, legacy_sse=legacy_sse, keepalive=keepalive,
-            sse_poll_after=sse_poll_after,
+            sse_poll_after=sse_poll_after, session_prefix=session_prefix,
         )
     options = replace(options, auth_token=token, allowed_hosts=hosts, allowed_origins=allowed_origins)
     sock = _bind(host, port)

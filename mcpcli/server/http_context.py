@@ -76,6 +76,10 @@ class HttpOptions:
     #: waits up to `body_wait` seconds, then gets 503 without its body being read.
     body_budget: int = 64 * 1024 * 1024
     body_wait: float = 20.0
+    #: Put before every legacy session id (`mcp serve --replica NAME` makes it "NAME."), so a
+    #: load balancer in front of replicas can send a session's requests to the replica that
+    #: holds it: a session lives in one process's memory.
+    session_prefix: str = ""
 
 
 class HttpContext:

@@ -77,7 +77,8 @@ class LegacySession:
 
     def __init__(self, table: Sessions, conn: ServerConnection, *, sse_transport: bool) -> None:
         self._table = table
-        self.id = secrets.token_urlsafe(24)  # visible ASCII, 192 bits
+        # visible ASCII, 192 random bits after the replica's routing prefix (if any)
+        self.id = table.context.options.session_prefix + secrets.token_urlsafe(24)
         self.conn = conn
         self.sse_transport = sse_transport
         inbox: tuple[MemoryObjectSendStream[Envelope | Exception], MemoryObjectReceiveStream[Envelope | Exception]]

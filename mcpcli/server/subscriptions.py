@@ -12,7 +12,9 @@ notifications rather than holding up the others.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Any
 
 import anyio
@@ -25,6 +27,7 @@ __all__ = [
     "LIST_CHANGED",
     "TASK_STATUS",
     "UPDATED",
+    "SharedChanges",
     "Sink",
     "change_message",
     "legacy_methods",
@@ -132,3 +135,34 @@ def listen_filter(wanted: JSON, declared: JSON) -> tuple[JSON, set[str], set[str
             uris.update(subscriptions)
             methods.add(UPDATED)
     return honoured, methods, uris
+
+
+class SharedChanges:
+    """Change notifications shared between replicas (a Redis task store relays them).
+
+    A resource file that replicas serve from one file system is seen changing by each of
+    them, so the same update arrives twice: once from this replica's own watch, once
+    relayed. Within `window` seconds an update is dropped when the *other* origin already
+    announced it; repeats from one origin always pass (a second real change is never lost).
+    """
+
+    def __init__(self, window: float = 2.0) -> None:
+        self.window = window
+        self._seen: dict[tuple[bool, str], float] = {}
+
+    def _admit(self, remote: bool, method: str, params: JSON) -> bool:
+        now = time.monotonic()
+        if len(self._seen) > 1024:
+            self._seen = {k: t for k, t in self._seen.items() if now - t < self.window}
+        key = json.dumps([method, params], sort_keys=True, default=str)
+        other = self._seen.get((not remote, key))
+        self._seen[(remote, key)] = now
+        return other is None or now - other >= self.window
+
+    def local(self, method: str, params: JSON) -> bool:
+        """This replica noticed a change: whether to offer (and relay) it."""
+        return self._admit(False, method, params)
+
+    def remote(self, method: str, params: JSON) -> bool:
+        """Another replica relayed a change: whether to offer it here."""
+        return self._admit(True, method, params)
