@@ -207,7 +207,10 @@ class _Reader:
             await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
             return True
         try:
-            await self.inbox.send(Envelope(message))
+            try:
+                self.inbox.send_nowait(Envelope(message))  # no extra loop turn when there is room
+            except anyio.WouldBlock:
+                await self.inbox.send(Envelope(message))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return False
         return True
