@@ -15,6 +15,11 @@ For each: the median latency of sequential `tools/call` round trips, and through
 the gateway process from /proc, its upstream excluded). Targets (issue 12): under 1 ms
 added at the median, under 0.3 ms of gateway CPU per call. Not a test: numbers depend on
 the machine and its load.
+
+    .venv/bin/python scripts/bench_gateway.py --instructions [--calls 300]
+
+counts the instructions the gateway process executes per call instead (valgrind's
+callgrind, zeroed after the warm-up): stable under load, for before/after comparisons.
 """
 
 from __future__ import annotations
@@ -97,17 +102,46 @@ async def measure(argv: list[str], calls: int, concurrency: int) -> dict[str, fl
             "user_ms": user * 1000, "sys_ms": system * 1000, "rate": rate}
 
 
+async def instructions(argv: list[str], calls: int, tmp: str) -> int:
+    """Instructions the gateway process executes per call, under callgrind (zeroed after
+    the warm-up, dumped after `calls` calls): a count that does not depend on the load."""
+    import subprocess
+
+    out = str(Path(tmp) / "callgrind.out")
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
+    transport = StdioTransport(argv[0], argv[1:], quiet=True)
+    async with Client(transport, ClientOptions(timeout=600)) as client:
+        for _ in range(30):
+            await client.call_tool("echo", {"text": "warm"})
+        assert transport.process is not None
+        pid = str(transport.process.pid)
+        subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True, timeout=120)
+        for _ in range(calls):
+            await client.call_tool("echo", {"text": "hi"})
+        subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True, timeout=120)
+    for line in Path(out + ".1").read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1]) // calls
+    raise RuntimeError("callgrind wrote no summary")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--instructions", action="store_true",
+                        help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         upstream_py = Path(tmp) / "upstream.py"
         upstream_py.write_text(UPSTREAM)
         upstream = [sys.executable, str(upstream_py)]
         gateway = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy", "--", *upstream]
+        if args.instructions:
+            count = await instructions(gateway, args.calls, tmp)
+            print(f"gateway process: {count / 1e6:.3f} M instructions per call ({args.calls} calls)")
+            return
         results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
         for _ in range(args.rounds):
             results["direct"].append(await measure(upstream, args.calls, args.concurrency))

@@ -62,6 +62,9 @@ class App:
     #: Run (bounded, while the connection still works) on the first Ctrl-C, before
     #: the command is cancelled: e.g. `tasks/cancel` for a task being waited for.
     interrupt_hooks: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    #: Set when only clean-up is left (a stdio server's input ended): a SIGTERM then is
+    #: the client's ordinary way to stop us (after closing stdin), not an interruption.
+    winding_down: bool = False
     _config: Config | None = None
     _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
@@ -98,6 +101,10 @@ class App:
     def error_line(self, message: str) -> None:
         self.stderr.write(f"{self.prog}: error: {one_line(message, newline=LINE_BREAK)}\n")
         self.stderr.flush()
+
+    def wind_down(self) -> None:
+        """Say that only clean-up is left (see `winding_down`)."""
+        self.winding_down = True
 
     def warn(self, message: str) -> None:
         self.stderr.write(f"{self.prog}: warning: {one_line(message, newline=LINE_BREAK)}\n")
@@ -180,6 +187,8 @@ class App:
                 raise
             raise inner from None
         if signalled:
+            if self.winding_down and set(signalled) == {signal.SIGTERM}:
+                raise click.exceptions.Exit(ExitCode.OK)  # stopped as asked: quietly
             raise Interrupted("interrupted")
         if not outcome:  # pragma: no cover - cancelled without a signal
             raise Interrupted("cancelled")

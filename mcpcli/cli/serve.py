@@ -333,7 +333,7 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
             if http is None:
                 from mcpcli.server import serve_stdio
 
-                await serve_stdio(server)
+                await serve_stdio(server, on_eof=app.wind_down)
             else:
                 await _serve_http(app, server, http, file)
             tg.cancel_scope.cancel()
@@ -358,7 +358,7 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
         if http is None:
             from mcpcli.server import serve_stdio
 
-            await serve_stdio(server)
+            await serve_stdio(server, on_eof=app.wind_down)
         else:
             await _serve_http(app, server, http, upstream.name)
 

@@ -394,9 +394,18 @@ class Link:
         token = _current.set(call)
         try:
             client = await self.ensure()
-            async with self._limiter:
+            limiter = self._limiter
+            try:
+                # A free slot is taken at once: `async with limiter` would first yield to
+                # the event loop even then (one more loop turn per call).
+                limiter.acquire_nowait()
+            except anyio.WouldBlock:
+                await limiter.acquire()
+            try:
                 yield client, call
                 await call.drain()
+            finally:
+                limiter.release()
         except RPCError as exc:
             if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
                 raise

@@ -70,7 +70,7 @@ from mcpcli.server.subscriptions import (
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
-from mcpcli.session import HandlerError, Session, report_default
+from mcpcli.session import HandlerError, Session, log_unexpected, report_default
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ JSON = dict[str, Any]
 #: The answer (-32600) to a request other than ping between initialize and
 #: notifications/initialized (the spec: the server SHOULD NOT process it).
 NOT_INITIALIZED = "Invalid request: session not initialized (send notifications/initialized first)"
+#: How long a closed connection's leftover resource subscriptions may take to be released.
+_UNSUBSCRIBE_GRACE = 5.0
 
 
 class ServerConnection:
@@ -295,6 +297,23 @@ class Server:
                 self.runtime.sinks.discard(conn.sink)
                 conn.sink.close()
                 conn.sink.receive.close()
+                await self._end_subscriptions(conn)
+
+    async def _end_subscriptions(self, conn: ServerConnection) -> None:
+        """A connection that ends without unsubscribing (a client that just went away) no
+        longer follows its resources: a backend that follows them elsewhere (a gateway,
+        upstream) is told, as if the client had sent `resources/unsubscribe` for each."""
+        uris = sorted(conn.subscriptions)
+        conn.subscriptions.clear()
+        hook = getattr(self.backend, "unsubscribe_resource", None)
+        if hook is None or not uris:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_UNSUBSCRIBE_GRACE):
+            for uri in uris:
+                try:
+                    await hook(uri)
+                except Exception as exc:  # a backend's bug must not break the teardown
+                    log_unexpected(log, f"unsubscribing {uri} for a closed connection", exc)
 
     def transport(self) -> InProcessTransport:
         """A client transport that talks to this server in-process."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -148,11 +148,13 @@ class _Reader:
         inbox: MemoryObjectSendStream[Envelope | Exception],
         outbox: MemoryObjectSendStream[Envelope],
         cap: int,
+        on_eof: Callable[[], None] | None = None,
     ) -> None:
         self.io = io
         self.inbox = inbox
         self.outbox = outbox
         self.cap = cap
+        self.on_eof = on_eof
 
     async def run(self) -> None:
         buffer = bytearray()
@@ -164,6 +166,8 @@ class _Reader:
                 except (OSError, ConnectionError):
                     chunk = b""
                 if not chunk:
+                    if self.on_eof is not None:
+                        self.on_eof()
                     break
                 buffer += chunk
                 start = 0
@@ -203,7 +207,10 @@ class _Reader:
             await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
             return True
         try:
-            await self.inbox.send(Envelope(message))
+            try:
+                self.inbox.send_nowait(Envelope(message))  # no extra loop turn when there is room
+            except anyio.WouldBlock:
+                await self.inbox.send(Envelope(message))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return False
         return True
@@ -245,13 +252,13 @@ async def stdio_streams(
 
 @asynccontextmanager
 async def _stdio(
-    stdin_fd: int, stdout_fd: int, max_message_bytes: int
+    stdin_fd: int, stdout_fd: int, max_message_bytes: int, on_eof: Callable[[], None] | None = None
 ) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
     await io.open()
     inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
     outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader = _Reader(io, inbox_send, outbox_send.clone(), max_message_bytes)
+    reader = _Reader(io, inbox_send, outbox_send.clone(), max_message_bytes, on_eof)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader.run)
@@ -286,8 +293,11 @@ async def serve_stdio(
     protect_stdout: bool = True,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
     eof_grace: float = EOF_GRACE,
+    on_eof: Callable[[], None] | None = None,
 ) -> None:
-    """Serve `server` on stdin/stdout until end of input (the `mcp serve` default)."""
+    """Serve `server` on stdin/stdout until end of input (the `mcp serve` default).
+
+    `on_eof` is called when stdin ends (what is left is finishing and stopping)."""
     saved_stdout = sys.stdout
     out_fd = stdout_fd
     if protect_stdout and stdout_fd == 1:
@@ -299,7 +309,7 @@ async def serve_stdio(
     try:
         async with (
             server,
-            _stdio(stdin_fd, out_fd, max_message_bytes) as (streams, io),
+            _stdio(stdin_fd, out_fd, max_message_bytes, on_eof) as (streams, io),
             anyio.create_task_group() as tg,
         ):
 

@@ -22,7 +22,8 @@ from contextlib import asynccontextmanager, suppress
 from typing import IO
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.abc import ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
@@ -192,7 +193,7 @@ class StdioTransport(Transport):
     # -- pumps -------------------------------------------------------------------
 
     async def _read_stdout(
-        self, pipe: _Pipe, out: ObjectSendStream[Envelope | Exception]
+        self, pipe: _Pipe, out: MemoryObjectSendStream[Envelope | Exception]
     ) -> None:
         buffer = bytearray()
         cap = self.max_message_bytes
@@ -229,10 +230,13 @@ class StdioTransport(Transport):
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 return
 
-    async def _deliver(self, line: bytes, out: ObjectSendStream[Envelope | Exception]) -> None:
+    async def _deliver(self, line: bytes, out: MemoryObjectSendStream[Envelope | Exception]) -> None:
         item = line_item(line, "server wrote")
         if item is not None:
-            await out.send(item)
+            try:
+                out.send_nowait(item)  # no extra loop turn when the session has room
+            except anyio.WouldBlock:
+                await out.send(item)
 
     def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode

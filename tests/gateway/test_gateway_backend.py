@@ -586,3 +586,39 @@ async def test_a_lone_upstream_is_waited_for(gateway: Gateway) -> None:
     slow = Upstream(name="slow", command=tuple(fake_server("--slow-modern", "1")))
     async with gateway([slow], list_wait=0.2) as client:
         assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
+
+
+async def test_a_client_that_leaves_without_unsubscribing_releases_the_upstream_subscription(
+    tmp_path: Path,
+) -> None:
+    """A 2025-era client subscribes through the gateway and disconnects without
+    `resources/unsubscribe`: the gateway unsubscribes upstream (the last follower left)."""
+    import json
+
+    from helpers import fake_server
+
+    from mcpcli.client import Client, ClientOptions
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+    from mcpcli.server import Server
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", resources=True,
+                        command=tuple(fake_server("--features", "--record", str(record))))
+
+    def upstream_got(method: str) -> list[str]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [m["params"]["uri"] for m in map(json.loads, lines) if m.get("method") == method]
+
+    options = GatewayOptions(eager=True, log=lambda line: None, warn=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([upstream], options=options) as backend:
+            server = Server(backend)
+            async with server:
+                async with Client(server.transport(), ClientOptions(protocol="2025-11-25")) as client:
+                    await client.request("resources/subscribe", {"uri": "file:///a"})
+                    await wait_until_async(lambda: upstream_got("resources/subscribe") == ["file:///a"],
+                                           what="the upstream subscription")
+                # The client is gone; the gateway (still running) lets go upstream.
+                await wait_until_async(lambda: upstream_got("resources/unsubscribe") == ["file:///a"],
+                                       what="the upstream unsubscription")

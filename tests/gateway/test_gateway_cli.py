@@ -136,3 +136,49 @@ def test_a_stubborn_upstream_goes_with_a_killed_gateway() -> None:
     called = mcp_in("tools", "call", "echo", "--arg", "message=x", "--", *GATEWAY, "--",
                     *fake_server("--stubborn"))
     assert called.code == 0 and '"x"' in called.stdout, called
+
+
+def test_sigterm_after_end_of_input_stops_a_stdio_gateway_quietly(tmp_path: Path) -> None:
+    """A client closes the gateway's stdin, then sends SIGTERM while the gateway is still
+    finishing (here: a call in flight during the end-of-input grace): that is the ordinary
+    stop, so the gateway exits 0 without `mcp: error: interrupted`."""
+    import os
+    import signal
+    import subprocess
+
+    log = tmp_path / "upstream.log"
+    meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}
+    listen = {"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
+              "params": {**meta, "notifications": {"toolsListChanged": True}}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**meta, "name": "slow"}}
+    proc = subprocess.Popen(
+        [*GATEWAY, "--", "env", f"GATEWAY_TEST_LOG={log}", sys.executable, UPSTREAM],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(f"{json.dumps(listen)}\n{json.dumps(call)}\n".encode())
+        proc.stdin.flush()
+        for line in proc.stdout:  # bounded by the timeout below
+            if b"notifications/subscriptions/acknowledged" in line:
+                break
+        from helpers import wait_until
+
+        wait_until(lambda: log.exists() and "started" in log.read_text(), what="the slow call")
+        proc.stdin.close()
+        # The listen's final result is written once the gateway has read end of input.
+        for line in proc.stdout:
+            if json.loads(line).get("id") == "sub":
+                break
+        else:
+            raise AssertionError("the listen did not end at end of input")
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
