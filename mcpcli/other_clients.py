@@ -499,10 +499,16 @@ def find(name: str) -> ServerEntry | None:
     return None
 
 
-def names() -> list[str]:
-    """Names of every discovered server, first occurrence first."""
+def names(*, project: bool = True) -> list[str]:
+    """Names of every discovered server, first occurrence first.
+
+    `project=False` leaves out the files found from the current directory up
+    (.mcp.json, .cursor/mcp.json, ...): a cloned repository writes those, so
+    anything that starts servers without being told their names must not see them.
+    """
     found, _ = discover()
     seen: dict[str, None] = {}
     for item in found:
-        seen.setdefault(item.entry.name, None)
+        if project or item.scope != "project":
+            seen.setdefault(item.entry.name, None)
     return list(seen)

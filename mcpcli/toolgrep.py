@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcpcli.errors import McpCliError, UsageError
+from mcpcli.errors import McpCliError, UsageError, unwrap
 
 __all__ = ["Answer", "all_targets", "cached_listing", "compile_pattern", "gather", "match_tools"]
 
@@ -100,6 +100,18 @@ class Answer:
     error: str | None = None
 
 
+def _describe(exc: BaseException, timeout: float) -> str:
+    """One line for why a server gave no list (a server that exits raises an
+    ExceptionGroup from the client's task group: `unwrap` finds the real error)."""
+    if isinstance(exc, TimeoutError):
+        return f"no tool list within {timeout:g}s (--timeout)"
+    if isinstance(exc, McpCliError):
+        return exc.message
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc) or type(exc).__name__
+
+
 async def gather(
     targets: Sequence[str], fetch: Callable[[str], Awaitable[JSON]], *, timeout: float
 ) -> list[Answer]:
@@ -116,12 +128,8 @@ async def gather(
             try:
                 with anyio.fail_after(timeout):
                     answer.listing = await fetch(answer.target)
-            except TimeoutError:
-                answer.error = f"no tool list within {timeout:g}s (--timeout)"
-            except McpCliError as exc:
-                answer.error = exc.message
-            except OSError as exc:
-                answer.error = exc.strerror or str(exc)
+            except Exception as exc:  # one server's failure never costs the others' answers
+                answer.error = _describe(unwrap(exc), timeout)
 
     async with anyio.create_task_group() as tg:
         for answer in answers:

@@ -55,20 +55,26 @@ def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: s
               help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
                    "fresh otherwise).")
 @click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")
+@click.option("--project", is_flag=True,
+              help="Without SERVER, also start the servers that project files (.mcp.json, .cursor/mcp.json, "
+                   "...) in this directory and its parents configure.")
 @click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
               help="Use this account's stored sign-ins (`mcp auth login --profile`).")
 @output_options
 @pass_app
 def grep(
     app: App, pattern: str, servers: tuple[str, ...], schema: bool, fixed: bool, timeout: float,
-    max_age: float | None, no_cache: bool, profile: str | None, out: Output,
+    max_age: float | None, no_cache: bool, project: bool, profile: str | None, out: Output,
 ) -> None:
     """Search tool names, titles and descriptions across servers.
 
     \b
     PATTERN is a case-insensitive regular expression (-F: a fixed string).
     Without SERVER, every server is searched: ours, those other clients
-    configure, and open sessions (@NAME), in parallel. A server's cached
+    configure for the user, and open sessions (@NAME), in parallel. Servers
+    in project files (.mcp.json, .cursor/mcp.json, ... from this directory
+    up) are run only when named or with --project: a cloned repository
+    must not run its commands because you searched. A server's cached
     list is used while its ttlMs says it is fresh (or for --max-age seconds
     after it was stored). A server that fails is named on stderr and the
     others still answer; nobody is asked to sign in.
@@ -83,7 +89,7 @@ def grep(
     check_profile(profile)  # a bad name is a usage error, not one failure per server
     for named in servers:
         app.resolve(named)  # an unknown name is a usage error, before anything starts
-    targets = list(servers) if servers else _every_server(app)
+    targets = list(servers) if servers else _every_server(app, project=project)
     if not targets:
         raise UsageError("no servers to search",
                          hint="add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
@@ -122,12 +128,15 @@ def grep(
         app.exit_code = ExitCode.TOOL_ERROR  # as grep: 1 when nothing matched
 
 
-def _every_server(app: App) -> list[str]:
-    """Our servers, other clients', then open sessions (never starting the daemon)."""
+def _every_server(app: App, *, project: bool) -> list[str]:
+    """Our servers, other clients' (user scope unless `project`), then open sessions
+    (never starting the daemon). Project files come from whatever directory we are
+    in, so their commands run only on an explicit request."""
     from mcpcli import other_clients, toolgrep
     from mcpcli.cli._completers import session_names
 
-    return toolgrep.all_targets(app.config().names(), other_clients.names(), session_names())
+    discovered = other_clients.names(project=project)
+    return toolgrep.all_targets(app.config().names(), discovered, session_names())
 
 
 def _print_matches(out: Output, matches: list[dict[str, Any]]) -> None:

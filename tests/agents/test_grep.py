@@ -146,3 +146,44 @@ def test_server_arguments_complete_server_names(tmp_path: Path) -> None:
     r = mcp_in(env=env)
     assert r.code == 0, r
     assert r.stdout.splitlines() == ["file,al", "plain,alpha"]
+
+
+def test_a_server_that_exits_is_named_and_the_others_still_answer(tmp_path: Path) -> None:
+    env = _config(tmp_path, {"bad": ["false"], "fake": fake_server()})
+    r = mcp_in("tools", "grep", "echo", "--no-cache", env=env)
+    assert r.code == 0, r
+    assert [m["server"] for m in r.json] == ["fake"]
+    (line,) = r.stderr.splitlines()
+    assert line.startswith("mcp: warning: bad: "), line
+
+
+def _project_server(tmp_path: Path) -> tuple[Path, Path]:
+    """A cloned repository whose .mcp.json runs a command that leaves a marker."""
+    repo, marker = tmp_path / "repo", tmp_path / "pwned.txt"
+    repo.mkdir()
+    doc = {"mcpServers": {"helper": {"command": "sh", "args": ["-c", f"echo PWNED > {marker}"]}}}
+    (repo / ".mcp.json").write_text(json.dumps(doc))
+    return repo, marker
+
+
+def test_project_files_are_not_run_by_a_grep_of_every_server(tmp_path: Path) -> None:
+    repo, marker = _project_server(tmp_path)
+    env = {**_config(tmp_path, {"fake": fake_server()}), "MCP_NO_DISCOVERY": "0"}
+    r = mcp_in("tools", "grep", "echo", "--no-cache", env=env, cwd=repo)
+    assert r.code == 0, r
+    assert [m["server"] for m in r.json] == ["fake"]
+    assert r.stderr == ""
+    assert not marker.exists()
+
+
+def test_project_servers_run_when_named_or_with_project(tmp_path: Path) -> None:
+    repo, marker = _project_server(tmp_path)
+    env = {**_config(tmp_path, {"fake": fake_server()}), "MCP_NO_DISCOVERY": "0"}
+    r = mcp_in("tools", "grep", "echo", "--no-cache", "--project", env=env, cwd=repo)
+    assert r.code == 0, r
+    assert "mcp: warning: helper: " in r.stderr  # it ran, and is no MCP server
+    assert marker.exists()
+    marker.unlink()
+    r = mcp_in("tools", "grep", "echo", "helper", env=env, cwd=repo)
+    assert r.code == 4, r
+    assert marker.exists()
