@@ -243,8 +243,17 @@ class Change:
                        for line in lines)
 
     def apply(self) -> Path | None:
-        """Write atomically, keeping the old file as FILE.bak; returns the backup's path."""
-        import shutil
+        """Write atomically, keeping the old file as FILE.bak; returns the backup's path.
+
+        A write that fails (read-only or immutable directory, full disk) is a
+        `ConfigError` naming the file, and FILE itself is left as it was.
+        """
+        try:
+            return self._apply()
+        except OSError as exc:
+            raise ConfigError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None
+
+    def _apply(self) -> Path | None:
         import tempfile
 
         real = Path(os.path.realpath(self.path))
@@ -254,7 +263,7 @@ class Change:
         if real.exists():
             mode = real.stat().st_mode & 0o7777
             backup = real.with_name(real.name + ".bak")
-            shutil.copy2(real, backup)
+            _write_backup(real, backup, mode)
         fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -268,6 +277,28 @@ class Change:
                 os.unlink(tmp)
             raise
         return backup
+
+
+def _write_backup(real: Path, backup: Path, mode: int) -> None:
+    """Copy `real` to `backup` as a new file: a symlink or file already there is
+    replaced, never written through (a planted FILE.bak -> ~/.bashrc must not be
+    overwritten), and a directory there is refused rather than written into."""
+    import stat
+
+    try:
+        st = backup.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"cannot back up {real}: {backup} is a directory; nothing was changed",
+                              hint="move it aside and try again")
+        backup.unlink()
+    data = real.read_bytes()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(backup, flags, mode)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def _read(path: Path) -> str | None:

@@ -302,3 +302,41 @@ def test_a_discovered_server_with_any_name_is_copied_as_it_reads(config_home: Pa
     assert r.code == 0, r
     (item,) = [f for f in other_clients.discover()[0] if f.entry.name == "fwd"]
     assert item.entry.env == {"MY_T": "${MY_T}"}
+
+
+def test_a_write_that_fails_is_one_error_and_the_file_is_unchanged(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(path_of("cursor"), EXISTING["cursor"])
+
+    def refuse(src: object, dst: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "replace", refuse)  # as `chattr +i ~/.cursor` would
+    r = mcp_in("servers", "install", "ev", "--into", "cursor", "--", "x")
+    assert r.code == 2, r
+    assert r.stderr.splitlines()[0] == (
+        f"mcp: error: cannot write {path}: Operation not permitted; nothing was changed")
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
+    assert path.read_text() == EXISTING["cursor"]
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_planted_backup_symlink_is_replaced_not_written_through(isolated_env: Path, tmp_path: Path) -> None:
+    path = write(path_of("cursor"), EXISTING["cursor"])
+    victim = write(tmp_path / "victim", "precious\n")
+    Path(f"{path}.bak").symlink_to(victim)
+    assert mcp_in("servers", "install", "ev", "--into", "cursor", "--", "x").code == 0
+    assert victim.read_text() == "precious\n"
+    backup = Path(f"{path}.bak")
+    assert not backup.is_symlink() and backup.read_text() == EXISTING["cursor"]
+
+
+def test_a_backup_path_that_is_a_directory_is_refused(isolated_env: Path) -> None:
+    path = write(path_of("cursor"), EXISTING["cursor"])
+    Path(f"{path}.bak").mkdir()
+    r = mcp_in("servers", "install", "ev", "--into", "cursor", "--", "x")
+    assert r.code == 2, r
+    assert f"{path}.bak is a directory; nothing was changed" in r.stderr.splitlines()[0]
+    assert path.read_text() == EXISTING["cursor"]
+    assert list(Path(f"{path}.bak").iterdir()) == []
