@@ -420,8 +420,11 @@ def _reserved_meta_key(key: str) -> bool:
 
 def meta_items(items: Iterable[str]) -> JSON:
     """`--meta KEY=VALUE` items as a `_meta` object: VALUE is JSON when it parses as JSON
-    (`n=3`, `on=true`, `o={"a":1}`), else the text itself. Keys the client sets itself
+    (`n=3`, `on=true`, `o={"a":1}`), else the text itself (`NaN`, `Infinity` and `1e999`
+    are no JSON numbers: they stay text, as with `--arg`). Keys the client sets itself
     (progressToken, the 2026-07-28 protocol fields) are refused, never overridden."""
+    from mcpcli.jsonrpc import loads as strict_loads
+
     meta: JSON = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -433,8 +436,8 @@ def meta_items(items: Iterable[str]) -> JSON:
                 hint="progressToken and keys under a modelcontextprotocol/mcp prefix are reserved",
             )
         try:
-            value: Any = json.loads(text)
+            value: Any = strict_loads(text)  # NaN and 1e999 would decode, then fail to send
         except ValueError:
-            value = text
+            value = text  # as `--arg`: what is no JSON an encoder can send back stays text
         meta[key] = value
     return meta

@@ -56,3 +56,13 @@ def test_meta_reaches_ping(tmp_path: Path, era: tuple[str, ...]) -> None:
     assert r.code == 0, r
     method = "server/discover" if era else "ping"
     assert _sent(record, method)[-1]["params"]["_meta"]["trace"] == "p1"
+
+
+def test_non_finite_numbers_are_sent_as_text_not_an_internal_error(tmp_path: Path) -> None:
+    record = tmp_path / "sent.jsonl"
+    r = mcp_in("ping", "--meta", "a=NaN", "--meta", "b=1e999", "--meta", "c=-Infinity",
+               "--meta", 'd={"x":NaN}', "--", *fake_server("--record", str(record)))
+    assert r.code == 0, r
+    assert "internal error" not in r.stderr
+    meta = _sent(record, "ping")[-1]["params"]["_meta"]
+    assert {k: meta[k] for k in "abcd"} == {"a": "NaN", "b": "1e999", "c": "-Infinity", "d": '{"x":NaN}'}
