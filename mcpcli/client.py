@@ -30,6 +30,7 @@ from mcpcli.errors import (
     RPCError,
     TransportError,
     UnsupportedVersionError,
+    handshake_timeout,
 )
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
 from mcpcli.protocol import (
@@ -223,13 +224,15 @@ class Client:
         if timeout is None:
             await self._negotiate()
             return
-        with anyio.move_on_after(timeout) as scope:
-            await self._negotiate()
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                await self._negotiate()
+        except RequestTimeout:
+            # A handshake request's own deadline (the same --timeout, started a moment
+            # later) can fire first: "initialize timed out after 0.0s" says less.
+            raise handshake_timeout(timeout) from None
         if scope.cancelled_caught:
-            raise RequestTimeout(
-                f"the MCP handshake timed out after {timeout:g}s (--timeout bounds the whole set-up)",
-                hint="check that it is an MCP server for this transport; --trace shows the traffic",
-            )
+            raise handshake_timeout(timeout)
 
     async def _await_roots(self) -> None:
         """With roots declared, let a legacy server ask for them before our first request.

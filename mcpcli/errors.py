@@ -242,6 +242,15 @@ class Interrupted(McpCliError):
     kind = "interrupted"
 
 
+def handshake_timeout(timeout: float) -> RequestTimeout:
+    """The one wording for a set-up that outlasted --timeout: the client and the
+    one-shot fast path must say the same (tests/cli/test_oneshot.py compares them)."""
+    return RequestTimeout(
+        f"the MCP handshake timed out after {timeout:g}s (--timeout bounds the whole set-up)",
+        hint="check that it is an MCP server for this transport; --trace shows the traffic",
+    )
+
+
 def unwrap(exc: BaseException) -> BaseException:
     """The one error that matters inside (nested) exception groups from task groups.
 

@@ -114,11 +114,16 @@ class Connection:
         from mcpcli.args import meta_items
         from mcpcli.cli._features import build_features
         from mcpcli.cli._notify import notification_printer
+        from mcpcli.cli.fast import probe_seconds
         from mcpcli.client import ClientOptions
+        from mcpcli.errors import UsageError
 
         probe = os.environ.get("MCP_PROBE_TIMEOUT")
+        probe_timeout = probe_seconds(probe)
+        if probe_timeout is None:
+            raise UsageError(f"MCP_PROBE_TIMEOUT={probe!r}: expected a finite number of seconds, 0 or more")
         return ClientOptions(
-            probe_timeout=float(probe) if probe else 5.0,
+            probe_timeout=probe_timeout,
             protocol=self.protocol,
             timeout=self.timeout,
             max_timeout=self.max_timeout,

@@ -22,6 +22,7 @@ from mcpcli.errors import (
     ServerExited,
     ServerShuttingDown,
     UnsupportedVersionError,
+    handshake_timeout,
 )
 from mcpcli.protocol import (
     CLIENT_CAPABILITIES_KEY,
@@ -539,10 +540,7 @@ class SyncClient:
                 raise Fallback from exc  # e.g. a slow modern server refusing initialize
             cache.store(key, "era", {"era": "legacy", "version": _version_of(self.server_info)})
         except _HandshakeTimeout:
-            raise RequestTimeout(
-                f"the MCP handshake timed out after {self.timeout:g}s (--timeout bounds the whole set-up)",
-                hint="check that it is an MCP server for this transport; --trace shows the traffic",
-            ) from None
+            raise handshake_timeout(self.timeout) from None
         finally:
             self.handshake_deadline = None
 

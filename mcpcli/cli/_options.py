@@ -16,6 +16,7 @@ import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, NO_TARGET, App, pass_app
 from mcpcli.cli._connection import Connection, env_options
+from mcpcli.cli._types import seconds
 from mcpcli.errors import McpCliError
 
 __all__ = [
@@ -112,10 +113,10 @@ def _log_level_choices() -> list[str]:
 
 
 _CONNECTION_FLAGS: list[Callable[[F], F]] = [
-    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0,
+    click.option("--timeout", type=seconds(), default=60.0,
                  show_default=True, envvar="MCP_TIMEOUT", metavar="SECONDS",
                  help="Wait this long for each response; progress notifications restart the clock."),
-    click.option("--max-timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0,
+    click.option("--max-timeout", type=seconds(), default=3600.0,
                  show_default=True, metavar="SECONDS",
                  help="Hard limit per request, however much progress is reported."),
     click.option("--env", "-e", multiple=True, metavar="KEY[=VALUE]",

@@ -15,6 +15,7 @@ import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.cli._options import output_options
+from mcpcli.cli._types import seconds
 from mcpcli.errors import AuthError, UsageError
 from mcpcli.output import Output
 from mcpcli.text import printable
@@ -210,7 +211,7 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
               help="Print the sign-in URL instead of opening a browser, and read the redirect URL pasted back.")
 @click.option("--callback-port", type=click.IntRange(0, 65535), metavar="PORT",
               help="Listen for the redirect on this 127.0.0.1 port (default: any free port).")
-@click.option("--auth-timeout", type=click.FloatRange(min=0, min_open=True), envvar="MCP_AUTH_TIMEOUT",
+@click.option("--auth-timeout", type=seconds(), envvar="MCP_AUTH_TIMEOUT",
               metavar="SECONDS", help="How long to wait for the browser (default 300).")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
 @_STORE_OPTION

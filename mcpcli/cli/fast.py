@@ -40,7 +40,7 @@ _MAX_TIMEOUT_DEFAULT = 3600.0
 
 
 def _seconds(text: str) -> float | None:
-    """A value click's `FloatRange(min=0, min_open=True)` accepts; None for anything else
+    """A value the options' `seconds()` type accepts (finite, above 0); None for anything else
     (click then reports it)."""
     import math
 
@@ -49,6 +49,20 @@ def _seconds(text: str) -> float | None:
     except ValueError:
         return None
     return value if 0 < value < math.inf else None
+
+
+def probe_seconds(text: str | None) -> float | None:
+    """`MCP_PROBE_TIMEOUT`: unset or empty is 5 seconds; a finite number from 0 up, else None
+    (the full path reports it: `mcpcli.cli._connection`)."""
+    import math
+
+    if not text:
+        return 5.0
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < math.inf else None
 
 
 def _plain_profile(name: str) -> bool:

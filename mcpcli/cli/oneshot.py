@@ -56,7 +56,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     None: take the full path."""
     if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or args[:2] != ["tools", "call"]:
         return None
-    from mcpcli.cli.fast import _isatty, _Printer, parse_flags
+    from mcpcli.cli.fast import _isatty, _Printer, parse_flags, probe_seconds
 
     if _isatty(1) or _isatty(2):
         return None  # human output, a progress bar, prompts: the full path's
@@ -68,13 +68,9 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     if spec is None:
         return None
     call["tool"] = call["positionals"][-1]
-    probe = os.environ.get("MCP_PROBE_TIMEOUT")
-    try:
-        probe_timeout = float(probe) if probe else 5.0
-    except ValueError:
-        return None
-    if probe_timeout != probe_timeout:
-        return None  # NaN: whatever the full path makes of it
+    probe_timeout = probe_seconds(os.environ.get("MCP_PROBE_TIMEOUT"))
+    if probe_timeout is None:
+        return None  # the full path reports it
     if call["json"] is not None:
         from mcpcli.args import read_json_source
         from mcpcli.errors import McpCliError

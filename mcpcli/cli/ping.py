@@ -9,6 +9,7 @@ import click
 from mcpcli.cli._app import App
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import target_command
+from mcpcli.cli._types import seconds
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def _ms(seconds: float) -> float:
 @target_command()
 @click.option("--count", "-c", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
               help="Send N pings.")
-@click.option("--interval", "-i", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--interval", "-i", type=seconds(min_open=False), default=1.0, show_default=True,
               metavar="SECONDS", help="Wait between pings.")
 def ping(
     app: App, target: str | None, count: int, interval: float, conn: Connection, out: Output

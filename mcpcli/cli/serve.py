@@ -14,6 +14,7 @@ import click
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.cli._replica import replica, replica_option
 from mcpcli.cli._serve_tasks import task_flags, task_options
+from mcpcli.cli._types import seconds
 from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class _Http:
 @click.option("--allow-origin", "allow_origins", multiple=True, metavar="ORIGIN",
               help="Also accept requests from this browser Origin (https://app.example); "
                    "repeatable, '*' for any. Loopback origins are accepted by default.")
-@click.option("--sse-poll-after", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+@click.option("--sse-poll-after", type=seconds(), metavar="SECONDS",
               help="With --http: when a 2025-11-25 client's call streams over SSE and has not "
                    "answered after SECONDS, close the stream (after an event id and a retry hint); "
                    "the client resumes with GET and Last-Event-ID and gets the rest there "

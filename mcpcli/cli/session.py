@@ -13,6 +13,7 @@ import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
 from mcpcli.cli._options import output_options
+from mcpcli.cli._types import seconds
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
@@ -72,7 +73,7 @@ def _log_levels() -> list[str]:
                    "(default: the server's idleTimeout, else 30m).")
 @click.option("--restart", type=click.Choice(["no", "on-failure"]),
               help="Restart the server when it crashes (default: the server's restart, else no).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+@click.option("--timeout", type=seconds(), default=120.0, show_default=True,
               metavar="SECONDS", help="Wait this long for the server to be ready.")
 @click.option("--env", "-e", multiple=True, metavar="KEY[=VALUE]",
               help="Set a variable for a stdio server (KEY alone passes ours through).")
@@ -200,7 +201,7 @@ def close(app: App, name: str | None, all_: bool, out: Output) -> None:
 
 @session.command("restart")
 @click.argument("name", shell_complete=_complete_session)
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True,
+@click.option("--timeout", type=seconds(), default=120.0, show_default=True,
               metavar="SECONDS", help="Wait this long for the server to be ready again.")
 @output_options
 @pass_app

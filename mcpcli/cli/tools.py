@@ -10,6 +10,7 @@ from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import large_result_options, output_options, target_command
+from mcpcli.cli._types import seconds
 from mcpcli.errors import ExitCode, ToolError, TransportError, UsageError
 from mcpcli.output import Output
 
@@ -49,9 +50,9 @@ def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: s
 @click.option("--schema", is_flag=True, help="Match parameter names too.")
 @click.option("--fixed-strings", "-F", "fixed", is_flag=True,
               help="PATTERN is a plain string, not a regular expression.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+@click.option("--timeout", type=seconds(), default=10.0, show_default=True,
               metavar="SECONDS", help="Give each server this long to list its tools.")
-@click.option("--max-age", type=click.FloatRange(min=0), metavar="SECONDS",
+@click.option("--max-age", type=seconds(min_open=False), metavar="SECONDS",
               help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
                    "fresh otherwise).")
 @click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")

@@ -399,3 +399,54 @@ def test_profiles_on_the_one_shot_path(tmp_path: Path) -> None:
     bad = parity(tmp_path / "bad", "tools", "call", "echo", "--arg", "message=hi", "--", *server, runs=1,
                  fast=False, env={"MCP_PROFILE": "a b"})
     assert bad.code == 2 and "invalid profile name 'a b'" in bad.stderr
+
+
+_HANDSHAKE_TIMEOUT = ("mcp: error: the MCP handshake timed out after {}s (--timeout bounds the whole set-up)\n"
+                      "mcp: hint: check that it is an MCP server for this transport; --trace shows the traffic\n")
+
+
+@pytest.mark.parametrize(("timeout", "scenario"), [("0.001", ()), ("0.3", ("--deaf",))], ids=["starting", "deaf"])
+def test_a_handshake_timeout_is_worded_alike_on_both_paths(
+    tmp_path: Path, timeout: str, scenario: tuple[str, ...]
+) -> None:
+    result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--timeout", timeout, "--",
+                    *fake_server(*scenario), runs=1)
+    assert result.code == 124
+    assert result.stderr.endswith(_HANDSHAKE_TIMEOUT.format(timeout))  # after the deaf one's stdout warning
+
+
+def test_a_handshake_request_timing_out_first_is_the_handshake_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The full path's race: the initialize request's own deadline (the same --timeout,
+    started a moment later) may fire before the handshake's; it must read the same."""
+    from helpers import mcp_in
+
+    from mcpcli.client import Client
+    from mcpcli.errors import RequestTimeout
+
+    async def late(self: Client) -> None:
+        raise RequestTimeout("initialize timed out after 0.0s")
+
+    monkeypatch.setattr(Client, "_negotiate", late)
+    r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--timeout", "0.001", "--", *fake_server())
+    assert r.code == 124, r
+    assert r.stderr == _HANDSHAKE_TIMEOUT.format("0.001")
+
+
+@pytest.mark.parametrize("option", ["--timeout", "--max-timeout"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_timeout_is_a_usage_error_on_both_paths(tmp_path: Path, option: str, value: str) -> None:
+    result = parity(tmp_path, "tools", "call", "echo", option, value, "--", *fake_server(), runs=1, fast=False)
+    assert result.code == 2
+    why = "-inf is not in the range x>0." if value == "-inf" else f"{value!r} is not a finite number."
+    assert result.stderr.startswith(f"mcp: error: Invalid value for '{option}': {why}\n"), result
+
+
+@pytest.mark.parametrize("value", ["nan", "abc", "-1"])
+def test_a_bad_probe_timeout_is_a_usage_error_on_both_paths(tmp_path: Path, value: str) -> None:
+    result = parity(tmp_path, "tools", "call", "echo", "--", *fake_server(), runs=1, fast=False,
+                    env={"MCP_PROBE_TIMEOUT": value})
+    assert result.code == 2
+    assert result.stderr == (f"mcp: error: MCP_PROBE_TIMEOUT={value!r}: expected a finite number of seconds, "
+                             "0 or more\n")
