@@ -92,8 +92,12 @@ def grep(
         app.resolve(named)  # an unknown name is a usage error, before anything starts
     targets = list(servers) if servers else _every_server(app, project=project)
     if not targets:
-        raise UsageError("no servers to search",
-                         hint="add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
+        from mcpcli import other_clients
+
+        hint = ("project files here configure servers: name them, or pass --project to run them all"
+                if not project and other_clients.names() else
+                "add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
+        raise UsageError("no servers to search", hint=hint)
     # One server's flags never go to another: no headers or tokens, stored sign-ins only.
     conn = Connection(timeout=timeout, quiet=True, stored_auth_only=True, profile=profile)
 

@@ -187,3 +187,13 @@ def test_project_servers_run_when_named_or_with_project(tmp_path: Path) -> None:
     r = mcp_in("tools", "grep", "echo", "helper", env=env, cwd=repo)
     assert r.code == 4, r
     assert marker.exists()
+
+
+def test_with_only_project_servers_the_hint_names_project(tmp_path: Path) -> None:
+    repo, marker = _project_server(tmp_path)
+    r = mcp_in("tools", "grep", "echo", env={**_config(tmp_path, {}), "MCP_NO_DISCOVERY": "0"}, cwd=repo)
+    assert r.code == 2, r
+    assert r.stderr.splitlines() == [
+        "mcp: error: no servers to search",
+        "mcp: hint: project files here configure servers: name them, or pass --project to run them all"]
+    assert not marker.exists()
