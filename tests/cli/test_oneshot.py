@@ -450,3 +450,10 @@ def test_a_bad_probe_timeout_is_a_usage_error_on_both_paths(tmp_path: Path, valu
     assert result.code == 2
     assert result.stderr == (f"mcp: error: MCP_PROBE_TIMEOUT={value!r}: expected a finite number of seconds, "
                              "0 or more\n")
+
+
+def test_a_non_finite_timeout_from_the_environment_is_a_usage_error_on_both_paths(tmp_path: Path) -> None:
+    result = parity(tmp_path, "tools", "call", "echo", "--", *fake_server(), runs=1, fast=False,
+                    env={"MCP_TIMEOUT": "nan"})
+    assert result.code == 2
+    assert result.stderr.startswith("mcp: error: Invalid value for '--timeout': 'nan' is not a finite number.\n")
