@@ -302,3 +302,35 @@ def test_a_keep_alive_servers_headers_helper_runs_in_its_session(real: Path, tmp
         assert r.json["content"][0]["text"] == "called echo as carol"
         assert [s["name"] for s in mcp_in("session", "list", "--json").json["sessions"]] == ["hh"]
         assert mcp_in("session", "close", "--all").code == 0
+
+
+def test_a_sessions_oauth_token_is_refreshed_in_place(real: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon holds the sign-in: when the server starts refusing the access token, the
+    session refreshes it (refresh_token grant) and the command's call still succeeds; the
+    command never sees a token, and the new one is saved for the next command."""
+    from fakes.oauth_server import OAuthServer
+
+    from mcpcli.auth.store import Record, Secrets, TokenStore
+
+    monkeypatch.setenv("MCP_TOKEN_STORE", "file")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with OAuthServer(clients={"cid": None}) as srv:
+        issued = srv.issue("cid", "", srv.resource, refresh=True, user="alice")
+        rec = Record(server_url=srv.mcp_url, resource=srv.resource, issuer=srv.issuer,
+                     token_endpoint=f"{srv.base}/token", client_id="cid", store="file")
+        TokenStore("file").save(rec, Secrets(access_token=issued["access_token"],
+                                             refresh_token=issued["refresh_token"]))
+        assert mcp_in("session", "open", "o", srv.mcp_url, "--stored-auth-only").code == 0
+        first = mcp_in("tools", "call", "@o", "echo", "--stored-auth-only")
+        assert first.code == 0 and first.json["content"][0]["text"] == "called echo as alice", first
+        assert srv.token_requests("refresh_token") == []
+
+        srv.expire_access_tokens()
+        again = mcp_in("tools", "call", "@o", "echo", "--stored-auth-only")
+        assert again.code == 0 and again.json["content"][0]["text"] == "called echo as alice", again
+        assert len(srv.token_requests("refresh_token")) == 1
+        assert issued["access_token"] not in again.stdout + again.stderr
+        store = TokenStore("file")
+        saved = store.secrets_of(store.records()[0])
+        assert saved.access_token and saved.access_token != issued["access_token"]
+        assert mcp_in("session", "close", "o").code == 0
