@@ -158,6 +158,8 @@ def _invoke(app: App, args: list[str]) -> None:
     like the same error raised directly, and anything else is one line, never
     a traceback.
     """
+    if "_{}_COMPLETE".format(app.prog.replace("-", "_").upper()) in os.environ:
+        import mcpcli.cli.shell_completion  # noqa: F401  (registers our bash completion class)
     try:
         cli.main(args=args, prog_name=app.prog, obj=app, standalone_mode=False)
     except BaseExceptionGroup as group:

@@ -185,3 +185,55 @@ def test_prompt_arg_values_come_from_an_open_session_only(
         assert mcp_in("session", "close", "ev").code == 0
     assert complete(*line, "--arg", "department=") == []  # closed: nothing asked, nothing started
     assert mcp_in("session", "list", "--json").json["sessions"] == []
+
+
+def _bash_with_script(tmp_path: Path, body: str) -> list[str]:
+    """Run `body` in a real bash with the committed script sourced and `mcp` on PATH."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    launcher = bindir / "mcp"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m mcpcli "$@"\n')
+    launcher.chmod(0o755)
+    script = f"""
+        source {REPO / "completions" / "mcp.bash"}
+        compopt() {{ :; }}   # only valid while bash itself is completing
+        {body}
+    """
+    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+@pytest.mark.slow
+def test_arg_values_complete_in_real_bash_across_its_word_breaks(config: Path, tmp_path: Path) -> None:
+    """bash splits `--arg units=im` at `=` (COMP_WORDBREAKS): the words, line and cursor are
+    set as bash sets them on TAB, and COMPREPLY holds only the text after the `=` (what bash
+    replaces), for names, values and a URL target whose `:` and `=` bash splits too."""
+    _cache_tools("alpha", [WEATHER])
+    _cache_tools("http://127.0.0.1:9/mcp?x=1", [WEATHER])
+    out = _bash_with_script(tmp_path, r"""
+        try() {  # LINE, then COMP_WORDS as bash splits LINE (cursor at the end)
+            COMP_LINE=$1; COMP_POINT=${#1}; shift
+            COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+            _mcp_completion mcp
+            echo "${COMPREPLY[*]}"
+        }
+        try 'mcp tools call alpha weather --arg units=' mcp tools call alpha weather --arg units =
+        try 'mcp tools call alpha weather --arg units=im' mcp tools call alpha weather --arg units = im
+        try 'mcp tools call alpha weather -a alerts=' mcp tools call alpha weather -a alerts =
+        try 'mcp tools call alpha weather --arg u' mcp tools call alpha weather --arg u
+        try 'mcp tools call alpha weather --arg city=Oslo --arg ' \
+            mcp tools call alpha weather --arg city = Oslo --arg ''
+        try 'mcp tools call http://127.0.0.1:9/mcp?x=1 weather --arg mood=' \
+            mcp tools call http : //127.0.0.1 : 9/mcp?x = 1 weather --arg mood =
+        # the cursor mid-line: only the text before it counts
+        COMP_LINE='mcp tools call alpha weather --arg units=m --timeout 5'; COMP_POINT=42
+        COMP_WORDS=(mcp tools call alpha weather --arg units = m --timeout 5); COMP_CWORD=8; COMPREPLY=()
+        _mcp_completion mcp
+        echo "${COMPREPLY[*]}"
+    """)
+    assert out == ["metric imperial", "imperial", "true false", "units=", "units= days= alerts= mood=",
+                   "calm chaos", "metric"]
