@@ -211,7 +211,8 @@ def _bash_with_script(tmp_path: Path, body: str) -> list[str]:
 def test_arg_values_complete_in_real_bash_across_its_word_breaks(config: Path, tmp_path: Path) -> None:
     """bash splits `--arg units=im` at `=` (COMP_WORDBREAKS): the words, line and cursor are
     set as bash sets them on TAB, and COMPREPLY holds only the text after the `=` (what bash
-    replaces), for names, values and a URL target whose `:` and `=` bash splits too."""
+    replaces), for names, values, a URL target and a `--header Name:value` whose `:` and `=`
+    bash splits too."""
     _cache_tools("alpha", [WEATHER])
     _cache_tools("http://127.0.0.1:9/mcp?x=1", [WEATHER])
     out = _bash_with_script(tmp_path, r"""
@@ -229,6 +230,7 @@ def test_arg_values_complete_in_real_bash_across_its_word_breaks(config: Path, t
             mcp tools call alpha weather --arg city = Oslo --arg ''
         try 'mcp tools call http://127.0.0.1:9/mcp?x=1 weather --arg mood=' \
             mcp tools call http : //127.0.0.1 : 9/mcp?x = 1 weather --arg mood =
+        try 'mcp ping --header X-Key:abc=d al' mcp ping --header X-Key : abc = d al
         # the cursor mid-line: only the text before it counts
         COMP_LINE='mcp tools call alpha weather --arg units=m --timeout 5'; COMP_POINT=42
         COMP_WORDS=(mcp tools call alpha weather --arg units = m --timeout 5); COMP_CWORD=8; COMPREPLY=()
@@ -236,4 +238,4 @@ def test_arg_values_complete_in_real_bash_across_its_word_breaks(config: Path, t
         echo "${COMPREPLY[*]}"
     """)
     assert out == ["metric imperial", "imperial", "true false", "units=", "units= days= alerts= mood=",
-                   "calm chaos", "metric"]
+                   "calm chaos", "alpha", "metric"]
