@@ -23,6 +23,7 @@ from mcpcli.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     PROTOCOL_VERSION_KEY,
+    RELATED_TASK_KEY,
     TASKS_EXTENSION,
 )
 
@@ -156,6 +157,72 @@ def test_the_official_sdk_client_reads_tasks_of_the_other_replica(tools: Path, r
         assert seen[hang]["status"] == "working"
 
 
+def descendants(pid: int) -> list[str]:
+    """The command lines of `pid`'s living descendants (from /proc: the replica's tool processes)."""
+    children: dict[int, list[int]] = {}
+    cmdlines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if fields[0] == "Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        cmdlines[int(entry.name)] = cmdline
+    found: list[str] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(cmdlines[child])
+        todo.extend(children.get(child, []))
+    return found
+
+
+def test_the_official_sdk_client_drives_a_tasks_whole_life_across_replicas(
+        tools: Path, redis_url: str, peers: Any) -> None:
+    """The official Python SDK client (its task API is of 2025-11-25) alternates replicas per
+    request: `confirm` created through A, `tasks/get` through B, its input request answered
+    through B (`tasks/result` relays the elicitation to the SDK's callback while A runs the
+    script), its result fetched through A; an input request refused through B (the callback
+    answers a JSON-RPC error) reaches A's script as that error; `hang` created through B and
+    cancelled through A, and B's `sleep` process is gone. One step is not the SDK's own API:
+    the SDK reads every tools/call answer as a CallToolResult (it cannot create a task), so
+    the task-augmented tools/call goes through the SDK session's JSON-RPC dispatcher."""
+    with replica(tools, redis_url) as (a, _), replica(tools, redis_url) as (b, b_proc):
+        script = Path(__file__).with_name("sdk_lifecycle_client.py")
+        proc = subprocess.run([peers.sdk(), str(script), a, b, TOKEN],
+                              capture_output=True, text=True, timeout=180, check=False)
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+        assert seen["confirm_created"] == "working"
+        assert seen["confirm_seen_by_b"] == "input_required"
+        [asked] = seen["confirm_asked_via_b"]
+        assert asked["message"] == "Go on?"
+        assert asked["meta"][RELATED_TASK_KEY]["taskId"]
+        done = {"text": ["answer: true\n"], "isError": False}
+        assert seen["confirm_result_via_b"] == done
+        assert seen["confirm_status_via_a"] == "completed"
+        assert seen["confirm_result_via_a"] == done
+        # the refusal crossed replicas: the script on A got the client's error, not a hang
+        assert seen["refused_asked_via_b"] == 1
+        refused = seen["refused_result_via_b"]
+        assert refused["isError"] is True
+        assert any("this client will not ask anyone" in text for text in refused["text"]), refused
+        assert seen["refused_status_via_a"] == "completed"
+        assert seen["hang_seen_by_a"] == "working"
+        assert seen["hang_cancel_answer"] in ("working", "cancelled")
+        assert seen["hang_seen_by_b"] == "cancelled"
+        # the cancellation reached B, which runs the tool: its process is gone
+        wait_until(lambda: not any("sleep 100" in line for line in descendants(b_proc.pid)),
+                   what="hang's process on B to stop")
+        assert status(b, seen["hang_id"])["status"] == "cancelled"
+
+
 def test_a_killed_replicas_task_is_failed_by_the_survivor(tools: Path, redis_url: str) -> None:
     with replica(tools, redis_url, lease=1) as (a, doomed), replica(tools, redis_url, lease=1) as (b, _):
         hang = rpc(a, "tools/call", {"name": "hang", "arguments": {}})["taskId"]
@@ -264,3 +331,22 @@ def test_a_resource_update_one_replica_sees_reaches_a_listen_on_the_other(tmp_pa
                     updated.append(message["params"]["uri"])
                     break
         assert updated == ["mem://state"]
+
+
+def test_a_clients_update_cannot_pass_for_a_forwarded_refusal(tools: Path, redis_url: str) -> None:
+    """Replicas forward a 2025-11-25 client's refusal to answer under a reserved key; the same
+    value sent by a client in `tasks/update` through the other replica is dropped, so the
+    script on A still waits for a real answer."""
+    from mcpcli.server.tasks.store import REJECTED
+
+    with replica(tools, redis_url) as (a, _), replica(tools, redis_url) as (b, _):
+        confirm = rpc(a, "tools/call", {"name": "confirm", "arguments": {}})["taskId"]
+        wait_until(lambda: status(b, confirm)["status"] == "input_required", what="confirm to ask")
+        forged = {"go": {REJECTED: {"code": -32600, "message": "forged"}}}
+        rpc(b, "tasks/update", {"taskId": confirm, "inputResponses": forged})
+        rpc(a, "tasks/update", {"taskId": confirm, "inputResponses": forged})
+        assert status(a, confirm)["status"] == "input_required"
+        rpc(b, "tasks/update", {"taskId": confirm,
+                                "inputResponses": {"go": {"action": "accept", "content": {"ok": True}}}})
+        wait_until(lambda: status(b, confirm)["status"] == "completed", what="confirm to finish")
+        assert status(a, confirm)["result"]["content"] == [{"type": "text", "text": "answer: true\n"}]

@@ -95,6 +95,14 @@ def _iso(stamp: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+#: Marks a forwarded input "answer" as the client's refusal to answer (see `Task.reject`).
+REJECTED = "io.github.mcpcli/rejected"
+
+
+def _rejection(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get(REJECTED), dict)
+
+
 def error_object(exc: BaseException) -> JSON:
     """The JSON-RPC error a failed call answers with (what a `failed` task inlines)."""
     if isinstance(exc, InputDeclined):
@@ -315,7 +323,8 @@ class Task:
     def update(self, responses: JSON) -> None:
         """`tasks/update`: take the answers to outstanding requests; ignore any other key."""
         if not self.live:
-            self.store.records.deliver_input(self.id, responses)
+            answers = {key: value for key, value in responses.items() if not _rejection(value)}
+            self.store.records.deliver_input(self.id, answers)
             self._refresh()
             return
         taken = False
@@ -330,7 +339,16 @@ class Task:
             self._took()
 
     def reject(self, key: str, exc: Exception) -> None:
-        """The client could not answer request `key`: the backend's ask() raises `exc`."""
+        """The client could not answer request `key`: the backend's ask() raises `exc`.
+
+        A view (a 2025-11-25 `tasks/result` relayed the request on a replica that does not
+        run the task) forwards the refusal like an answer, marked so a client's own
+        `tasks/update` values can never pass for one."""
+        if not self.live:
+            if key in self.pending:
+                self.store.records.deliver_input(self.id, {key: {REJECTED: error_object(exc)}})
+                self._refresh()
+            return
         if self.pending.pop(key, None) is not None:
             self._answers[key] = exc
             self._took()
@@ -497,7 +515,12 @@ class TaskStore:
     def _answer_here(self, task_id: str, responses: JSON | None) -> None:
         task = self._live.get(task_id)
         if task is not None and responses is not None:
-            task.update(responses)
+            for key, value in responses.items():
+                if _rejection(value):
+                    error = value[REJECTED]
+                    task.reject(key, RPCError(int(error.get("code", INTERNAL_ERROR)),
+                                              str(error.get("message", "")), error.get("data")))
+            task.update({key: value for key, value in responses.items() if not _rejection(value)})
 
     def _changed_elsewhere(self, record: TaskRecord) -> None:
         self._remote.set()
