@@ -7,7 +7,7 @@ exactly what `--trace` sees (over HTTP: the JSON-RPC messages, never headers),
 and it writes them through `mcpcli.text.redact`, as `--trace` does: the string
 values of secret-looking keys, and the connection's known secret values (--env
 and configured env values, header values, bearer and OAuth tokens, headersHelper
-output) wherever they appear. Anything else a server sends, a tool result
+output) wherever they appear, and quoted bearer credentials. Anything else a server sends, a tool result
 quoting a file or an environment variable we never saw, is written as it is:
 read a recording before sharing it. The file is 0600, and a symlink is refused.
 `mcp serve --replay` reads it back (`mcpcli.server.replay`).

@@ -168,6 +168,12 @@ def _secret(key: Any, value: Any) -> bool:
     )
 
 
+#: A bearer credential quoted in text (`Authorization: Bearer sk-...`), even one the
+#: connection never knew: 6+ token characters, one at least not a letter (prose is left).
+_BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{6,}=*")
+
+_BEARER_HINT = re.compile(r"(?i)bearer")
+
 #: Known secret values shorter than this are left alone (they would mangle ordinary text).
 MIN_SECRET = 6
 
@@ -204,22 +210,24 @@ class SecretValues:
         for secret in self._values:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        return text
+        return _BEARER.sub(lambda m: m.group(1) + REDACTED, text) if _BEARER_HINT.search(text) else text
 
 
 def redact(value: Any, secrets: SecretValues | None = None) -> Any:
-    """A copy with the string values of secret-looking keys replaced, and each of the
-    known `secrets` replaced inside any string (keys included). `--trace` and
-    `--record` both write through this."""
+    """A copy with the string values of secret-looking keys replaced, and inside any
+    string (keys included) each of the known `secrets` and any quoted bearer credential.
+    `--trace` and `--record` both write through this."""
+    scrub = (secrets or _NO_SECRETS).scrub
     if isinstance(value, dict):
-        if secrets:
-            return {
-                secrets.scrub(k) if isinstance(k, str) else k: REDACTED if _secret(k, v) else redact(v, secrets)
-                for k, v in value.items()
-            }
-        return {k: REDACTED if _secret(k, v) else redact(v, secrets) for k, v in value.items()}
+        return {
+            scrub(k) if isinstance(k, str) else k: REDACTED if _secret(k, v) else redact(v, secrets)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [redact(v, secrets) for v in value]
-    if secrets and isinstance(value, str):
-        return secrets.scrub(value)
+    if isinstance(value, str):
+        return scrub(value)
     return value
+
+
+_NO_SECRETS = SecretValues()

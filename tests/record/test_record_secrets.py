@@ -59,6 +59,12 @@ def test_a_bearer_token_echoed_over_http_is_redacted(everything_http: str, tmp_p
     assert r.code == 0, r
     assert TOKEN not in rec.read_text()
 
+    # A bearer credential the connection never knew, quoted in a message: redacted by shape.
+    r = mcp("tools", "call", everything_http, "echo", "-a", "message=Authorization: Bearer sk-abc",
+            "--record", str(rec))
+    assert r.code == 0, r
+    assert "sk-abc" not in rec.read_text()
+
 
 def test_an_existing_readable_file_becomes_private(peers: Peers, tmp_path: Path) -> None:
     rec = tmp_path / "shared.ndjson"

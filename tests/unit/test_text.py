@@ -113,3 +113,16 @@ def test_secret_values_learnt_later_count_from_then_on() -> None:
     assert redact("x helper-output y", secrets) == "x helper-output y"
     secrets.add("helper-output")
     assert redact("x helper-output y", secrets) == f"x {REDACTED} y"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Authorization: Bearer sk-abc", f"Authorization: Bearer {REDACTED}"),
+        ("authorization: bearer eyJhbGciOi.J9.x-y_z==", f"authorization: bearer {REDACTED}"),
+        ("the bearer of bad news", "the bearer of bad news"),  # prose stays
+        ("Bearer abc", "Bearer abc"),  # too short to be a token
+    ],
+)
+def test_a_quoted_bearer_credential_is_redacted_even_when_unknown(text: str, shown: str) -> None:
+    assert redact({"message": text}) == {"message": shown}
