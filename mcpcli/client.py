@@ -32,23 +32,29 @@ from mcpcli.errors import (
     UnsupportedVersionError,
     handshake_timeout,
 )
+from mcpcli.handshake import (
+    Handshake,
+    next_round,
+    offered_versions,
+    parse_discover,
+    parse_initialize,
+    request_meta,
+    round_kind,
+    with_meta,
+)
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
 from mcpcli.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
     HEADER_MISMATCH,
     LATEST_LEGACY,
     LATEST_MODERN,
     LEGACY_VERSIONS,
-    LOG_LEVEL_KEY,
     MAX_INPUT_ROUNDS,
     MAX_PAGES,
     MODERN_VERSIONS,
     MRTR_METHODS,
-    PROTOCOL_VERSION_KEY,
     RELATED_TASK_KEY,
-    SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     Era,
     era_of,
@@ -367,14 +373,8 @@ class Client:
         await self._initialize(LATEST_LEGACY)
 
     def _meta(self, version: str) -> JSON:
-        meta: JSON = {
-            PROTOCOL_VERSION_KEY: version,
-            CLIENT_INFO_KEY: self.options.client_info,
-            CLIENT_CAPABILITIES_KEY: self.options.features.capabilities("modern"),
-        }
-        if self.options.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.options.log_level
-        return meta
+        return request_meta(version, self.options.client_info, self.options.features.capabilities("modern"),
+                            self.options.log_level)
 
     async def _discover(self, version: str, *, probe: bool) -> bool:
         """Try the modern era. False means the server is legacy (only when probing).
@@ -435,11 +435,10 @@ class Client:
                 log.debug("no answer to server/discover; falling back to initialize")
                 return False
             if not self._adopt_discover(result, version):
-                versions = result.get("supportedVersions")
-                offered = [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
-                if probe and (not isinstance(versions, list) or pick_version(offered, prefer=LEGACY_VERSIONS)):
+                offered = offered_versions(result)
+                if probe and (offered is None or pick_version(offered, prefer=LEGACY_VERSIONS)):
                     return False
-                if not isinstance(versions, list):
+                if offered is None:
                     raise ProtocolError("server/discover result has no supportedVersions")
                 raise ProtocolError(
                     "the server supports none of our protocol versions "
@@ -450,28 +449,21 @@ class Client:
 
     def _adopt_discover(self, result: JSON, version: str) -> bool:
         """Take a `server/discover` result as the session's; False if it has no version for us."""
-        versions = result.get("supportedVersions")
-        if not isinstance(versions, list):
+        adopted = parse_discover(result, version)
+        if adopted is None:
             return False
-        offered = [v for v in versions if isinstance(v, str)]
-        choice = version if version in offered else pick_version(offered, prefer=MODERN_VERSIONS)
-        if choice is None:
-            return False
-        self.era = "modern"
-        self.protocol_version = choice
-        self.supported_versions = offered
-        self.handshake = result
-        caps = result.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        meta = result.get("_meta")
-        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
-        if not isinstance(info, dict):
-            # Some servers put it at the top level.
-            info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
+        self._adopt(adopted, result)
         return True
+
+    def _adopt(self, adopted: Handshake, result: JSON) -> None:
+        self.era = adopted.era
+        self.protocol_version = adopted.protocol_version
+        if adopted.supported_versions is not None:
+            self.supported_versions = adopted.supported_versions
+        self.handshake = result
+        self.capabilities = adopted.capabilities
+        self.server_info = adopted.server_info
+        self.instructions = adopted.instructions
 
     async def _initialize(self, version: str) -> None:
         params = {
@@ -480,20 +472,7 @@ class Client:
             "clientInfo": self.options.client_info,
         }
         result = await self.session.request("initialize", params, progress_token=False)
-        chosen = result.get("protocolVersion")
-        if not isinstance(chosen, str) or chosen not in LEGACY_VERSIONS:
-            raise ProtocolError(
-                f"the server chose protocol version {chosen!r}, which this client does not speak"
-            )
-        self.era = "legacy"
-        self.protocol_version = chosen
-        self.handshake = result
-        caps = result.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
+        self._adopt(parse_initialize(result), result)
         await self.session.notify("notifications/initialized")
         if self.options.log_level is not None and "logging" in self.capabilities:
             await self.session.request(
@@ -560,12 +539,10 @@ class Client:
             )
         base = params
         for _round in range(MAX_INPUT_ROUNDS):
-            sent = dict(base)
-            meta = dict(sent.get("_meta") or {})
-            meta.update(self._meta(self.protocol_version))
+            meta = self._meta(self.protocol_version)
             if method in _tasks.DECLARE_ON:
                 meta[CLIENT_CAPABILITIES_KEY] = _tasks.with_extension(meta[CLIENT_CAPABILITIES_KEY])
-            sent["_meta"] = meta
+            sent = with_meta(base, meta)
             try:
                 result = await self.session.request(
                     method, sent, headers=self.request_headers(method, sent), **limits
@@ -576,20 +553,14 @@ class Client:
                     raise
                 self.protocol_version = choice
                 continue
-            kind = result.get("resultType", "complete")
+            kind = round_kind(method, result, creates_tasks=method in _tasks.TASK_CREATING_METHODS,
+                              takes_input=method in MRTR_METHODS)
             if kind == "complete":
                 self.era_from_cache = False  # the era works
                 return result
-            if kind == "task" and method in _tasks.TASK_CREATING_METHODS:
+            if kind == "task":
                 return result  # the caller drives the task (call_tool does)
-            if kind != "input_required":
-                raise ProtocolError(f"{method}: unknown resultType {kind!r}")
-            if method not in MRTR_METHODS:
-                raise ProtocolError(f"{method}: the server asked for input, which this method cannot")
-            base = dict(params)
-            base["inputResponses"] = await self._fulfil(result.get("inputRequests"))
-            if "requestState" in result:
-                base["requestState"] = result["requestState"]
+            base = next_round(params, result, await self._fulfil(result.get("inputRequests")))
         raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
 
     async def fulfil_input_requests(self, requests: Any) -> JSON:

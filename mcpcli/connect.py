@@ -20,8 +20,9 @@ from mcpcli.errors import ConfigError, UsageError
 from mcpcli.transports import Transport
 
 if TYPE_CHECKING:
-    from mcpcli.auth.authenticator import OAuthAuthenticator
     from mcpcli.headers_helper import HeadersHelper
+    from mcpcli.text import SecretValues
+    from mcpcli.transports.http import Authenticator
 
 __all__ = [
     "ConnectOptions",
@@ -58,6 +59,9 @@ class ConnectOptions:
     profile: str | None = None
     #: HTTP: how long connecting (and waiting for an SSE endpoint event) may take.
     connect_timeout: float = 30.0
+    #: Filled with the connection's secret values (env and header values, bearer and
+    #: OAuth tokens, headersHelper output) as they become known, for `--trace`/`--record`.
+    secrets: SecretValues | None = None
 
 
 def check_profile(name: str | None) -> str | None:
@@ -108,8 +112,10 @@ def _session_transport(entry: ServerEntry, options: ConnectOptions) -> Transport
 def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
     """Build the transport for a (resolved) server entry."""
     if entry.transport == "session" or entry.keep_alive:
+        _learn_secrets(None, options)
         return _session_transport(entry, options)
     entry = entry.resolved()
+    _learn_secrets(entry, options)
     if entry.transport == "stdio":
         from mcpcli.targets import stdio_launch
         from mcpcli.transports.stdio import StdioTransport
@@ -128,6 +134,34 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
         assert entry.path is not None
         return in_process_transport(entry.path)
     raise ConfigError(f"server {entry.name!r}: unknown transport {entry.transport!r}")
+
+
+def _learn_secrets(entry: ServerEntry | None, options: ConnectOptions) -> None:
+    """Tell `options.secrets` the values this connection hands the server as credentials
+    (`entry`: resolved, or None for a session, whose entry the daemon resolves)."""
+    secrets = options.secrets
+    if secrets is None:
+        return
+    passed = [os.environ.get(key) if value is None else value for key, value in options.env.items()]
+    secrets.add(*passed, *options.headers.values(), options.bearer_token)
+    if entry is not None:
+        secrets.add(*entry.env.values(), *entry.headers.values())
+
+
+class _NoticedAuthenticator:
+    """An authenticator whose `Authorization` values are remembered as secrets."""
+
+    def __init__(self, inner: Authenticator, secrets: SecretValues) -> None:
+        self._inner = inner
+        self._secrets = secrets
+
+    async def authorization(self) -> str | None:
+        value = await self._inner.authorization()
+        self._secrets.add(value)
+        return value
+
+    async def challenge(self, status: int, www_authenticate: list[str], url: str) -> bool:
+        return await self._inner.challenge(status, www_authenticate, url)
 
 
 def _entry_headers(entry: ServerEntry, options: ConnectOptions) -> dict[str, str]:
@@ -159,22 +193,25 @@ class OAuthProvider:
 
         return has_stored_sign_in(self.url, self.options.profile)
 
-    def authenticator(self) -> OAuthAuthenticator:
+    def authenticator(self) -> Authenticator:
         from mcpcli.auth.authenticator import OAuthAuthenticator
         from mcpcli.auth.settings import AuthSettings
 
         options = self.options
         flags = {"token_store": options.token_store, "profile": options.profile}
         settings = AuthSettings.build(self.entry, flags, insecure=options.insecure)
-        return OAuthAuthenticator(self.url, settings, mode=options.auth)
+        authenticator = OAuthAuthenticator(self.url, settings, mode=options.auth)
+        if options.secrets is None:
+            return authenticator
+        return _NoticedAuthenticator(authenticator, options.secrets)
 
 
-def _headers_helper(entry: ServerEntry) -> HeadersHelper | None:
+def _headers_helper(entry: ServerEntry, secrets: SecretValues | None = None) -> HeadersHelper | None:
     if entry.headers_helper is None:
         return None
     from mcpcli.headers_helper import HeadersHelper
 
-    return HeadersHelper(entry.headers_helper, name=entry.name)
+    return HeadersHelper(entry.headers_helper, name=entry.name, secrets=secrets)
 
 
 def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
@@ -198,7 +235,7 @@ def open_http_transport(entry: ServerEntry, options: ConnectOptions) -> Transpor
         insecure=options.insecure,
         connect_timeout=options.connect_timeout,
         auth=None if options.auth == "none" else OAuthProvider(entry.url, entry, options),
-        header_source=_headers_helper(entry),
+        header_source=_headers_helper(entry, options.secrets),
     )
     if mode == "sse":
         from mcpcli.transports.sse import SseTransport

@@ -23,6 +23,8 @@ from mcpcli.errors import AuthError
 if TYPE_CHECKING:
     import anyio
 
+    from mcpcli.text import SecretValues
+
 __all__ = ["HELPER_TIMEOUT", "HeadersHelper", "helper_argv", "parse_headers"]
 
 #: How long the helper may take (seconds); a corporate CLI refreshing a token is slow, a hang is not.
@@ -135,8 +137,13 @@ class HeadersHelper:
     """The transports' header source for one server: the helper's headers, run lazily and
     again on `refresh()` (after a 401); one run at a time."""
 
-    def __init__(self, command: str | list[str], *, name: str, timeout: float = HELPER_TIMEOUT) -> None:
+    def __init__(
+        self, command: str | list[str], *, name: str, timeout: float = HELPER_TIMEOUT,
+        secrets: SecretValues | None = None,
+    ) -> None:
         self.command = command
+        #: Told each run's header values, so `--trace`/`--record` never show them.
+        self.secrets = secrets
         self.what = f"server {name!r}"
         self.timeout = timeout
         self.runs = 0
@@ -167,3 +174,5 @@ class HeadersHelper:
                 return  # another request ran it meanwhile
             self.runs += 1
             self._headers = await run_helper(self.command, what=self.what, timeout=self.timeout)
+            if self.secrets is not None:
+                self.secrets.add(*self._headers.values())

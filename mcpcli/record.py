@@ -4,24 +4,31 @@ Each run starts with a `meta` line; then one line per message,
 `{"t": seconds since the first message, "dir": "send"|"recv", "msg": {...}}`
 (send: client to server). The recorder is a session `Tracer`, so it sees
 exactly what `--trace` sees (over HTTP: the JSON-RPC messages, never headers),
-and it writes them through the caller's redaction (the one `--trace` uses), so
-a recording can be shared or committed as a test fixture. `mcp serve --replay`
-reads it back (`mcpcli.server.replay`).
+and it writes them through `mcpcli.text.redact`, as `--trace` does: the string
+values of secret-looking keys, and the connection's known secret values (--env
+and configured env values, header values, bearer and OAuth tokens, headersHelper
+output) wherever they appear, and quoted bearer credentials. Anything else a server sends, a tool result
+quoting a file or an environment variable we never saw, is written as it is:
+read a recording before sharing it. The file is 0600, and a symlink is refused.
+`mcp serve --replay` reads it back (`mcpcli.server.replay`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.errors import UsageError
+from mcpcli.text import redact
 
 if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
     from mcpcli.jsonrpc import Batch, Message
+    from mcpcli.text import SecretValues
 
 __all__ = ["Recorder", "describe_target"]
 
@@ -29,19 +36,32 @@ __all__ = ["Recorder", "describe_target"]
 class Recorder:
     """A session tracer that appends each message to a 0600 NDJSON file."""
 
-    def __init__(self, path: str, target: str, redact: Callable[[Any], Any] = lambda v: v) -> None:
+    def __init__(self, path: str, target: str, secrets: SecretValues | None = None) -> None:
         from datetime import datetime, timezone
 
         from mcpcli import __version__
 
         try:
             # O_APPEND: each line is one write, so concurrent connections of one command
-            # (or two commands) interleave whole lines, never halves.
-            self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            # (or two commands) interleave whole lines, never halves. O_NOFOLLOW: a symlink
+            # planted where the recording goes must not send it somewhere else.
+            self._fd: int | None = os.open(
+                path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UsageError(f"--record: {path} is a symbolic link; give the file itself") from None
             raise UsageError(f"--record: cannot open {path}: {exc.strerror}") from None
+        try:
+            info = os.fstat(self._fd)
+            # An existing file keeps its mode on open: one of ours becomes 0600 too.
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o077:
+                os.fchmod(self._fd, 0o600)
+        except OSError as exc:
+            self.close()
+            raise UsageError(f"--record: cannot make {path} private: {exc.strerror}") from None
         self.path = path
-        self._redact = redact
+        self._secrets = secrets
         self._start: float | None = None
         recorded = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         self._write({"t": 0, "dir": "meta",
@@ -56,7 +76,7 @@ class Recorder:
         t = round(now - self._start, 3)
         objs = message.to_list() if isinstance(message, Batch) else [message.to_dict()]
         for obj in objs:  # a batch is recorded message by message
-            self._write({"t": t, "dir": direction, "msg": self._redact(obj)})
+            self._write({"t": t, "dir": direction, "msg": redact(obj, self._secrets)})
 
     def _write(self, line: dict[str, Any]) -> None:
         if self._fd is None:

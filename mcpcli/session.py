@@ -27,10 +27,9 @@ from mcpcli.errors import (
     ProtocolError,
     RequestTimeout,
     RPCError,
-    ServerShuttingDown,
-    UnsupportedVersionError,
     unwrap,
 )
+from mcpcli.handshake import rpc_error_from
 from mcpcli.jsonrpc import (
     Batch,
     ErrorObject,
@@ -41,7 +40,6 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.protocol import UNSUPPORTED_PROTOCOL_VERSION, is_shutting_down
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
 
@@ -141,18 +139,6 @@ _CLOCK = _PauseClock()
 def user_interaction() -> AbstractContextManager[None]:
     """`with user_interaction():` stops every request's timeout clock meanwhile."""
     return _CLOCK.pause()
-
-
-def rpc_error_from(error: ErrorObject) -> McpCliError:
-    """The typed exception for an error object received from the peer.
-
-    A server that stops before answering says so (`protocol.is_shutting_down`): that
-    is the connection failing (exit 4), not the request being refused."""
-    if is_shutting_down(error.code, error.data):
-        return ServerShuttingDown(f"the server shut down before answering: {error.message}")
-    if error.code == UNSUPPORTED_PROTOCOL_VERSION:
-        return UnsupportedVersionError(error.code, error.message, error.data)
-    return RPCError(error.code, error.message, error.data)
 
 
 @dataclass(slots=True)

@@ -12,11 +12,14 @@ module may use this at start-up.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
 
 __all__ = [
-    "LOG_LEVELS", "REDACTED", "UNASKED_LOG_FLOOR", "json_safe", "log_line", "log_rank", "one_line", "printable",
-    "redact", "verbatim",
+    "LOG_LEVELS", "REDACTED", "UNASKED_LOG_FLOOR", "SecretValues", "json_safe", "log_line", "log_rank", "one_line",
+    "printable", "redact", "verbatim",
 ]
 
 #: C0 controls but tab and newline, DEL and C1, then Unicode format characters
@@ -165,10 +168,66 @@ def _secret(key: Any, value: Any) -> bool:
     )
 
 
-def redact(value: Any) -> Any:
-    """A copy with the string values of secret-looking keys replaced."""
+#: A bearer credential quoted in text (`Authorization: Bearer sk-...`), even one the
+#: connection never knew: 6+ token characters, one at least not a letter (prose is left).
+_BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{6,}=*")
+
+_BEARER_HINT = re.compile(r"(?i)bearer")
+
+#: Known secret values shorter than this are left alone (they would mangle ordinary text).
+MIN_SECRET = 6
+
+
+class SecretValues:
+    """The secret values one connection knows (its --env values, header values, bearer
+    token, headersHelper output...), so `redact` can replace them wherever they appear:
+    a server may echo a token back inside a tool result, under a key no name rule catches.
+    Mutable because some are learnt while connecting (a headersHelper's output)."""
+
+    def __init__(self, values: Iterable[str | None] = ()) -> None:
+        self._values: list[str] = []
+        self.add(*values)
+
+    def add(self, *values: str | None) -> None:
+        """Remember these values (and the credential after an auth scheme such as `Bearer`)."""
+        for value in values:
+            if not value:
+                continue
+            for candidate in (value, value.split(None, 1)[-1]):
+                candidate = candidate.strip()
+                if len(candidate) >= MIN_SECRET and candidate not in self._values:
+                    self._values.append(candidate)
+        # Longest first: a value containing another is replaced whole.
+        self._values.sort(key=len, reverse=True)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._values:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return _BEARER.sub(lambda m: m.group(1) + REDACTED, text) if _BEARER_HINT.search(text) else text
+
+
+def redact(value: Any, secrets: SecretValues | None = None) -> Any:
+    """A copy with the string values of secret-looking keys replaced, and inside any
+    string (keys included) each of the known `secrets` and any quoted bearer credential.
+    `--trace` and `--record` both write through this."""
+    scrub = (secrets or _NO_SECRETS).scrub
     if isinstance(value, dict):
-        return {k: REDACTED if _secret(k, v) else redact(v) for k, v in value.items()}
+        return {
+            scrub(k) if isinstance(k, str) else k: REDACTED if _secret(k, v) else redact(v, secrets)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return [redact(v, secrets) for v in value]
+    if isinstance(value, str):
+        return scrub(value)
     return value
+
+
+_NO_SECRETS = SecretValues()

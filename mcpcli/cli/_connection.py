@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
     from mcpcli.record import Recorder
+    from mcpcli.text import SecretValues
 
 __all__ = ["Connection", "env_options"]
 
@@ -54,6 +55,16 @@ class Connection:
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
     _server_log_file: IO[bytes] | None = None
     _recorders: list[Recorder] | None = None
+    _secrets: SecretValues | None = None
+
+    def secrets(self) -> SecretValues:
+        """The secret values of this connection, shared by the transports (which learn
+        some while connecting) and `--trace`/`--record` (which replace them)."""
+        if self._secrets is None:
+            from mcpcli.text import SecretValues
+
+            self._secrets = SecretValues()
+        return self._secrets
 
     def server_log_file(self) -> IO[bytes] | None:
         """--server-log FILE, opened once for appending (the server's stderr and its log messages)."""
@@ -107,6 +118,7 @@ class Connection:
             profile=check_profile(self.profile),
             # HTTP: connecting (and waiting for an SSE endpoint event) is bounded by --timeout too.
             connect_timeout=min(self.timeout, 30.0),
+            secrets=self.secrets(),
         )
         return options
 
@@ -139,15 +151,15 @@ class Connection:
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
         """--trace and --record: both see every message; a connection's recording is one run."""
         from mcpcli.cli._notify import trace_printer
-        from mcpcli.text import redact
 
+        secrets = self.secrets()
         tracers: list[Callable[[str, Any], None]] = []
         if self.trace:
-            tracers.append(trace_printer(app))
+            tracers.append(trace_printer(app, secrets))
         if self.record:
             from mcpcli.record import Recorder, describe_target
 
-            recorder = Recorder(self.record, describe_target(entry) if entry is not None else "", redact)
+            recorder = Recorder(self.record, describe_target(entry) if entry is not None else "", secrets)
             self._recorders = [*(self._recorders or []), recorder]
             tracers.append(recorder)
         if len(tracers) < 2:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.cli._progress import ProgressBar
     from mcpcli.jsonrpc import Batch, Message
+    from mcpcli.text import SecretValues
 
 __all__ = ["notification_printer", "progress_printer", "trace_printer"]
 
@@ -20,15 +21,16 @@ JSON = dict[str, Any]
 
 
 
-def trace_printer(app: App) -> Callable[[str, Message | Batch], None]:
-    """`--trace`: every JSON-RPC message on stderr, one line each, secrets redacted."""
+def trace_printer(app: App, secrets: SecretValues | None = None) -> Callable[[str, Message | Batch], None]:
+    """`--trace`: every JSON-RPC message on stderr, one line each, secrets redacted
+    (secret-looking keys, and the connection's known secret values wherever they appear)."""
 
     def trace(direction: str, message: Message | Batch) -> None:
         from mcpcli.jsonrpc import Batch
 
         obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
         arrow = "→" if direction == "send" else "←"
-        text = json.dumps(redact(obj), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(redact(obj, secrets), ensure_ascii=False, separators=(",", ":"))
         app.stderr.write(f"{arrow} {printable(text, keep_newlines=False)}\n")
         app.stderr.flush()
 

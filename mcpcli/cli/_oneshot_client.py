@@ -14,35 +14,35 @@ import time
 
 from mcpcli import jsonrpc
 from mcpcli.errors import (
-    McpCliError,
     MessageTooLarge,
     ProtocolError,
     RequestTimeout,
     RPCError,
     ServerExited,
-    ServerShuttingDown,
     UnsupportedVersionError,
     handshake_timeout,
 )
+from mcpcli.handshake import (
+    Handshake,
+    next_round,
+    parse_discover,
+    parse_initialize,
+    request_meta,
+    round_kind,
+    rpc_error_from,
+    with_meta,
+)
 from mcpcli.protocol import (
     CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
     LATEST_LEGACY,
     LATEST_MODERN,
-    LEGACY_VERSIONS,
     MAX_INPUT_ROUNDS,
     MAX_MESSAGE_BYTES,
     MAX_PAGES,
-    MODERN_VERSIONS,
-    PROTOCOL_VERSION_KEY,
     RELATED_TASK_KEY,
-    SERVER_INFO_KEY,
     TASKS_EXTENSION,
-    UNSUPPORTED_PROTOCOL_VERSION,
     input_requests,
     is_modern_error,
-    is_shutting_down,
-    pick_version,
 )
 
 TYPE_CHECKING = False
@@ -337,15 +337,6 @@ class StdioServer:
                     pass
 
 
-def _rpc_error(error: jsonrpc.ErrorObject) -> McpCliError:
-    """As `session.rpc_error_from` (which imports anyio)."""
-    if is_shutting_down(error.code, error.data):
-        return ServerShuttingDown(f"the server shut down before answering: {error.message}")
-    if error.code == UNSUPPORTED_PROTOCOL_VERSION:
-        return UnsupportedVersionError(error.code, error.message, error.data)
-    return RPCError(error.code, error.message, error.data)
-
-
 class SyncClient:
     """What `Client` and `Session` do for one tools/call, without an event loop."""
 
@@ -421,7 +412,7 @@ class SyncClient:
                         and type(item.id) is type(request_id):
                     if isinstance(item, jsonrpc.Response):
                         return item.result
-                    raise _rpc_error(item.error)
+                    raise rpc_error_from(item.error)
                 if isinstance(item, jsonrpc.Notification) and item.method == "notifications/progress":
                     token = (item.params or {}).get("progressToken")
                     if _is_key(token, request_id):
@@ -467,7 +458,7 @@ class SyncClient:
                 if log_rank(params.get("level")) >= log_rank(UNASKED_LOG_FLOOR):
                     self.server.err.line(log_line(params))
         elif isinstance(item, jsonrpc.ErrorResponse) and item.id is None:
-            self.warn(str(_rpc_error(item.error)))
+            self.warn(str(rpc_error_from(item.error)))
 
     def _reply(self, message: Any) -> None:
         if self.closed is None or isinstance(message, (jsonrpc.Response, jsonrpc.ErrorResponse)):
@@ -510,8 +501,7 @@ class SyncClient:
         return caps
 
     def _meta(self, version: str) -> JSON:
-        return {PROTOCOL_VERSION_KEY: version, CLIENT_INFO_KEY: self.client_info,
-                CLIENT_CAPABILITIES_KEY: self._capabilities()}
+        return request_meta(version, self.client_info, self._capabilities())
 
     def negotiate(self, command_line: list[str], probe_timeout: float) -> None:
         """`Client._negotiate` for a stdio server, its common roads only (else `Fallback`)."""
@@ -559,35 +549,23 @@ class SyncClient:
             raise Fallback from exc  # a broken answer: the full path decides
         except RequestTimeout:
             return False
-        versions = result.get("supportedVersions")
-        offered = [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
-        choice = LATEST_MODERN if LATEST_MODERN in offered else pick_version(offered, prefer=MODERN_VERSIONS)
-        if choice is None:
+        adopted = parse_discover(result, LATEST_MODERN)
+        if adopted is None:
             raise Fallback
-        self.era = "modern"
-        self.protocol_version = choice
-        caps = result.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        meta = result.get("_meta")
-        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
-        if not isinstance(info, dict):
-            info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
+        self._adopt(adopted)
         return True
+
+    def _adopt(self, adopted: Handshake) -> None:
+        self.era = adopted.era
+        self.protocol_version = adopted.protocol_version
+        self.capabilities = adopted.capabilities
+        self.server_info = adopted.server_info
 
     def _initialize(self) -> None:
         result = self.request("initialize", {
             "protocolVersion": LATEST_LEGACY, "capabilities": self._capabilities(),
             "clientInfo": self.client_info}, progress_token=False)
-        chosen = result.get("protocolVersion")
-        if not isinstance(chosen, str) or chosen not in LEGACY_VERSIONS:
-            raise ProtocolError(f"the server chose protocol version {chosen!r}, which this client does not speak")
-        self.era = "legacy"
-        self.protocol_version = chosen
-        caps = result.get("capabilities")
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
+        self._adopt(parse_initialize(result))
         self.notify("notifications/initialized")
 
     # -- operations --------------------------------------------------------------------------
@@ -598,26 +576,16 @@ class SyncClient:
             return self.request(method, params)
         base = params
         for _round in range(MAX_INPUT_ROUNDS):
-            sent = dict(base)
-            meta = dict(sent.get("_meta") or {})
-            meta.update(self._meta(self.protocol_version))
+            meta = self._meta(self.protocol_version)
             if method == "tools/call":
                 meta[CLIENT_CAPABILITIES_KEY] = self._capabilities(tasks=True)
-            sent["_meta"] = meta
+            sent = with_meta(base, meta)
             result = self.request(method, sent)
-            kind = result.get("resultType", "complete")
-            if kind == "complete":
+            kind = round_kind(method, result, creates_tasks=method == "tools/call",
+                              takes_input=method == "tools/call")
+            if kind != "input":
                 return result
-            if kind == "task" and method == "tools/call":
-                return result
-            if kind != "input_required":
-                raise ProtocolError(f"{method}: unknown resultType {kind!r}")
-            if method != "tools/call":
-                raise ProtocolError(f"{method}: the server asked for input, which this method cannot")
-            base = dict(params)
-            base["inputResponses"] = self._fulfil(result.get("inputRequests"))
-            if "requestState" in result:
-                base["requestState"] = result["requestState"]
+            base = next_round(params, result, self._fulfil(result.get("inputRequests")))
         raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
 
     def _fulfil(self, requests: Any) -> JSON:

@@ -141,8 +141,9 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
                       "warnings and worse it sends unasked are shown)."),
     click.option("--trace", is_flag=True, help="Print the JSON-RPC traffic on stderr (secrets redacted)."),
     click.option("--record", type=click.Path(dir_okay=False), metavar="FILE",
-                 help="Append the JSON-RPC exchange to FILE as NDJSON, secrets redacted "
-                      "(created 0600; replay it with `mcp serve --replay FILE`)."),
+                 help="Append the JSON-RPC exchange to FILE (0600) as NDJSON, with secret-looking "
+                      "keys and the connection's secret values redacted (a tool result may hold "
+                      "others: check before sharing); replay it with `mcp serve --replay FILE`."),
     click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
                  help="Offer DIR as a root to the server (repeatable)."),
     click.option("--sampling-command", metavar="CMD",

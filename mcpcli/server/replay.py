@@ -17,7 +17,8 @@ are answered in recorded order, and the last answer is repeated once they are
 used up. What the client sends unasked (notifications, answers to the server's
 requests) is accepted in any order and not checked; the server's own requests
 (sampling, roots, elicitation) are not replayed. A value the recorder redacted
-matches any string.
+matches any string, and a secret it replaced inside a string matches any text
+there.
 
 An unmatched request gets -32601 (method never recorded) or -32602 naming the
 closest recorded request of that method and the params that differ.
@@ -138,8 +139,16 @@ def _normalise(params: Any) -> Any:
 
 def _fits(asked: Any, recorded: Any) -> bool:
     """Whether `asked` is `recorded` with its redacted strings filled in."""
-    if recorded == REDACTED:
-        return isinstance(asked, str)
+    if isinstance(recorded, str) and REDACTED in recorded:
+        if not isinstance(asked, str):
+            return False
+        if recorded == REDACTED:
+            return True
+        import re
+
+        # A known secret replaced inside a string (`Bearer «redacted»`): any text in its place.
+        pattern = ".+".join(re.escape(part) for part in recorded.split(REDACTED))
+        return re.fullmatch(pattern, asked, re.DOTALL) is not None
     if isinstance(asked, dict) and isinstance(recorded, dict):
         return asked.keys() == recorded.keys() and all(_fits(asked[k], recorded[k]) for k in asked)
     if isinstance(asked, list) and isinstance(recorded, list):

@@ -56,6 +56,15 @@ def test_sign_in_on_401_reuse_step_up_logout(oauth, env, tmp_path) -> None:
     mcp_posts = [r for r in srv.requests[before:] if r["path"] == "/mcp"]
     assert all(r["headers"].get("authorization", "").startswith("Bearer AT-CANARY-") for r in mcp_posts)
     assert all("CANARY" not in r["raw_target"] for r in srv.requests)  # never in a URL
+    # The access token is a known secret of the connection: a message quoting it is
+    # recorded and traced without it.
+    token = [secret for secret in srv.issued if secret.startswith("AT-CANARY-")][-1]
+    rec = tmp_path / "rec.ndjson"
+    quoted = mcp("tools", "call", srv.mcp_url, "echo", "-a", f"message={token}", "--trace",
+                 "--record", str(rec), env=env)
+    assert quoted.code == 0, quoted
+    assert token not in quoted.stderr + rec.read_text()
+    assert '"message":"«redacted»"' in rec.read_text()
 
     # Step-up: `write` needs mcp:write; the new sign-in asks for the union.
     step = mcp("tools", "call", srv.mcp_url, "write", env=env)

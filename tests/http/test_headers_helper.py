@@ -78,6 +78,14 @@ def test_helper_headers_at_connect_and_once_more_after_each_401(
     assert "headersHelper" in third.stderr and "SECRET" not in third.stdout + third.stderr
     assert "Traceback" not in third.stderr and len(third.stderr.strip().splitlines()) <= 2
 
+    # The helper's output is a known secret: replaced where the server echoes it back.
+    gate.valid = "Bearer SECRET-tok-6"
+    rec = tmp_path / "rec.ndjson"
+    echoed = call("--arg", "message=Bearer SECRET-tok-6", "--trace", "--record", str(rec))
+    assert echoed.code == 0, echoed
+    assert "SECRET-tok-6" in echoed.stdout
+    assert "SECRET" not in echoed.stderr + rec.read_text()
+
 
 @pytest.mark.parametrize(
     ("command", "message"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import free_port, wait_listening
+from helpers import Peers, free_port, wait_listening
 
 
 @pytest.fixture
@@ -32,6 +33,26 @@ def http_serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
     yield start
     for proc in procs:
         proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def everything_http(peers: Peers) -> Iterator[str]:
+    """server-everything in `streamableHttp` mode; yields its /mcp URL, stopped at teardown."""
+    port = free_port()
+    proc = subprocess.Popen(
+        peers.everything("streamableHttp"), env={**os.environ, "PORT": str(port)},
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_listening(port, proc, "server-everything streamableHttp")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

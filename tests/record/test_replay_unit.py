@@ -57,6 +57,8 @@ def recording(tmp_path: Path) -> Path:
         result(2, "second"),
         call(3, {"name": "login", "arguments": {"password": REDACTED}}),
         result(3, "signed in"),
+        call(5, {"name": "say", "arguments": {"text": f"Authorization: Bearer {REDACTED}!"}}),
+        result(5, "said"),
         call(4, {"name": "fails", "arguments": {}}),
         line(0.2, "recv", {"jsonrpc": "2.0", "id": 4, "error": {"code": -32000, "message": "boom", "data": [1]}}),
     ])
@@ -86,6 +88,10 @@ async def test_answers_in_recorded_order_then_the_last_again_with_the_notificati
         assert texts(await client.call_tool("count", {"a": 1, "b": 2})) == ["second"]
         # A redacted value stands for any string.
         assert texts(await client.call_tool("login", {"password": "hunter2"})) == ["signed in"]
+        # A secret replaced inside a string stands for any text there, and only there.
+        assert texts(await client.call_tool("say", {"text": "Authorization: Bearer sk-other!"})) == ["said"]
+        with pytest.raises(RPCError):
+            await client.call_tool("say", {"text": "Authorization: Basic sk-other!"})
         with pytest.raises(RPCError) as err:
             await client.call_tool("fails", {})
         assert (err.value.code, err.value.rpc_message, err.value.data) == (-32000, "boom", [1])

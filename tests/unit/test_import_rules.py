@@ -23,6 +23,8 @@ ROOT = Path(mcpcli.__file__).parent
 FOUNDATIONS = frozenset({
     "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
+    # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
+    "mcpcli.handshake",
     # The session daemon's control protocol and run directory: the standard library only,
     # shared by the daemon, the command side and its fast path.
     "mcpcli.daemon.protocol", "mcpcli.daemon.paths",

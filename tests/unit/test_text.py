@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from mcpcli.text import json_safe, one_line, printable, verbatim
+from mcpcli.text import REDACTED, SecretValues, json_safe, one_line, printable, redact, verbatim
 
 #: One representative of each class that must never reach a terminal raw.
 UNSAFE = {
@@ -86,3 +86,43 @@ def test_one_line_joins_lines_and_escapes() -> None:
 def test_verbatim_shows_tab_and_newline_as_escapes() -> None:
     assert verbatim("https://a.example/\tx\ny\x1b") == "https://a.example/\\x09x\\x0ay\\x1b"
     assert verbatim("abcdef", limit=4) == "abcd..."
+
+
+def test_redact_replaces_known_secret_values_inside_any_string() -> None:
+    secrets = SecretValues(["abc-123", "abc-123-longer", "short", None, "", "Bearer tok-9876"])
+    message = {
+        "result": {"content": [{"type": "text", "text": "A=abc-123-longer B=abc-123 C=short tok-9876"}]},
+        "env abc-123": 7,
+        "apiKey": "anything",
+        "progressToken": "abc-123",
+        "n": 5,
+    }
+    out = redact(message, secrets)
+    # Longest first: the longer value is replaced whole; under 6 characters is left alone.
+    assert out["result"]["content"][0]["text"] == f"A={REDACTED} B={REDACTED} C=short {REDACTED}"
+    assert out[f"env {REDACTED}"] == 7
+    assert out["apiKey"] == REDACTED
+    assert out["progressToken"] == REDACTED  # by value, whatever the key
+    assert out["n"] == 5
+    assert message["result"]["content"][0]["text"].startswith("A=abc-123-longer")  # a copy
+    assert redact(message) == {**message, "apiKey": REDACTED}  # no secrets: by key only
+
+
+def test_secret_values_learnt_later_count_from_then_on() -> None:
+    secrets = SecretValues()
+    assert redact("x helper-output y", secrets) == "x helper-output y"
+    secrets.add("helper-output")
+    assert redact("x helper-output y", secrets) == f"x {REDACTED} y"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Authorization: Bearer sk-abc", f"Authorization: Bearer {REDACTED}"),
+        ("authorization: bearer eyJhbGciOi.J9.x-y_z==", f"authorization: bearer {REDACTED}"),
+        ("the bearer of bad news", "the bearer of bad news"),  # prose stays
+        ("Bearer abc", "Bearer abc"),  # too short to be a token
+    ],
+)
+def test_a_quoted_bearer_credential_is_redacted_even_when_unknown(text: str, shown: str) -> None:
+    assert redact({"message": text}) == {"message": shown}
