@@ -98,6 +98,8 @@ class Answer:
     target: str
     listing: JSON | None = None
     error: str | None = None
+    #: The error itself (unwrapped), so a lone server's failure keeps its exit code.
+    failure: BaseException | None = None
 
 
 def _describe(exc: BaseException, timeout: float) -> str:
@@ -129,7 +131,8 @@ async def gather(
                 with anyio.fail_after(timeout):
                     answer.listing = await fetch(answer.target)
             except Exception as exc:  # one server's failure never costs the others' answers
-                answer.error = _describe(unwrap(exc), timeout)
+                answer.failure = unwrap(exc)
+                answer.error = _describe(answer.failure, timeout)
 
     async with anyio.create_task_group() as tg:
         for answer in answers:

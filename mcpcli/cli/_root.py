@@ -159,7 +159,7 @@ def _invoke(app: App, args: list[str]) -> None:
     a traceback.
     """
     if "_{}_COMPLETE".format(app.prog.replace("-", "_").upper()) in os.environ:
-        import mcpcli.cli.shell_completion  # noqa: F401  (registers our bash completion class)
+        import mcpcli.cli._bash_complete  # noqa: F401  (registers our bash completion class)
     try:
         cli.main(args=args, prog_name=app.prog, obj=app, standalone_mode=False)
     except BaseExceptionGroup as group:

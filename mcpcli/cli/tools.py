@@ -11,7 +11,7 @@ from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import large_result_options, output_options, target_command
 from mcpcli.cli._types import seconds
-from mcpcli.errors import ExitCode, ToolError, TransportError, UsageError
+from mcpcli.errors import ExitCode, McpCliError, ToolError, TransportError, UsageError
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ def grep(
     others still answer; nobody is asked to sign in.
       mcp tools grep weather
       mcp tools grep 'fetch|download' --schema --json
-    Exits 0 when a tool matched, 1 when none did, 4 when no server answered.
+    Exits 0 when a tool matched, 1 when none did, 4 when no server answered
+    (one server: its own error's exit code, 3 for a missing sign-in).
     """
     from mcpcli import toolgrep
     from mcpcli.auth import check_profile
@@ -120,6 +121,9 @@ def grep(
         return await toolgrep.gather(targets, fetch, timeout=timeout)
 
     answers = app.run(search)
+    lone = answers[0].failure if len(answers) == 1 else None
+    if isinstance(lone, McpCliError):  # one server: its own error, exit code and hint
+        raise lone
     matches: list[dict[str, Any]] = []
     for answer in answers:
         if answer.error is not None:

@@ -58,13 +58,18 @@ def test_jsonl_gives_one_match_per_line_and_schema_matches_parameter_names(
 
 
 def test_no_match_exits_1_and_every_server_failing_exits_4(tmp_path: Path) -> None:
-    env = _config(tmp_path, {"fake": fake_server(), "dead": [str(tmp_path / "nope")]})
+    env = _config(tmp_path, {"fake": fake_server(), "dead": [str(tmp_path / "nope")],
+                             "gone": [str(tmp_path / "gone")]})
     r = mcp_in("tools", "grep", "-F", "(", env=env)
     assert (r.code, r.json) == (1, []), r
-    r = mcp_in("tools", "grep", "echo", "dead", env=env)
+    r = mcp_in("tools", "grep", "echo", "dead", "gone", env=env)
     assert r.code == 4, r
     assert r.stdout == ""
-    assert r.stderr.splitlines()[-1] == "mcp: error: no server answered (1 tried)"
+    assert r.stderr.splitlines()[-1] == "mcp: error: no server answered (2 tried)"
+    # One server: its own error (and exit code), not a count.
+    r = mcp_in("tools", "grep", "echo", "dead", env=env)
+    assert r.code == 4 and r.stdout == "", r
+    assert r.stderr.startswith(f"mcp: error: cannot start server: {tmp_path / 'nope'}: no such file"), r
 
 
 @pytest.mark.slow

@@ -233,7 +233,7 @@ def test_sse_poll_after_closes_a_slow_call_and_the_client_resumes(tmp_path: Path
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--sse-poll-after", "1"], "--sse-poll-after applies to --http only"),
     (["--http", "0", "--sse-poll-after", "0"], "not in the range x>0"),
-    (["--http", "0", "--sse-poll-after", "nan"], "expected a number of seconds"),
+    (["--http", "0", "--sse-poll-after", "nan"], "'nan' is not a finite number"),
     (["--http", "0", "--sse-poll-after", "soon"], "is not a valid float"),
 ])
 def test_sse_poll_after_needs_http_and_a_positive_number(args: list[str], fragment: str) -> None:
