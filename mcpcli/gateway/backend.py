@@ -113,7 +113,10 @@ class GatewayBackend:
             await link.ensure()
         except Unavailable:
             return  # the link warned; a later request tries again
-        await self.list_tools()
+        try:
+            await self.list_tools()
+        except RPCError as exc:  # a lone upstream's listing failed: it said so; serve on
+            log.debug("gateway: listing at start: %s", exc)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

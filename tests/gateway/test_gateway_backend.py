@@ -691,3 +691,17 @@ async def test_a_name_of_an_unreachable_upstream_is_unavailable_not_unknown(gate
             await client.get_prompt("b_weather", {})
         assert "upstream broken" in prompted.value.rpc_message
         assert texts(await client.call_tool("g_echo", {"text": "ok"})) == ["ok"]
+
+
+async def test_eager_start_survives_a_lone_upstream_whose_listing_fails(gateway: Gateway) -> None:
+    """`--eager` lists at start: a lone upstream that connects but cannot list does not stop
+    the gateway from serving (a list then names the upstream and the cause)."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=0.3)
+    async with gateway([hung], eager=True, backoff=(60, 60)) as client:
+        with pytest.raises(RPCError) as listed:
+            await client.list_tools()
+        assert "upstream hung: listing tools" in listed.value.rpc_message
