@@ -486,14 +486,16 @@ class Link:
         return items
 
     def _listing_failed(self, kind: str, exc: Exception) -> None:
-        """Remember why listing `kind` failed; not again before a doubling backoff."""
+        """Remember why listing `kind` failed. Only a timeout (an upstream that does not answer
+        the listing) backs off, doubling; a connection problem follows the link's own backoff."""
         first, last = self._options.backoff
         previous = self._list_failed.get(kind)
         delay = first if previous is None else min(previous[1] * 2, last)
-        if isinstance(exc, Unavailable):
-            # Connecting failed: the link's own backoff already says when to try again.
-            delay = max(0.0, self._retry_at - anyio.current_time())
-            why = str(exc)
+        if not isinstance(exc, RequestTimeout):
+            # Not connected, or the connection broke: the link's own backoff (connecting,
+            # reconnecting) already says when the upstream is tried again.
+            delay = 0.0
+            why = str(exc) if isinstance(exc, Unavailable) else f"upstream {self.name}: listing {kind}: {exc}"
         else:
             why = f"upstream {self.name}: listing {kind}: {exc}"
             if previous is None:
