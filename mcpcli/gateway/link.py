@@ -447,9 +447,9 @@ class Link:
     async def listing(self, kind: str) -> list[JSON]:
         """tools, prompts, resources or templates as the upstream lists them (cached).
 
-        A listing that fails (unreachable, timed out) is remembered with a doubling
-        backoff per kind: until it passes, the upstream is not asked again (a slow
-        upstream is not re-asked on every client's listing) and `trouble` says why."""
+        A listing that fails is remembered, so `trouble` can say why; one that timed out
+        backs off (doubling, per kind): until then the upstream is not asked again (a slow
+        upstream is not re-asked on every client's listing)."""
         cached: list[JSON] | None = getattr(self, kind)
         if cached is not None and self.connected:
             return cached
