@@ -65,6 +65,9 @@ class App:
     #: Set when only clean-up is left (a stdio server's input ended): a SIGTERM then is
     #: the client's ordinary way to stop us (after closing stdin), not an interruption.
     winding_down: bool = False
+    #: Set by a server (`mcp serve`): SIGTERM is how service managers stop it, so it is
+    #: an ordinary stop (exit 0 after the graceful shutdown), unlike Ctrl-C (130).
+    sigterm_stops: bool = False
     _config: Config | None = None
     _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
@@ -157,8 +160,10 @@ class App:
                         self.warn(str(exc))
             scope.cancel()
 
-        async def watch(scope: anyio.CancelScope, tg: anyio.abc.TaskGroup) -> None:
+        async def watch(scope: anyio.CancelScope, tg: anyio.abc.TaskGroup,
+                        *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
                 async for signum in signals:
                     signalled.append(signum)
                     if len(signalled) == 1 and self.interrupt_hooks:
@@ -173,7 +178,9 @@ class App:
         async def main() -> None:
             async with anyio.create_task_group() as tg:
                 with anyio.CancelScope() as work:
-                    tg.start_soon(watch, work, tg)
+                    # Handlers in place before the work starts: a server already listening
+                    # must not be killed outright by a service manager's SIGTERM.
+                    await tg.start(watch, work, tg)
                     outcome.append(await fn())
                 tg.cancel_scope.cancel()
 
@@ -187,7 +194,7 @@ class App:
                 raise
             raise inner from None
         if signalled:
-            if self.winding_down and set(signalled) == {signal.SIGTERM}:
+            if (self.winding_down or self.sigterm_stops) and set(signalled) == {signal.SIGTERM}:
                 raise click.exceptions.Exit(ExitCode.OK)  # stopped as asked: quietly
             raise Interrupted("interrupted")
         if not outcome:  # pragma: no cover - cancelled without a signal

@@ -158,7 +158,8 @@ def serve(
       mcp serve --proxy https://mcp.example.com/mcp        # a remote server over stdio
       mcp serve --http 8080 --proxy -- npx -y some-server  # a stdio server over HTTP
       mcp serve --replay session.ndjson         # a recording (--record) as a mock server
-    Exit status: 0 served until EOF/Ctrl-C; 2 invalid FILE or flags (with
+    Exit status: 0 served until EOF or stopped by SIGTERM (after a graceful
+    shutdown); 130 Ctrl-C (SIGINT); 2 invalid FILE or flags (with
     --check --connect: also an upstream that fails or a name collision); 4 cannot listen.
     """
     if _print_only(app, print_schema, print_example):
@@ -170,11 +171,13 @@ def serve(
                      "--read-only": read_only, "--eager": eager, "--check": check, "--watch": watch,
                      "--example": example}
     if replay is not None:
+        app.sigterm_stops = True  # a server: SIGTERM is a service manager's stop
         _serve_replay(app, replay, file, proxy, any(gateway_flags.values()) or connect, settings())
         return
     from mcpcli.cli._proxy import check_proxy_flags
 
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
+    app.sigterm_stops = not check  # a server: SIGTERM is a service manager's stop
     if proxy is not None:
         _serve_proxy(app, proxy, settings(), allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return

@@ -32,7 +32,7 @@ from mcpcli.server.backend import Backend, CallContext, ChangeListener, Resource
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
-from .link import Link, Unavailable, on_behalf_of
+from .link import Link, Unavailable, on_behalf_of, tool_error
 from .options import GatewayOptions
 from .rules import tool_allowed
 
@@ -113,7 +113,10 @@ class GatewayBackend:
             await link.ensure()
         except Unavailable:
             return  # the link warned; a later request tries again
-        await self.list_tools()
+        try:
+            await self.list_tools()
+        except RPCError as exc:  # a lone upstream's listing failed: it said so; serve on
+            log.debug("gateway: listing at start: %s", exc)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -194,8 +197,8 @@ class GatewayBackend:
         try:
             await lister()
         except Exception as exc:
+            # Nothing new to show: a client told "changed" would only list the same again.
             log.debug("gateway: relisting %s: %s", kind, exc)
-            self._announce(kind)
             return
         seen_change = self._view(kind) != before
         unseen_change = announced and link.previous.get(kind) == getattr(link, kind)
@@ -230,7 +233,8 @@ class GatewayBackend:
                 log.debug("gateway: listing %s of %s: %s", kind, link.name, exc)
                 listing = []
             if answered:  # too late for that answer: list again, announce what changed
-                self._on_link_event(link, "resources" if kind == "templates" else kind, None)
+                if link.trouble(kind) is None:  # a late failure changes nothing: no re-list
+                    self._on_link_event(link, "resources" if kind == "templates" else kind, None)
                 return
             out[index] = listing
             if len(out) == len(wanted):
@@ -269,7 +273,26 @@ class GatewayBackend:
                     continue
                 served[name] = (link, tool["name"], {**tool, "name": name})
         self._tools = served
+        self._sole_upstream_trouble("tools", self.links, served)
         return [entry[2] for entry in served.values()]
+
+    def _sole_upstream_trouble(self, kind: str, links: Sequence[Link], served: Any) -> None:
+        """A gateway to one upstream (`--proxy`) whose listing failed says why, naming
+        the upstream, rather than serve an empty list as if it had nothing. (With several
+        sources the others' lists are served; the log says what is missing.)"""
+        if self.local is not None or len(self.links) != 1 or len(links) != 1 or served:
+            return
+        why = links[0].trouble(kind)
+        if why is not None:
+            raise RPCError(-32603, why)
+
+    def _trouble(self, kind: str, links: Sequence[Link]) -> str | None:
+        """Why a name may be unknown only because an upstream could not list `kind`."""
+        for link in links:
+            why = link.trouble(kind)
+            if why is not None:
+                return why
+        return None
 
     def _collision(self, kind: str, name: str, link: Link) -> None:
         """Two sources serve one name: the first wins; the operator hears of it once."""
@@ -283,7 +306,10 @@ class GatewayBackend:
     async def _tool(self, name: str) -> tuple[Link | None, str, JSON] | None:
         entry = self._tools.get(name)
         if entry is None and self._stale("tools"):
-            await self.list_tools()
+            try:
+                await self.list_tools()
+            except RPCError:
+                return None  # a lone upstream's failed listing: the caller says why
             entry = self._tools.get(name)
         return entry
 
@@ -315,6 +341,9 @@ class GatewayBackend:
     async def _call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
         entry = await self._tool(name)
         if entry is None:
+            why = self._trouble("tools", self.links)
+            if why is not None:  # perhaps that upstream's tool: say why it cannot be called
+                return tool_error(why)
             raise RPCError(INVALID_PARAMS, f"Unknown tool: {name}")
         link, original, _definition = entry
         if link is None:
@@ -347,6 +376,7 @@ class GatewayBackend:
                 served[link.upstream.prefix + name] = (link, name)
                 out.append({**prompt, "name": link.upstream.prefix + name})
         self._prompts = served
+        self._sole_upstream_trouble("prompts", links, out)
         return out
 
     async def _prompt(self, name: str) -> tuple[Link | None, str]:
@@ -355,6 +385,9 @@ class GatewayBackend:
             await self.list_prompts()
             entry = self._prompts.get(name)
         if entry is None:
+            why = self._trouble("prompts", self._prompt_links())
+            if why is not None:
+                raise RPCError(-32603, why)
             raise RPCError(INVALID_PARAMS, f"Unknown prompt: {name}")
         return entry
 
@@ -397,6 +430,7 @@ class GatewayBackend:
                     owners[uri] = link
                     out.append(resource)
         self._resource_owner = owners
+        self._sole_upstream_trouble("resources", links, out)
         return out
 
     async def list_resource_templates(self) -> list[JSON]:
@@ -449,6 +483,10 @@ class GatewayBackend:
             except RPCError as exc:
                 if exc.code not in _NOT_FOUND_CODES:
                     raise
+        links = self._resource_links()
+        why = self._trouble("resources", links) or self._trouble("templates", links)
+        if why is not None:
+            raise RPCError(-32603, why)
         raise ResourceNotFound(uri)
 
     async def subscribe_resource(self, uri: str) -> None:

@@ -42,7 +42,7 @@ from mcpcli.toolsfile.watchdog import Watchdog
 
 from .options import GatewayOptions
 
-__all__ = ["Link", "Unavailable", "on_behalf_of"]
+__all__ = ["Link", "Unavailable", "on_behalf_of", "tool_error"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -196,6 +196,8 @@ class Link:
         self._by_request: dict[Any, _Call] = {}
         self._log_level: str | None = None
         self._subscriptions: dict[str, tuple[int, anyio.CancelScope]] = {}
+        #: Kind -> (no new listing before, the backoff, why) after a listing failed.
+        self._list_failed: dict[str, tuple[float, float, str]] = {}
         #: The upstream's own listings (None: not fetched since the last change).
         self.tools: list[JSON] | None = None
         self.prompts: list[JSON] | None = None
@@ -435,18 +437,25 @@ class Link:
 
                 result = await client.call_tool(name, arguments, on_progress=progress)
         except Unavailable as exc:
-            return _tool_error(str(exc))
+            return tool_error(str(exc))
         except RequestTimeout as exc:
-            return _tool_error(f"upstream {self.name}: {exc}")
+            return tool_error(f"upstream {self.name}: {exc}")
         except TransportError as exc:
-            return _tool_error(f"upstream {self.name} failed during the call: {exc}")
+            return tool_error(f"upstream {self.name} failed during the call: {exc}")
         return _plain(result)
 
     async def listing(self, kind: str) -> list[JSON]:
-        """tools, prompts, resources or templates as the upstream lists them (cached)."""
+        """tools, prompts, resources or templates as the upstream lists them (cached).
+
+        A listing that fails is remembered, so `trouble` can say why; one that timed out
+        backs off (doubling, per kind): until then the upstream is not asked again (a slow
+        upstream is not re-asked on every client's listing)."""
         cached: list[JSON] | None = getattr(self, kind)
         if cached is not None and self.connected:
             return cached
+        failed = self._list_failed.get(kind)
+        if failed is not None and anyio.current_time() < failed[0]:
+            return cached or []
         try:
             async with self.call(None) as (client, _call):
                 if kind == "tools":
@@ -467,12 +476,41 @@ class Link:
             items: list[JSON] = []
         except (Unavailable, TransportError, RequestTimeout) as exc:
             log.debug("upstream %s: listing %s: %s", self.name, kind, exc)
+            self._listing_failed(kind, exc)
             return cached or []
         else:
             raw = page.get(key)
             items = [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
+        self._list_failed.pop(kind, None)
         setattr(self, kind, items)
         return items
+
+    def _listing_failed(self, kind: str, exc: Exception) -> None:
+        """Remember why listing `kind` failed. Only a timeout (an upstream that does not answer
+        the listing) backs off, doubling; a connection problem follows the link's own backoff."""
+        first, last = self._options.backoff
+        previous = self._list_failed.get(kind)
+        delay = first if previous is None else min(previous[1] * 2, last)
+        if not isinstance(exc, RequestTimeout):
+            # Not connected, or the connection broke: the link's own backoff (connecting,
+            # reconnecting) already says when the upstream is tried again.
+            delay = 0.0
+            why = str(exc) if isinstance(exc, Unavailable) else f"upstream {self.name}: listing {kind}: {exc}"
+        else:
+            why = f"upstream {self.name}: listing {kind}: {exc}"
+            if previous is None:
+                self._say("warn", why)
+        self._list_failed[kind] = (anyio.current_time() + delay, delay, why)
+
+    def trouble(self, kind: str) -> str | None:
+        """Why this upstream's `kind` may be missing from what we serve (it names the
+        upstream and the cause), or None when its last listing came in."""
+        failed = self._list_failed.get(kind)
+        if failed is not None:
+            return failed[2]
+        if not self.connected and self._error is not None and getattr(self, kind) is None:
+            return f"upstream {self.name} is not available: {self._error}"
+        return None
 
     def offers(self, capability: str) -> bool:
         """Whether the upstream declared `capability` (True while unknown: not yet connected)."""
@@ -595,8 +633,10 @@ class Link:
         upstream said it changed (else we reconnected and look again)."""
         self.previous[kind] = getattr(self, kind)
         setattr(self, kind, None)
+        self._list_failed.pop(kind, None)  # worth asking again at once
         if kind == "resources":
             self.templates = None
+            self._list_failed.pop("templates", None)
         self._events(self, kind, "announced" if announced else None)
 
     async def _watch_lists(self, client: _UpstreamClient) -> None:
@@ -668,5 +708,6 @@ def _plain(result: JSON) -> JSON:
     return result
 
 
-def _tool_error(text: str) -> JSON:
+def tool_error(text: str) -> JSON:
+    """A tool result that is an error saying `text` (what a broken upstream answers)."""
     return {"content": [{"type": "text", "text": text}], "isError": True}

@@ -43,6 +43,7 @@ Behaviour flags (any combination):
   --log-after           send an error log message right after the tools/call answer (in the
                         same write)
   --paged-tools         list the tools one per page (nextCursor)
+  --never-list          never answer tools/list (a hung upstream that did answer initialize)
   --era-file FILE       like FAKE_ERA, read from FILE at start ("modern" or anything else):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
@@ -97,6 +98,7 @@ p.add_argument("--era-file")
 p.add_argument("--deaf-after-list", action="store_true")
 p.add_argument("--log-after", action="store_true")
 p.add_argument("--paged-tools", action="store_true")
+p.add_argument("--never-list", action="store_true")
 opts = p.parse_args()
 if opts.era_file:
     with open(opts.era_file) as fh:
@@ -278,6 +280,8 @@ def handle(msg: dict) -> None:
         return
     if method == "ping":
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        return
+    if method == "tools/list" and opts.never_list:
         return
     if method == "tools/list":
         result = {"tools": TOOLS}

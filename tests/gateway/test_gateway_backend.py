@@ -622,3 +622,86 @@ async def test_a_client_that_leaves_without_unsubscribing_releases_the_upstream_
                 # The client is gone; the gateway (still running) lets go upstream.
                 await wait_until_async(lambda: upstream_got("resources/unsubscribe") == ["file:///a"],
                                        what="the upstream unsubscription")
+
+
+async def test_an_upstream_that_never_lists_is_not_asked_again_and_again(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """A listing that times out after the others were served is a failure, not a late
+    arrival: no re-list (which would time out again, forever), no new request before the
+    backoff, and no `list_changed` though nothing changed."""
+    from helpers import fake_server, wait_until_async
+
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "hung.ndjson"
+    hung = Upstream(name="hung", command=tuple(fake_server("--never-list", "--record", str(record))),
+                    prefix="h_", timeout=0.5)
+
+    def received(method: str) -> int:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return sum(1 for line in lines if f'"{method}"' in line)
+
+    async with gateway([demo("good", prefix="g_"), hung], list_wait=0.2, backoff=(60, 60)) as client:
+        await client.backend.links[0].listing("tools")  # type: ignore[attr-defined]  # started
+        async with client.subscribe(tools=True) as changes:
+            names = {t["name"] for t in (await client.list_tools())["tools"]}
+            assert "g_echo" in names and not any(n.startswith("h_") for n in names)
+            await wait_until_async(lambda: received("notifications/cancelled") >= 1, what="the timeout")
+            for _ in range(3):
+                names = {t["name"] for t in (await client.list_tools())["tools"]}
+                assert "g_echo" in names
+            assert received("tools/list") == 1
+            with pytest.raises(anyio.WouldBlock):
+                changes.receive_nowait()
+
+
+async def test_a_lone_unreachable_upstream_is_an_error_naming_it_not_an_empty_list(gateway: Gateway) -> None:
+    """`mcp serve --proxy` to an upstream that cannot be reached: a listing fails with a
+    JSON-RPC error naming the upstream and the cause; a call is a tool error saying so."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    broken = Upstream(name="broken", command=tuple(fake_server("--exit-before-init", "3")))
+    async with gateway([broken], backoff=(60, 60)) as client:
+        with pytest.raises(RPCError) as listed:
+            await client.list_tools()
+        assert "upstream broken" in listed.value.rpc_message
+        called = await client.call_tool("echo", {"message": "x"})
+        assert called.get("isError") is True
+        assert "upstream broken" in texts(called)[0] and "not available" in texts(called)[0]
+
+
+async def test_a_name_of_an_unreachable_upstream_is_unavailable_not_unknown(gateway: Gateway) -> None:
+    """With several upstreams the reachable ones are listed; a name that only the
+    unreachable one could serve gets its Unavailable error (tool: isError; prompt: a
+    JSON-RPC error naming it), not "unknown"."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    broken = Upstream(name="broken", command=tuple(fake_server("--exit-before-init", "3")), prefix="b_")
+    async with gateway([demo("good", prefix="g_"), broken], backoff=(60, 60)) as client:
+        names = {t["name"] for t in (await client.list_tools())["tools"]}
+        assert "g_echo" in names
+        called = await client.call_tool("b_echo", {"message": "x"})
+        assert called.get("isError") is True and "upstream broken" in texts(called)[0]
+        with pytest.raises(RPCError) as prompted:
+            await client.get_prompt("b_weather", {})
+        assert "upstream broken" in prompted.value.rpc_message
+        assert texts(await client.call_tool("g_echo", {"text": "ok"})) == ["ok"]
+
+
+async def test_eager_start_survives_a_lone_upstream_whose_listing_fails(gateway: Gateway) -> None:
+    """`--eager` lists at start: a lone upstream that connects but cannot list does not stop
+    the gateway from serving (a list then names the upstream and the cause)."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=0.3)
+    async with gateway([hung], eager=True, backoff=(60, 60)) as client:
+        with pytest.raises(RPCError) as listed:
+            await client.list_tools()
+        assert "upstream hung: listing tools" in listed.value.rpc_message

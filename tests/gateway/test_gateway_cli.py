@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,67 @@ def test_sigterm_after_end_of_input_stops_a_stdio_gateway_quietly(tmp_path: Path
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def _stopped_by(signum: int, argv: list[str], port: int, use: Callable[[str], None]) -> tuple[int, str]:
+    """Run a real `mcp serve --http` until it listens, `use` its URL, send `signum`; its
+    exit status and stderr."""
+    import os
+    import subprocess
+
+    from helpers import wait_listening
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stderr is not None
+    try:
+        wait_listening(port, proc, "the server")
+        use(f"http://127.0.0.1:{port}/mcp")
+        os.kill(proc.pid, signum)
+        code = proc.wait(timeout=30)
+        return code, proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+
+
+def test_sigterm_stops_an_http_server_quietly_and_ctrl_c_is_interrupted(tmp_path: Path) -> None:
+    """SIGTERM is how service managers stop a server: `mcp serve --http` (FILE or --proxy)
+    exits 0 after its graceful shutdown, with no error line; Ctrl-C (SIGINT) stays 130."""
+    def called(url: str) -> None:
+        result = mcp_in("tools", "call", url, "echo", "--arg", "text=hi")
+        assert result.code == 0 and "hi" in result.stdout, result
+
+    port = free_port()
+    proxy = serve_http("--quiet", "--no-auth", "--proxy", "--", sys.executable, UPSTREAM, port=port)
+    code, stderr = _stopped_by(signal.SIGTERM, proxy, port, called)
+    assert code == 0 and "error" not in stderr, stderr
+
+    port = free_port()
+    code, stderr = _stopped_by(signal.SIGTERM, serve_http("--quiet", "--no-auth", "--example", port=port), port,
+                               lambda url: None)
+    assert code == 0 and "error" not in stderr, stderr
+
+    port = free_port()
+    code, stderr = _stopped_by(signal.SIGINT, serve_http("--quiet", "--no-auth", "--example", port=port), port,
+                               lambda url: None)
+    assert code == 130 and "mcp: error: interrupted" in stderr, stderr
+
+
+def test_an_unreachable_proxied_upstream_is_named_not_an_empty_list_or_unknown_tool() -> None:
+    """`mcp serve --http --proxy` to an upstream it cannot reach: `tools list` and `tools
+    call` fail with a JSON-RPC error (exit 5) naming the upstream and the cause, instead of
+    `{"tools": []}` (exit 0) and "unknown tool" (exit 2)."""
+    from helpers import fake_server
+
+    port = free_port()
+    argv = serve_http("--quiet", "--no-auth", "--proxy", "--", *fake_server("--exit-before-init", "3"), port=port)
+    with listening(argv, port, what="the gateway") as url:
+        listed = mcp_in("tools", "list", url)
+        assert listed.code == 5 and "not available" in listed.stderr and "boot failure" in listed.stderr, listed
+        # The CLI lists before calling: that listing says why (the call's own answer, a
+        # tool error naming the upstream, is tested in test_gateway_backend.py).
+        called = mcp_in("tools", "call", url, "echo", "--arg", "message=x")
+        assert called.code == 5 and "upstream python is not available" in called.stderr, called
