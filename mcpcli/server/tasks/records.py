@@ -36,6 +36,7 @@ from mcpcli.protocol import TERMINAL_TASK_STATUSES
 __all__ = [
     "RESTARTED",
     "Delivery",
+    "LocalDelivery",
     "MemoryRecords",
     "TaskRecord",
     "TaskRecords",
@@ -137,7 +138,25 @@ class TaskRecords(Protocol):
     def close(self) -> None: ...
 
 
-class MemoryRecords:
+class LocalDelivery:
+    """Cancels and answers for a store whose tasks all run in this process: delivered here."""
+
+    _cancel: Delivery | None = None
+    _answer: Delivery | None = None
+
+    def on_delivery(self, cancel: Delivery, answer: Delivery) -> None:
+        self._cancel, self._answer = cancel, answer
+
+    def request_cancel(self, task_id: str) -> None:
+        if self._cancel is not None:
+            self._cancel(task_id, None)
+
+    def deliver_input(self, task_id: str, responses: JSON) -> None:
+        if self._answer is not None:
+            self._answer(task_id, responses)
+
+
+class MemoryRecords(LocalDelivery):
     """Records in a dict: today's behaviour, nothing outlives the process."""
 
     durable = False
@@ -145,8 +164,6 @@ class MemoryRecords:
     def __init__(self) -> None:
         self._records: dict[str, TaskRecord] = {}
         self._expiry: list[tuple[float, str]] = []
-        self._cancel: Delivery | None = None
-        self._answer: Delivery | None = None
 
     def put(self, record: TaskRecord) -> None:
         if record.id not in self._records and record.expires is not None:
@@ -194,17 +211,6 @@ class MemoryRecords:
 
     def on_change(self, callback: Callable[[TaskRecord], None]) -> None:
         pass  # only this process changes these records
-
-    def on_delivery(self, cancel: Delivery, answer: Delivery) -> None:
-        self._cancel, self._answer = cancel, answer
-
-    def request_cancel(self, task_id: str) -> None:
-        if self._cancel is not None:
-            self._cancel(task_id, None)
-
-    def deliver_input(self, task_id: str, responses: JSON) -> None:
-        if self._answer is not None:
-            self._answer(task_id, responses)
 
     def close(self) -> None:
         self._records.clear()

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from mcpcli.errors import TransportError
 from mcpcli.jsonrpc import INTERNAL_ERROR
-from mcpcli.server.tasks.records import RESTARTED, Delivery, TaskRecord
+from mcpcli.server.tasks.records import RESTARTED, LocalDelivery, TaskRecord
 
 __all__ = ["DB_NAME", "SQLiteRecords", "StoreBusy"]
 
@@ -73,7 +73,7 @@ def _private_file(path: Path) -> None:
         os.chmod(path, 0o600)
 
 
-class SQLiteRecords:
+class SQLiteRecords(LocalDelivery):
     """Task records in `<state_dir>/tasks.db`; see the module docstring."""
 
     durable = True
@@ -105,8 +105,6 @@ class SQLiteRecords:
         self._db = db
         self._mutex = threading.Lock()
         self._swept = 0.0
-        self._cancel: Delivery | None = None
-        self._answer: Delivery | None = None
 
     def _take_lock(self) -> IO[bytes] | None:
         try:
@@ -207,17 +205,6 @@ class SQLiteRecords:
 
     def on_change(self, callback: Callable[[TaskRecord], None]) -> None:
         pass  # one process per file: every change is made here
-
-    def on_delivery(self, cancel: Delivery, answer: Delivery) -> None:
-        self._cancel, self._answer = cancel, answer
-
-    def request_cancel(self, task_id: str) -> None:
-        if self._cancel is not None:
-            self._cancel(task_id, None)
-
-    def deliver_input(self, task_id: str, responses: JSON) -> None:
-        if self._answer is not None:
-            self._answer(task_id, responses)
 
     def close(self) -> None:
         with self._mutex:
