@@ -72,11 +72,14 @@ class GatewayBackend:
         *,
         local: Backend | None = None,
         options: GatewayOptions | None = None,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.options = options or GatewayOptions()
         self.local = local
-        #: Ends the stdio upstreams' process groups if the gateway is killed.
-        self._watchdog = Watchdog()
+        #: Ends the stdio upstreams' process groups if the gateway is killed; a nested
+        #: gateway shares its outer gateway's (one helper process, closed by its owner).
+        self._owns_watchdog = watchdog is None
+        self._watchdog = watchdog or Watchdog()
         self.links = [Link(up, self.options, self._on_link_event, self._watchdog) for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -130,7 +133,8 @@ class GatewayBackend:
         try:
             return await tg.__aexit__(exc_type, exc, tb)
         finally:
-            self._watchdog.close()
+            if self._owns_watchdog:
+                self._watchdog.close()
 
     # -- identity ----------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
+from mcpcli.transports import Transport
 
 from .options import GatewayOptions
 
@@ -250,7 +251,17 @@ class Link:
             features=ClientFeatures(elicit=_never, sample=_never, roots=[], elicit_url=True),
             on_notification=self._on_notification,
         )
-        client = _UpstreamClient(open_transport(self._entry(), options), client_options)
+        entry = self._entry()
+        transport: Transport
+        if entry.transport == "yaml" and entry.path is not None and not entry.keep_alive:
+            # A tools.yaml is served in this process, with its own `servers:` behind it.
+            from .nested import NestedTransport, inner_options
+
+            transport = NestedTransport(entry.path, inner_options(self._options, self.name, self.upstream.env),
+                                        watchdog=self._watchdog)
+        else:
+            transport = open_transport(entry, options)
+        client = _UpstreamClient(transport, client_options)
         client.link = self
         group: int | None = None
         try:

@@ -40,3 +40,6 @@ class GatewayOptions:
     protocol: str | None = None
     #: Restart delays of a crashed upstream: first, then doubling up to the last.
     backoff: tuple[float, float] = field(default=(0.5, 30.0))
+    #: The tools.yaml files this gateway serves from, outermost first (real paths): a nested
+    #: gateway's upstream naming one of them is a cycle (`mcpcli.gateway.nested`).
+    chain: tuple[str, ...] = ()

@@ -60,8 +60,14 @@ async def served_backend(
     if not config.servers:
         yield local
         return
-    from mcpcli.gateway.backend import GatewayBackend
+    import dataclasses
+    import os
 
+    from mcpcli.gateway.backend import GatewayBackend
+    from mcpcli.gateway.options import GatewayOptions
+
+    # The served file heads the chain: a nested file that includes it again is a cycle.
+    options = dataclasses.replace(options or GatewayOptions(), chain=(os.path.realpath(config.path),))
     merged = local if (watch or has_own_content(config)) else None
     async with GatewayBackend(config.servers, local=merged, options=options) as backend:
         yield backend
