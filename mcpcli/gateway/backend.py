@@ -80,7 +80,8 @@ class GatewayBackend:
         #: gateway shares its outer gateway's (one helper process, closed by its owner).
         self._owns_watchdog = watchdog is None
         self._watchdog = watchdog or Watchdog()
-        self.links = [Link(up, self.options, self._on_link_event, self._watchdog) for up in upstreams]
+        self.links = [Link(up, self.options, self._on_link_event, self._watchdog, GatewayBackend)
+                      for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         #: Served name -> (link or None for local, upstream's name, served definition).

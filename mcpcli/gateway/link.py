@@ -41,6 +41,7 @@ from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.transports import Transport
 
+from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
 
 __all__ = ["Link", "Unavailable", "on_behalf_of", "tool_error"]
@@ -171,9 +172,12 @@ class Link:
     """One upstream: its connection, limits, cached lists and subscriptions."""
 
     def __init__(
-        self, upstream: Upstream, options: GatewayOptions, events: LinkEvents, watchdog: Watchdog | None = None
+        self, upstream: Upstream, options: GatewayOptions, events: LinkEvents, watchdog: Watchdog | None = None,
+        gateway: MakeGateway | None = None,
     ) -> None:
         self.upstream = upstream
+        #: How a tools.yaml upstream's own `servers:` are served (`GatewayBackend`; None: not at all).
+        self._gateway = gateway
         self._watchdog = watchdog
         self.name = upstream.name
         self._options = options
@@ -253,12 +257,10 @@ class Link:
         )
         entry = self._entry()
         transport: Transport
-        if entry.transport == "yaml" and entry.path is not None and not entry.keep_alive:
+        if entry.transport == "yaml" and entry.path is not None and not entry.keep_alive and self._gateway:
             # A tools.yaml is served in this process, with its own `servers:` behind it.
-            from .nested import NestedTransport, inner_options
-
             transport = NestedTransport(entry.path, inner_options(self._options, self.name, self.upstream.env),
-                                        watchdog=self._watchdog)
+                                        gateway=self._gateway, watchdog=self._watchdog)
         else:
             transport = open_transport(entry, options)
         client = _UpstreamClient(transport, client_options)

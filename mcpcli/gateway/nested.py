@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from mcpcli.errors import ConfigError
 from mcpcli.transports import Transport
@@ -30,12 +30,15 @@ from mcpcli.transports import Transport
 from .options import GatewayOptions
 
 if TYPE_CHECKING:
-    from mcpcli.gateway.backend import GatewayBackend
-    from mcpcli.toolsfile.model import Config
+    from mcpcli.server.backend import Backend
+    from mcpcli.toolsfile.model import Config, Upstream
     from mcpcli.toolsfile.watchdog import Watchdog
     from mcpcli.transports import Streams
 
-__all__ = ["MAX_NESTING", "NestedTransport", "NestingError", "nested_config"]
+__all__ = ["MAX_NESTING", "NestedTransport", "NestingError", "has_own_content", "inner_options", "nested_config"]
+
+#: How a gateway is made (`GatewayBackend`, handed in: it makes the links that make us).
+MakeGateway = Callable[..., AbstractAsyncContextManager[Any]]
 
 #: How many tools.yaml files may be stacked, the served one (or `--proxy FILE`) included.
 MAX_NESTING = 8
@@ -60,6 +63,11 @@ def nested_config(path: str, chain: tuple[str, ...]) -> tuple[Config, tuple[str,
         raise NestingError(f"{path}: tools.yaml files nest more than {MAX_NESTING} deep here",
                            hint="serve the deepest ones on their own and reach them by URL or command")
     return load_config(path), (*chain, real)
+
+
+def has_own_content(config: Config) -> bool:
+    """Whether the file serves tools, resources or prompts of its own besides its upstreams."""
+    return bool(config.tools or config.resources or config.prompts)
 
 
 def _prefixed(sink: Callable[[str], None] | None, name: str) -> Callable[[str], None] | None:
@@ -91,12 +99,14 @@ class NestedTransport(Transport):
 
     name = "in-process"
 
-    def __init__(self, path: str, options: GatewayOptions, *, watchdog: Watchdog | None = None) -> None:
+    def __init__(self, path: str, options: GatewayOptions, *, gateway: MakeGateway,
+                 watchdog: Watchdog | None = None) -> None:
         self.path = path
         self._options = options
+        self._gateway = gateway
         self._watchdog = watchdog
         #: The inner gateway while connected (None: not connected, or no `servers:`).
-        self.backend: GatewayBackend | None = None
+        self.backend: Any = None
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Streams]:
@@ -111,12 +121,10 @@ class NestedTransport(Transport):
                 async with Server(local).transport().connect() as streams:
                     yield streams
                 return
-            from mcpcli.gateway.backend import GatewayBackend
-            from mcpcli.gateway.serve_file import has_own_content
-
-            merged = local if has_own_content(config) else None
+            merged: Backend | None = local if has_own_content(config) else None
+            servers: Sequence[Upstream] = config.servers
             async with (
-                GatewayBackend(config.servers, local=merged, options=options, watchdog=self._watchdog) as backend,
+                self._gateway(servers, local=merged, options=options, watchdog=self._watchdog) as backend,
                 Server(backend).transport().connect() as streams,
             ):
                 self.backend = backend

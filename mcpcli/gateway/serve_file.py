@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from mcpcli.gateway.check import Reached, check_upstreams
+from mcpcli.gateway.nested import has_own_content
 
 if TYPE_CHECKING:
     from mcpcli.config import Config as UserConfig
@@ -39,11 +40,6 @@ async def check_file_servers(
         local_tools=config.tools, local_prompts=config.prompts, on_reached=on_reached,
         on_warning=on_warning,
     )
-
-
-def has_own_content(config: Config) -> bool:
-    """Whether the file serves tools, resources or prompts of its own besides its upstreams."""
-    return bool(config.tools or config.resources or config.prompts)
 
 
 @asynccontextmanager
