@@ -19,7 +19,7 @@ from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.gateway.check import Reached
-    from mcpcli.toolsfile.model import Config
+    from mcpcli.toolsfile.model import Config, Upstream
     from mcpcli.toolsfile.yamlstrict import Problem
 
 __all__ = ["parse_http_address", "serve"]
@@ -350,6 +350,25 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         records.close()
 
 
+def _proxied_file_ok(app: App, upstream: Upstream) -> bool:
+    """--proxy FILE: the file, and those its `servers:` include, load without a cycle (checked
+    before serving, as `mcp serve FILE` checks its own); each problem printed."""
+    from mcpcli.targets import YAML_SUFFIXES
+
+    if upstream.target is None or not upstream.target.endswith(YAML_SUFFIXES):
+        return True
+    from mcpcli.gateway.check import check_upstreams
+
+    problems = app.run(lambda: check_upstreams([upstream], connect=False, config=app.config()))
+    for problem in problems:
+        # The proxied file's own entry has no place in a file: said as the command's error.
+        hint = f" ({problem.hint})" if problem.hint else ""
+        line = problem.format("error") if problem.file else f"{app.prog} serve: --proxy: {problem.message}{hint}"
+        app.stderr.write(line + "\n")
+    app.stderr.flush()
+    return not problems
+
+
 def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...], deny: tuple[str, ...],
                  prefix: str, read_only: bool, eager: bool, quiet: bool) -> None:
     """`--proxy`: one upstream behind our stdio or HTTP endpoint."""
@@ -357,6 +376,9 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
 
     upstream = proxy_upstream(proxy, app.server_command, allow=allow, deny=deny, prefix=prefix,
                               read_only=read_only)
+    if not _proxied_file_ok(app, upstream):
+        app.exit_code = ExitCode.USAGE
+        return
 
     async def serve(server: Any) -> None:
         if http is None:

@@ -25,7 +25,7 @@ from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.yamlstrict import Problem
 
 if TYPE_CHECKING:
-    from mcpcli.client import Client
+    from mcpcli.client import Client, ClientOptions
     from mcpcli.config import Config, ServerEntry
     from mcpcli.connect import ConnectOptions
 
@@ -76,6 +76,7 @@ async def check_upstreams(
     timeout: float = DEFAULT_CHECK_TIMEOUT,
     on_reached: Callable[[Reached], None] | None = None,
     on_warning: Callable[[Problem], None] | None = None,
+    chain: tuple[str, ...] = (),
 ) -> list[Problem]:
     """The problems of `upstreams`: unknown targets; with `connect`, unreachable ones and collisions.
 
@@ -83,6 +84,10 @@ async def check_upstreams(
     `local_prompts` are the names the tools.yaml serves itself. `on_reached` hears
     about each upstream that answered, in file order; `on_warning` about what an
     upstream did wrong without failing (a line that is not JSON-RPC...), at its entry.
+
+    A tools.yaml upstream is checked all the way down, each problem in the file that has
+    it: whether it loads, cycles and depth (`chain`: the real paths of the files above,
+    outermost first), its own `servers:` (reached too, with `connect`).
     """
     if config is None:
         from mcpcli.config import Config
@@ -95,9 +100,19 @@ async def check_upstreams(
             entries[index] = upstream_entry(upstream, config)
         except McpCliError as exc:
             problems.append(_problem(upstream, exc.message, exc.hint))
+    nested: list[Problem] = []
+    for index in sorted(entries):
+        path = entries[index].path
+        if entries[index].transport != "yaml" or path is None:
+            continue
+        found = await _check_nested(upstreams[index], path, chain, connect=connect, config=config,
+                                    options=options, timeout=timeout, on_reached=on_reached, on_warning=on_warning)
+        if found:  # said in the file that has them; reaching it would only say so again
+            nested.extend(found)
+            del entries[index]
     if not connect or not entries:
-        return problems
-    reached = await _reach_all(upstreams, entries, options, timeout, problems, on_warning)
+        return sorted(problems, key=lambda p: (p.line, p.col)) + nested
+    reached = await _reach_all(upstreams, entries, options, timeout, problems, on_warning, config, chain)
     for index in sorted(reached):
         if on_reached is not None:
             on_reached(reached[index])
@@ -106,13 +121,40 @@ async def check_upstreams(
                 on_warning(_problem(upstreams[index], f"tools.allow {glob!r} matches none of its tools",
                                     "globs match the upstream's own names, before the prefix"))
     problems.extend(_collisions([reached[i] for i in sorted(reached)], local_tools, local_prompts))
-    return sorted(problems, key=lambda p: (p.line, p.col))
+    return sorted(problems, key=lambda p: (p.line, p.col)) + nested
+
+
+async def _check_nested(upstream: Upstream, path: str, chain: tuple[str, ...], *, connect: bool, config: Config,
+                        options: ConnectOptions | None, timeout: float,
+                        on_reached: Callable[[Reached], None] | None,
+                        on_warning: Callable[[Problem], None] | None) -> list[Problem]:
+    """The problems of a tools.yaml upstream: its own (a cycle or too deep at the entry's
+    `target:`; a file that does not load where it fails) and its `servers:`'s, recursively."""
+    from mcpcli.gateway.nested import NestingError, nested_config
+    from mcpcli.toolsfile.load import ToolsFileError
+
+    try:
+        nested, below = nested_config(path, chain)
+    except ToolsFileError as exc:
+        return list(exc.problems)
+    except NestingError as exc:
+        return [Problem(upstream.file, upstream.target_line or upstream.line, upstream.target_col or upstream.col,
+                        f"server {upstream.name!r}: target: {exc.message}", exc.hint)]
+    except McpCliError as exc:
+        return [_problem(upstream, exc.message, exc.hint)]
+    if not nested.servers:
+        return []
+    return await check_upstreams(
+        nested.servers, connect=connect, config=config, local_tools=nested.tools, local_prompts=nested.prompts,
+        options=options, timeout=timeout, on_reached=on_reached, on_warning=on_warning, chain=below,
+    )
 
 
 async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEntry],
                      options: ConnectOptions | None, timeout: float,
                      problems: list[Problem],
-                     on_warning: Callable[[Problem], None] | None) -> dict[int, Reached]:
+                     on_warning: Callable[[Problem], None] | None,
+                     config: Config, chain: tuple[str, ...]) -> dict[int, Reached]:
     """Reach every resolved upstream at once: a slow one never holds up the others' checks."""
     import anyio
 
@@ -133,7 +175,7 @@ async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEnt
 
         try:
             with anyio.fail_after(limit):
-                reached[index] = await _reach(upstream, entries[index], options, limit, warn)
+                reached[index] = await _reach(upstream, entries[index], options, limit, warn, config, chain)
         except Exception as exc:  # one upstream's failure is a problem to report, whatever it is
             inner = _inner(exc)
             if isinstance(inner, _ListFailed):
@@ -152,15 +194,35 @@ async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEnt
 
 
 async def _reach(upstream: Upstream, entry: ServerEntry, options: ConnectOptions, limit: float,
-                 warn: Callable[[Exception], None]) -> Reached:
+                 warn: Callable[[Exception], None], config: Config, chain: tuple[str, ...]) -> Reached:
     from mcpcli.client import ClientOptions
     from mcpcli.connect import connect
 
     # The whole check of an upstream is bounded by `limit` (fail_after); its requests never outlive it.
     client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(5.0, limit), on_error=warn)
+    if entry.transport == "yaml" and entry.path is not None:
+        return await _reach_file(upstream, entry.path, options, client_options, limit, config, chain)
     # A check connects directly: it must not start the session daemon for a keepAlive server.
     entry = dataclasses.replace(entry, keep_alive=False)
     async with connect(entry, options, client_options) as client:
+        return await _lists(upstream, client)
+
+
+async def _reach_file(upstream: Upstream, path: str, options: ConnectOptions, client_options: ClientOptions,
+                      limit: float, config: Config, chain: tuple[str, ...]) -> Reached:
+    """A tools.yaml upstream as the gateway would serve it: with its own `servers:` behind it
+    (what they did wrong was said where they are, by the nested check)."""
+    from mcpcli.client import Client
+    from mcpcli.gateway.backend import GatewayBackend
+    from mcpcli.gateway.nested import NestedTransport
+    from mcpcli.gateway.options import GatewayOptions
+
+    def quiet(line: str) -> None:
+        pass
+
+    gateway = GatewayOptions(connect=options, config=config, timeout=limit, list_wait=limit, log=quiet,
+                             warn=quiet, chain=chain)
+    async with Client(NestedTransport(path, gateway, gateway=GatewayBackend), client_options) as client:
         return await _lists(upstream, client)
 
 

@@ -57,7 +57,7 @@ def nested_config(path: str, chain: tuple[str, ...]) -> tuple[Config, tuple[str,
     real = os.path.realpath(path)
     if real in chain:
         loop = " -> ".join((*chain[chain.index(real):], real))
-        raise NestingError(f"{path} includes itself: {loop}",
+        raise NestingError(f"a cycle of tools.yaml files: {loop}",
                            hint="a tools.yaml may not be its own upstream, directly or through others")
     if len(chain) >= MAX_NESTING:
         raise NestingError(f"{path}: tools.yaml files nest more than {MAX_NESTING} deep here",

@@ -35,10 +35,12 @@ async def check_file_servers(
     on_warning: Callable[[Problem], None] | None = None,
 ) -> list[Problem]:
     """The problems of a loaded file's `servers:` (unknown targets; with `connect`, the rest)."""
+    import os
+
     return await check_upstreams(
         config.servers, connect=connect, config=user_config,
         local_tools=config.tools, local_prompts=config.prompts, on_reached=on_reached,
-        on_warning=on_warning,
+        on_warning=on_warning, chain=(os.path.realpath(config.path),),
     )
 
 

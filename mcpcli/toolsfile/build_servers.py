@@ -115,12 +115,13 @@ def _upstream(ctx: BuildContext, item: JSON, path: Path) -> Upstream | None:
     if len(ctx.problems) > before or (target is None and command is None):
         return None
     line, col = ctx.marks.at(path)
+    target_line, target_col = ctx.marks.at((*path, "target")) if target is not None else (0, 0)
     return Upstream(
         name=name, target=target, command=command, prefix=prefix, tools=tools,
         resources=item.get("resources", True), prompts=item.get("prompts", True),
         env=env, headers=headers, timeout=timeout,
         concurrency=item.get("concurrency", DEFAULT_MAX_CONCURRENT),
-        file=ctx.file, line=line, col=col,
+        file=ctx.file, line=line, col=col, target_line=target_line, target_col=target_col,
     )
 
 

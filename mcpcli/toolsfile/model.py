@@ -416,6 +416,9 @@ class Upstream:
     file: str = ""
     line: int = 0
     col: int = 0
+    #: Where the `target:` value is (a nested file's cycle is reported there); 0: not from a file.
+    target_line: int = field(default=0, compare=False)
+    target_col: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)

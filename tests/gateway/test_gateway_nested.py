@@ -12,12 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 from gwkit import UPSTREAM, Gateway
-from helpers import wait_until_async
+from helpers import mcp_in, wait_until_async
 
 from mcpcli.errors import RPCError
 from mcpcli.toolsfile.model import ToolFilter, Upstream
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 HEAD = "version: 1\n"
 DEMO = json.dumps([sys.executable, UPSTREAM])
@@ -27,7 +27,8 @@ def texts(result: dict) -> list[str]:
     return [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
 
 
-def team_file(tmp_path: Path, *, name: str = "team.yaml", extra: str = "") -> Path:
+def team_file(tmp_path: Path, *, name: str = "team.yaml", extra: str = "",
+              tools: str = '{deny: ["delete_*"]}') -> Path:
     """A team tools.yaml: a local tool, and the demo upstream as `gh` (prefix gh_, no deletes)."""
     path = tmp_path / name
     path.write_text(HEAD + textwrap.dedent(f"""\
@@ -36,7 +37,7 @@ def team_file(tmp_path: Path, *, name: str = "team.yaml", extra: str = "") -> Pa
         servers:
           - name: gh
             command: {DEMO}
-            tools: {{deny: ["delete_*"]}}
+            tools: {tools}
         """) + extra)
     return path
 
@@ -49,6 +50,7 @@ async def names(client: object) -> set[str]:
     return {t["name"] for t in (await client.list_tools())["tools"]}  # type: ignore[attr-defined]
 
 
+@pytest.mark.anyio
 async def test_a_nested_file_serves_its_upstreams_under_both_prefixes(gateway: Gateway, tmp_path: Path) -> None:
     async with gateway([team(team_file(tmp_path))]) as client:
         served = await names(client)
@@ -59,6 +61,7 @@ async def test_a_nested_file_serves_its_upstreams_under_both_prefixes(gateway: G
         assert texts(await client.call_tool("team_shared")) == ["team tool"]
 
 
+@pytest.mark.anyio
 async def test_the_inner_filter_holds_through_the_outer_and_the_outer_one_applies_on_top(
         gateway: Gateway, tmp_path: Path) -> None:
     # The outer filter matches the names the inner gateway serves (inner prefix included).
@@ -74,6 +77,7 @@ async def test_the_inner_filter_holds_through_the_outer_and_the_outer_one_applie
             assert caught.value.code == -32602
 
 
+@pytest.mark.anyio
 async def test_a_nested_file_relative_target_resolves_next_to_it(gateway: Gateway, tmp_path: Path) -> None:
     """team/team.yaml names `inner.yaml`: found in team/, not where the gateway runs."""
     (tmp_path / "team").mkdir()
@@ -85,6 +89,7 @@ async def test_a_nested_file_relative_target_resolves_next_to_it(gateway: Gatewa
         assert texts(await client.call_tool("team_in_deep")) == ["from inner"]
 
 
+@pytest.mark.anyio
 async def test_nested_upstreams_are_restarted_and_stopped_with_the_outer_gateway(
         gateway: Gateway, tmp_path: Path) -> None:
     async with gateway([team(team_file(tmp_path))], eager=True) as client:
@@ -107,6 +112,7 @@ async def test_nested_upstreams_are_restarted_and_stopped_with_the_outer_gateway
             os.kill(int(pid), 0)
 
 
+@pytest.mark.anyio
 async def test_eager_starts_the_nested_upstreams_too(gateway: Gateway, tmp_path: Path) -> None:
     async with gateway([team(team_file(tmp_path))], eager=True) as client:
         outer = client.backend.links[0]  # type: ignore[attr-defined]
@@ -115,6 +121,7 @@ async def test_eager_starts_the_nested_upstreams_too(gateway: Gateway, tmp_path:
         assert [link.connected for link in inner.links] == [True]
 
 
+@pytest.mark.anyio
 async def test_a_nested_list_change_reaches_the_outer_client(gateway: Gateway, tmp_path: Path) -> None:
     notes: list[tuple[str, dict]] = []
     async with gateway([team(team_file(tmp_path))], notes=notes) as client:
@@ -125,3 +132,82 @@ async def test_a_nested_list_change_reaches_the_outer_client(gateway: Gateway, t
                 change = await changes.receive()
         assert change["method"] == "notifications/tools/list_changed"
         assert "team_gh_extra_000" in await names(client)
+
+
+# -- the command: cycles, depth, --check --connect, --proxy FILE ----------------------------
+
+
+def servers_of(path: Path, *targets: str, own: str = "") -> Path:
+    """A tools.yaml at `path` whose `servers:` are the tools.yaml files `targets` (prefix: stem_)."""
+    entries = "".join(f"  - name: {Path(t).stem}\n    target: {t}\n" for t in targets)
+    path.write_text(HEAD + own + "servers:\n" + entries)
+    return path
+
+
+def test_a_cycle_through_another_file_is_an_error_at_the_target_that_closes_it(tmp_path: Path) -> None:
+    a = servers_of(tmp_path / "a.yaml", "b.yaml")
+    b = servers_of(tmp_path / "b.yaml", "a.yaml")
+    expected = (f"{b}:4:13: error: server 'a': target: a cycle of tools.yaml files: {a} -> {b} -> {a} "
+                "(a tools.yaml may not be its own upstream, directly or through others)")
+    for args in (["--check"], ["--check", "--connect"], []):  # checked, and at start before serving
+        result = mcp_in("serve", *args, str(a), timeout=30)
+        assert result.code == 2, result
+        assert result.stdout == ""
+        assert result.stderr.splitlines() == [expected], result.stderr
+    # --proxy FILE: the same check; the cycle closes at a's entry for b.
+    result = mcp_in("serve", "--proxy", str(b), timeout=30)
+    assert result.code == 2, result
+    assert result.stderr.splitlines() == [
+        f"{a}:4:13: error: server 'b': target: a cycle of tools.yaml files: {b} -> {a} -> {b} "
+        "(a tools.yaml may not be its own upstream, directly or through others)"]
+
+
+def test_nesting_is_bounded(tmp_path: Path) -> None:
+    files = [tmp_path / f"f{i}.yaml" for i in range(10)]
+    for i, path in enumerate(files[:-1]):
+        servers_of(path, files[i + 1].name)
+    files[-1].write_text(HEAD + "tools:\n  - {name: t, description: d, mock: {text: hi}}\n")
+    result = mcp_in("serve", "--check", str(files[0]), timeout=30)
+    assert result.code == 2, result
+    # f0 (served) .. f7 are eight levels: f8 would be the ninth.
+    assert result.stderr.splitlines() == [
+        f"{files[7]}:4:13: error: server 'f8': target: {files[8]}: tools.yaml files nest more than 8 deep "
+        "here (serve the deepest ones on their own and reach them by URL or command)"]
+    assert mcp_in("serve", "--check", str(files[2]), timeout=30).code == 0  # f2 .. f9: eight deep is fine
+
+
+def test_a_nested_file_that_does_not_load_stops_the_start_where_it_fails(tmp_path: Path) -> None:
+    servers_of(tmp_path / "top.yaml", "team.yaml")
+    (tmp_path / "team.yaml").write_text(HEAD + "servers:\n  - {name: gh, target: github}\n  - {name: x}\n")
+    result = mcp_in("serve", str(tmp_path / "top.yaml"), timeout=30)
+    assert result.code == 2, result
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"{tmp_path / 'team.yaml'}:4:5: error: server 'x': missing target"), lines
+
+
+def test_check_connect_reaches_nested_upstreams_and_reports_their_collisions_where_they_are(
+        tmp_path: Path) -> None:
+    top = servers_of(tmp_path / "top.yaml", "team.yaml",
+                     own="tools:\n  - {name: mine, description: d, mock: {text: hi}}\n")
+    team = team_file(tmp_path, tools="{read_only: true}")  # echo and whoami
+    result = mcp_in("serve", "--check", "--connect", str(top), timeout=60)
+    assert result.code == 0, result
+    assert result.stderr.splitlines() == [
+        f"mcp: {team}:5:5: server 'gh': reached (2 tools, 2 prompts, 3 resources)",
+        # The team file as the gateway serves it: gh's tools and its own one.
+        f"mcp: {top}:5:5: server 'team': reached (3 tools, 2 prompts, 3 resources)",
+        f"mcp: {top}: valid (1 tool, 0 resources, 0 prompts, 1 server)",
+    ]
+    # A name the team file serves from gh collides with one of the top file's own.
+    top.write_text(top.read_text().replace("name: mine", "name: team_gh_echo"))
+    result = mcp_in("serve", "--check", "--connect", str(top), timeout=60)
+    assert result.code == 2, result
+    assert [line for line in result.stderr.splitlines() if ": error: " in line] == [
+        f"{top}:5:5: error: server 'team': tool 'team_gh_echo' is also a tool of this file"], result.stderr
+    # A collision inside the team file is reported in the team file.
+    team.write_text(team.read_text().replace(
+        "tools:\n", "tools:\n  - {name: gh_echo, description: mine, mock: {text: hi}}\n", 1))
+    result = mcp_in("serve", "--check", "--connect", str(top), timeout=60)
+    assert result.code == 2, result
+    assert [line for line in result.stderr.splitlines() if ": error: " in line] == [
+        f"{team}:6:5: error: server 'gh': tool 'gh_echo' is also a tool of this file"], result.stderr
