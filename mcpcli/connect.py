@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
@@ -62,6 +62,9 @@ class ConnectOptions:
     #: Filled with the connection's secret values (env and header values, bearer and
     #: OAuth tokens, headersHelper output) as they become known, for `--trace`/`--record`.
     secrets: SecretValues | None = None
+    #: How a tools.yaml target is served in-process: the CLI hands in the gateway's (so
+    #: the file's `servers:` are served too); None: `toolsfile` alone (its own content).
+    serve_file: Callable[[str], Transport] | None = None
 
 
 def check_profile(name: str | None) -> str | None:
@@ -132,6 +135,8 @@ def open_transport(entry: ServerEntry, options: ConnectOptions) -> Transport:
         from mcpcli.toolsfile import in_process_transport
 
         assert entry.path is not None
+        if options.serve_file is not None:
+            return options.serve_file(entry.path)
         return in_process_transport(entry.path)
     raise ConfigError(f"server {entry.name!r}: unknown transport {entry.transport!r}")
 

@@ -8,6 +8,7 @@ click options that fill it are in `_options`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from mcpcli.connect import ConnectOptions
     from mcpcli.record import Recorder
     from mcpcli.text import SecretValues
+    from mcpcli.transports import Transport
 
 __all__ = ["Connection", "env_options"]
 
@@ -120,6 +122,15 @@ class Connection:
             connect_timeout=min(self.timeout, 30.0),
             secrets=self.secrets(),
         )
+
+        def serve_file(path: str) -> Transport:
+            """A tools.yaml target with its `servers:` served too, as `mcp serve` would."""
+            from mcpcli.gateway import GatewayOptions
+            from mcpcli.gateway.serve_file import file_transport
+
+            return file_transport(path, GatewayOptions(connect=options, config=app.config(), warn=app.warn))
+
+        options = dataclasses.replace(options, serve_file=serve_file)
         return options
 
     def client_options(self, app: App, entry: ServerEntry | None = None) -> ClientOptions:

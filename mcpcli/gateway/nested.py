@@ -100,8 +100,10 @@ class NestedTransport(Transport):
     name = "in-process"
 
     def __init__(self, path: str, options: GatewayOptions, *, gateway: MakeGateway,
-                 watchdog: Watchdog | None = None) -> None:
+                 watchdog: Watchdog | None = None, config: Config | None = None) -> None:
         self.path = path
+        #: Loaded already (checked against `options.chain`): used for the first connection.
+        self._config = config
         self._options = options
         self._gateway = gateway
         self._watchdog = watchdog
@@ -113,7 +115,11 @@ class NestedTransport(Transport):
         from mcpcli.server import Server
         from mcpcli.toolsfile.backend import ToolsBackend
 
-        config, chain = nested_config(self.path, self._options.chain)
+        loaded, self._config = self._config, None
+        if loaded is not None:
+            config, chain = loaded, (*self._options.chain, os.path.realpath(self.path))
+        else:
+            config, chain = nested_config(self.path, self._options.chain)
         options = dataclasses.replace(self._options, chain=chain)
         local = ToolsBackend(self.path, log=options.log, warn=options.warn, config=config)
         try:

@@ -17,13 +17,14 @@ from mcpcli.gateway.nested import has_own_content
 
 if TYPE_CHECKING:
     from mcpcli.config import Config as UserConfig
+    from mcpcli.gateway.nested import NestedTransport
     from mcpcli.gateway.options import GatewayOptions
     from mcpcli.server.backend import Backend
     from mcpcli.toolsfile.backend import ToolsBackend
     from mcpcli.toolsfile.model import Config
     from mcpcli.toolsfile.yamlstrict import Problem
 
-__all__ = ["check_file_servers", "has_own_content", "served_backend"]
+__all__ = ["check_file_servers", "file_transport", "has_own_content", "served_backend"]
 
 
 async def check_file_servers(
@@ -69,3 +70,14 @@ async def served_backend(
     merged = local if (watch or has_own_content(config)) else None
     async with GatewayBackend(config.servers, local=merged, options=options) as backend:
         yield backend
+
+
+def file_transport(path: str, options: GatewayOptions) -> NestedTransport:
+    """A tools.yaml target served in-process for a command (`mcp tools list team.yaml`), its
+    `servers:` behind it as `mcp serve` would serve them. The file is loaded now, so an
+    invalid one fails before anything connects (`ToolsFileError`, exit status 2)."""
+    from mcpcli.gateway.backend import GatewayBackend
+    from mcpcli.gateway.nested import NestedTransport, nested_config
+
+    config, _chain = nested_config(path, options.chain)
+    return NestedTransport(path, options, gateway=GatewayBackend, config=config)

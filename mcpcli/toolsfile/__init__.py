@@ -52,20 +52,14 @@ def schema_text() -> str:
 
 
 def in_process_transport(path: str | os.PathLike[str]) -> YamlTransport:
-    """Serve `path` in-process for a client (`mcp tools call tools.yaml TOOL`).
+    """Serve `path`'s own tools, resources and prompts in-process for a client.
 
     The file is loaded now, so an invalid file fails before anything connects
-    (`ToolsFileError`, exit status 2).
+    (`ToolsFileError`, exit status 2). Its `servers:` are not served here: the gateway
+    sits above this package (`mcpcli.gateway.serve_file.file_transport` serves them too,
+    and is what the commands use, through `ConnectOptions.serve_file`).
     """
     from mcpcli.toolsfile.backend import ToolsBackend
     from mcpcli.toolsfile.transport import YamlTransport
 
-    backend = ToolsBackend(path)
-    if backend.config.servers:
-        import logging
-
-        # The gateway sits above this package; in-process, a file's upstreams are not served.
-        logging.getLogger("mcpcli").warning(
-            "%s: its servers: are served by `mcp serve` only; in-process it serves its own tools, "
-            "resources and prompts", path)
-    return YamlTransport(backend)
+    return YamlTransport(ToolsBackend(path))

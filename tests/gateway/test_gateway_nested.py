@@ -211,3 +211,30 @@ def test_check_connect_reaches_nested_upstreams_and_reports_their_collisions_whe
     assert result.code == 2, result
     assert [line for line in result.stderr.splitlines() if ": error: " in line] == [
         f"{team}:6:5: error: server 'gh': tool 'gh_echo' is also a tool of this file"], result.stderr
+
+
+@pytest.mark.anyio
+async def test_a_cycle_made_after_the_check_is_refused_when_that_level_connects(tmp_path: Path) -> None:
+    """The files may change between the check at start and a lazy connection: each level
+    checks the chain of files above it again, and only that upstream is left out."""
+    from mcpcli.client import Client
+    from mcpcli.gateway import GatewayOptions
+    from mcpcli.gateway.serve_file import served_backend
+    from mcpcli.server import Server
+    from mcpcli.toolsfile.backend import ToolsBackend
+
+    own = "tools:\n  - {{name: {0}, description: d, mock: {{text: {0}}}}}\n"
+    a = servers_of(tmp_path / "a.yaml", "b.yaml", own=own.format("mine"))
+    servers_of(tmp_path / "b.yaml", "a.yaml", own=own.format("theirs"))
+    warned: list[str] = []
+    local = ToolsBackend(a)
+    try:
+        options = GatewayOptions(warn=warned.append, log=lambda line: None)
+        async with served_backend(local, watch=False, options=options) as served, \
+                Client(Server(served).transport()) as client:
+            assert await names(client) == {"mine", "b_theirs"}
+            assert texts(await client.call_tool("b_theirs")) == ["theirs"]
+    finally:
+        local.close()
+    assert any(line.startswith(f"upstream b: upstream a: cannot connect: a cycle of tools.yaml files: {a} -> ")
+               for line in warned), warned

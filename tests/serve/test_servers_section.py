@@ -462,15 +462,19 @@ def test_the_readme_example_is_valid_for_the_published_schema() -> None:
     assert [(s.name, s.prefix) for s in servers] == [("gh", "gh_"), ("everything", ""), ("remote", "remote_")]
 
 
-def test_a_file_with_servers_used_in_process_says_its_upstreams_are_not_served(tmp_path: Path) -> None:
+def test_a_file_with_servers_used_in_process_serves_its_upstreams_too(tmp_path: Path) -> None:
+    """`mcp tools list gw.yaml` serves the file in-process as `mcp serve` would: with its upstreams."""
     path = tmp_path / "gw.yaml"
-    path.write_text(HEAD + "servers:\n  - {name: a, target: 'https://x.example/mcp'}\n"
+    path.write_text(HEAD + f"servers:\n  - {{name: a, command: {_fake()}}}\n"
                     "tools:\n  - {name: mine, description: d, mock: {text: hi}}\n")
     result = mcp_in("tools", "list", str(path), "--json")
     assert result.code == 0, result
-    assert [t["name"] for t in result.json["tools"]] == ["mine"]
-    assert f"{path}: its servers: are served by `mcp serve` only; in-process it serves its own tools, " \
-           "resources and prompts" in result.stderr
+    names = [t["name"] for t in result.json["tools"]]
+    assert names[0] == "mine" and "a_echo" in names, names
+    assert result.stderr == ""
+    called = mcp_in("tools", "call", str(path), "a_echo", "--arg", "message=hi", "--json")
+    assert called.code == 0, called
+    assert "hi" in called.stdout
 
 
 def test_an_upstream_repr_never_shows_env_or_header_values() -> None:
