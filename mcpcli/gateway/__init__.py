@@ -8,8 +8,9 @@ prefixes what each upstream offers, routes every request to the upstream that
 owns the name or URI, and relays what upstreams send back (progress, logs,
 change notifications, and their requests for input through the downstream
 call's `ask`). `check` validates a tools.yaml's `servers:` entries against the
-user's config and, on request, by reaching each upstream; `serve_file` serves a
-tools.yaml that has them.
+user's config and, on request, by reaching each upstream (through included files
+too); `serve_file` serves a tools.yaml that has them; `nested` serves a tools.yaml
+upstream with `servers:` of its own as a gateway within the gateway.
 
 May import: `client`, `connect`, `targets`, `config`, `server`, `toolsfile`,
 `session`, `transports` and the foundations; never `cli`.
