@@ -238,3 +238,49 @@ async def test_a_cycle_made_after_the_check_is_refused_when_that_level_connects(
         local.close()
     assert any(line.startswith(f"upstream b: upstream a: cannot connect: a cycle of tools.yaml files: {a} -> ")
                for line in warned), warned
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("protocol", "upstream_protocol"), [(None, None), ("2025-11-25", "2025-11-25")])
+async def test_input_progress_and_logs_cross_both_levels(
+        gateway: Gateway, tmp_path: Path, protocol: str | None, upstream_protocol: str | None) -> None:
+    """The inner upstream's requests for input (elicitation, sampling, roots), progress and
+    log messages reach the client whose call caused them, through both gateways."""
+    notes: list[tuple[str, dict]] = []
+    async with gateway([team(team_file(tmp_path))], protocol=protocol, upstream_protocol=upstream_protocol,
+                       notes=notes, log_level="debug") as client:
+        assert texts(await client.call_tool("team_gh_elicit")) == ["Hello, Ada!"]
+        assert texts(await client.call_tool("team_gh_sample")) == ["sampled: 4"]
+        assert texts(await client.call_tool("team_gh_roots")) == ["roots: file:///tmp/r1"]
+        assert texts(await client.call_tool("team_gh_two_questions")) == ["Ada Ada"]
+        progress: list[float] = []
+        await client.call_tool("team_gh_progress", on_progress=lambda p: progress.append(p["progress"]))
+        assert progress == [0, 50, 100]
+        await client.set_log_level("warning")
+        assert texts(await client.call_tool("team_gh_log")) == ["logged"]
+        assert [p["level"] for m, p in notes if m == "notifications/message"] == ["warning", "error"]
+
+
+def test_serve_proxy_file_serves_a_nested_file_end_to_end(tmp_path: Path) -> None:
+    """`mcp serve --proxy team.yaml` as a client starts it: the team file's upstream behind it."""
+    team_file(tmp_path)
+    served = ["--", sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy", str(tmp_path / "team.yaml")]
+    listed = mcp_in("tools", "list", "--json", *served, timeout=60)
+    assert listed.code == 0, listed
+    served_names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    assert {"shared", "gh_echo"} <= served_names and "gh_delete_all" not in served_names
+    called = mcp_in("tools", "call", "gh_echo", "--arg", "text=hi", "--json", *served, timeout=60)
+    assert called.code == 0, called
+    assert texts(json.loads(called.stdout)) == ["hi"]
+
+
+@pytest.mark.peer
+@pytest.mark.anyio
+async def test_server_everything_behind_a_nested_file(gateway: Gateway, tmp_path: Path, everything: list[str]) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(HEAD + f"servers:\n  - name: ev\n    command: {json.dumps(everything)}\n"
+                    "    tools: {allow: [echo, get-sum]}\n")
+    async with gateway([team(path)]) as client:
+        assert await names(client) == {"team_ev_echo", "team_ev_get-sum"}
+        result = await client.call_tool("team_ev_get-sum", {"a": 2, "b": 3})
+        assert not result.get("isError") and "5" in texts(result)[0], result
