@@ -183,6 +183,18 @@ def test_a_nested_file_that_does_not_load_stops_the_start_where_it_fails(tmp_pat
     assert result.code == 2, result
     lines = result.stderr.splitlines()
     assert lines[0].startswith(f"{tmp_path / 'team.yaml'}:4:5: error: server 'x': missing target"), lines
+    # A target name unknown to the user's config, in the nested file: said there too.
+    (tmp_path / "team.yaml").write_text(HEAD + "servers:\n  - {name: gh, target: github}\n")
+    result = mcp_in("serve", "--check", str(tmp_path / "top.yaml"), timeout=30)
+    assert result.code == 2, result
+    assert result.stderr.startswith(f"{tmp_path / 'team.yaml'}:3:5: error: server 'gh': unknown server 'github'")
+
+
+def test_serve_proxy_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = mcp_in("serve", "--proxy", str(tmp_path / "gone.yaml"), timeout=30)
+    assert result.code == 2, result
+    assert result.stdout == ""
+    assert result.stderr == f"mcp serve: --proxy: server 'gone': no such file: {tmp_path / 'gone.yaml'}\n"
 
 
 def test_check_connect_reaches_nested_upstreams_and_reports_their_collisions_where_they_are(
