@@ -32,7 +32,7 @@ from mcpcli.server.backend import Backend, CallContext, ChangeListener, Resource
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
-from .link import Link, Unavailable, on_behalf_of, tool_error
+from .link import DownstreamRoots, Link, Unavailable, on_behalf_of, tool_error
 from .options import GatewayOptions
 from .rules import tool_allowed
 
@@ -77,7 +77,10 @@ class GatewayBackend:
         self.local = local
         #: Ends the stdio upstreams' process groups if the gateway is killed.
         self._watchdog = Watchdog()
-        self.links = [Link(up, self.options, self._on_link_event, self._watchdog) for up in upstreams]
+        #: The stdio client's roots, as the links learn them (see `mcpcli.gateway.link`).
+        self._roots = DownstreamRoots()
+        self.links = [Link(up, self.options, self._on_link_event, self._watchdog, self._roots)
+                      for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         #: Served name -> (link or None for local, upstream's name, served definition).
@@ -527,6 +530,11 @@ class GatewayBackend:
         if not link.offers("completions"):
             return {"completion": {"values": []}}
         return await _forwarded(link, "completion/complete", params, None)
+
+    def roots_changed(self) -> None:
+        """A downstream client's `notifications/roots/list_changed` (the runtime passes it on):
+        each upstream that was told roots gets the new ones with the next call."""
+        self._roots.changed()
 
     async def set_log_level(self, level: str) -> None:
         """A downstream `logging/setLevel`: upstream messages outside a call are logged from

@@ -129,6 +129,11 @@ class ServerConnection:
             self.initialized = True
             self.sink.methods = self.server._legacy_notifications()
             self.sink.active = True
+        elif note.method == "notifications/roots/list_changed" and self.initialized:
+            # An optional Backend hook (the gateway's: its upstreams must learn the new roots).
+            changed = getattr(self.server.backend, "roots_changed", None)
+            if callable(changed):
+                changed()
 
     async def drain(self) -> None:
         """Deliver change notifications to a legacy client (on HTTP: the GET stream)."""
