@@ -659,15 +659,17 @@ class Link:
             raise RPCError(INVALID_REQUEST, f"{method}: no client request is waiting for this input")
         return await self._ask_in(call, method, params)
 
-    async def _ask_in(self, call: _Call, method: str, params: JSON) -> JSON:
-        """Ask `call`'s client, after the asks made on it before (one at a time)."""
+    async def _ask_in(self, call: _Call, method: str, params: JSON, *, tell: bool = True) -> JSON:
+        """Ask `call`'s client, after the asks made on it before (one at a time). `tell`:
+        the answer goes to the upstream (else the gateway asks for itself)."""
         ctx = call.ctx
         assert ctx is not None
         call.asking += 1
         try:
             async with call.lock:
                 if method == "roots/list" and call.roots is not None:
-                    self._roots_told, self._roots_behind = call.roots, False
+                    if tell:
+                        self._roots_told, self._roots_behind = call.roots, False
                     return {"roots": call.roots}
                 call.asked += 1
                 key = f"input-{call.asked}"
@@ -690,7 +692,8 @@ class Link:
                 if isinstance(roots, list):
                     call.roots = roots
                     self._roots.learn(ctx, roots)
-                    self._roots_told, self._roots_behind = roots, False
+                    if tell:
+                        self._roots_told, self._roots_behind = roots, False
                 return answer
         finally:
             call.ask_done()
@@ -715,14 +718,12 @@ class Link:
     async def _catch_up(self, client: _UpstreamClient, call: _Call) -> None:
         """Ask the calling client for its roots; when the upstream was told others, say
         they changed and give it `ROOTS_RECHECK` to ask again, before the call goes on."""
-        self._roots_behind = False
         ctx = call.ctx
         if ctx is None or not isinstance(ctx.client_capabilities.get("roots"), dict) or client.era != "legacy":
-            return
-        told = self._roots_told
-        roots = (await self._ask_in(call, "roots/list", {})).get("roots")
-        self._roots_told = told  # asked by us: the upstream has not been told yet
-        if not isinstance(roots, list) or roots == told:
+            return  # a client without roots has none to give: the next one may
+        self._roots_behind = False  # tried once; a client that then says nothing is not asked again
+        roots = (await self._ask_in(call, "roots/list", {}, tell=False)).get("roots")
+        if not isinstance(roots, list) or roots == self._roots_told:
             return
         self._roots_reasked = reasked = anyio.Event()
         try:

@@ -33,7 +33,9 @@ Behaviour flags (any combination):
   --roots-tool N        add a tool `roots` whose call sends N roots/list requests at once
                         (ids rl-<call id>-<i>; none tied to the call: stdio says nothing) and
                         answers with the roots of each answer (a JSON list); N=2 is what
-                        server-everything does when its tool call overlaps its own startup ask
+                        server-everything does when its tool call overlaps its own startup ask;
+                        and a tool `roots-and-go` that sends them and answers "gone" at once
+                        (in the same write), not waiting for their answers
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
   --slow-modern S       a modern server that answers server/discover only after S seconds
@@ -146,6 +148,8 @@ if opts.listen:
                                   "required": ["uri"]}})
 if opts.roots_tool:
     TOOLS.append({"name": "roots", "description": "Ask the client for its roots.", "inputSchema": {"type": "object"}})
+    TOOLS.append({"name": "roots-and-go", "description": "Ask for roots, answer at once.",
+                  "inputSchema": {"type": "object"}})
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTENS: dict[object, list[str]] = {}  # open listen request id -> the uris it watches
 roots_applied = threading.Event()
@@ -211,7 +215,7 @@ def handle(msg: dict) -> None:
     if method is None and mid in ROOTS_CALLS:  # an answer to a --roots-tool roots/list
         call, answers = ROOTS_CALLS.pop(mid)
         answers.append((msg.get("result") or {}).get("roots", msg.get("error")))
-        if len(answers) == opts.roots_tool:
+        if len(answers) == opts.roots_tool and call is not None:
             send({"jsonrpc": "2.0", "id": call, "result": {
                 "content": [{"type": "text", "text": json.dumps(answers)}]}})
         return
@@ -356,14 +360,17 @@ def handle(msg: dict) -> None:
             sys.stdout.write('"}]}}\n')
             sys.stdout.flush()
             return
-        if opts.roots_tool and params.get("name") == "roots":
+        if opts.roots_tool and params.get("name") in ("roots", "roots-and-go"):
             answers: list[object] = []
+            going = params.get("name") == "roots-and-go"
             asks = [f"rl-{mid}-{i}" for i in range(opts.roots_tool)]
             for rid in asks:
-                ROOTS_CALLS[rid] = (mid, answers)
+                ROOTS_CALLS[rid] = (None if going else mid, answers)
+            lines = [{"jsonrpc": "2.0", "id": rid, "method": "roots/list"} for rid in asks]
+            if going:
+                lines.append({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "gone"}]}})
             with lock:
-                sys.stdout.write("".join(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "roots/list"}) + "\n"
-                                         for rid in asks))
+                sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
                 sys.stdout.flush()
             return
         args = params.get("arguments") or {}

@@ -46,6 +46,12 @@ def answers(record: Path) -> list[Any]:
             if str(m.get("id")).startswith("roots-") and "result" in m]
 
 
+def answered_ids(record: Path) -> list[Any]:
+    """The ids of the gateway's answers the fake server received."""
+    lines = record.read_text().splitlines() if record.exists() else []
+    return [m.get("id") for m in map(json.loads, lines) if "method" not in m]
+
+
 def answered(record: Path, rid: str) -> list[Any]:
     """The roots in the gateway's answers to the fake server's roots/list `rid`."""
     lines = record.read_text().splitlines() if record.exists() else []
@@ -62,6 +68,24 @@ async def test_two_roots_requests_within_one_call_are_both_answered(gateway: Gat
         with anyio.fail_after(15):
             result = await client.call_tool("roots")
     assert json.loads(texts(result)[0]) == [R1, R1]
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_question_the_upstream_sends_as_the_call_ends_is_answered(
+    gateway: Gateway, tmp_path: Path, protocol: str | None
+) -> None:
+    """The upstream asks for roots and answers the call in the same breath (nothing ties
+    the question to the call on stdio). The call waits for that question to be answered
+    before it ends: a 2026-07-28 call asked after its backend returned never resumed the
+    question (the upstream waited for its answer forever)."""
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", command=tuple(fake_server("--roots-tool", "1", "--record", str(record))))
+    async with gateway([upstream], protocol=protocol) as client:
+        assert texts(await client.call_tool("roots-and-go")) == ["gone"]
+        await wait_until_async(lambda: any(str(k).startswith("rl-") for k in answered_ids(record)), 10,
+                               "the answer to the roots/list")
+    assert [m["result"]["roots"] for m in map(json.loads, record.read_text().splitlines())
+            if str(m.get("id")).startswith("rl-") and "result" in m] == [R1]
 
 
 @pytest.mark.parametrize("protocol", ERAS)
