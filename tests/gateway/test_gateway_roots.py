@@ -75,9 +75,9 @@ async def test_a_question_the_upstream_sends_as_the_call_ends_is_answered(
     gateway: Gateway, tmp_path: Path, protocol: str | None
 ) -> None:
     """The upstream asks for roots and answers the call in the same breath (nothing ties
-    the question to the call on stdio). The call waits for that question to be answered
-    before it ends: a 2026-07-28 call asked after its backend returned never resumed the
-    question (the upstream waited for its answer forever)."""
+    the question to the call on stdio): the question is still answered by that call's
+    client (the call waits for it before it ends; a 2026-07-28 question must be answered
+    while the call's backend still runs), and the call's result still arrives."""
     record = tmp_path / "record.jsonl"
     upstream = Upstream(name="fs", command=tuple(fake_server("--roots-tool", "1", "--record", str(record))))
     async with gateway([upstream], protocol=protocol) as client:
