@@ -105,7 +105,7 @@ async def test_roots_asked_outside_any_call_are_answered_at_once(
         assert answered(record, "roots-1") == [[]]
         assert texts(await client.call_tool("echo", {"message": "in"})) == ["in"]
         await wait_until_async(lambda: answered(record, "roots-2"), 10, "the answer after roots/list_changed")
-        # Now the gateway knows: a later question outside any call gets the client's roots.
+        # Caught up: the next call does not ask the client or tell the server again.
         assert texts(await client.call_tool("echo", {"message": "again"})) == ["again"]
     assert answered(record, "roots-2") == [R1]
     asked = [json.loads(line).get("method") for line in record.read_text().splitlines()]
