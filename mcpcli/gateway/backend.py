@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -530,6 +530,12 @@ class GatewayBackend:
         if not link.offers("completions"):
             return {"completion": {"values": []}}
         return await _forwarded(link, "completion/complete", params, None)
+
+    def client_ready(self, transport: str, capabilities: JSON,
+                     ask: Callable[[str, JSON], Awaitable[JSON]]) -> None:
+        """A legacy client initialized (the runtime says): the one client of a stdio gateway
+        is asked for its roots when an upstream asks outside any call."""
+        self._roots.attach(transport, capabilities, ask)
 
     def roots_changed(self) -> None:
         """A downstream client's `notifications/roots/list_changed` (the runtime passes it on):

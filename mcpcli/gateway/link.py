@@ -27,9 +27,11 @@ A request that belongs to no call in flight is never parked waiting for one (a
 call may never come): elicitation and sampling are refused, and roots/list is
 answered at once from what the gateway knows. Behind a stdio gateway (or an
 in-process one) that is the roots its one client last gave, through any upstream,
-since it last said they changed; before it gave any, and
-behind an HTTP gateway (several clients share the upstream; none of their roots
-is handed out outside that client's own call), an empty list. Such an upstream is
+since it last said they changed; else, a legacy client that declared roots is asked
+directly (its session allows that); else (a 2026-07-28 client, which can be asked
+only within a call), and behind an HTTP gateway (several clients share the
+upstream; none of their roots is handed out outside that client's own call), an
+empty list. Such an upstream is
 then behind: the next call of a client that declared roots first asks that client
 for its roots, within the call, and when they differ from what the upstream was
 told, sends it `notifications/roots/list_changed` and gives it a moment
@@ -84,6 +86,10 @@ WATCHDOG_GRACE = 1.0
 #: waits for it to ask again (an upstream that does not ask costs this, once).
 ROOTS_RECHECK = 1.0
 
+#: How long the one legacy client of a stdio gateway may take to say its roots when an
+#: upstream asks outside any call.
+ROOTS_FETCH = 10.0
+
 #: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
 _FORWARDED_CAPS = ("elicitation", "sampling", "roots")
 
@@ -111,6 +117,30 @@ class DownstreamRoots:
     def __init__(self) -> None:
         self.roots: list[JSON] | None = None
         self.links: list[Link] = []
+        #: Asks the one legacy client outside any request (None: no such client).
+        self.ask: Callable[[str, JSON], Awaitable[JSON]] | None = None
+
+    def attach(self, transport: str, capabilities: JSON, ask: Callable[[str, JSON], Awaitable[JSON]]) -> None:
+        """A legacy client initialized: the one client (stdio) with roots can be asked anytime."""
+        if transport in ONE_CLIENT and isinstance(capabilities.get("roots"), dict):
+            self.ask = ask
+
+    async def fetch(self) -> list[JSON] | None:
+        """The client's roots, asked of its session (None if it cannot be asked or fails)."""
+        ask = self.ask
+        if ask is None:
+            return None
+        with anyio.move_on_after(ROOTS_FETCH):
+            try:
+                answer = await ask("roots/list", {})
+            except McpCliError as exc:
+                log.debug("gateway: asking the client for its roots: %s", exc)
+                return None
+            roots = answer.get("roots") if isinstance(answer, dict) else None
+            if isinstance(roots, list):
+                self.roots = roots
+                return roots
+        return None
 
     def learn(self, ctx: CallContext, roots: list[JSON]) -> None:
         if ctx.transport in ONE_CLIENT:
@@ -655,7 +685,7 @@ class Link:
         call = self._caller(asking=True)
         if call is None or call.ctx is None or not call.open:
             if method == "roots/list":
-                return self._roots_unasked()
+                return await self._roots_unasked()
             raise RPCError(INVALID_REQUEST, f"{method}: no client request is waiting for this input")
         return await self._ask_in(call, method, params)
 
@@ -698,10 +728,12 @@ class Link:
         finally:
             call.ask_done()
 
-    def _roots_unasked(self) -> JSON:
+    async def _roots_unasked(self) -> JSON:
         """A roots/list no call in flight caused: answered at once from what the gateway
         knows (see the module docstring); the upstream is behind when that is nothing."""
         known = self._roots.roots
+        if known is None:
+            known = await self._roots.fetch()
         self._roots_told = known if known is not None else []
         self._roots_behind = known is None
         return {"roots": self._roots_told}

@@ -93,23 +93,26 @@ async def test_roots_asked_outside_any_call_are_answered_at_once(
     gateway: Gateway, tmp_path: Path, roots_wait: Callable[[], None], protocol: str | None
 ) -> None:
     """Connected for a listing (no client call behind it), a legacy server's roots/list is
-    answered at once (it used to wait up to 30 s for a call that may never come): the
-    gateway knows no roots yet, so none. The next call brings the client's roots up:
-    the gateway asks the client within that call and tells the server they changed."""
+    answered at once (it used to wait up to 30 s for a call that may never come). A legacy
+    client is asked directly. A 2026-07-28 client can be asked only within a call: the
+    gateway knows no roots yet, so none; the next call brings the client's roots up (the
+    gateway asks the client within that call and tells the server they changed)."""
     record = tmp_path / "record.jsonl"
     upstream = Upstream(name="fs", command=tuple(fake_server("--ask-roots", "--record", str(record))))
     async with gateway([upstream], protocol=protocol) as client:
         roots_wait()
         assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
         await wait_until_async(lambda: answered(record, "roots-1"), 10, "the answer to the startup roots/list")
-        assert answered(record, "roots-1") == [[]]
+        legacy = protocol is not None
+        assert answered(record, "roots-1") == [R1 if legacy else []]
         assert texts(await client.call_tool("echo", {"message": "in"})) == ["in"]
-        await wait_until_async(lambda: answered(record, "roots-2"), 10, "the answer after roots/list_changed")
+        if not legacy:
+            await wait_until_async(lambda: answered(record, "roots-2"), 10, "the answer after roots/list_changed")
         # Caught up: the next call does not ask the client or tell the server again.
         assert texts(await client.call_tool("echo", {"message": "again"})) == ["again"]
-    assert answered(record, "roots-2") == [R1]
+    assert answers(record) == ([R1] if legacy else [[], R1])
     asked = [json.loads(line).get("method") for line in record.read_text().splitlines()]
-    assert asked.count("notifications/roots/list_changed") == 1  # caught up once, not per call
+    assert asked.count("notifications/roots/list_changed") == (0 if legacy else 1)  # once, not per call
 
 
 async def test_the_clients_new_roots_reach_the_upstream_with_its_next_call(
@@ -134,14 +137,14 @@ async def test_the_clients_new_roots_reach_the_upstream_with_its_next_call(
 async def test_roots_the_client_gave_answer_a_question_outside_any_call(
     gateway: Gateway, tmp_path: Path, roots_wait: Callable[[], None]
 ) -> None:
-    """Behind a gateway with one client (stdio; in-process here), the roots that client gave
-    through one upstream answer another upstream's roots/list that no call caused (here: a
-    restarted server's question at start)."""
+    """Behind a gateway with one client (stdio; in-process here), the roots that client (a
+    2026-07-28 one: it can be asked only within a call) gave through one upstream answer
+    another upstream's roots/list that no call caused (a restarted server's question)."""
     first = Upstream(name="a", prefix="a_", command=tuple(fake_server("--roots-tool", "1", "--ask-roots")))
     record = tmp_path / "record.jsonl"
     second = Upstream(name="b", prefix="b_",
                       command=tuple(fake_server("--ask-roots", "--crash-on-call", "3", "--record", str(record))))
-    async with gateway([first, second], protocol="2025-11-25") as client:
+    async with gateway([first, second]) as client:
         roots_wait()
         await client.list_tools()  # both connect; b's question comes before the gateway knows any roots
         await wait_until_async(lambda: answered(record, "roots-1"), 10, "b's first roots answer")
