@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -32,7 +32,7 @@ from mcpcli.server.backend import Backend, CallContext, ChangeListener, Resource
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
-from .link import Link, Unavailable, on_behalf_of, tool_error
+from .link import DownstreamRoots, Link, Unavailable, on_behalf_of, tool_error
 from .options import GatewayOptions
 from .rules import tool_allowed
 
@@ -80,7 +80,9 @@ class GatewayBackend:
         #: gateway shares its outer gateway's (one helper process, closed by its owner).
         self._owns_watchdog = watchdog is None
         self._watchdog = watchdog or Watchdog()
-        self.links = [Link(up, self.options, self._on_link_event, self._watchdog, GatewayBackend)
+        #: The stdio client's roots, as the links learn them (see `mcpcli.gateway.link`).
+        self._roots = DownstreamRoots()
+        self.links = [Link(up, self.options, self._on_link_event, self._watchdog, self._roots, GatewayBackend)
                       for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -532,6 +534,17 @@ class GatewayBackend:
         if not link.offers("completions"):
             return {"completion": {"values": []}}
         return await _forwarded(link, "completion/complete", params, None)
+
+    def client_ready(self, transport: str, capabilities: JSON,
+                     ask: Callable[[str, JSON], Awaitable[JSON]]) -> None:
+        """A legacy client initialized (the runtime says): the one client of a stdio gateway
+        is asked for its roots when an upstream asks outside any call."""
+        self._roots.attach(transport, capabilities, ask)
+
+    def roots_changed(self) -> None:
+        """A downstream client's `notifications/roots/list_changed` (the runtime passes it on):
+        each upstream that was told roots gets the new ones with the next call."""
+        self._roots.changed()
 
     async def set_log_level(self, level: str) -> None:
         """A downstream `logging/setLevel`: upstream messages outside a call are logged from

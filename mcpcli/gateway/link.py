@@ -16,6 +16,27 @@ answered inside our call, so a context variable finds it), else the one whose
 upstream request carried the message (Streamable HTTP says), else the only call
 in flight (a stdio upstream says nothing); it is never guessed among several
 HTTP clients' calls.
+
+Input asked of one call is asked one request at a time (a 2026-07-28 call's input
+round holds one question set: two asks at once would lose one), and a call waits
+for the asks made on it before it ends (nothing is asked of a finished call).
+Within one call, roots are asked of the client once: a second roots/list (a
+server that asks at start and again in its tool) gets the same answer.
+
+A request that belongs to no call in flight is never parked waiting for one (a
+call may never come): elicitation and sampling are refused, and roots/list is
+answered at once from what the gateway knows. Behind a stdio gateway (or an
+in-process one) that is the roots its one client last gave, through any upstream,
+since it last said they changed; else, a legacy client that declared roots is asked
+directly (its session allows that); else (a 2026-07-28 client, which can be asked
+only within a call), and behind an HTTP gateway (several clients share the
+upstream; none of their roots is handed out outside that client's own call), an
+empty list. Such an upstream is
+then behind: the next call of a client that declared roots first asks that client
+for its roots, within the call, and when they differ from what the upstream was
+told, sends it `notifications/roots/list_changed` and gives it a moment
+(`ROOTS_RECHECK`) to ask again before the call goes on. The same happens after the
+client says its roots changed (`DownstreamRoots.changed`).
 """
 
 from __future__ import annotations
@@ -30,7 +51,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
+from mcpcli.client import ROOTS_SETTLE, Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND
@@ -44,7 +65,7 @@ from mcpcli.transports import Transport
 from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
 
-__all__ = ["Link", "Unavailable", "on_behalf_of", "tool_error"]
+__all__ = ["DownstreamRoots", "Link", "Unavailable", "on_behalf_of", "tool_error"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -63,8 +84,13 @@ on_behalf_of: ContextVar[CallContext | None] = ContextVar("mcpcli_gateway_ctx", 
 #: SIGTERM to SIGKILL for a stdio upstream's group when the watchdog ends it.
 WATCHDOG_GRACE = 1.0
 
-#: How long an upstream's roots/list that no client call caused waits for one.
-ROOTS_WAIT = 30.0
+#: After telling an upstream that was behind that the roots changed, how long the call
+#: waits for it to ask again (an upstream that does not ask costs this, once).
+ROOTS_RECHECK = 1.0
+
+#: How long the one legacy client of a stdio gateway may take to say its roots when an
+#: upstream asks outside any call.
+ROOTS_FETCH = 10.0
 
 #: Client capabilities a 2026-07-28 upstream sees as the downstream client declared them.
 _FORWARDED_CAPS = ("elicitation", "sampling", "roots")
@@ -81,10 +107,59 @@ async def _never(params: JSON) -> JSON:  # pragma: no cover - the link answers i
     raise RPCError(METHOD_NOT_FOUND, "Method not found")
 
 
+#: Downstream transports with exactly one client (unlike HTTP).
+ONE_CLIENT = frozenset({"stdio", "memory"})
+
+
+class DownstreamRoots:
+    """What the gateway knows of its stdio client's roots, shared by its links (stdio, or an
+    in-process server, has exactly one client): what that client last answered to a
+    roots/list, None before."""
+
+    def __init__(self) -> None:
+        self.roots: list[JSON] | None = None
+        self.links: list[Link] = []
+        #: Asks the one legacy client outside any request (None: no such client).
+        self.ask: Callable[[str, JSON], Awaitable[JSON]] | None = None
+
+    def attach(self, transport: str, capabilities: JSON, ask: Callable[[str, JSON], Awaitable[JSON]]) -> None:
+        """A legacy client initialized: the one client (stdio) with roots can be asked anytime."""
+        if transport in ONE_CLIENT and isinstance(capabilities.get("roots"), dict):
+            self.ask = ask
+
+    async def fetch(self) -> list[JSON] | None:
+        """The client's roots, asked of its session (None if it cannot be asked or fails)."""
+        ask = self.ask
+        if ask is None:
+            return None
+        with anyio.move_on_after(ROOTS_FETCH):
+            try:
+                answer = await ask("roots/list", {})
+            except McpCliError as exc:
+                log.debug("gateway: asking the client for its roots: %s", exc)
+                return None
+            roots = answer.get("roots") if isinstance(answer, dict) else None
+            if isinstance(roots, list):
+                self.roots = roots
+                return roots
+        return None
+
+    def learn(self, ctx: CallContext, roots: list[JSON]) -> None:
+        if ctx.transport in ONE_CLIENT:
+            self.roots = roots
+
+    def changed(self) -> None:
+        """A downstream client's `notifications/roots/list_changed`: what the gateway knew is
+        stale, and so is what each upstream was told (the next call brings it up to date)."""
+        self.roots = None
+        for link in self.links:
+            link.roots_changed()
+
+
 class _Call:
     """One downstream request being served by this link."""
 
-    __slots__ = ("_pending", "_tail", "asked", "ctx", "own")
+    __slots__ = ("_idle", "_lock", "_pending", "_tail", "asked", "asking", "ctx", "open", "own", "roots")
 
     def __init__(self, ctx: CallContext | None, *, own: bool = True) -> None:
         self.ctx = ctx
@@ -97,6 +172,33 @@ class _Call:
         #: Keys of the inputs asked for this call (each ask needs its own: a 2026-07-28
         #: client's answers are matched to the questions by key, round after round).
         self.asked = 0
+        #: False once the call is ending: nothing more is asked of it.
+        self.open = True
+        #: Asks in progress (waiting for their turn or for the client); one at a time.
+        self.asking = 0
+        self._lock: anyio.Lock | None = None
+        self._idle: anyio.Event | None = None
+        #: The roots the client gave within this call (asked once per call).
+        self.roots: list[JSON] | None = None
+
+    @property
+    def lock(self) -> anyio.Lock:
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        return self._lock
+
+    def ask_done(self) -> None:
+        self.asking -= 1
+        if self.asking == 0 and self._idle is not None:
+            self._idle.set()
+
+    async def settle(self) -> None:
+        """Close the call to new asks and wait for those in progress: a 2026-07-28 call
+        asked after its backend returned would lose its answer (or its result)."""
+        self.open = False
+        if self.asking:
+            self._idle = anyio.Event()
+            await self._idle.wait()
 
     def relay(self, tg: anyio.abc.TaskGroup, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run `fn(*args)` soon, after what was relayed before (progress and log messages
@@ -161,8 +263,10 @@ class _UpstreamClient(Client):
     async def _serve_client_request(self, method: str, params: JSON) -> JSON:
         if method == "ping":
             return {}
-        if method == "roots/list" and self._roots_asked is not None:
-            self._roots_asked.set()
+        if method == "roots/list":
+            if self._roots_asked is not None:
+                self._roots_asked.set()
+            self.link.roots_asked()
         if method in ASKABLE:
             return await self.link.ask(method, params)
         raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -172,7 +276,12 @@ class Link:
     """One upstream: its connection, limits, cached lists and subscriptions."""
 
     def __init__(
-        self, upstream: Upstream, options: GatewayOptions, events: LinkEvents, watchdog: Watchdog | None = None,
+        self,
+        upstream: Upstream,
+        options: GatewayOptions,
+        events: LinkEvents,
+        watchdog: Watchdog | None = None,
+        roots: DownstreamRoots | None = None,
         gateway: MakeGateway | None = None,
     ) -> None:
         self.upstream = upstream
@@ -194,9 +303,15 @@ class Link:
         self._delay = options.backoff[0]
         self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
         self._calls: list[_Call] = []
-        #: Someone waits for the next client call (`_next_call`), and the call that came.
-        self._arrival: anyio.Event | None = None
-        self._arrived: _Call | None = None
+        #: The stdio client's roots, as the gateway knows them (shared by its links).
+        self._roots = roots if roots is not None else DownstreamRoots()
+        self._roots.links.append(self)
+        #: What the upstream was last told the roots are (None: it has not asked), and
+        #: whether that may not be the client's (answered outside any call, or changed since).
+        self._roots_told: list[JSON] | None = None
+        self._roots_behind = False
+        #: Set when the upstream asks for roots (`_catch_up` waits for it to ask again).
+        self._roots_reasked: anyio.Event | None = None
         #: Upstream request id -> the downstream call it was made for.
         self._by_request: dict[Any, _Call] = {}
         self._log_level: str | None = None
@@ -300,6 +415,8 @@ class Link:
         first, last = self._options.backoff
         while not self.is_closed():
             up_since: float | None = None
+            # A new connection: its server has been told no roots yet.
+            self._roots_told, self._roots_behind = None, False
             try:
                 async with self._connect() as client:
                     self._client, self._error = client, None
@@ -399,13 +516,10 @@ class Link:
 
         The call is known before connecting: a server that asks for roots right after
         the handshake (legacy eras) asks the client whose request made us connect.
+        An upstream that is behind on the client's roots is brought up to date first.
         """
         call = _Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
         self._calls.append(call)
-        if self._arrival is not None and call.ctx is not None:
-            self._arrived = call
-            self._arrival.set()
-            self._arrival = None
         token = _current.set(call)
         try:
             client = await self.ensure()
@@ -417,8 +531,11 @@ class Link:
             except anyio.WouldBlock:
                 await limiter.acquire()
             try:
+                if self._roots_behind and call.own:
+                    await self._catch_up(client, call)
                 yield client, call
                 await call.drain()
+                await call.settle()
             finally:
                 limiter.release()
         except RPCError as exc:
@@ -536,7 +653,7 @@ class Link:
 
     # -- what the upstream sends ---------------------------------------------------------
 
-    def _caller(self) -> _Call | None:
+    def _caller(self, *, asking: bool = False) -> _Call | None:
         """The downstream call that caused what the upstream just sent, or None if unknown.
 
         Known: the call whose coroutine is running (2026-07-28 input rounds), or the one
@@ -551,7 +668,7 @@ class Link:
         rid = caused_by.get()
         if rid is not None and rid in self._by_request:
             return self._by_request[rid]
-        waiting = [c for c in self._calls if c.ctx is not None]
+        waiting = [c for c in self._calls if c.ctx is not None and (c.open or not asking)]
         if len(waiting) == 1:
             return waiting[0]
         if waiting and all(c.ctx is not None and c.ctx.transport == "stdio" for c in waiting):
@@ -578,41 +695,92 @@ class Link:
 
     async def ask(self, method: str, params: JSON) -> JSON:
         """Answer the upstream's request for input by asking the downstream client."""
-        call = self._caller()
-        if call is None and method == "roots/list":
-            # Roots are asked right after the handshake, often before any client call
-            # (the connection was made for a listing): wait for the next client's call.
-            call = await self._next_call(ROOTS_WAIT)
-        if call is None or call.ctx is None:
+        call = self._caller(asking=True)
+        if call is None or call.ctx is None or not call.open:
             if method == "roots/list":
-                return {"roots": []}
+                return await self._roots_unasked()
             raise RPCError(INVALID_REQUEST, f"{method}: no client request is waiting for this input")
-        call.asked += 1
-        key = f"input-{call.asked}"
-        try:
-            answers = await call.ctx.ask({key: {"method": method, "params": params}})
-        except McpCliError:
-            if method != "roots/list":
-                raise
-            return {"roots": []}  # the call it waited for ended first
-        except InputDeclined as exc:
-            if method == "elicitation/create":
-                return {"action": "decline"}
-            if method == "roots/list":
-                return {"roots": []}
-            raise RPCError(METHOD_NOT_FOUND, f"{method}: {exc}") from None
-        answer = answers.get(key)
-        return answer if isinstance(answer, dict) else {}
+        return await self._ask_in(call, method, params)
 
-    async def _next_call(self, timeout: float) -> _Call | None:
-        """The next downstream call made through this link (None after `timeout` seconds)."""
-        if self._arrival is None:
-            self._arrival = anyio.Event()
-        arrival = self._arrival
-        with anyio.move_on_after(timeout):
-            await arrival.wait()
-            return self._arrived
-        return None
+    async def _ask_in(self, call: _Call, method: str, params: JSON, *, tell: bool = True) -> JSON:
+        """Ask `call`'s client, after the asks made on it before (one at a time). `tell`:
+        the answer goes to the upstream (else the gateway asks for itself)."""
+        ctx = call.ctx
+        assert ctx is not None
+        call.asking += 1
+        try:
+            async with call.lock:
+                if method == "roots/list" and call.roots is not None:
+                    if tell:
+                        self._roots_told, self._roots_behind = call.roots, False
+                    return {"roots": call.roots}
+                call.asked += 1
+                key = f"input-{call.asked}"
+                try:
+                    answers = await ctx.ask({key: {"method": method, "params": params}})
+                except McpCliError:
+                    if method != "roots/list":
+                        raise
+                    return {"roots": []}  # the client could not be asked after all
+                except InputDeclined as exc:
+                    if method == "elicitation/create":
+                        return {"action": "decline"}
+                    if method == "roots/list":
+                        return {"roots": []}
+                    raise RPCError(METHOD_NOT_FOUND, f"{method}: {exc}") from None
+                answer = answers.get(key)
+                if not isinstance(answer, dict):
+                    return {}
+                roots = answer.get("roots") if method == "roots/list" else None
+                if isinstance(roots, list):
+                    call.roots = roots
+                    self._roots.learn(ctx, roots)
+                    if tell:
+                        self._roots_told, self._roots_behind = roots, False
+                return answer
+        finally:
+            call.ask_done()
+
+    async def _roots_unasked(self) -> JSON:
+        """A roots/list no call in flight caused: answered at once from what the gateway
+        knows (see the module docstring); the upstream is behind when that is nothing."""
+        known = self._roots.roots
+        if known is None:
+            known = await self._roots.fetch()
+        self._roots_told = known if known is not None else []
+        self._roots_behind = known is None
+        return {"roots": self._roots_told}
+
+    def roots_asked(self) -> None:
+        if self._roots_reasked is not None:
+            self._roots_reasked.set()
+
+    def roots_changed(self) -> None:
+        """The client's roots changed: an upstream that was told some is behind."""
+        if self._roots_told is not None:
+            self._roots_behind = True
+
+    async def _catch_up(self, client: _UpstreamClient, call: _Call) -> None:
+        """Ask the calling client for its roots; when the upstream was told others, say
+        they changed and give it `ROOTS_RECHECK` to ask again, before the call goes on."""
+        ctx = call.ctx
+        if ctx is None or not isinstance(ctx.client_capabilities.get("roots"), dict) or client.era != "legacy":
+            return  # a client without roots has none to give: the next one may
+        self._roots_behind = False  # tried once; a client that then says nothing is not asked again
+        roots = (await self._ask_in(call, "roots/list", {}, tell=False)).get("roots")
+        if not isinstance(roots, list) or roots == self._roots_told:
+            return
+        self._roots_reasked = reasked = anyio.Event()
+        try:
+            await client.session.notify("notifications/roots/list_changed")
+            with anyio.move_on_after(ROOTS_RECHECK):
+                await reasked.wait()
+                # Servers apply the answer asynchronously (as after the handshake).
+                await anyio.sleep(ROOTS_SETTLE)
+        except McpCliError as exc:
+            log.debug("upstream %s: roots/list_changed: %s", self.name, exc)
+        finally:
+            self._roots_reasked = None
 
     def _on_notification(self, method: str, params: JSON) -> None:
         if method == "notifications/message":

@@ -165,6 +165,9 @@ class Backend(Protocol):
     #     async def set_log_level(self, level: str) -> None: a client's logging/setLevel
     #     async def subscribe_resource(self, uri: str) -> None: a first subscriber to uri
     #     async def unsubscribe_resource(self, uri: str) -> None: its last one left (or disconnected)
+    #     def roots_changed(self) -> None: a legacy client's notifications/roots/list_changed
+    #     def client_ready(self, transport: str, capabilities: JSON, ask) -> None: a legacy
+    #         client initialized; `await ask(method, params)` asks it outside any request
     #
     # A tool's listing should then carry `"execution": {"taskSupport": ...}`
     # (2025-11-25) when its support is not "forbidden".

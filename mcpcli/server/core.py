@@ -129,6 +129,21 @@ class ServerConnection:
             self.initialized = True
             self.sink.methods = self.server._legacy_notifications()
             self.sink.active = True
+            # An optional Backend hook (the gateway's): a way to ask this client outside any
+            # request (its roots, when an upstream asks for them unprompted).
+            ready = getattr(self.server.backend, "client_ready", None)
+            session = self.session
+            if callable(ready) and session is not None:
+
+                async def ask(method: str, params: JSON) -> JSON:
+                    return await session.request(method, params)
+
+                ready(self.transport, self.client_capabilities, ask)
+        elif note.method == "notifications/roots/list_changed" and self.initialized:
+            # An optional Backend hook (the gateway's: its upstreams must learn the new roots).
+            changed = getattr(self.server.backend, "roots_changed", None)
+            if callable(changed):
+                changed()
 
     async def drain(self) -> None:
         """Deliver change notifications to a legacy client (on HTTP: the GET stream)."""

@@ -28,7 +28,14 @@ Behaviour flags (any combination):
   --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
                         stderr (what Python SDK 1.x servers do)
   --ask-roots           ask roots/list after initialized, apply the answer 10 ms later, and
-                        deny tools/call until then
+                        deny tools/call until then; ask again (roots-2, roots-3...) on each
+                        notifications/roots/list_changed
+  --roots-tool N        add a tool `roots` whose call sends N roots/list requests at once
+                        (ids rl-<call id>-<i>; none tied to the call: stdio says nothing) and
+                        answers with the roots of each answer (a JSON list); N=2 is what
+                        server-everything does when its tool call overlaps its own startup ask;
+                        and a tool `roots-and-go` that sends them and answers "gone" at once
+                        (in the same write), not waiting for their answers
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
   --slow-modern S       a modern server that answers server/discover only after S seconds
@@ -87,6 +94,7 @@ p.add_argument("--typed-tools", action="store_true")
 p.add_argument("--deaf", action="store_true")
 p.add_argument("--noisy-probe", type=int)
 p.add_argument("--ask-roots", action="store_true")
+p.add_argument("--roots-tool", type=int)
 p.add_argument("--log-unasked", action="store_true")
 p.add_argument("--tool-error", action="store_true")
 p.add_argument("--features", action="store_true")
@@ -138,10 +146,17 @@ if opts.listen:
     TOOLS.append({"name": "touch", "description": "Tell the listens watching uri it changed.",
                   "inputSchema": {"type": "object", "properties": {"uri": {"type": "string"}},
                                   "required": ["uri"]}})
+if opts.roots_tool:
+    TOOLS.append({"name": "roots", "description": "Ask the client for its roots.", "inputSchema": {"type": "object"}})
+    TOOLS.append({"name": "roots-and-go", "description": "Ask for roots, answer at once.",
+                  "inputSchema": {"type": "object"}})
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTENS: dict[object, list[str]] = {}  # open listen request id -> the uris it watches
 roots_applied = threading.Event()
 ROOTS_ID = "roots-1"
+ROOTS_ASKED = [1]  # how many roots/list the --ask-roots server sent (roots-N)
+#: --roots-tool: our roots/list id -> (the tools/call id it serves, the answers so far).
+ROOTS_CALLS: dict[str, tuple[object, list[object]]] = {}
 
 
 def send(obj: dict) -> None:
@@ -197,7 +212,18 @@ def handle(msg: dict) -> None:
     if opts.ask_roots and method == "notifications/initialized":
         send({"jsonrpc": "2.0", "id": ROOTS_ID, "method": "roots/list"})
         return
-    if opts.ask_roots and mid == ROOTS_ID and method is None:
+    if method is None and mid in ROOTS_CALLS:  # an answer to a --roots-tool roots/list
+        call, answers = ROOTS_CALLS.pop(mid)
+        answers.append((msg.get("result") or {}).get("roots", msg.get("error")))
+        if len(answers) == opts.roots_tool and call is not None:
+            send({"jsonrpc": "2.0", "id": call, "result": {
+                "content": [{"type": "text", "text": json.dumps(answers)}]}})
+        return
+    if opts.ask_roots and method == "notifications/roots/list_changed":
+        ROOTS_ASKED[0] += 1
+        send({"jsonrpc": "2.0", "id": f"roots-{ROOTS_ASKED[0]}", "method": "roots/list"})
+        return
+    if opts.ask_roots and isinstance(mid, str) and mid.startswith("roots-") and method is None:
         # Like the official filesystem server: roots are applied asynchronously, a little
         # later (10 ms here, well inside the client's 50 ms settle even on a loaded machine).
         threading.Timer(0.01, roots_applied.set).start()
@@ -333,6 +359,19 @@ def handle(msg: dict) -> None:
             sys.stdout.write("x" * opts.huge)
             sys.stdout.write('"}]}}\n')
             sys.stdout.flush()
+            return
+        if opts.roots_tool and params.get("name") in ("roots", "roots-and-go"):
+            answers: list[object] = []
+            going = params.get("name") == "roots-and-go"
+            asks = [f"rl-{mid}-{i}" for i in range(opts.roots_tool)]
+            for rid in asks:
+                ROOTS_CALLS[rid] = (None if going else mid, answers)
+            lines = [{"jsonrpc": "2.0", "id": rid, "method": "roots/list"} for rid in asks]
+            if going:
+                lines.append({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "gone"}]}})
+            with lock:
+                sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+                sys.stdout.flush()
             return
         args = params.get("arguments") or {}
         if opts.log_unasked:

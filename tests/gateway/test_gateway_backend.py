@@ -502,35 +502,6 @@ async def test_a_local_backend_merged_with_prefixed_upstreams(gateway: Gateway, 
         local.close()
 
 
-async def test_roots_asked_before_any_call_wait_for_the_next_clients_call(
-    gateway: Gateway, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Connected for a listing (no client call behind it), a legacy server's roots/list
-    waits for the next call and is answered with that client's roots, not an empty list."""
-    import json
-
-    from helpers import fake_server
-
-    from mcpcli.toolsfile.model import Upstream
-
-    record = tmp_path / "record.jsonl"
-    upstream = Upstream(name="fs", command=tuple(fake_server("--ask-roots", "--record", str(record))))
-    async with gateway([upstream]) as client:
-        import mcpcli.client
-
-        monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 10.0)
-        assert "echo" in {t["name"] for t in (await client.list_tools())["tools"]}
-        await client.call_tool("echo", {"message": "in"})
-
-        def answered() -> list:
-            lines = record.read_text().splitlines() if record.exists() else []
-            return [m["result"]["roots"] for m in map(json.loads, lines)
-                    if m.get("id") == "roots-1" and "result" in m]
-
-        await wait_until_async(lambda: answered(), 10, "the roots answer")
-    assert answered() == [[{"uri": "file:///tmp/r1", "name": "r1"}]]
-
-
 async def test_a_change_only_to_hidden_tools_is_not_announced() -> None:
     """Re-filtered: the upstream adds a tool the filter hides (no announcement), then
     announces a change it did not make (passed on)."""

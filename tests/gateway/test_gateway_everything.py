@@ -85,10 +85,8 @@ def test_our_commands_through_the_gateway(upstream: list[str]) -> None:
     sampled = mcp_in("tools", "call", "trigger-sampling-request", "--arg", "prompt=hi",
                      "--sampling-command", f"{sys.executable} -c \"{sampler}\"", *target)
     assert sampled.code == 0 and "forty-two" in sampled.stdout, sampled
-    # get-roots-list through a stdio gateway is left out here: under heavy load it hung in 1
-    # of ~8 runs (a roots/list server-everything sends right after its handshake, parked by
-    # the gateway until a client call arrives; not reproduced on a quiet machine). Open in
-    # issue 12; roots through the gateway are covered by tests/gateway/test_gateway_backend.py.
+    rooted = mcp_in("tools", "call", "get-roots-list", "--root", str(HERE), *target)
+    assert rooted.code == 0 and HERE.as_uri() in rooted.stdout, rooted
 
     read = mcp_in("resources", "read", DOC, "--json", *target)
     assert read.code == 0 and read.json["contents"][0]["uri"] == DOC, read
