@@ -40,6 +40,7 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
+from mcpcli.taskset import TaskSet
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
 
@@ -267,12 +268,15 @@ class Session:
         self._idle.set()
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
+        #: The tasks answering incoming requests (cheaper than the task group's).
+        self._requests: TaskSet | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
+        self._requests = TaskSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
         self._tg.start_soon(self._receive_loop)
         return self
 
@@ -283,8 +287,10 @@ class Session:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
+        assert self._requests is not None
         self._tg.cancel_scope.cancel()
         try:
+            await self._requests.aclose()
             return bool(await self._tg_cm.__aexit__(exc_type, exc, tb))
         finally:
             await self._write.aclose()
@@ -540,10 +546,11 @@ class Session:
                 self._send_error, request.id, jsonrpc.INTERNAL_ERROR, "too many concurrent requests"
             )
             return
+        assert self._requests is not None
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
         self._busy()
-        self._tg.start_soon(self._run_request, envelope, request, scope)
+        self._requests.start(self._run_request, envelope, request, scope, scope=scope)
 
     async def _send_invalid_batch(self, envelope: Envelope) -> None:
         error = ErrorResponse(
@@ -563,8 +570,8 @@ class Session:
         except ConnectionClosed:
             pass
 
-    async def _answer(self, envelope: Envelope, request: Request) -> Message | None:
-        """Run the handler for one request; None when it was cancelled."""
+    async def _answer(self, envelope: Envelope, request: Request) -> Message:
+        """Run the handler for one request: its response (a cancelled one raises)."""
         response: Message
         try:
             if self._on_request is None:
@@ -589,14 +596,13 @@ class Session:
     async def _run_request(
         self, envelope: Envelope, request: Request, scope: anyio.CancelScope
     ) -> None:
-        response: Message | None = None
+        """Answer one request; runs inside `scope`, which `notifications/cancelled` cancels."""
         try:
             try:
-                with scope:
-                    response = await self._answer(envelope, request)
+                response = await self._answer(envelope, request)
             finally:
                 self._incoming.pop(request.id, None)
-            if response is None or scope.cancel_called:
+            if scope.cancel_called:
                 return  # a cancelled request gets no response
             try:
                 await self.send(Envelope(response, request.id))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -29,6 +29,9 @@ from mcpcli.protocol import Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.server.subscriptions import Sink
+
+if TYPE_CHECKING:
+    from mcpcli.taskset import TaskSet
 
 __all__ = [
     "Call",
@@ -304,14 +307,22 @@ class Continuation:
         return self.finished or self.scope.cancel_called
 
     async def run(self, invoke: Invoke) -> None:
+        """Run the call inside its scope (in a task of the caller's)."""
+        with self.scope:
+            await self._body(invoke)
+
+    def start(self, tasks: TaskSet, invoke: Invoke) -> None:
+        """Run the call in a task of `tasks` (the runtime's), inside its scope."""
+        tasks.start(self._body, invoke, scope=self.scope)
+
+    async def _body(self, invoke: Invoke) -> None:
         try:
-            with self.scope:
-                try:
-                    result = await invoke(self.call)
-                except Exception as exc:
-                    self._report("error", exc)
-                else:
-                    self._report("done", result)
+            try:
+                result = await invoke(self.call)
+            except Exception as exc:
+                self._report("error", exc)
+            else:
+                self._report("done", result)
         finally:
             self.finished = True
             lot = self._lot

@@ -83,11 +83,10 @@ async def _run_round(
         cont.call.answers.update(responses)
         cont.resume()
     else:
-        tg = runtime.task_group()
         call = Call(rq)
         call.answers = answers
         cont = Continuation(call)
-        tg.start_soon(cont.run, invoke)
+        cont.start(runtime.call_tasks(), invoke)
     outcome = None
     if escalation is not None:
         if escalation.after > 0:

@@ -21,17 +21,19 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams
+from mcpcli.transports._lines import LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
@@ -44,6 +46,8 @@ EOF_GRACE = 2.0
 #: Bound on the messages of one JSON-RPC batch (2025-03-26), each one a task.
 MAX_BATCH = 256
 _CHUNK = 1 << 16
+#: Bytes buffered for a client that is not reading before senders wait.
+_BACKLOG = 1 << 20
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -79,6 +83,8 @@ class _FdIO:
         self.out_fd = out_fd
         self._reader: Any = None
         self._writer: Any = None
+        #: The event loop's writer on a piped stdout (None: write in threads).
+        self.pipe_writer: Any = None
         self._transports: list[Any] = []
         self._restore: list[int] = []
         #: Set when the client closed our stdout (it went away): time to stop everything.
@@ -114,6 +120,7 @@ class _FdIO:
             self._transports.append(transport)
             self._restore.append(self.out_fd)
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+            self.pipe_writer = self._writer
 
     async def read(self) -> bytes:
         if self._reader is not None:
@@ -139,81 +146,136 @@ class _FdIO:
                 pass
 
 
-class _Reader:
-    """Splits stdin into lines and turns each into an Envelope or an error reply."""
+class _StdoutWriter:
+    """The session's write stream when stdout is a pipe: each message goes to the event
+    loop's pipe transport at once (which writes what the pipe takes and buffers the
+    rest), with no writer task in between; past `_BACKLOG` buffered bytes (a client
+    that stopped reading) senders wait for the pipe to drain."""
 
-    def __init__(
-        self,
-        io: _FdIO,
-        inbox: MemoryObjectSendStream[Envelope | Exception],
-        outbox: MemoryObjectSendStream[Envelope],
-        cap: int,
-        on_eof: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+        self._transport = writer.transport
+        self.closed = False
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
+
+    def write_nowait(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self._transport.is_closing():
+            raise anyio.BrokenResourceError
+        if self._transport.get_write_buffer_size() > _BACKLOG:
+            raise anyio.WouldBlock
+        self._transport.write(data)
+
+    async def send(self, envelope: Envelope) -> None:
+        data = jsonrpc.encode(envelope.message) + b"\n"
+        while True:
+            try:
+                self.write_nowait(data)
+                return
+            except anyio.WouldBlock:
+                try:
+                    await self._writer.drain()
+                except (OSError, ConnectionError):
+                    raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def drain(self) -> None:
+        """Wait until what was written has gone out (or the client stopped reading)."""
+        if self._transport.is_closing() or not self._transport.get_write_buffer_size():
+            return
+        self._transport.set_write_buffer_limits(high=0)  # any byte left pauses: drain waits for all
+        try:
+            await self._writer.drain()
+        except (OSError, ConnectionError):
+            pass
+
+
+class _Reader:
+    """The session's read stream: stdin split into lines, each turned into an Envelope
+    in the reading task itself (no pump task in between), or answered with an error
+    reply when it is not JSON-RPC."""
+
+    def __init__(self, io: _FdIO, outbox: Any, cap: int, on_eof: Callable[[], None] | None = None) -> None:
         self.io = io
-        self.inbox = inbox
         self.outbox = outbox
+        self.lines = LineSplitter(cap)
         self.cap = cap
         self.on_eof = on_eof
+        self.items: deque[Envelope] = deque()
+        self.skipping = False  # inside an oversized line: drop bytes until its newline
+        self.finished = False
+        self.closed = False
 
-    async def run(self) -> None:
-        buffer = bytearray()
-        skipping = False  # inside an oversized line: drop bytes until its newline
-        async with self.inbox:
-            while True:
-                try:
-                    chunk = await self.io.read()
-                except (OSError, ConnectionError):
-                    chunk = b""
-                if not chunk:
-                    if self.on_eof is not None:
-                        self.on_eof()
-                    break
-                buffer += chunk
-                start = 0
-                while (newline := buffer.find(b"\n", start)) >= 0:
-                    line = bytes(buffer[start:newline])
-                    start = newline + 1
-                    if skipping:
-                        skipping = False
-                        continue
-                    if not await self._line(line):
-                        return
-                del buffer[:start]
-                if len(buffer) > self.cap:
-                    if not skipping:
-                        await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
-                    skipping = True
-                    buffer.clear()
-            if buffer.strip() and not skipping:
-                await self._line(bytes(buffer))
+    def __aiter__(self) -> _Reader:
+        return self
 
-    async def _line(self, line: bytes) -> bool:
+    async def __anext__(self) -> Envelope:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> Envelope:
+        while not self.items:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            if self.finished:
+                raise anyio.EndOfStream
+            await self._fill()
+        return self.items.popleft()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self.items.clear()
+
+    async def _fill(self) -> None:
+        try:
+            chunk = await self.io.read()
+        except (OSError, ConnectionError):
+            chunk = b""
+        if not chunk:
+            self.finished = True
+            if self.on_eof is not None:
+                self.on_eof()
+            rest = self.lines.rest()
+            if rest.strip() and not self.skipping:
+                await self._line(rest)
+            return
+        for line in self.lines.feed(chunk):
+            if self.skipping:
+                self.skipping = False
+                continue
+            await self._line(line)
+        if self.lines.overflow:
+            if not self.skipping:
+                await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+            self.skipping = True
+            self.lines.clear()
+
+    async def _line(self, line: bytes) -> None:
         line = line.strip()
         if not line:
-            return True
+            return
         if len(line) > self.cap:
             await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
-            return True
+            return
         try:
             message = jsonrpc.parse(line, allow_batch=True)
         except jsonrpc.ParseError as exc:
             await self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
-            return True
+            return
         except RecursionError:  # absurdly deep nesting
             await self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
-            return True
+            return
         if isinstance(message, jsonrpc.Batch) and len(message.messages) > MAX_BATCH:
             await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
-            return True
-        try:
-            try:
-                self.inbox.send_nowait(Envelope(message))  # no extra loop turn when there is room
-            except anyio.WouldBlock:
-                await self.inbox.send(Envelope(message))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
-        return True
+            return
+        self.items.append(Envelope(message))
 
     async def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
         try:
@@ -256,33 +318,50 @@ async def _stdio(
 ) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
     await io.open()
-    inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
-    outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader = _Reader(io, inbox_send, outbox_send.clone(), max_message_bytes, on_eof)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader.run)
-            writer_done = anyio.Event()
-
-            async def write() -> None:
-                try:
-                    await _write_loop(io, outbox_recv)
-                finally:
-                    writer_done.set()
-
-            tg.start_soon(write)
+        if io.pipe_writer is not None:
+            writer = _StdoutWriter(io.pipe_writer)
+            reader = _Reader(io, writer, max_message_bytes, on_eof)
             try:
-                yield (inbox_recv, outbox_send), io
+                yield (reader, writer), io
             finally:
-                # Let queued replies go out, but never hang on a client that stopped reading.
-                await outbox_send.aclose()
-                await reader.outbox.aclose()
+                await writer.aclose()
+                await reader.aclose()
+                # Let written replies go out, but never hang on a client that stopped reading.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await writer_done.wait()
-                tg.cancel_scope.cancel()
-                await inbox_recv.aclose()
+                    await writer.drain()
+            return
+        async with _threaded(io, max_message_bytes, on_eof) as streams:
+            yield streams, io
     finally:
         io.close()
+
+
+@asynccontextmanager
+async def _threaded(io: _FdIO, max_message_bytes: int, on_eof: Callable[[], None] | None) -> AsyncIterator[Streams]:
+    """A terminal or a regular file: a writer task writes with blocking calls in a thread."""
+    outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+    reader = _Reader(io, outbox_send.clone(), max_message_bytes, on_eof)
+    async with anyio.create_task_group() as tg:
+        writer_done = anyio.Event()
+
+        async def write() -> None:
+            try:
+                await _write_loop(io, outbox_recv)
+            finally:
+                writer_done.set()
+
+        tg.start_soon(write)
+        try:
+            yield reader, outbox_send
+        finally:
+            # Let queued replies go out, but never hang on a client that stopped reading.
+            await outbox_send.aclose()
+            await reader.outbox.aclose()
+            await reader.aclose()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await writer_done.wait()
+            tg.cancel_scope.cancel()
 
 
 async def serve_stdio(

@@ -22,13 +22,11 @@ from contextlib import asynccontextmanager, suppress
 from typing import IO
 
 import anyio
-from anyio.abc import ObjectReceiveStream
-from anyio.streams.memory import MemoryObjectSendStream
 
-from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
+from mcpcli.transports._lines import LineSplitter, PipeWriter
 from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
     EOF_GRACE,
     FLUSH_GRACE,
@@ -86,6 +84,81 @@ class _Pipe:
     def close(self) -> None:
         with suppress(OSError):
             self.stream.close()
+
+
+class _ServerReader:
+    """The session's read stream: the server's stdout, split and parsed in the reading
+    task itself (no pump task in between). It ends after a `ServerExited` when the
+    server closes stdout or sends a line over the cap (the server is killed then)."""
+
+    def __init__(self, transport: StdioTransport, pipe: _Pipe) -> None:
+        self.transport = transport
+        self.pipe = pipe
+        self.lines = LineSplitter(transport.max_message_bytes)
+        self.items: deque[Envelope | Exception] = deque()
+        self.finished = False
+        self.closed = False
+
+    def __aiter__(self) -> _ServerReader:
+        return self
+
+    async def __anext__(self) -> Envelope | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> Envelope | Exception:
+        while not self.items:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            if self.finished:
+                raise anyio.EndOfStream
+            await self._fill()
+        return self.items.popleft()
+
+    async def _fill(self) -> None:
+        try:
+            chunk = await self.pipe.read()
+        except OSError:
+            chunk = b""
+        if chunk:
+            for line in self.lines.feed(chunk):
+                self._add(line)
+            if self.lines.overflow:
+                cap = self.lines.cap
+                self.lines.clear()
+                self.items.append(MessageTooLarge(f"server sent a message larger than {cap} bytes"))
+                await self._end(kill=True, when="after an oversized message")
+            return
+        self._add(self.lines.rest())
+        await self._end(kill=False, when="")
+
+    def _add(self, line: bytes) -> None:
+        item = line_item(line, "server wrote")
+        if item is not None:
+            self.items.append(item)
+
+    async def _end(self, *, kill: bool, when: str) -> None:
+        self.finished = True
+        transport = self.transport
+        process = transport.process
+        assert process is not None
+        if kill:
+            transport.kill()
+        with anyio.move_on_after(KILL_GRACE if kill else FLUSH_GRACE):
+            await _wait_exit(process)
+        self.items.append(transport.exited(process, when))
+
+    async def discard(self) -> None:
+        """Read and drop the rest of stdout (nobody listens; the server must not block)."""
+        with suppress(OSError):
+            while not self.finished and await self.pipe.read():
+                pass
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self.items.clear()
 
 
 async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
@@ -166,23 +239,25 @@ class StdioTransport(Transport):
         self._writer_done = anyio.Event()
         _LIVE.add(self)
         stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
-        read_send, read_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
-        write_send, write_recv = anyio.create_memory_object_stream[Envelope](64)
+        reader = _ServerReader(self, stdout)
+        writer = PipeWriter(stdin.fd)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read_stdout, stdout, read_send)
-                tg.start_soon(self._write_stdin, stdin, write_recv)
+                tg.start_soon(self._flush_stdin, writer)
                 tg.start_soon(self._relay_stderr, stderr)
                 try:
-                    yield read_recv, write_send
+                    yield reader, writer
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await write_send.aclose()
+                        await writer.aclose()
+                        # Nobody reads the server's answers any more; keep its stdout
+                        # flowing so a chatty server is not stuck writing while we wait.
+                        tg.start_soon(reader.discard)
                         await self.shutdown(stdin)
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await read_recv.aclose()
+                await reader.aclose()
                 for pipe in (stdin, stdout, stderr):
                     pipe.close()
                 if process.returncode is None:  # pragma: no cover - shutdown reaps it
@@ -192,74 +267,23 @@ class StdioTransport(Transport):
 
     # -- pumps -------------------------------------------------------------------
 
-    async def _read_stdout(
-        self, pipe: _Pipe, out: MemoryObjectSendStream[Envelope | Exception]
-    ) -> None:
-        buffer = bytearray()
-        cap = self.max_message_bytes
-        process = self.process
-        assert process is not None
-        async with out:
-            try:
-                while chunk := await pipe.read():
-                    start = 0
-                    while (newline := chunk.find(b"\n", start)) >= 0:
-                        if buffer:
-                            buffer += chunk[start:newline]
-                            line = bytes(buffer)
-                            buffer.clear()
-                        else:
-                            line = chunk[start:newline]
-                        await self._deliver(line, out)
-                        start = newline + 1
-                    buffer += chunk[start:]
-                    if len(buffer) > cap:
-                        await out.send(
-                            MessageTooLarge(f"server sent a message larger than {cap} bytes")
-                        )
-                        self._signal_group(signal.SIGKILL)
-                        with anyio.move_on_after(KILL_GRACE):
-                            await _wait_exit(process)
-                        await out.send(self._exited(process, "after an oversized message"))
-                        return
-                if buffer.strip():
-                    await self._deliver(bytes(buffer), out)
-                with anyio.move_on_after(FLUSH_GRACE):
-                    await _wait_exit(process)
-                await out.send(self._exited(process, ""))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                return
-
-    async def _deliver(self, line: bytes, out: MemoryObjectSendStream[Envelope | Exception]) -> None:
-        item = line_item(line, "server wrote")
-        if item is not None:
-            try:
-                out.send_nowait(item)  # no extra loop turn when the session has room
-            except anyio.WouldBlock:
-                await out.send(item)
-
-    def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
+    def exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
         message = f"{describe_exit(code)} {when}".strip()
         if self.stderr_tail:
             message += "; its last stderr line: " + self.stderr_tail[-1]
         return ServerExited(message, returncode=code)
 
-    async def _write_stdin(self, pipe: _Pipe, inbox: ObjectReceiveStream[Envelope]) -> None:
-        """Copy outgoing messages to the server's stdin.
+    async def _flush_stdin(self, writer: PipeWriter) -> None:
+        """Write what the server's stdin did not take at once, in order.
 
         Shielded from outer cancellation, so a message queued while the user
         presses Ctrl-C (`notifications/cancelled`) still reaches the server; it
-        ends when the write stream closes, and shutdown stops it if it hangs.
+        ends when the writer closes, and shutdown stops it if it hangs.
         """
         with anyio.CancelScope(shield=True) as scope:
             self._writer_scope = scope
-            try:
-                async with inbox:
-                    async for envelope in inbox:
-                        await pipe.write(jsonrpc.encode(envelope.message) + b"\n")
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass  # the server went away; the stdout reader reports how
+            await writer.flush()
         assert self._writer_done is not None
         self._writer_done.set()
 
