@@ -43,6 +43,7 @@ from mcpcli.jsonrpc import (
 from mcpcli.taskset import TaskSet
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
+from mcpcli.transports._lines import FrameReader
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
@@ -270,6 +271,8 @@ class Session:
         self._tg_cm: Any = None
         #: The tasks answering incoming requests (cheaper than the task group's).
         self._requests: TaskSet | None = None
+        #: The receive loop is handling a message (what arrives meanwhile waits for it).
+        self._dispatching = False
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -277,6 +280,8 @@ class Session:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
         self._requests = TaskSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
+        if isinstance(self._read, FrameReader):
+            self._read.take_at_once(self._take_at_once)
         self._tg.start_soon(self._receive_loop)
         return self
 
@@ -288,6 +293,8 @@ class Session:
     ) -> bool | None:
         assert self._tg is not None
         assert self._requests is not None
+        if isinstance(self._read, FrameReader):
+            self._read.take_at_once(None)
         self._tg.cancel_scope.cancel()
         try:
             await self._requests.aclose()
@@ -432,6 +439,21 @@ class Session:
 
     # -- incoming --------------------------------------------------------------
 
+    def _take_at_once(self, item: Envelope | Exception) -> bool:
+        """Handle `item` in the reader's callback when that needs no waiting: a response
+        wakes its request, a request starts its task. False: the receive loop takes it,
+        in order (anything else, or while the loop is busy with an earlier message)."""
+        if self._dispatching or self._trace is not None or type(item) is not Envelope:
+            return False
+        message = item.message
+        if isinstance(message, Request):
+            self._start_request(item, message)
+            return True
+        if isinstance(message, (Response, ErrorResponse)):
+            self._resolve(message)
+            return True
+        return False
+
     async def _receive_loop(self) -> None:
         closed: ConnectionClosed | None = None
         try:
@@ -446,7 +468,11 @@ class Session:
                     if not self._fail_pending(item):
                         self._report(item)
                     continue
-                await self._dispatch(item)
+                self._dispatching = True
+                try:
+                    await self._dispatch(item)
+                finally:
+                    self._dispatching = False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         self._closed = closed or ConnectionClosed("the server closed the connection")

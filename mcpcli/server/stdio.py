@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._lines import LineSplitter
+from mcpcli.transports._lines import FrameReader, LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
@@ -81,8 +80,9 @@ class _FdIO:
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
-        self._reader: Any = None
         self._writer: Any = None
+        #: Whether stdin's bytes come in event-loop callbacks (else `read` in threads).
+        self.pushes = False
         #: The event loop's writer on a piped stdout (None: write in threads).
         self.pipe_writer: Any = None
         self._transports: list[Any] = []
@@ -90,21 +90,32 @@ class _FdIO:
         #: Set when the client closed our stdout (it went away): time to stop everything.
         self.peer_gone = anyio.Event()
 
-    async def open(self) -> None:
+    async def open(self, sink: _Reader) -> None:
+        """Connect the pipes to the event loop; stdin's bytes then go to `sink` as they come."""
         loop = _asyncio_loop()
         if loop is None:
             return
         import asyncio
 
         if _is_pipe(self.in_fd):
-            reader = asyncio.StreamReader(limit=_CHUNK)
             source = os.fdopen(self.in_fd, "rb", buffering=0, closefd=False)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), source
-            )
+
+            class _Pushed(asyncio.Protocol):
+                def data_received(self, data: bytes) -> None:
+                    sink.chunk(data)
+
+                def eof_received(self) -> None:
+                    sink.eof()
+
+                def connection_lost(self, exc: Exception | None) -> None:
+                    sink.eof()
+
+            transport, _ = await loop.connect_read_pipe(_Pushed, source)
             self._transports.append(transport)
             self._restore.append(self.in_fd)
-            self._reader = reader
+            self.pushes = True
+            sink.inbox.pause = transport.pause_reading
+            sink.inbox.resume = transport.resume_reading
         if _is_pipe(self.out_fd):
             target = os.fdopen(self.out_fd, "wb", buffering=0, closefd=False)
             gone = self.peer_gone
@@ -123,9 +134,6 @@ class _FdIO:
             self.pipe_writer = self._writer
 
     async def read(self) -> bytes:
-        if self._reader is not None:
-            data: bytes = await self._reader.read(_CHUNK)
-            return data
         return await anyio.to_thread.run_sync(os.read, self.in_fd, _CHUNK, abandon_on_cancel=True)
 
     async def write(self, data: bytes) -> None:
@@ -195,92 +203,82 @@ class _StdoutWriter:
             pass
 
 
-class _Reader:
-    """The session's read stream: stdin split into lines, each turned into an Envelope
-    in the reading task itself (no pump task in between), or answered with an error
-    reply when it is not JSON-RPC."""
+class _Reader(FrameReader):
+    """The session's read stream: stdin split into lines as it arrives, each turned
+    into an Envelope, or answered with an error reply when it is not JSON-RPC (see
+    `mcpcli.transports._lines`)."""
 
-    def __init__(self, io: _FdIO, outbox: Any, cap: int, on_eof: Callable[[], None] | None = None) -> None:
+    def __init__(self, io: Any, outbox: Any, cap: int, on_eof: Callable[[], None] | None = None) -> None:
+        super().__init__()
         self.io = io
         self.outbox = outbox
         self.lines = LineSplitter(cap)
         self.cap = cap
         self.on_eof = on_eof
-        self.items: deque[Envelope] = deque()
         self.skipping = False  # inside an oversized line: drop bytes until its newline
-        self.finished = False
-        self.closed = False
 
-    def __aiter__(self) -> _Reader:
-        return self
-
-    async def __anext__(self) -> Envelope:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def receive(self) -> Envelope:
-        while not self.items:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            if self.finished:
-                raise anyio.EndOfStream
-            await self._fill()
-        return self.items.popleft()
-
-    async def aclose(self) -> None:
-        self.closed = True
-        self.items.clear()
-
-    async def _fill(self) -> None:
-        try:
-            chunk = await self.io.read()
-        except (OSError, ConnectionError):
-            chunk = b""
-        if not chunk:
+    async def _more(self) -> None:
+        if self.inbox.ended:
             self.finished = True
-            if self.on_eof is not None:
-                self.on_eof()
-            rest = self.lines.rest()
-            if rest.strip() and not self.skipping:
-                await self._line(rest)
-            return
-        for line in self.lines.feed(chunk):
+        elif getattr(self.io, "pushes", False):
+            await self.inbox.wait()
+        else:
+            try:
+                chunk = await self.io.read()
+            except (OSError, ConnectionError):
+                chunk = b""
+            if chunk:
+                self.chunk(chunk)
+            else:
+                self.eof()
+
+    def chunk(self, data: bytes) -> None:
+        for line in self.lines.feed(data):
             if self.skipping:
                 self.skipping = False
                 continue
-            await self._line(line)
+            self._line(line)
         if self.lines.overflow:
             if not self.skipping:
-                await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+                self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
             self.skipping = True
             self.lines.clear()
 
-    async def _line(self, line: bytes) -> None:
+    def eof(self) -> None:
+        if self.inbox.ended:
+            return
+        if self.on_eof is not None:
+            self.on_eof()
+        rest = self.lines.rest()
+        if rest.strip() and not self.skipping:
+            self._line(rest)
+        self.inbox.end()
+
+    def _line(self, line: bytes) -> None:
         line = line.strip()
         if not line:
             return
         if len(line) > self.cap:
-            await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+            self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
             return
         try:
             message = jsonrpc.parse(line, allow_batch=True)
         except jsonrpc.ParseError as exc:
-            await self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
+            self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
             return
         except RecursionError:  # absurdly deep nesting
-            await self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
+            self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
             return
         if isinstance(message, jsonrpc.Batch) and len(message.messages) > MAX_BATCH:
-            await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
+            self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
             return
-        self.items.append(Envelope(message))
+        self.inbox.put(Envelope(message))
 
-    async def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+    def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+        # Written at once; dropped for a client that stopped reading long ago.
         try:
-            await self.outbox.send(Envelope(ErrorResponse(request_id, ErrorObject(code, message))))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.outbox.send_nowait(Envelope(ErrorResponse(request_id, ErrorObject(code, message))))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
 
@@ -317,11 +315,12 @@ async def _stdio(
     stdin_fd: int, stdout_fd: int, max_message_bytes: int, on_eof: Callable[[], None] | None = None
 ) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
-    await io.open()
+    reader = _Reader(io, None, max_message_bytes, on_eof)
+    await io.open(reader)
     try:
         if io.pipe_writer is not None:
             writer = _StdoutWriter(io.pipe_writer)
-            reader = _Reader(io, writer, max_message_bytes, on_eof)
+            reader.outbox = writer
             try:
                 yield (reader, writer), io
             finally:
@@ -331,17 +330,17 @@ async def _stdio(
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                     await writer.drain()
             return
-        async with _threaded(io, max_message_bytes, on_eof) as streams:
+        async with _threaded(io, reader) as streams:
             yield streams, io
     finally:
         io.close()
 
 
 @asynccontextmanager
-async def _threaded(io: _FdIO, max_message_bytes: int, on_eof: Callable[[], None] | None) -> AsyncIterator[Streams]:
+async def _threaded(io: _FdIO, reader: _Reader) -> AsyncIterator[Streams]:
     """A terminal or a regular file: a writer task writes with blocking calls in a thread."""
     outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader = _Reader(io, outbox_send.clone(), max_message_bytes, on_eof)
+    reader.outbox = outbox_send.clone()
     async with anyio.create_task_group() as tg:
         writer_done = anyio.Event()
 

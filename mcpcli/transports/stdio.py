@@ -12,6 +12,7 @@ what lets a process started before the event loop existed be adopted.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -19,14 +20,14 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import IO
+from typing import IO, Any
 
 import anyio
 
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
-from mcpcli.transports._lines import LineSplitter, PipeWriter
+from mcpcli.transports import Streams, Transport, TransportTraits, line_item
+from mcpcli.transports._lines import FrameReader, LineSplitter, PipeWriter
 from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
     EOF_GRACE,
     FLUSH_GRACE,
@@ -86,79 +87,107 @@ class _Pipe:
             self.stream.close()
 
 
-class _ServerReader:
-    """The session's read stream: the server's stdout, split and parsed in the reading
-    task itself (no pump task in between). It ends after a `ServerExited` when the
-    server closes stdout or sends a line over the cap (the server is killed then)."""
+class _ServerReader(FrameReader):
+    """The session's read stream: the server's stdout, split and parsed as it arrives
+    (see `mcpcli.transports._lines`). It ends after a `ServerExited` when the server
+    closes stdout, or sends a line over the cap (the server is killed then)."""
 
     def __init__(self, transport: StdioTransport, pipe: _Pipe) -> None:
+        super().__init__()
         self.transport = transport
         self.pipe = pipe
         self.lines = LineSplitter(transport.max_message_bytes)
-        self.items: deque[Envelope | Exception] = deque()
-        self.finished = False
-        self.closed = False
+        self.oversized = False
+        self._pipe_transport: Any = None  # asyncio's, once `open` connected it
 
-    def __aiter__(self) -> _ServerReader:
-        return self
-
-    async def __anext__(self) -> Envelope | Exception:
+    async def open(self) -> None:
+        """On asyncio, have the event loop hand us stdout's bytes as they come."""
         try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def receive(self) -> Envelope | Exception:
-        while not self.items:
-            if self.closed:
-                raise anyio.ClosedResourceError
-            if self.finished:
-                raise anyio.EndOfStream
-            await self._fill()
-        return self.items.popleft()
-
-    async def _fill(self) -> None:
-        try:
-            chunk = await self.pipe.read()
-        except OSError:
-            chunk = b""
-        if chunk:
-            for line in self.lines.feed(chunk):
-                self._add(line)
-            if self.lines.overflow:
-                cap = self.lines.cap
-                self.lines.clear()
-                self.items.append(MessageTooLarge(f"server sent a message larger than {cap} bytes"))
-                await self._end(kill=True, when="after an oversized message")
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - trio: the receive loop reads the pipe
             return
-        self._add(self.lines.rest())
-        await self._end(kill=False, when="")
+        reader = self
 
-    def _add(self, line: bytes) -> None:
-        item = line_item(line, "server wrote")
-        if item is not None:
-            self.items.append(item)
+        class _Protocol(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                reader.chunk(data)
 
-    async def _end(self, *, kill: bool, when: str) -> None:
+            def eof_received(self) -> None:
+                reader.eof()
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                reader.eof()
+
+        transport, _ = await loop.connect_read_pipe(_Protocol, self.pipe.stream)
+        self._pipe_transport = transport
+        self.inbox.pause = transport.pause_reading
+        self.inbox.resume = transport.resume_reading
+
+    def chunk(self, data: bytes) -> None:
+        if self.oversized or self.closed:
+            return
+        inbox = self.inbox
+        for line in self.lines.feed(data):
+            item = line_item(line, "server wrote")
+            if item is not None:
+                inbox.put(item)
+        if self.lines.overflow:
+            self.oversized = True
+            self.lines.clear()
+            inbox.put(MessageTooLarge(f"server sent a message larger than {self.lines.cap} bytes"))
+            self.transport.kill()
+            inbox.end()
+
+    def eof(self) -> None:
+        if self.inbox.ended:
+            return
+        item = line_item(self.lines.rest(), "server wrote")
+        if item is not None and not self.closed:
+            self.inbox.put(item)
+        self.inbox.end()
+
+    async def _more(self) -> None:
+        if self.inbox.ended:
+            await self._end()
+        elif self._pipe_transport is not None:
+            await self.inbox.wait()
+        else:
+            try:
+                data = await self.pipe.read()
+            except OSError:
+                data = b""
+            if data:
+                self.chunk(data)
+            else:
+                self.eof()
+
+    async def _end(self) -> None:
         self.finished = True
         transport = self.transport
         process = transport.process
         assert process is not None
-        if kill:
-            transport.kill()
-        with anyio.move_on_after(KILL_GRACE if kill else FLUSH_GRACE):
+        with anyio.move_on_after(KILL_GRACE if self.oversized else FLUSH_GRACE):
             await _wait_exit(process)
-        self.items.append(transport.exited(process, when))
+        when = "after an oversized message" if self.oversized else ""
+        self.inbox.items.append(transport.exited(process, when))
 
     async def discard(self) -> None:
-        """Read and drop the rest of stdout (nobody listens; the server must not block)."""
+        """Drop the rest of stdout (nobody listens; the server must not block writing)."""
+        self.closed = True
+        self.inbox.take_at_once = None
+        self.inbox.items.clear()
+        if self._pipe_transport is not None:
+            if self._pipe_transport.is_reading() is False and not self._pipe_transport.is_closing():
+                self._pipe_transport.resume_reading()
+            return
         with suppress(OSError):
-            while not self.finished and await self.pipe.read():
+            while not self.inbox.ended and await self.pipe.read():
                 pass
 
     async def aclose(self) -> None:
-        self.closed = True
-        self.items.clear()
+        await super().aclose()
+        if self._pipe_transport is not None:
+            self._pipe_transport.close()
 
 
 async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
@@ -240,6 +269,7 @@ class StdioTransport(Transport):
         _LIVE.add(self)
         stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
         reader = _ServerReader(self, stdout)
+        await reader.open()
         writer = PipeWriter(stdin.fd)
         try:
             async with anyio.create_task_group() as tg:
