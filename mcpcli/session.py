@@ -119,8 +119,9 @@ class _PauseClock:
         self._since = 0.0
 
     def paused_so_far(self) -> float:
-        ongoing = anyio.current_time() - self._since if self.depth else 0.0
-        return self._total + ongoing
+        if not self.depth:
+            return self._total
+        return self._total + anyio.current_time() - self._since
 
     @contextmanager
     def pause(self) -> Iterator[None]:
@@ -265,8 +266,7 @@ class Session:
         self._closed: ConnectionClosed | None = None
         self._closed_event = anyio.Event()
         self._active = 0  # incoming requests and batches being handled
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None  # set when `_active` drops to 0
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
         #: The tasks answering incoming requests (cheaper than the task group's).
@@ -314,17 +314,18 @@ class Session:
     async def wait_idle(self) -> None:
         """Wait until no incoming request is being handled (e.g. to answer them all at EOF)."""
         while self._active:
+            if self._idle is None:  # made only when someone waits: most requests end unwatched
+                self._idle = anyio.Event()
             await self._idle.wait()
 
     def _busy(self) -> None:
         self._active += 1
-        if self._active == 1:
-            self._idle = anyio.Event()
 
     def _done(self) -> None:
         self._active -= 1
-        if self._active == 0:
+        if self._active == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     # -- outgoing --------------------------------------------------------------
 
@@ -407,7 +408,8 @@ class Session:
             await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
             while not pending.done.is_set():
                 paused = _CLOCK.paused_so_far() - paused_at_start
-                remaining = pending.deadline + paused - anyio.current_time()
+                current = anyio.current_time()
+                remaining = pending.deadline + paused - current
                 if _CLOCK.depth:
                     remaining = max(remaining, 0.5)  # look again once the person is done
                 if remaining <= 0:
@@ -415,8 +417,11 @@ class Session:
                         await self._cancel_remote(request_id, "timed out")
                     waited = anyio.current_time() - now
                     raise RequestTimeout(f"{method} timed out after {waited:.1f}s")
-                with anyio.move_on_after(remaining):
+                if remaining == math.inf:
                     await pending.done.wait()
+                else:
+                    with anyio.CancelScope(deadline=current + remaining):
+                        await pending.done.wait()
         except anyio.get_cancelled_exc_class():
             if method != "initialize" and not pending.done.is_set():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):

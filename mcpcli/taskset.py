@@ -41,8 +41,7 @@ class TaskSet:
         self._on_error = on_error
         self._scopes: set[anyio.CancelScope] = set()
         self._tasks: set[Any] = set()  # strong references: the loop keeps only weak ones
-        self._empty = anyio.Event()
-        self._empty.set()
+        self._empty: anyio.Event | None = None  # made only when someone waits
         self._loop = _loop()
 
     def __len__(self) -> int:
@@ -55,8 +54,6 @@ class TaskSet:
         cancels it."""
         if scope is None:
             scope = anyio.CancelScope()
-        if not self._scopes:
-            self._empty = anyio.Event()
         self._scopes.add(scope)
         if self._loop is None:  # pragma: no cover - trio
             self._fallback.start_soon(self._run, fn, args, scope)
@@ -76,8 +73,9 @@ class TaskSet:
             self._on_error(exc)
         finally:
             self._scopes.discard(scope)
-            if not self._scopes:
+            if not self._scopes and self._empty is not None:
                 self._empty.set()
+                self._empty = None
 
     def cancel_all(self) -> None:
         for scope in list(self._scopes):
@@ -86,6 +84,8 @@ class TaskSet:
     async def wait(self) -> None:
         """Until every task has ended."""
         while self._scopes:
+            if self._empty is None:
+                self._empty = anyio.Event()
             await self._empty.wait()
 
     async def aclose(self) -> None:

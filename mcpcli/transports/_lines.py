@@ -58,7 +58,11 @@ class FrameInbox:
         if not self.items and self.take_at_once is not None and self.take_at_once(item):
             return
         self.items.append(item)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            # One turn later: whatever the items before it woke runs first (a command
+            # that has its answer is done before a log line written behind it is shown).
+            waiter.get_loop().call_soon(self._wake)
         if len(self.items) >= INBOX_LIMIT and self.pause is not None and not self._paused:
             self._paused = True
             self.pause()
