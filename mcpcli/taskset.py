@@ -58,9 +58,8 @@ class TaskSet:
         if self._loop is None:  # pragma: no cover - trio
             self._fallback.start_soon(self._run, fn, args, scope)
         else:
-            task = self._loop.create_task(self._run(fn, args, scope))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            # No done-callback (the loop would run it one turn later): `_run` forgets its task.
+            self._tasks.add(self._loop.create_task(self._run(fn, args, scope)))
         return scope
 
     async def _run(
@@ -72,6 +71,10 @@ class TaskSet:
         except Exception as exc:
             self._on_error(exc)
         finally:
+            if self._loop is not None:
+                import asyncio
+
+                self._tasks.discard(asyncio.current_task())
             self._scopes.discard(scope)
             if not self._scopes and self._empty is not None:
                 self._empty.set()
