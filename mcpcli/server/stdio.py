@@ -18,6 +18,7 @@ never changed.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
@@ -31,6 +32,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
+from mcpcli.session import log_unexpected
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports._lines import FrameReader, LineSplitter
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from mcpcli.server.core import Server
 
 __all__ = ["serve_stdio", "stdio_streams"]
+
+log = logging.getLogger("mcpcli.server")
 
 #: After end of input, how long requests already read may take to finish before they
 #: are cancelled (the client is shutting us down; it will signal us soon anyway).
@@ -102,7 +106,11 @@ class _FdIO:
 
             class _Pushed(asyncio.Protocol):
                 def data_received(self, data: bytes) -> None:
-                    sink.chunk(data)
+                    try:
+                        sink.chunk(data)
+                    except Exception as exc:  # a bug here must end the input, not hang it
+                        log_unexpected(log, "reading stdin", exc)
+                        sink.eof()
 
                 def eof_received(self) -> None:
                     sink.eof()
@@ -216,6 +224,7 @@ class _Reader(FrameReader):
         self.cap = cap
         self.on_eof = on_eof
         self.skipping = False  # inside an oversized line: drop bytes until its newline
+        self._early: list[Envelope] = []
 
     async def _more(self) -> None:
         if self.inbox.ended:
@@ -274,10 +283,24 @@ class _Reader(FrameReader):
             return
         self.inbox.put(Envelope(message))
 
+    def set_outbox(self, outbox: Any) -> None:
+        """Where error replies go; those made before there was one go out first."""
+        self.outbox = outbox
+        early, self._early = self._early, []
+        for envelope in early:
+            self._send(envelope)
+
     def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+        envelope = Envelope(ErrorResponse(request_id, ErrorObject(code, message)))
+        if self.outbox is None:  # bytes came while the writer was being set up
+            self._early.append(envelope)
+        else:
+            self._send(envelope)
+
+    def _send(self, envelope: Envelope) -> None:
         # Written at once; dropped for a client that stopped reading long ago.
         try:
-            self.outbox.send_nowait(Envelope(ErrorResponse(request_id, ErrorObject(code, message))))
+            self.outbox.send_nowait(envelope)
         except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
@@ -320,7 +343,7 @@ async def _stdio(
     try:
         if io.pipe_writer is not None:
             writer = _StdoutWriter(io.pipe_writer)
-            reader.outbox = writer
+            reader.set_outbox(writer)
             try:
                 yield (reader, writer), io
             finally:
@@ -340,7 +363,7 @@ async def _stdio(
 async def _threaded(io: _FdIO, reader: _Reader) -> AsyncIterator[Streams]:
     """A terminal or a regular file: a writer task writes with blocking calls in a thread."""
     outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader.outbox = outbox_send.clone()
+    reader.set_outbox(outbox_send.clone())
     async with anyio.create_task_group() as tg:
         writer_done = anyio.Event()
 

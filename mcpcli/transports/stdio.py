@@ -110,7 +110,10 @@ class _ServerReader(FrameReader):
 
         class _Protocol(asyncio.Protocol):
             def data_received(self, data: bytes) -> None:
-                reader.chunk(data)
+                try:
+                    reader.chunk(data)
+                except Exception as exc:  # a bug here must end the stream, not hang it
+                    reader.fail(exc)
 
             def eof_received(self) -> None:
                 reader.eof()
@@ -137,6 +140,12 @@ class _ServerReader(FrameReader):
             inbox.put(MessageTooLarge(f"server sent a message larger than {self.lines.cap} bytes"))
             self.transport.kill()
             inbox.end()
+
+    def fail(self, exc: Exception) -> None:
+        """Reading failed (a bug): say so, and end the stream as if the server had gone."""
+        self.inbox.put(TransportError(f"reading the server's output failed: {type(exc).__name__}: {exc}"))
+        self.transport.kill()
+        self.inbox.end()
 
     def eof(self) -> None:
         if self.inbox.ended:
