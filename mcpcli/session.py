@@ -172,7 +172,7 @@ class _Pending:
 class RequestContext:
     """What a handler of an incoming request can do while it runs."""
 
-    __slots__ = ("_session", "context", "related_request_id", "request")
+    __slots__ = ("_session", "answered", "context", "related_request_id", "request")
 
     def __init__(
         self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
@@ -184,6 +184,18 @@ class RequestContext:
         #: Our own request that caused this one, where the transport knows (it came on
         #: that request's Streamable HTTP stream).
         self.related_request_id = related_request_id
+        #: The request was answered by `answer_now`; what the handler returns is dropped.
+        self.answered = False
+
+    async def answer_now(self, result: dict[str, Any]) -> None:
+        """Answer the request before its handler returns; the handler goes on (a 2026
+        call parked for input runs on in the task that received it). From now on the
+        peer's `notifications/cancelled` for this id no longer reaches the handler."""
+        session = self._session
+        session._incoming.pop(self.request.id, None)
+        self.answered = True
+        session._done()  # what goes on is not this request any more (EOF need not wait for it)
+        await session.send(Envelope(Response(self.request.id, result), self.request.id))
 
     @property
     def id(self) -> RequestId:
@@ -601,13 +613,14 @@ class Session:
         except ConnectionClosed:
             pass
 
-    async def _answer(self, envelope: Envelope, request: Request) -> Message:
+    async def _answer(self, envelope: Envelope, request: Request, ctx: RequestContext | None = None) -> Message:
         """Run the handler for one request: its response (a cancelled one raises)."""
         response: Message
         try:
             if self._on_request is None:
                 raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
+            if ctx is None:
+                ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
             result = await self._on_request(request, ctx)
             response = Response(request.id, result)
         except RPCError as exc:
@@ -628,19 +641,22 @@ class Session:
         self, envelope: Envelope, request: Request, scope: anyio.CancelScope
     ) -> None:
         """Answer one request; runs inside `scope`, which `notifications/cancelled` cancels."""
+        ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
         try:
             try:
-                response = await self._answer(envelope, request)
+                response = await self._answer(envelope, request, ctx)
             finally:
-                self._incoming.pop(request.id, None)
-            if scope.cancel_called:
-                return  # a cancelled request gets no response
+                if not ctx.answered:
+                    self._incoming.pop(request.id, None)
+            if scope.cancel_called or ctx.answered:
+                return  # a cancelled request gets no response; an answered one has had it
             try:
                 await self.send(Envelope(response, request.id))
             except ConnectionClosed:
                 pass
         finally:
-            self._done()
+            if not ctx.answered:
+                self._done()
 
     async def _handle_batch(self, envelope: Envelope, batch: Batch) -> None:
         try:

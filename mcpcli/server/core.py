@@ -70,7 +70,7 @@ from mcpcli.server.subscriptions import (
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
-from mcpcli.session import HandlerError, Session, log_unexpected, report_default
+from mcpcli.session import HandlerError, RequestContext, Session, log_unexpected, report_default
 from mcpcli.taskset import TaskSet
 from mcpcli.transports import Envelope, Streams
 
@@ -510,6 +510,13 @@ class Server:
             meta.client_info, meta.log_level, None, transport, principal,
         )
         rq.channel = connection
+        if connection is not None and isinstance(outlet, RequestContext):
+            early = outlet.answer_now
+
+            async def answer_now(result: JSON) -> None:
+                await early(self._decorate(request.method, result))
+
+            rq.answer_now = answer_now
         result = await handler(rq)
         return self._decorate(request.method, result)
 
