@@ -11,9 +11,12 @@ finish and are then cancelled; if the client closes our stdout (it went away),
 running calls are cancelled at once.
 
 Pipes and sockets (the usual case: a client spawned us) are read and written
-with the event loop's non-blocking pipe transports; terminals and regular files
-with blocking calls in worker threads, so their shared descriptor flags are
-never changed.
+with the event loop's non-blocking pipe transports, with no task between them and
+the session: stdin's bytes are parsed in the loop's callback (a request starts its
+task right there, see `mcpcli.transports._lines`) and a reply is handed to the
+pipe transport at once. Terminals and regular files are read and written with
+blocking calls in worker threads (a writer task), so their shared descriptor flags
+are never changed.
 """
 
 from __future__ import annotations

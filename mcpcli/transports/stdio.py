@@ -6,8 +6,11 @@ early by `_spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
 Shutdown closes stdin, waits briefly, then signals the whole group: TERM, then
 KILL, so neither the server nor its children outlive us.
 
-The pipes are driven directly (non-blocking fds, `anyio.wait_readable`), which is
-what lets a process started before the event loop existed be adopted.
+The pipes are driven directly (non-blocking fds; stdout through the event loop's
+pipe transport on asyncio, `anyio.wait_readable` elsewhere), which is what lets a
+process started before the event loop existed be adopted. Nothing sits between the
+pipes and the session: stdout is parsed as it arrives and a response wakes its
+caller right there, a send writes stdin at once (see `_lines`).
 """
 
 from __future__ import annotations
