@@ -40,8 +40,10 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
+from mcpcli.taskset import TaskSet
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
+from mcpcli.transports._lines import FrameReader
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 
@@ -117,8 +119,9 @@ class _PauseClock:
         self._since = 0.0
 
     def paused_so_far(self) -> float:
-        ongoing = anyio.current_time() - self._since if self.depth else 0.0
-        return self._total + ongoing
+        if not self.depth:
+            return self._total
+        return self._total + anyio.current_time() - self._since
 
     @contextmanager
     def pause(self) -> Iterator[None]:
@@ -169,7 +172,7 @@ class _Pending:
 class RequestContext:
     """What a handler of an incoming request can do while it runs."""
 
-    __slots__ = ("_session", "context", "related_request_id", "request")
+    __slots__ = ("_session", "answered", "context", "related_request_id", "request")
 
     def __init__(
         self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
@@ -181,6 +184,18 @@ class RequestContext:
         #: Our own request that caused this one, where the transport knows (it came on
         #: that request's Streamable HTTP stream).
         self.related_request_id = related_request_id
+        #: The request was answered by `answer_now`; what the handler returns is dropped.
+        self.answered = False
+
+    async def answer_now(self, result: dict[str, Any]) -> None:
+        """Answer the request before its handler returns; the handler goes on (a 2026
+        call parked for input runs on in the task that received it). From now on the
+        peer's `notifications/cancelled` for this id no longer reaches the handler."""
+        session = self._session
+        session._incoming.pop(self.request.id, None)
+        self.answered = True
+        session._done()  # what goes on is not this request any more (EOF need not wait for it)
+        await session.send(Envelope(Response(self.request.id, result), self.request.id))
 
     @property
     def id(self) -> RequestId:
@@ -263,16 +278,22 @@ class Session:
         self._closed: ConnectionClosed | None = None
         self._closed_event = anyio.Event()
         self._active = 0  # incoming requests and batches being handled
-        self._idle = anyio.Event()
-        self._idle.set()
+        self._idle: anyio.Event | None = None  # set when `_active` drops to 0
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
+        #: The tasks answering incoming requests (cheaper than the task group's).
+        self._requests: TaskSet | None = None
+        #: The receive loop is handling a message (what arrives meanwhile waits for it).
+        self._dispatching = False
 
     # -- lifecycle -------------------------------------------------------------
 
     async def __aenter__(self) -> Session:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
+        self._requests = TaskSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
+        if isinstance(self._read, FrameReader):
+            self._read.take_at_once(self._take_at_once)
         self._tg.start_soon(self._receive_loop)
         return self
 
@@ -283,8 +304,12 @@ class Session:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
+        assert self._requests is not None
+        if isinstance(self._read, FrameReader):
+            self._read.take_at_once(None)
         self._tg.cancel_scope.cancel()
         try:
+            await self._requests.aclose()
             return bool(await self._tg_cm.__aexit__(exc_type, exc, tb))
         finally:
             await self._write.aclose()
@@ -301,17 +326,18 @@ class Session:
     async def wait_idle(self) -> None:
         """Wait until no incoming request is being handled (e.g. to answer them all at EOF)."""
         while self._active:
+            if self._idle is None:  # made only when someone waits: most requests end unwatched
+                self._idle = anyio.Event()
             await self._idle.wait()
 
     def _busy(self) -> None:
         self._active += 1
-        if self._active == 1:
-            self._idle = anyio.Event()
 
     def _done(self) -> None:
         self._active -= 1
-        if self._active == 0:
+        if self._active == 0 and self._idle is not None:
             self._idle.set()
+            self._idle = None
 
     # -- outgoing --------------------------------------------------------------
 
@@ -394,7 +420,8 @@ class Session:
             await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
             while not pending.done.is_set():
                 paused = _CLOCK.paused_so_far() - paused_at_start
-                remaining = pending.deadline + paused - anyio.current_time()
+                current = anyio.current_time()
+                remaining = pending.deadline + paused - current
                 if _CLOCK.depth:
                     remaining = max(remaining, 0.5)  # look again once the person is done
                 if remaining <= 0:
@@ -402,8 +429,11 @@ class Session:
                         await self._cancel_remote(request_id, "timed out")
                     waited = anyio.current_time() - now
                     raise RequestTimeout(f"{method} timed out after {waited:.1f}s")
-                with anyio.move_on_after(remaining):
+                if remaining == math.inf:
                     await pending.done.wait()
+                else:
+                    with anyio.CancelScope(deadline=current + remaining):
+                        await pending.done.wait()
         except anyio.get_cancelled_exc_class():
             if method != "initialize" and not pending.done.is_set():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
@@ -426,6 +456,21 @@ class Session:
 
     # -- incoming --------------------------------------------------------------
 
+    def _take_at_once(self, item: Envelope | Exception) -> bool:
+        """Handle `item` in the reader's callback when that needs no waiting: a response
+        wakes its request, a request starts its task. False: the receive loop takes it,
+        in order (anything else, or while the loop is busy with an earlier message)."""
+        if self._dispatching or self._trace is not None or type(item) is not Envelope:
+            return False
+        message = item.message
+        if isinstance(message, Request):
+            self._start_request(item, message)
+            return True
+        if isinstance(message, (Response, ErrorResponse)):
+            self._resolve(message)
+            return True
+        return False
+
     async def _receive_loop(self) -> None:
         closed: ConnectionClosed | None = None
         try:
@@ -440,7 +485,11 @@ class Session:
                     if not self._fail_pending(item):
                         self._report(item)
                     continue
-                await self._dispatch(item)
+                self._dispatching = True
+                try:
+                    await self._dispatch(item)
+                finally:
+                    self._dispatching = False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         self._closed = closed or ConnectionClosed("the server closed the connection")
@@ -540,10 +589,11 @@ class Session:
                 self._send_error, request.id, jsonrpc.INTERNAL_ERROR, "too many concurrent requests"
             )
             return
+        assert self._requests is not None
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
         self._busy()
-        self._tg.start_soon(self._run_request, envelope, request, scope)
+        self._requests.start(self._run_request, envelope, request, scope, scope=scope)
 
     async def _send_invalid_batch(self, envelope: Envelope) -> None:
         error = ErrorResponse(
@@ -563,13 +613,14 @@ class Session:
         except ConnectionClosed:
             pass
 
-    async def _answer(self, envelope: Envelope, request: Request) -> Message | None:
-        """Run the handler for one request; None when it was cancelled."""
+    async def _answer(self, envelope: Envelope, request: Request, ctx: RequestContext | None = None) -> Message:
+        """Run the handler for one request: its response (a cancelled one raises)."""
         response: Message
         try:
             if self._on_request is None:
                 raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
+            if ctx is None:
+                ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
             result = await self._on_request(request, ctx)
             response = Response(request.id, result)
         except RPCError as exc:
@@ -589,21 +640,23 @@ class Session:
     async def _run_request(
         self, envelope: Envelope, request: Request, scope: anyio.CancelScope
     ) -> None:
-        response: Message | None = None
+        """Answer one request; runs inside `scope`, which `notifications/cancelled` cancels."""
+        ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
         try:
             try:
-                with scope:
-                    response = await self._answer(envelope, request)
+                response = await self._answer(envelope, request, ctx)
             finally:
-                self._incoming.pop(request.id, None)
-            if response is None or scope.cancel_called:
-                return  # a cancelled request gets no response
+                if not ctx.answered:
+                    self._incoming.pop(request.id, None)
+            if scope.cancel_called or ctx.answered:
+                return  # a cancelled request gets no response; an answered one has had it
             try:
                 await self.send(Envelope(response, request.id))
             except ConnectionClosed:
                 pass
         finally:
-            self._done()
+            if not ctx.answered:
+                self._done()
 
     async def _handle_batch(self, envelope: Envelope, batch: Batch) -> None:
         try:

@@ -495,7 +495,8 @@ class Link:
             self._started = True
             self._attempt = anyio.Event()
             self._tg.start_soon(self._run)
-        await self._attempt.wait()
+        if not self._attempt.is_set():  # waiting on a set event would still yield a loop turn
+            await self._attempt.wait()
         client = self._client
         if client is None:
             raise Unavailable(f"upstream {self.name} is not available: {self._error}")

@@ -36,6 +36,8 @@ from mcpcli.server.subscriptions import Sink
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
+    from mcpcli.taskset import TaskSet
+
 __all__ = ["Runtime", "Signer", "request_digest"]
 
 #: Parameters that change between MRTR rounds and so are not part of the request's identity.
@@ -162,12 +164,20 @@ class Runtime:
         self.sinks: set[Sink] = set()
         #: The task group of parked calls and tasks, while the server runs (`async with server`).
         self.tg: TaskGroup | None = None
+        #: The tasks of 2026 calls (`mrtr`), in `tg`'s lifetime (cheaper than its tasks).
+        self.calls: TaskSet | None = None
 
     def task_group(self) -> TaskGroup:
         """The running server's task group (a call that outlives its request runs there)."""
         if self.tg is None:
             raise RuntimeError("the server is not running (use `async with server:`)")
         return self.tg
+
+    def call_tasks(self) -> TaskSet:
+        """Where a 2026 call runs, so that it can outlive its request (MRTR, tasks)."""
+        if self.calls is None:
+            raise RuntimeError("the server is not running (use `async with server:`)")
+        return self.calls
 
     def offer(self, method: str, params: dict[str, Any]) -> None:
         """Offer a notification to every subscriber (each takes what it asked for)."""

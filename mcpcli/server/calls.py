@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -29,6 +29,9 @@ from mcpcli.protocol import Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.server.subscriptions import Sink
+
+if TYPE_CHECKING:
+    from mcpcli.taskset import TaskSet
 
 __all__ = [
     "Call",
@@ -91,6 +94,7 @@ class IncomingRequest:
     """One request being handled: its params and the facts of its era."""
 
     __slots__ = (
+        "answer_now",
         "caps",
         "channel",
         "conn",
@@ -135,6 +139,10 @@ class IncomingRequest:
         self.principal = principal
         #: The connection a request arrived on, in either era (None: stateless HTTP).
         self.channel: Connection | None = conn
+        #: Answers the request before its handler returns (`Session`'s early answer, with
+        #: the server's own fields added); None where the connection ends with the request
+        #: (stateless HTTP), so a call parked for input cannot stay in the request's task.
+        self.answer_now: Callable[[JSON], Awaitable[None]] | None = None
 
 
 def valid_answer(method: str, value: Any) -> bool:
@@ -298,20 +306,46 @@ class Continuation:
         self._round = anyio.Event()
         self._resume: anyio.Event | None = None
         self._outcome: tuple[str, Any] = ("cancelled", None)
+        #: While the first round runs in the request's own task: how to answer it early.
+        self._answer_early: Callable[[dict[str, JSON]], Awaitable[None]] | None = None
+        self.answered_early = False
 
     @property
     def dead(self) -> bool:
         return self.finished or self.scope.cancel_called
 
     async def run(self, invoke: Invoke) -> None:
+        """Run the call inside its scope (in a task of the caller's)."""
+        with self.scope:
+            await self._body(invoke)
+
+    def start(self, tasks: TaskSet, invoke: Invoke) -> None:
+        """Run the call in a task of `tasks` (the runtime's), inside its scope."""
+        tasks.start(self._body, invoke, scope=self.scope)
+
+    async def run_inline(
+        self, invoke: Invoke, answer_early: Callable[[dict[str, JSON]], Awaitable[None]]
+    ) -> tuple[str, Any] | None:
+        """Run the call in the request's own task (no task or hand-over of its own): its
+        first outcome, or None when it asked for input. Then `answer_early(missing)` has
+        answered the request (the InputRequiredResult) and this task has gone on as the
+        parked call, whose later outcomes go to the retries (`next_round`)."""
+        self._answer_early = answer_early
+        with self.scope:
+            await self._body(invoke)
+        if self.answered_early:
+            return None
+        self._answer_early = None
+        return self._outcome
+
+    async def _body(self, invoke: Invoke) -> None:
         try:
-            with self.scope:
-                try:
-                    result = await invoke(self.call)
-                except Exception as exc:
-                    self._report("error", exc)
-                else:
-                    self._report("done", result)
+            try:
+                result = await invoke(self.call)
+            except Exception as exc:
+                self._report("error", exc)
+            else:
+                self._report("done", result)
         finally:
             self.finished = True
             lot = self._lot
@@ -333,7 +367,12 @@ class Continuation:
     async def suspend(self, missing: dict[str, JSON]) -> None:
         """Called by the backend (inside ask): hand the request back, wait for the retry."""
         self._resume = anyio.Event()
-        self._report("input", missing)
+        answer_early, self._answer_early = self._answer_early, None
+        if answer_early is not None:  # the first round, in the request's task: answer it now
+            self.answered_early = True
+            await answer_early(missing)
+        else:
+            self._report("input", missing)
         await self._resume.wait()
 
     def resume(self) -> None:

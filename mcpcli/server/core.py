@@ -70,7 +70,8 @@ from mcpcli.server.subscriptions import (
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
-from mcpcli.session import HandlerError, Session, log_unexpected, report_default
+from mcpcli.session import HandlerError, RequestContext, Session, log_unexpected, report_default
+from mcpcli.taskset import TaskSet
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ if TYPE_CHECKING:
 __all__ = ["ModernError", "Outlet", "Server", "ServerConnection"]
 
 log = logging.getLogger("mcpcli.server")
+
+
+def _call_task_failed(exc: Exception) -> None:
+    """A 2026 call's task let an exception out (its own handling failed): one log line."""
+    log_unexpected(log, "running a call", exc)
 
 JSON = dict[str, Any]
 
@@ -234,6 +240,7 @@ class Server:
         if self._depth == 0:
             self._tg_cm = anyio.create_task_group()
             self.runtime.tg = await self._tg_cm.__aenter__()
+            self.runtime.calls = TaskSet(self.runtime.tg, _call_task_failed)
             self.runtime.tg.start_soon(self.tasks.sweeper)
             self._loop_thread = threading.get_ident()
             try:
@@ -257,8 +264,10 @@ class Server:
         self.close_subscriptions()
         runtime = self.runtime
         assert runtime.tg is not None
+        assert runtime.calls is not None
         runtime.tg.cancel_scope.cancel()
-        cm, self._tg_cm, runtime.tg = self._tg_cm, None, None
+        await runtime.calls.aclose()
+        cm, self._tg_cm, runtime.tg, runtime.calls = self._tg_cm, None, None, None
         return bool(await cm.__aexit__(exc_type, exc, tb))
 
     @property
@@ -516,6 +525,13 @@ class Server:
             meta.client_info, meta.log_level, None, transport, principal,
         )
         rq.channel = connection
+        if connection is not None and isinstance(outlet, RequestContext):
+            early = outlet.answer_now
+
+            async def answer_now(result: JSON) -> None:
+                await early(self._decorate(request.method, result))
+
+            rq.answer_now = answer_now
         result = await handler(rq)
         return self._decorate(request.method, result)
 

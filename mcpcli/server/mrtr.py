@@ -83,11 +83,12 @@ async def _run_round(
         cont.call.answers.update(responses)
         cont.resume()
     else:
-        tg = runtime.task_group()
         call = Call(rq)
         call.answers = answers
         cont = Continuation(call)
-        tg.start_soon(cont.run, invoke)
+        if escalation is None and rq.answer_now is not None:
+            return await _run_inline(runtime, rq, cont, invoke)
+        cont.start(runtime.call_tasks(), invoke)
     outcome = None
     if escalation is not None:
         if escalation.after > 0:
@@ -107,13 +108,42 @@ async def _run_round(
         raise value
     if kind == "cancelled":
         raise RPCError(INTERNAL_ERROR, "the call was cancelled")
+    return _input_required(runtime, rq, cont, value, digest)
+
+
+def _input_required(
+    runtime: Runtime, rq: IncomingRequest, cont: Continuation, missing: JSON, digest: str | None
+) -> JSON:
+    """Park `cont` for the client's retry: the InputRequiredResult asking for `missing`."""
     if digest is None:
-        digest = request_digest(rq.method, params)
+        digest = request_digest(rq.method, rq.params)
     return {
         "resultType": "input_required",
-        "inputRequests": value,
+        "inputRequests": missing,
         "requestState": _park(runtime, cont, digest, rq.principal),
     }
+
+
+async def _run_inline(runtime: Runtime, rq: IncomingRequest, cont: Continuation, invoke: Invoke) -> JSON:
+    """A first round in the request's own task (a connection that outlives its requests:
+    stdio, in memory). Most calls just finish, with no task or hand-over of their own;
+    one that asks for input answers the request early and stays parked in this task."""
+    answer_now = rq.answer_now
+    assert answer_now is not None
+
+    async def answer_early(missing: dict[str, JSON]) -> None:
+        await answer_now(_input_required(runtime, rq, cont, missing, None))
+
+    outcome = await cont.run_inline(invoke, answer_early)
+    if outcome is None:
+        return {}  # answered already; the parked call's outcomes go to the retries
+    kind, value = outcome
+    if kind == "done":
+        result: JSON = value
+        return result
+    if kind == "error":
+        raise value
+    raise RPCError(INTERNAL_ERROR, "the call was cancelled")
 
 
 def input_responses(params: JSON) -> JSON:

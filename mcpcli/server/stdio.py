@@ -11,13 +11,17 @@ finish and are then cancelled; if the client closes our stdout (it went away),
 running calls are cancelled at once.
 
 Pipes and sockets (the usual case: a client spawned us) are read and written
-with the event loop's non-blocking pipe transports; terminals and regular files
-with blocking calls in worker threads, so their shared descriptor flags are
-never changed.
+with the event loop's non-blocking pipe transports, with no task between them and
+the session: stdin's bytes are parsed in the loop's callback (a request starts its
+task right there, see `mcpcli.transports._lines`) and a reply is handed to the
+pipe transport at once. Terminals and regular files are read and written with
+blocking calls in worker threads (a writer task), so their shared descriptor flags
+are never changed.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import sys
@@ -26,17 +30,21 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
+from mcpcli.session import log_unexpected
 from mcpcli.transports import Envelope, Streams
+from mcpcli.transports._lines import FrameReader, LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
 
 __all__ = ["serve_stdio", "stdio_streams"]
+
+log = logging.getLogger("mcpcli.server")
 
 #: After end of input, how long requests already read may take to finish before they
 #: are cancelled (the client is shutting us down; it will signal us soon anyway).
@@ -44,6 +52,8 @@ EOF_GRACE = 2.0
 #: Bound on the messages of one JSON-RPC batch (2025-03-26), each one a task.
 MAX_BATCH = 256
 _CHUNK = 1 << 16
+#: Bytes buffered for a client that is not reading before senders wait.
+_BACKLOG = 1 << 20
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -77,28 +87,46 @@ class _FdIO:
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
-        self._reader: Any = None
         self._writer: Any = None
+        #: Whether stdin's bytes come in event-loop callbacks (else `read` in threads).
+        self.pushes = False
+        #: The event loop's writer on a piped stdout (None: write in threads).
+        self.pipe_writer: Any = None
         self._transports: list[Any] = []
         self._restore: list[int] = []
         #: Set when the client closed our stdout (it went away): time to stop everything.
         self.peer_gone = anyio.Event()
 
-    async def open(self) -> None:
+    async def open(self, sink: _Reader) -> None:
+        """Connect the pipes to the event loop; stdin's bytes then go to `sink` as they come."""
         loop = _asyncio_loop()
         if loop is None:
             return
         import asyncio
 
         if _is_pipe(self.in_fd):
-            reader = asyncio.StreamReader(limit=_CHUNK)
             source = os.fdopen(self.in_fd, "rb", buffering=0, closefd=False)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), source
-            )
+
+            class _Pushed(asyncio.Protocol):
+                def data_received(self, data: bytes) -> None:
+                    try:
+                        sink.chunk(data)
+                    except Exception as exc:  # a bug here must end the input, not hang it
+                        log_unexpected(log, "reading stdin", exc)
+                        sink.eof()
+
+                def eof_received(self) -> None:
+                    sink.eof()
+
+                def connection_lost(self, exc: Exception | None) -> None:
+                    sink.eof()
+
+            transport, _ = await loop.connect_read_pipe(_Pushed, source)
             self._transports.append(transport)
             self._restore.append(self.in_fd)
-            self._reader = reader
+            self.pushes = True
+            sink.inbox.pause = transport.pause_reading
+            sink.inbox.resume = transport.resume_reading
         if _is_pipe(self.out_fd):
             target = os.fdopen(self.out_fd, "wb", buffering=0, closefd=False)
             gone = self.peer_gone
@@ -114,11 +142,9 @@ class _FdIO:
             self._transports.append(transport)
             self._restore.append(self.out_fd)
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+            self.pipe_writer = self._writer
 
     async def read(self) -> bytes:
-        if self._reader is not None:
-            data: bytes = await self._reader.read(_CHUNK)
-            return data
         return await anyio.to_thread.run_sync(os.read, self.in_fd, _CHUNK, abandon_on_cancel=True)
 
     async def write(self, data: bytes) -> None:
@@ -139,86 +165,146 @@ class _FdIO:
                 pass
 
 
-class _Reader:
-    """Splits stdin into lines and turns each into an Envelope or an error reply."""
+class _StdoutWriter:
+    """The session's write stream when stdout is a pipe: each message goes to the event
+    loop's pipe transport at once (which writes what the pipe takes and buffers the
+    rest), with no writer task in between; past `_BACKLOG` buffered bytes (a client
+    that stopped reading) senders wait for the pipe to drain."""
 
-    def __init__(
-        self,
-        io: _FdIO,
-        inbox: MemoryObjectSendStream[Envelope | Exception],
-        outbox: MemoryObjectSendStream[Envelope],
-        cap: int,
-        on_eof: Callable[[], None] | None = None,
-    ) -> None:
+    def __init__(self, writer: Any) -> None:
+        self._writer = writer
+        self._transport = writer.transport
+        self.closed = False
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
+
+    def write_nowait(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self._transport.is_closing():
+            raise anyio.BrokenResourceError
+        if self._transport.get_write_buffer_size() > _BACKLOG:
+            raise anyio.WouldBlock
+        self._transport.write(data)
+
+    async def send(self, envelope: Envelope) -> None:
+        data = jsonrpc.encode(envelope.message) + b"\n"
+        while True:
+            try:
+                self.write_nowait(data)
+                return
+            except anyio.WouldBlock:
+                try:
+                    await self._writer.drain()
+                except (OSError, ConnectionError):
+                    raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def drain(self) -> None:
+        """Wait until what was written has gone out (or the client stopped reading)."""
+        if self._transport.is_closing() or not self._transport.get_write_buffer_size():
+            return
+        self._transport.set_write_buffer_limits(high=0)  # any byte left pauses: drain waits for all
+        try:
+            await self._writer.drain()
+        except (OSError, ConnectionError):
+            pass
+
+
+class _Reader(FrameReader):
+    """The session's read stream: stdin split into lines as it arrives, each turned
+    into an Envelope, or answered with an error reply when it is not JSON-RPC (see
+    `mcpcli.transports._lines`)."""
+
+    def __init__(self, io: Any, outbox: Any, cap: int, on_eof: Callable[[], None] | None = None) -> None:
+        super().__init__()
         self.io = io
-        self.inbox = inbox
         self.outbox = outbox
+        self.lines = LineSplitter(cap)
         self.cap = cap
         self.on_eof = on_eof
+        self.skipping = False  # inside an oversized line: drop bytes until its newline
+        self._early: list[Envelope] = []
 
-    async def run(self) -> None:
-        buffer = bytearray()
-        skipping = False  # inside an oversized line: drop bytes until its newline
-        async with self.inbox:
-            while True:
-                try:
-                    chunk = await self.io.read()
-                except (OSError, ConnectionError):
-                    chunk = b""
-                if not chunk:
-                    if self.on_eof is not None:
-                        self.on_eof()
-                    break
-                buffer += chunk
-                start = 0
-                while (newline := buffer.find(b"\n", start)) >= 0:
-                    line = bytes(buffer[start:newline])
-                    start = newline + 1
-                    if skipping:
-                        skipping = False
-                        continue
-                    if not await self._line(line):
-                        return
-                del buffer[:start]
-                if len(buffer) > self.cap:
-                    if not skipping:
-                        await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
-                    skipping = True
-                    buffer.clear()
-            if buffer.strip() and not skipping:
-                await self._line(bytes(buffer))
+    async def _more(self) -> None:
+        if self.inbox.ended:
+            self.finished = True
+        elif getattr(self.io, "pushes", False):
+            await self.inbox.wait()
+        else:
+            try:
+                chunk = await self.io.read()
+            except (OSError, ConnectionError):
+                chunk = b""
+            if chunk:
+                self.chunk(chunk)
+            else:
+                self.eof()
 
-    async def _line(self, line: bytes) -> bool:
+    def chunk(self, data: bytes) -> None:
+        for line in self.lines.feed(data):
+            if self.skipping:
+                self.skipping = False
+                continue
+            self._line(line)
+        if self.lines.overflow:
+            if not self.skipping:
+                self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+            self.skipping = True
+            self.lines.clear()
+
+    def eof(self) -> None:
+        if self.inbox.ended:
+            return
+        if self.on_eof is not None:
+            self.on_eof()
+        rest = self.lines.rest()
+        if rest.strip() and not self.skipping:
+            self._line(rest)
+        self.inbox.end()
+
+    def _line(self, line: bytes) -> None:
         line = line.strip()
         if not line:
-            return True
+            return
         if len(line) > self.cap:
-            await self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
-            return True
+            self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
+            return
         try:
             message = jsonrpc.parse(line, allow_batch=True)
         except jsonrpc.ParseError as exc:
-            await self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
-            return True
+            self._error(exc.id, exc.code, f"{'Parse error' if exc.code == jsonrpc.PARSE_ERROR else 'Invalid request'}: {exc}")
+            return
         except RecursionError:  # absurdly deep nesting
-            await self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
-            return True
+            self._error(None, jsonrpc.PARSE_ERROR, "Parse error: JSON nested too deeply")
+            return
         if isinstance(message, jsonrpc.Batch) and len(message.messages) > MAX_BATCH:
-            await self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
-            return True
-        try:
-            try:
-                self.inbox.send_nowait(Envelope(message))  # no extra loop turn when there is room
-            except anyio.WouldBlock:
-                await self.inbox.send(Envelope(message))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
-        return True
+            self._error(None, jsonrpc.INVALID_REQUEST, f"Invalid request: more than {MAX_BATCH} messages in a batch")
+            return
+        self.inbox.put(Envelope(message))
 
-    async def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+    def set_outbox(self, outbox: Any) -> None:
+        """Where error replies go; those made before there was one go out first."""
+        self.outbox = outbox
+        early, self._early = self._early, []
+        for envelope in early:
+            self._send(envelope)
+
+    def _error(self, request_id: jsonrpc.RequestId | None, code: int, message: str) -> None:
+        envelope = Envelope(ErrorResponse(request_id, ErrorObject(code, message)))
+        if self.outbox is None:  # bytes came while the writer was being set up
+            self._early.append(envelope)
+        else:
+            self._send(envelope)
+
+    def _send(self, envelope: Envelope) -> None:
+        # Written at once; dropped for a client that stopped reading long ago.
         try:
-            await self.outbox.send(Envelope(ErrorResponse(request_id, ErrorObject(code, message))))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.outbox.send_nowait(envelope)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
 
@@ -255,34 +341,52 @@ async def _stdio(
     stdin_fd: int, stdout_fd: int, max_message_bytes: int, on_eof: Callable[[], None] | None = None
 ) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
-    await io.open()
-    inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
-    outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
-    reader = _Reader(io, inbox_send, outbox_send.clone(), max_message_bytes, on_eof)
+    reader = _Reader(io, None, max_message_bytes, on_eof)
+    await io.open(reader)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(reader.run)
-            writer_done = anyio.Event()
-
-            async def write() -> None:
-                try:
-                    await _write_loop(io, outbox_recv)
-                finally:
-                    writer_done.set()
-
-            tg.start_soon(write)
+        if io.pipe_writer is not None:
+            writer = _StdoutWriter(io.pipe_writer)
+            reader.set_outbox(writer)
             try:
-                yield (inbox_recv, outbox_send), io
+                yield (reader, writer), io
             finally:
-                # Let queued replies go out, but never hang on a client that stopped reading.
-                await outbox_send.aclose()
-                await reader.outbox.aclose()
+                await writer.aclose()
+                await reader.aclose()
+                # Let written replies go out, but never hang on a client that stopped reading.
                 with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await writer_done.wait()
-                tg.cancel_scope.cancel()
-                await inbox_recv.aclose()
+                    await writer.drain()
+            return
+        async with _threaded(io, reader) as streams:
+            yield streams, io
     finally:
         io.close()
+
+
+@asynccontextmanager
+async def _threaded(io: _FdIO, reader: _Reader) -> AsyncIterator[Streams]:
+    """A terminal or a regular file: a writer task writes with blocking calls in a thread."""
+    outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+    reader.set_outbox(outbox_send.clone())
+    async with anyio.create_task_group() as tg:
+        writer_done = anyio.Event()
+
+        async def write() -> None:
+            try:
+                await _write_loop(io, outbox_recv)
+            finally:
+                writer_done.set()
+
+        tg.start_soon(write)
+        try:
+            yield reader, outbox_send
+        finally:
+            # Let queued replies go out, but never hang on a client that stopped reading.
+            await outbox_send.aclose()
+            await reader.outbox.aclose()
+            await reader.aclose()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await writer_done.wait()
+            tg.cancel_scope.cancel()
 
 
 async def serve_stdio(

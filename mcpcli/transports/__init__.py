@@ -6,7 +6,9 @@ environment (stdio), or an `HttpConnection` that already carries the URL, the
 headers, the authenticator and the limits (Streamable HTTP, HTTP+SSE); in-memory
 transports get the coroutine that serves the other end.
 
-`connect()` opens the connection and yields the session-facing pair `(read, write)`:
+`connect()` opens the connection and yields the session-facing pair `(read, write)`
+(`ReadStream`, `WriteStream`: memory-object streams for the in-memory, HTTP and daemon
+transports; stdio reads and writes its pipes with no task in between, see `_lines`):
 
 * `read` yields `Envelope`s for messages that arrived, and `Exception`s for
   problems the session should report but survive (a garbage line on stdout). A
@@ -34,18 +36,16 @@ and `wire`, and nothing from `auth/`, `cli/`, `connect`, `client`, `config`, `se
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import jsonrpc
 from mcpcli.errors import ProtocolError
 from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
-    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
     from mcpcli.errors import McpCliError
 
 __all__ = [
@@ -80,26 +80,27 @@ class Envelope:
     context: Any = None
 
 
-if TYPE_CHECKING:
-    ReadStream = MemoryObjectReceiveStream[Envelope | Exception]
-    WriteStream = MemoryObjectSendStream[Envelope]
-    Streams = tuple[ReadStream, WriteStream]
-else:
+class ReadStream(Protocol):
+    """What a session reads: messages and survivable problems, until the connection ends
+    (a memory-object receive stream is one; stdio reads its pipe in the reader's task)."""
 
-    def __getattr__(name: str) -> Any:
-        # The stream aliases need anyio; build them only when someone asks, so that
-        # importing `mcpcli.transports._spawn` early stays free of anyio and asyncio.
-        if name in ("ReadStream", "WriteStream", "Streams"):
-            from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+    def __aiter__(self) -> AsyncIterator[Envelope | Exception]: ...
 
-            aliases = {
-                "ReadStream": MemoryObjectReceiveStream[Envelope | Exception],
-                "WriteStream": MemoryObjectSendStream[Envelope],
-            }
-            aliases["Streams"] = tuple[aliases["ReadStream"], aliases["WriteStream"]]
-            globals().update(aliases)
-            return aliases[name]
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    async def aclose(self) -> None: ...
+
+
+class WriteStream(Protocol):
+    """What a session writes to: `send_nowait` delivers at once or raises `WouldBlock`
+    (no event-loop turn when there is room), `send` waits for room."""
+
+    def send_nowait(self, item: Envelope, /) -> None: ...
+
+    async def send(self, item: Envelope, /) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+Streams = tuple[ReadStream, WriteStream]
 
 
 def line_item(line: bytes, source: str) -> Envelope | ProtocolError | None:

@@ -6,12 +6,16 @@ early by `_spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
 Shutdown closes stdin, waits briefly, then signals the whole group: TERM, then
 KILL, so neither the server nor its children outlive us.
 
-The pipes are driven directly (non-blocking fds, `anyio.wait_readable`), which is
-what lets a process started before the event loop existed be adopted.
+The pipes are driven directly (non-blocking fds; stdout through the event loop's
+pipe transport on asyncio, `anyio.wait_readable` elsewhere), which is what lets a
+process started before the event loop existed be adopted. Nothing sits between the
+pipes and the session: stdout is parsed as it arrives and a response wakes its
+caller right there, a send writes stdin at once (see `_lines`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -19,16 +23,14 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import IO
+from typing import IO, Any
 
 import anyio
-from anyio.abc import ObjectReceiveStream
-from anyio.streams.memory import MemoryObjectSendStream
 
-from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.transports import Envelope, Streams, Transport, TransportTraits, line_item
+from mcpcli.transports import Streams, Transport, TransportTraits, line_item
+from mcpcli.transports._lines import FrameReader, LineSplitter, PipeWriter
 from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
     EOF_GRACE,
     FLUSH_GRACE,
@@ -86,6 +88,118 @@ class _Pipe:
     def close(self) -> None:
         with suppress(OSError):
             self.stream.close()
+
+
+class _ServerReader(FrameReader):
+    """The session's read stream: the server's stdout, split and parsed as it arrives
+    (see `mcpcli.transports._lines`). It ends after a `ServerExited` when the server
+    closes stdout, or sends a line over the cap (the server is killed then)."""
+
+    def __init__(self, transport: StdioTransport, pipe: _Pipe) -> None:
+        super().__init__()
+        self.transport = transport
+        self.pipe = pipe
+        self.lines = LineSplitter(transport.max_message_bytes)
+        self.oversized = False
+        self._pipe_transport: Any = None  # asyncio's, once `open` connected it
+
+    async def open(self) -> None:
+        """On asyncio, have the event loop hand us stdout's bytes as they come."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - trio: the receive loop reads the pipe
+            return
+        reader = self
+
+        class _Protocol(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                try:
+                    reader.chunk(data)
+                except Exception as exc:  # a bug here must end the stream, not hang it
+                    reader.fail(exc)
+
+            def eof_received(self) -> None:
+                reader.eof()
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                reader.eof()
+
+        transport, _ = await loop.connect_read_pipe(_Protocol, self.pipe.stream)
+        self._pipe_transport = transport
+        self.inbox.pause = transport.pause_reading
+        self.inbox.resume = transport.resume_reading
+
+    def chunk(self, data: bytes) -> None:
+        if self.oversized or self.closed:
+            return
+        inbox = self.inbox
+        for line in self.lines.feed(data):
+            item = line_item(line, "server wrote")
+            if item is not None:
+                inbox.put(item)
+        if self.lines.overflow:
+            self.oversized = True
+            self.lines.clear()
+            inbox.put(MessageTooLarge(f"server sent a message larger than {self.lines.cap} bytes"))
+            self.transport.kill()
+            inbox.end()
+
+    def fail(self, exc: Exception) -> None:
+        """Reading failed (a bug): say so, and end the stream as if the server had gone."""
+        self.inbox.put(TransportError(f"reading the server's output failed: {type(exc).__name__}: {exc}"))
+        self.transport.kill()
+        self.inbox.end()
+
+    def eof(self) -> None:
+        if self.inbox.ended:
+            return
+        item = line_item(self.lines.rest(), "server wrote")
+        if item is not None and not self.closed:
+            self.inbox.put(item)
+        self.inbox.end()
+
+    async def _more(self) -> None:
+        if self.inbox.ended:
+            await self._end()
+        elif self._pipe_transport is not None:
+            await self.inbox.wait()
+        else:
+            try:
+                data = await self.pipe.read()
+            except OSError:
+                data = b""
+            if data:
+                self.chunk(data)
+            else:
+                self.eof()
+
+    async def _end(self) -> None:
+        self.finished = True
+        transport = self.transport
+        process = transport.process
+        assert process is not None
+        with anyio.move_on_after(KILL_GRACE if self.oversized else FLUSH_GRACE):
+            await _wait_exit(process)
+        when = "after an oversized message" if self.oversized else ""
+        self.inbox.items.append(transport.exited(process, when))
+
+    async def discard(self) -> None:
+        """Drop the rest of stdout (nobody listens; the server must not block writing)."""
+        self.closed = True
+        self.inbox.take_at_once = None
+        self.inbox.items.clear()
+        if self._pipe_transport is not None:
+            if self._pipe_transport.is_reading() is False and not self._pipe_transport.is_closing():
+                self._pipe_transport.resume_reading()
+            return
+        with suppress(OSError):
+            while not self.inbox.ended and await self.pipe.read():
+                pass
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._pipe_transport is not None:
+            self._pipe_transport.close()
 
 
 async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
@@ -166,23 +280,26 @@ class StdioTransport(Transport):
         self._writer_done = anyio.Event()
         _LIVE.add(self)
         stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
-        read_send, read_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
-        write_send, write_recv = anyio.create_memory_object_stream[Envelope](64)
+        reader = _ServerReader(self, stdout)
+        await reader.open()
+        writer = PipeWriter(stdin.fd)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read_stdout, stdout, read_send)
-                tg.start_soon(self._write_stdin, stdin, write_recv)
+                tg.start_soon(self._flush_stdin, writer)
                 tg.start_soon(self._relay_stderr, stderr)
                 try:
-                    yield read_recv, write_send
+                    yield reader, writer
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await write_send.aclose()
+                        await writer.aclose()
+                        # Nobody reads the server's answers any more; keep its stdout
+                        # flowing so a chatty server is not stuck writing while we wait.
+                        tg.start_soon(reader.discard)
                         await self.shutdown(stdin)
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await read_recv.aclose()
+                await reader.aclose()
                 for pipe in (stdin, stdout, stderr):
                     pipe.close()
                 if process.returncode is None:  # pragma: no cover - shutdown reaps it
@@ -192,74 +309,23 @@ class StdioTransport(Transport):
 
     # -- pumps -------------------------------------------------------------------
 
-    async def _read_stdout(
-        self, pipe: _Pipe, out: MemoryObjectSendStream[Envelope | Exception]
-    ) -> None:
-        buffer = bytearray()
-        cap = self.max_message_bytes
-        process = self.process
-        assert process is not None
-        async with out:
-            try:
-                while chunk := await pipe.read():
-                    start = 0
-                    while (newline := chunk.find(b"\n", start)) >= 0:
-                        if buffer:
-                            buffer += chunk[start:newline]
-                            line = bytes(buffer)
-                            buffer.clear()
-                        else:
-                            line = chunk[start:newline]
-                        await self._deliver(line, out)
-                        start = newline + 1
-                    buffer += chunk[start:]
-                    if len(buffer) > cap:
-                        await out.send(
-                            MessageTooLarge(f"server sent a message larger than {cap} bytes")
-                        )
-                        self._signal_group(signal.SIGKILL)
-                        with anyio.move_on_after(KILL_GRACE):
-                            await _wait_exit(process)
-                        await out.send(self._exited(process, "after an oversized message"))
-                        return
-                if buffer.strip():
-                    await self._deliver(bytes(buffer), out)
-                with anyio.move_on_after(FLUSH_GRACE):
-                    await _wait_exit(process)
-                await out.send(self._exited(process, ""))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                return
-
-    async def _deliver(self, line: bytes, out: MemoryObjectSendStream[Envelope | Exception]) -> None:
-        item = line_item(line, "server wrote")
-        if item is not None:
-            try:
-                out.send_nowait(item)  # no extra loop turn when the session has room
-            except anyio.WouldBlock:
-                await out.send(item)
-
-    def _exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
+    def exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
         message = f"{describe_exit(code)} {when}".strip()
         if self.stderr_tail:
             message += "; its last stderr line: " + self.stderr_tail[-1]
         return ServerExited(message, returncode=code)
 
-    async def _write_stdin(self, pipe: _Pipe, inbox: ObjectReceiveStream[Envelope]) -> None:
-        """Copy outgoing messages to the server's stdin.
+    async def _flush_stdin(self, writer: PipeWriter) -> None:
+        """Write what the server's stdin did not take at once, in order.
 
         Shielded from outer cancellation, so a message queued while the user
         presses Ctrl-C (`notifications/cancelled`) still reaches the server; it
-        ends when the write stream closes, and shutdown stops it if it hangs.
+        ends when the writer closes, and shutdown stops it if it hangs.
         """
         with anyio.CancelScope(shield=True) as scope:
             self._writer_scope = scope
-            try:
-                async with inbox:
-                    async for envelope in inbox:
-                        await pipe.write(jsonrpc.encode(envelope.message) + b"\n")
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass  # the server went away; the stdout reader reports how
+            await writer.flush()
         assert self._writer_done is not None
         self._writer_done.set()
 

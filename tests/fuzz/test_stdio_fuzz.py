@@ -1,7 +1,7 @@
 """stdio framing on both sides: random bytes in random chunks.
 
-The server's reader (`mcpcli.server.stdio._Reader`) and the client's stdout pump
-(`StdioTransport._read_stdout`) are driven with scripted chunks, no process.
+The server's reader (`mcpcli.server.stdio._Reader`) and the client's stdout reader
+(`mcpcli.transports.stdio._ServerReader`) are driven with scripted chunks, no process.
 Properties: they never raise; every non-blank line becomes exactly one message
 or one error (the server answers it; the client reports a `ProtocolError`);
 everything the server would write back can be encoded; and the outcome does not
@@ -22,7 +22,7 @@ from mcpcli import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited
 from mcpcli.server.stdio import _Reader
 from mcpcli.transports import Envelope
-from mcpcli.transports.stdio import StdioTransport
+from mcpcli.transports.stdio import StdioTransport, _ServerReader
 
 
 class ScriptedIO:
@@ -46,13 +46,10 @@ def server_outcome(chunks: list[bytes], cap: int = 1 << 20) -> tuple[list[Any], 
     """(messages handed to the server, error replies written back) for this input."""
 
     async def run() -> tuple[list[Any], list[Any]]:
-        inbox_send, inbox_recv = anyio.create_memory_object_stream[Envelope | Exception](math.inf)
         outbox_send, outbox_recv = anyio.create_memory_object_stream[Envelope](math.inf)
-        reader = _Reader(ScriptedIO(chunks), inbox_send, outbox_send, cap)  # type: ignore[arg-type]
-        await reader.run()
+        reader = _Reader(ScriptedIO(chunks), outbox_send, cap)  # type: ignore[arg-type]
+        inbound = [item.message async for item in reader]
         outbox_send.close()
-        async with inbox_recv:
-            inbound = [item.message async for item in inbox_recv]
         async with outbox_recv:
             replies = [item.message async for item in outbox_recv]
         return inbound, replies
@@ -61,16 +58,14 @@ def server_outcome(chunks: list[bytes], cap: int = 1 << 20) -> tuple[list[Any], 
 
 
 def client_outcome(chunks: list[bytes], cap: int = 1 << 20) -> list[Any]:
-    """What the client's stdout pump delivers for this input, as comparable values."""
+    """What the client's stdout reader delivers for this input, as comparable values."""
     transport = StdioTransport("unused", max_message_bytes=cap)
     transport.process = ExitedProcess()  # type: ignore[assignment]
     transport._signal_group = lambda sig: False  # type: ignore[method-assign]
 
     async def run() -> list[Any]:
-        send, recv = anyio.create_memory_object_stream[Envelope | Exception](math.inf)
-        await transport._read_stdout(ScriptedIO(chunks), send)  # type: ignore[arg-type]
-        async with recv:
-            items = [item async for item in recv]
+        reader = _ServerReader(transport, ScriptedIO(chunks))  # type: ignore[arg-type]
+        items = [item async for item in reader]
         out: list[Any] = []
         for item in items:
             if isinstance(item, Envelope):

@@ -28,6 +28,9 @@ FOUNDATIONS = frozenset({
     # The session daemon's control protocol and run directory: the standard library only,
     # shared by the daemon, the command side and its fast path.
     "mcpcli.daemon.protocol", "mcpcli.daemon.paths",
+    # Cheap per-message tasks on anyio, shared by the session (requests) and the server
+    # runtime (2026 calls).
+    "mcpcli.taskset",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.

@@ -1,0 +1,98 @@
+"""Cheap tasks for per-message work: one per incoming request, one per 2026 call.
+
+A task started through an anyio task group costs a task handle, a cancel scope and an
+event besides the task itself, which is most of what a relayed call spends outside of
+I/O (`scripts/bench_gateway.py`). On asyncio a `TaskSet` starts a plain event-loop task
+that runs inside one anyio `CancelScope` (so cancelling it is anyio's usual, level-
+triggered cancellation) and remembers it until it ends; `cancel_all` and `wait` are
+what a task group's exit would do. On another event loop (trio) the tasks go to the
+`fallback` task group instead.
+
+An exception escaping a task is reported to `on_error` (the task group would have
+re-raised it and torn everything down; here the owner decides): the owners' tasks
+catch their own errors, so this is a last resort against a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+__all__ = ["TaskSet"]
+
+
+def _loop() -> Any:
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # pragma: no cover - trio
+        return None
+
+
+class TaskSet:
+    """Tasks that each run inside their own cancel scope, cancelled and awaited together."""
+
+    def __init__(self, fallback: TaskGroup, on_error: Callable[[Exception], None]) -> None:
+        self._fallback = fallback
+        self._on_error = on_error
+        self._scopes: set[anyio.CancelScope] = set()
+        self._tasks: set[Any] = set()  # strong references: the loop keeps only weak ones
+        self._empty: anyio.Event | None = None  # made only when someone waits
+        self._loop = _loop()
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    def start(
+        self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any, scope: anyio.CancelScope | None = None
+    ) -> anyio.CancelScope:
+        """Run `fn(*args)` in a new task inside `scope` (a new one by default); the scope
+        cancels it."""
+        if scope is None:
+            scope = anyio.CancelScope()
+        self._scopes.add(scope)
+        if self._loop is None:  # pragma: no cover - trio
+            self._fallback.start_soon(self._run, fn, args, scope)
+        else:
+            # No done-callback (the loop would run it one turn later): `_run` forgets its task.
+            self._tasks.add(self._loop.create_task(self._run(fn, args, scope)))
+        return scope
+
+    async def _run(
+        self, fn: Callable[..., Coroutine[Any, Any, None]], args: tuple[Any, ...], scope: anyio.CancelScope
+    ) -> None:
+        try:
+            with scope:
+                await fn(*args)
+        except Exception as exc:
+            self._on_error(exc)
+        finally:
+            if self._loop is not None:
+                import asyncio
+
+                self._tasks.discard(asyncio.current_task())
+            self._scopes.discard(scope)
+            if not self._scopes and self._empty is not None:
+                self._empty.set()
+                self._empty = None
+
+    def cancel_all(self) -> None:
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def wait(self) -> None:
+        """Until every task has ended."""
+        while self._scopes:
+            if self._empty is None:
+                self._empty = anyio.Event()
+            await self._empty.wait()
+
+    async def aclose(self) -> None:
+        """Cancel every task and wait for them (shielded: this is cleanup)."""
+        self.cancel_all()
+        with anyio.CancelScope(shield=True):
+            await self.wait()

@@ -1,0 +1,286 @@
+"""Newline-delimited JSON-RPC on pipes, with no pump task between the pipe and the session.
+
+A stdio connection used to run a pump task per direction and hand every message
+across a memory-object stream: extra event-loop turns per message, which was most of
+what a relayed call cost (`scripts/bench_gateway.py`). Here:
+
+* a `FrameReader` (the stdio readers of both ends) is the session's read stream. On
+  asyncio the event loop's pipe transport hands it bytes in a callback, where they
+  are split (`LineSplitter`) and parsed at once; the session takes a response or a
+  request right there (`take_at_once`: the waiting call is woken, the request's
+  task started) and everything else waits, in order, in a `FrameInbox` for the
+  session's receive loop. Elsewhere (trio) the receive loop reads the pipe itself.
+* a send writes the frame at once (`PipeWriter`): only what the pipe will not take
+  right now waits, in order, for a flusher task.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+
+from mcpcli import jsonrpc
+
+if TYPE_CHECKING:
+    from mcpcli.transports import Envelope
+
+__all__ = ["BACKLOG_LIMIT", "FrameInbox", "FrameReader", "LineSplitter", "PipeWriter"]
+
+#: Bytes a writer may hold for a pipe that is not draining before senders must wait.
+BACKLOG_LIMIT = 1 << 20
+#: Items parsed ahead of a session that is not reading before the pipe is paused.
+INBOX_LIMIT = 64
+
+Item = Any  # an Envelope, or an Exception to report (see `mcpcli.transports`)
+
+
+class FrameInbox:
+    """Items parsed as bytes arrive, for a session: each is offered to `take_at_once`
+    first (when nothing is queued before it), else queued for the receive loop. Past
+    `INBOX_LIMIT` queued items the pipe is paused until the loop catches up."""
+
+    def __init__(self) -> None:
+        self.items: deque[Item] = deque()
+        self.ended = False
+        #: The session's "handle this now if that needs no waiting" (True: taken).
+        self.take_at_once: Callable[[Item], bool] | None = None
+        self.pause: Callable[[], None] | None = None
+        self.resume: Callable[[], None] | None = None
+        self._paused = False
+        self._waiter: Any = None
+
+    def put(self, item: Item) -> None:
+        if not self.items and self.take_at_once is not None and self.take_at_once(item):
+            return
+        self.items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            # One turn later: whatever the items before it woke runs first (a command
+            # that has its answer is done before a log line written behind it is shown).
+            waiter.get_loop().call_soon(self._wake)
+        if len(self.items) >= INBOX_LIMIT and self.pause is not None and not self._paused:
+            self._paused = True
+            self.pause()
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until there is an item or the input ended (asyncio: bytes come in callbacks)."""
+        if self.items or self.ended:
+            return
+        import asyncio
+
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    def pop(self) -> Item:
+        item = self.items.popleft()
+        if self._paused and len(self.items) <= INBOX_LIMIT // 4 and self.resume is not None:
+            self._paused = False
+            self.resume()
+        return item
+
+
+class FrameReader:
+    """A session's read stream over a `FrameInbox`; subclasses fill it (`_more`)."""
+
+    def __init__(self) -> None:
+        self.inbox = FrameInbox()
+        #: Set once the last item is in the inbox (what follows is the end of the stream).
+        self.finished = False
+        self.closed = False
+
+    def take_at_once(self, take: Callable[[Item], bool] | None) -> None:
+        """Let the session handle items in the callback that parsed them (see `FrameInbox`)."""
+        self.inbox.take_at_once = take
+
+    def __aiter__(self) -> FrameReader:
+        return self
+
+    async def __anext__(self) -> Item:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def receive(self) -> Item:
+        inbox = self.inbox
+        if inbox.items:
+            # The next message of a chunk already read: let what the last one woke run
+            # first, as a hand-over between tasks would (a command that has its answer
+            # is done before a log line written behind the answer is shown).
+            await anyio.lowlevel.checkpoint()
+        while not inbox.items:
+            if self.closed:
+                raise anyio.ClosedResourceError
+            if self.finished:
+                raise anyio.EndOfStream
+            await self._more()
+        return inbox.pop()
+
+    async def _more(self) -> None:
+        """Wait for more items, or the end (`finished`)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self.inbox.take_at_once = None
+        self.inbox.items.clear()
+
+
+class LineSplitter:
+    """Cuts a byte stream into lines, holding at most `cap` bytes of an unfinished one.
+
+    `feed` returns the complete lines of a chunk; `overflow` says the unfinished line
+    outgrew the cap (what to do about it is the caller's: a client gives up on the
+    server, a server answers an error and skips to the next newline)."""
+
+    __slots__ = ("_buffer", "cap")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        buffer = self._buffer
+        while (newline := chunk.find(b"\n", start)) >= 0:
+            if buffer:
+                buffer += chunk[start:newline]
+                lines.append(bytes(buffer))
+                buffer.clear()
+            else:
+                lines.append(chunk[start:newline])
+            start = newline + 1
+        if start < len(chunk):
+            buffer += chunk[start:]
+        return lines
+
+    @property
+    def overflow(self) -> bool:
+        return len(self._buffer) > self.cap
+
+    def rest(self) -> bytes:
+        """What is left after the last newline (at end of input), and forget it."""
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return data
+
+    def clear(self) -> None:
+        self._buffer.clear()
+
+
+class PipeWriter:
+    """A write stream that puts each frame on a non-blocking pipe at once.
+
+    Whatever the pipe does not take joins a backlog that `flush` (the owner's task)
+    writes as the pipe drains, so frames keep their order; past `BACKLOG_LIMIT`
+    `send_nowait` raises `WouldBlock` and `send` waits. A broken pipe (the peer went
+    away) drops what is sent from then on, as a pump task would have: the reader
+    reports how the peer ended, which says more than a failed write. `aclose` ends
+    `flush` once the backlog is written."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._backlog: deque[bytes] = deque()
+        self._pending = 0
+        self._wake = anyio.Event()
+        self._drained = anyio.Event()
+        self._drained.set()
+        self.closed = False
+        self.broken = False
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
+
+    def write_nowait(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self.broken:
+            return
+        if self._backlog:
+            if self._pending >= BACKLOG_LIMIT:
+                raise anyio.WouldBlock
+            self._queue(data)
+            return
+        try:
+            written = os.write(self.fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            self.broken = True
+            self._wake.set()
+            return
+        if written < len(data):
+            self._queue(data[written:])
+
+    def _queue(self, data: bytes) -> None:
+        self._backlog.append(data)
+        self._pending += len(data)
+        if self._drained.is_set():
+            self._drained = anyio.Event()
+        self._wake.set()
+
+    async def send(self, envelope: Envelope) -> None:
+        data = jsonrpc.encode(envelope.message) + b"\n"
+        while True:
+            try:
+                self.write_nowait(data)
+                return
+            except anyio.WouldBlock:
+                await self._drained.wait()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing waits to be written."""
+        return not self._backlog
+
+    async def flush(self) -> None:
+        """Write the backlog as the pipe drains, until closed and empty (or broken)."""
+        while True:
+            while self._backlog and not self.broken:
+                data = self._backlog[0]
+                try:
+                    written = os.write(self.fd, data)
+                except BlockingIOError:
+                    await anyio.wait_writable(self.fd)
+                    continue
+                except OSError:
+                    self.broken = True
+                    break
+                self._pending -= written
+                if written < len(data):
+                    self._backlog[0] = data[written:]
+                else:
+                    self._backlog.popleft()
+            if self.broken:
+                self._backlog.clear()
+                self._pending = 0
+            if not self._backlog:
+                self._drained.set()
+            if self.closed or self.broken:
+                return
+            self._wake = anyio.Event()
+            if self._backlog:
+                continue
+            await self._wake.wait()
