@@ -88,6 +88,12 @@ class FrameInbox:
         finally:
             self._waiter = None
 
+    def unpause(self) -> None:
+        """Let the pipe flow again if it was paused (its reader is about to drop the rest)."""
+        if self._paused and self.resume is not None:
+            self._paused = False
+            self.resume()
+
     def pop(self) -> Item:
         item = self.items.popleft()
         if self._paused and len(self.items) <= INBOX_LIMIT // 4 and self.resume is not None:

@@ -189,8 +189,7 @@ class _ServerReader(FrameReader):
         self.inbox.take_at_once = None
         self.inbox.items.clear()
         if self._pipe_transport is not None:
-            if self._pipe_transport.is_reading() is False and not self._pipe_transport.is_closing():
-                self._pipe_transport.resume_reading()
+            self.inbox.unpause()  # the callbacks drop what comes now
             return
         with suppress(OSError):
             while not self.inbox.ended and await self.pipe.read():
