@@ -172,7 +172,7 @@ class _Pending:
 class RequestContext:
     """What a handler of an incoming request can do while it runs."""
 
-    __slots__ = ("_session", "answered", "context", "related_request_id", "request")
+    __slots__ = ("_scope", "_session", "answered", "context", "related_request_id", "request")
 
     def __init__(
         self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
@@ -186,15 +186,21 @@ class RequestContext:
         self.related_request_id = related_request_id
         #: The request was answered by `answer_now`; what the handler returns is dropped.
         self.answered = False
+        #: The cancel scope of the task handling it (None: not a task of the session's).
+        self._scope: anyio.CancelScope | None = None
 
-    async def answer_now(self, result: dict[str, Any]) -> None:
+    async def answer_now(self, result: dict[str, Any], *, keep_in: TaskSet | None = None) -> None:
         """Answer the request before its handler returns; the handler goes on (a 2026
         call parked for input runs on in the task that received it). From now on the
-        peer's `notifications/cancelled` for this id no longer reaches the handler."""
+        peer's `notifications/cancelled` for this id no longer reaches the handler, and
+        with `keep_in` (the server's own tasks) neither does this connection's end: the
+        call may be resumed from another one."""
         session = self._session
         session._incoming.pop(self.request.id, None)
         self.answered = True
         session._done()  # what goes on is not this request any more (EOF need not wait for it)
+        if keep_in is not None and self._scope is not None and session._requests is not None:
+            session._requests.hand_over(self._scope, keep_in)
         await session.send(Envelope(Response(self.request.id, result), self.request.id))
 
     @property
@@ -642,6 +648,7 @@ class Session:
     ) -> None:
         """Answer one request; runs inside `scope`, which `notifications/cancelled` cancels."""
         ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
+        ctx._scope = scope
         try:
             try:
                 response = await self._answer(envelope, request, ctx)

@@ -33,19 +33,30 @@ def _loop() -> Any:
         return None
 
 
+class _Entry:
+    """One task: its scope, the task itself, and the set that answers for it now."""
+
+    __slots__ = ("owner", "scope", "task")
+
+    def __init__(self, scope: anyio.CancelScope, owner: TaskSet) -> None:
+        self.scope = scope
+        self.owner = owner
+        self.task: Any = None
+
+
 class TaskSet:
     """Tasks that each run inside their own cancel scope, cancelled and awaited together."""
 
     def __init__(self, fallback: TaskGroup, on_error: Callable[[Exception], None]) -> None:
         self._fallback = fallback
         self._on_error = on_error
-        self._scopes: set[anyio.CancelScope] = set()
-        self._tasks: set[Any] = set()  # strong references: the loop keeps only weak ones
+        #: Also the strong references to the tasks (the loop keeps only weak ones).
+        self._entries: dict[anyio.CancelScope, _Entry] = {}
         self._empty: anyio.Event | None = None  # made only when someone waits
         self._loop = _loop()
 
     def __len__(self) -> int:
-        return len(self._scopes)
+        return len(self._entries)
 
     def start(
         self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any, scope: anyio.CancelScope | None = None
@@ -54,39 +65,48 @@ class TaskSet:
         cancels it."""
         if scope is None:
             scope = anyio.CancelScope()
-        self._scopes.add(scope)
+        entry = _Entry(scope, self)
+        self._entries[scope] = entry
         if self._loop is None:  # pragma: no cover - trio
-            self._fallback.start_soon(self._run, fn, args, scope)
+            self._fallback.start_soon(self._run, fn, args, entry)
         else:
             # No done-callback (the loop would run it one turn later): `_run` forgets its task.
-            self._tasks.add(self._loop.create_task(self._run(fn, args, scope)))
+            entry.task = self._loop.create_task(self._run(fn, args, entry))
         return scope
 
-    async def _run(
-        self, fn: Callable[..., Coroutine[Any, Any, None]], args: tuple[Any, ...], scope: anyio.CancelScope
-    ) -> None:
+    async def _run(self, fn: Callable[..., Coroutine[Any, Any, None]], args: tuple[Any, ...], entry: _Entry) -> None:
         try:
-            with scope:
+            with entry.scope:
                 await fn(*args)
         except Exception as exc:
-            self._on_error(exc)
+            entry.owner._on_error(exc)
         finally:
-            if self._loop is not None:
-                import asyncio
+            entry.owner._forget(entry.scope)
 
-                self._tasks.discard(asyncio.current_task())
-            self._scopes.discard(scope)
-            if not self._scopes and self._empty is not None:
-                self._empty.set()
-                self._empty = None
+    def _forget(self, scope: anyio.CancelScope) -> None:
+        self._entries.pop(scope, None)
+        if not self._entries and self._empty is not None:
+            self._empty.set()
+            self._empty = None
+
+    def hand_over(self, scope: anyio.CancelScope, other: TaskSet) -> bool:
+        """Let `other` answer for the task running in `scope` from now on (cancel it, wait
+        for it); False where that cannot be (not ours, or another event loop's task group)."""
+        entry = self._entries.get(scope)
+        if entry is None or entry.task is None:
+            return False
+        self._forget(scope)
+        entry.owner = other
+        other._entries[scope] = entry
+        return True
 
     def cancel_all(self) -> None:
-        for scope in list(self._scopes):
+        for scope in list(self._entries):
             scope.cancel()
 
     async def wait(self) -> None:
         """Until every task has ended."""
-        while self._scopes:
+        while self._entries:
             if self._empty is None:
                 self._empty = anyio.Event()
             await self._empty.wait()

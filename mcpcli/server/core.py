@@ -529,7 +529,8 @@ class Server:
             early = outlet.answer_now
 
             async def answer_now(result: JSON) -> None:
-                await early(self._decorate(request.method, result))
+                # The parked call becomes the server's: a retry may come on another connection.
+                await early(self._decorate(request.method, result), keep_in=self.runtime.call_tasks())
 
             rq.answer_now = answer_now
         result = await handler(rq)
