@@ -189,6 +189,12 @@ class RequestContext:
         #: The cancel scope of the task handling it (None: not a task of the session's).
         self._scope: anyio.CancelScope | None = None
 
+    @property
+    def can_answer_now(self) -> bool:
+        """Whether `answer_now` may be used: the request runs in a task of its own (not
+        inside a batch, whose one response holds every answer)."""
+        return self._scope is not None
+
     async def answer_now(self, result: dict[str, Any], *, keep_in: TaskSet | None = None) -> None:
         """Answer the request before its handler returns; the handler goes on (a 2026
         call parked for input runs on in the task that received it). From now on the

@@ -54,6 +54,8 @@ class TaskSet:
         self._entries: dict[anyio.CancelScope, _Entry] = {}
         self._empty: anyio.Event | None = None  # made only when someone waits
         self._loop = _loop()
+        #: Cancelled as a whole: what starts from now on starts cancelled.
+        self._closed = False
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -65,6 +67,8 @@ class TaskSet:
         cancels it."""
         if scope is None:
             scope = anyio.CancelScope()
+        if self._closed:
+            scope.cancel()  # as a closed task group would: it runs only to its first checkpoint
         entry = _Entry(scope, self)
         self._entries[scope] = entry
         if self._loop is None:  # pragma: no cover - trio
@@ -98,9 +102,12 @@ class TaskSet:
         self._forget(scope)
         entry.owner = other
         other._entries[scope] = entry
+        if other._closed:
+            scope.cancel()
         return True
 
     def cancel_all(self) -> None:
+        self._closed = True
         for scope in list(self._entries):
             scope.cancel()
 

@@ -525,7 +525,7 @@ class Server:
             meta.client_info, meta.log_level, None, transport, principal,
         )
         rq.channel = connection
-        if connection is not None and isinstance(outlet, RequestContext):
+        if connection is not None and isinstance(outlet, RequestContext) and outlet.can_answer_now:
             early = outlet.answer_now
 
             async def answer_now(result: JSON) -> None:
