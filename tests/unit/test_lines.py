@@ -1,0 +1,403 @@
+"""The stdio hot path's pieces (mcpcli/transports/_lines.py): line splitting, the inbox
+that hands frames to a session in the pipe's callback or in order through its receive
+loop, and the writer that puts frames on a real non-blocking pipe."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from mcpcli.jsonrpc import Notification
+from mcpcli.transports import Envelope
+from mcpcli.transports._lines import (
+    BACKLOG_LIMIT,
+    INBOX_LIMIT,
+    FrameInbox,
+    FrameReader,
+    LineSplitter,
+    PipeWriter,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+# -- LineSplitter ---------------------------------------------------------------
+
+
+def test_lines_are_joined_across_chunks_and_empty_lines_kept() -> None:
+    splitter = LineSplitter(cap=100)
+    assert splitter.feed(b"") == []
+    assert splitter.feed(b"ab") == []
+    assert splitter.feed(b"c\nde") == [b"abc"]
+    assert splitter.feed(b"f\n\ng\nh") == [b"def", b"", b"g"]
+    assert splitter.rest() == b"h"
+    assert splitter.rest() == b""  # rest() forgets what it returned
+    assert splitter.feed(b"\n") == [b""]
+
+
+def test_an_unfinished_line_past_the_cap_is_an_overflow_until_cleared() -> None:
+    splitter = LineSplitter(cap=4)
+    assert splitter.feed(b"1234") == []
+    assert not splitter.overflow  # at the cap is fine
+    assert splitter.feed(b"5") == []
+    assert splitter.overflow
+    splitter.clear()
+    assert not splitter.overflow
+    # A complete line longer than the cap is the caller's business (it is returned whole).
+    assert splitter.feed(b"0123456789\nx") == [b"0123456789"]
+    assert not splitter.overflow
+    assert splitter.rest() == b"x"
+
+
+# -- FrameInbox -----------------------------------------------------------------
+
+
+def test_an_item_is_offered_at_once_only_when_nothing_is_queued_before_it() -> None:
+    inbox = FrameInbox()
+    offered: list[str] = []
+
+    def take(item: Any) -> bool:
+        offered.append(item)
+        return bool(item.startswith("take"))
+
+    inbox.put("before")  # no taker yet: queued
+    inbox.take_at_once = take
+    inbox.put("take-1")  # queued behind "before": never offered (order is kept)
+    assert offered == []
+    assert list(inbox.items) == ["before", "take-1"]
+    assert inbox.pop() == "before"
+    assert inbox.pop() == "take-1"
+    inbox.put("take-2")  # nothing queued: taken in the callback
+    inbox.put("keep")  # offered, refused: queued
+    inbox.put("take-3")  # behind "keep": not offered
+    assert offered == ["take-2", "keep"]
+    assert list(inbox.items) == ["keep", "take-3"]
+
+
+def test_the_pipe_is_paused_past_the_limit_and_resumed_at_a_quarter() -> None:
+    inbox = FrameInbox()
+    calls: list[str] = []
+    inbox.pause = lambda: calls.append("pause")
+    inbox.resume = lambda: calls.append("resume")
+    for i in range(INBOX_LIMIT - 1):
+        inbox.put(i)
+    assert calls == []
+    inbox.put(INBOX_LIMIT - 1)
+    assert calls == ["pause"]
+    inbox.put("more")  # still paused: not paused twice
+    assert calls == ["pause"]
+    got = []
+    while len(inbox.items) > INBOX_LIMIT // 4 + 1:
+        got.append(inbox.pop())
+    assert calls == ["pause"]
+    got.append(inbox.pop())
+    assert calls == ["pause", "resume"]
+    while inbox.items:
+        got.append(inbox.pop())
+    assert calls == ["pause", "resume"]
+    assert got == [*range(INBOX_LIMIT), "more"]  # nothing lost or reordered
+
+
+async def test_the_receive_loop_is_woken_a_turn_after_what_earlier_items_woke() -> None:
+    """A response taken at once wakes its caller; a notification queued behind it wakes
+    the receive loop one loop turn later, so the caller (which takes a few steps to
+    finish) gets there first."""
+    inbox = FrameInbox()
+    answered = anyio.Event()
+    order: list[str] = []
+
+    def take(item: Any) -> bool:
+        if item == "response":
+            answered.set()
+            return True
+        return False
+
+    inbox.take_at_once = take
+
+    async def caller() -> None:
+        await answered.wait()
+        await anyio.lowlevel.checkpoint()  # the rest of the command's work
+        order.append("caller")
+
+    async def receive_loop() -> None:
+        await inbox.wait()
+        order.append("loop:" + inbox.pop())
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(caller)
+            tg.start_soon(receive_loop)
+            await anyio.wait_all_tasks_blocked()
+            inbox.put("response")  # as the pipe callback would, in one chunk
+            inbox.put("notification")
+    assert order == ["caller", "loop:notification"]
+
+
+async def test_end_wakes_a_waiting_reader() -> None:
+    inbox = FrameInbox()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(inbox.wait)
+            await anyio.wait_all_tasks_blocked()
+            inbox.end()
+    assert inbox.ended
+    with anyio.fail_after(5):
+        await inbox.wait()  # returns at once once ended
+
+
+# -- FrameReader ----------------------------------------------------------------
+
+
+class _Fed(FrameReader):
+    """A FrameReader filled by the test (as a pipe callback would)."""
+
+    async def _more(self) -> None:
+        await self.inbox.wait()
+        if self.inbox.ended and not self.inbox.items:
+            self.finished = True
+
+
+async def test_a_reader_hands_out_items_in_order_then_ends() -> None:
+    reader = _Fed()
+    reader.inbox.put("a")
+    got: list[Any] = []
+
+    async def consume() -> None:
+        async for item in reader:
+            got.append(item)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consume)
+            await anyio.wait_all_tasks_blocked()
+            assert got == ["a"]
+            reader.inbox.put("b")
+            reader.inbox.put("c")
+            reader.inbox.end()
+    assert got == ["a", "b", "c"]
+    with pytest.raises(anyio.EndOfStream):
+        await reader.receive()
+
+
+async def test_an_already_queued_item_is_handed_out_after_a_checkpoint() -> None:
+    """What the previous item woke runs before the next queued item is handed out."""
+    reader = _Fed()
+    reader.inbox.put("first")
+    reader.inbox.put("second")
+    woken = anyio.Event()
+    order: list[str] = []
+
+    async def woken_task() -> None:
+        await woken.wait()
+        order.append("woken")
+
+    async def loop() -> None:
+        order.append(await reader.receive())
+        woken.set()  # handling "first" wakes someone
+        order.append(await reader.receive())
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(woken_task)
+            await anyio.wait_all_tasks_blocked()
+            tg.start_soon(loop)
+    assert order == ["first", "woken", "second"]
+
+
+async def test_a_closed_reader_refuses_and_stops_offering() -> None:
+    reader = _Fed()
+    taken: list[Any] = []
+    reader.take_at_once(lambda item: bool(taken.append(item)) or True)
+    reader.inbox.put("x")
+    assert taken == ["x"]
+    reader.inbox.take_at_once = lambda item: False
+    reader.inbox.put("queued")
+    await reader.aclose()
+    assert reader.inbox.take_at_once is None
+    assert not reader.inbox.items  # what was queued is dropped
+    with pytest.raises(anyio.ClosedResourceError):
+        await reader.receive()
+
+
+# -- PipeWriter -----------------------------------------------------------------
+
+
+class Pipe:
+    """A real pipe whose write end is non-blocking (as the stdio ends set theirs); each
+    end closed at most once (a number closed twice may be someone else's by then)."""
+
+    def __init__(self) -> None:
+        self.r, self.w = os.pipe()
+        flags = fcntl.fcntl(self.w, fcntl.F_GETFL)
+        fcntl.fcntl(self.w, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        self._open = {self.r, self.w}
+
+    def close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
+
+    def close_all(self) -> None:
+        for fd in list(self._open):
+            self.close(fd)
+
+
+@pytest.fixture
+def pipe() -> Iterator[Pipe]:
+    p = Pipe()
+    yield p
+    p.close_all()
+
+
+def _fill(fd: int) -> int:
+    """Write until the pipe takes no more; how many bytes it took."""
+    total = 0
+    chunk = b"\0" * 65536
+    while True:
+        try:
+            total += os.write(fd, chunk)
+        except BlockingIOError:
+            return total
+
+
+async def _read_all(fd: int, into: bytearray) -> None:
+    """Read `fd` until end of file (every write end closed), without blocking the loop."""
+    os.set_blocking(fd, False)
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            continue
+        if not data:
+            return
+        into += data
+
+
+def _frame(n: int) -> Envelope:
+    return Envelope(Notification("notifications/message", {"n": n}))
+
+
+async def test_a_frame_the_pipe_takes_is_written_at_once(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
+    writer.send_nowait(_frame(1))
+    await writer.send(_frame(2))
+    assert writer.idle
+    data = os.read(r, 1 << 16)
+    assert data == (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":1}}\n'
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":2}}\n'
+    )
+
+
+async def test_what_a_full_pipe_refuses_is_flushed_in_order(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
+    head = _fill(w)
+    frames = [bytes([65 + i]) * 40_000 for i in range(5)]
+    writer.write_nowait(frames[0])  # the pipe takes none of it
+    writer.write_nowait(b"small\n")  # behind the backlog, although the pipe has no room anyway
+    for frame in frames[1:]:
+        writer.write_nowait(frame)
+    assert not writer.idle
+    received = bytearray()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read_all, r, received)
+            await writer.aclose()  # flush ends once the backlog is written
+            await writer.flush()
+            assert writer.idle
+            pipe.close(w)  # so that the reader sees end of file
+    assert writer.idle
+    assert bytes(received[:head]) == b"\0" * head
+    assert bytes(received[head:]) == frames[0] + b"small\n" + b"".join(frames[1:])
+
+
+async def test_senders_get_wouldblock_or_wait_past_the_backlog_limit(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
+    _fill(w)
+    big = b"x" * BACKLOG_LIMIT
+    writer.write_nowait(big)  # the backlog reaches the limit
+    with pytest.raises(anyio.WouldBlock):
+        writer.send_nowait(_frame(0))
+    sent = anyio.Event()
+    received = bytearray()
+
+    async def send_late() -> None:
+        await writer.send(_frame(1))
+        sent.set()
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_late)
+            await anyio.wait_all_tasks_blocked()
+            assert not sent.is_set()  # waits for the backlog to drain
+            tg.start_soon(_read_all, r, received)
+            async with anyio.create_task_group() as flushing:
+                flushing.start_soon(writer.flush)
+                await sent.wait()
+                await writer.aclose()
+            pipe.close(w)
+    assert received.endswith(b"x" * 1000 + b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":1}}\n')
+    assert received.count(b'"n":0') == 0  # the refused frame was not written
+    assert received.count(b"x") == BACKLOG_LIMIT
+
+
+async def test_a_broken_pipe_drops_later_sends_silently(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    pipe.close(r)
+    writer = PipeWriter(w)
+    writer.send_nowait(_frame(1))  # EPIPE: no exception, the reader reports how the peer ended
+    assert writer.broken
+    writer.send_nowait(_frame(2))
+    await writer.send(_frame(3))
+    assert writer.idle
+    with anyio.fail_after(5):
+        await writer.flush()  # nothing to do: returns at once
+
+
+async def test_a_pipe_broken_under_a_backlog_releases_flush_and_senders(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
+    _fill(w)
+    writer.write_nowait(b"y" * BACKLOG_LIMIT)
+    sent = anyio.Event()
+
+    async def send_late() -> None:
+        await writer.send(_frame(1))
+        sent.set()
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_late)
+            tg.start_soon(writer.flush)
+            await anyio.wait_all_tasks_blocked()
+            assert not sent.is_set()
+            pipe.close(r)  # the peer goes away with our backlog unread
+            await sent.wait()  # the waiting sender is released (its frame dropped)
+    assert writer.broken
+    assert writer.idle
+
+
+async def test_aclose_refuses_new_frames_and_ends_an_idle_flush(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(writer.flush)
+            await anyio.wait_all_tasks_blocked()
+            await writer.aclose()  # flush was waiting for work: it returns
+    with pytest.raises(anyio.ClosedResourceError):
+        writer.send_nowait(_frame(1))
+    with pytest.raises(anyio.ClosedResourceError):
+        await writer.send(_frame(1))
+    pipe.close(w)
+    assert os.read(r, 100) == b""
