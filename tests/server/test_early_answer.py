@@ -25,10 +25,10 @@ from typing import Any
 import anyio
 import pytest
 from helpers import wait_until_async
-from server_backends import DemoBackend
-from server_support import modern_meta
+from server_backends import TaskBackend
+from server_support import modern_meta, raw
 
-from mcpcli.jsonrpc import ErrorResponse, Notification, Request, Response
+from mcpcli.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
 from mcpcli.server import Server
 from mcpcli.server.backend import CallContext
 from mcpcli.server.stdio import serve_stdio, stdio_streams
@@ -201,11 +201,12 @@ async def test_an_early_answered_handler_is_cancelled_when_the_session_closes(pa
 # -- MRTR: first rounds in the request's task, over real pipes ------------------------
 
 
-class Watched(DemoBackend):
-    """The demo backend, counting the calls that were cancelled (a parked call ending)."""
+class Watched(TaskBackend):
+    """The demo backend (with `ask_then_gate`, and no tool that may become a task),
+    counting the calls that were cancelled (a parked call ending)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__({})
         self.cancels: list[str] = []
 
     async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
@@ -382,6 +383,76 @@ async def test_end_of_input_ends_a_parked_call_without_waiting_for_the_grace() -
     # as a request in flight, and was cancelled with the connection.
     assert backend.cancels == ["elicit"]
     assert not server.runtime.parked
+
+
+async def test_cancelling_the_retry_cancels_the_call_parked_in_the_first_task() -> None:
+    backend = Watched()
+    server = Server(backend)
+    async with served(server) as (raw, _):
+        r1 = result(await raw.call(1, "tools/call", call("ask_then_gate")))
+        retry = call("ask_then_gate", inputResponses={"user_name": ADA}, requestState=r1["requestState"])
+        await raw.send(Request("tools/call", retry, 2))
+        with anyio.fail_after(10):
+            await backend.started.wait()  # resumed: past the question, in request 1's task
+        await raw.send(Notification("notifications/cancelled", {"requestId": 2}))
+        await wait_until_async(lambda: backend.cancels, what="the resumed call to be cancelled")
+        assert backend.cancels == ["ask_then_gate"]
+        assert not server.runtime.parked
+        # Neither request 2 (cancelled) nor request 1 (answered early) gets another answer.
+        assert result(await raw.call(3, "tools/call", call("echo")))["resultType"] == "complete"
+    assert backend.runs["ask_then_gate"] == 1
+
+
+async def test_a_call_parked_on_a_closed_connection_re_runs_on_the_next() -> None:
+    """A parked call lives in its first request's task, so it ends with the connection
+    (in memory here); a retry on a new connection re-runs it with the carried answers."""
+    backend = Watched()
+    server = Server(backend)
+    async with server:
+        async with raw(server) as s:
+            r1 = await s.request("tools/call", call("two_questions"), progress_token=False)
+            r2 = await s.request(
+                "tools/call",
+                call("two_questions", inputResponses={"step1": ADA}, requestState=r1["requestState"]),
+                progress_token=False,
+            )
+            assert list(r2["inputRequests"]) == ["step2"]
+        await wait_until_async(lambda: not server.runtime.parked, what="the parked call to end")
+        assert backend.cancels == ["two_questions"]
+        async with raw(server) as s:
+            done = await s.request(
+                "tools/call",
+                call("two_questions", inputResponses={"step2": BOB}, requestState=r2["requestState"]),
+                progress_token=False,
+            )
+            assert done["content"][0]["text"] == "Ada Bob"
+    assert backend.runs["two_questions"] == 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a 2026 call inside a 2025-03-26 batch answers early outside the batch; the batch "
+    "response waits for the parked call and then repeats the id with an empty result; "
+    "the session's active count goes negative",
+)
+async def test_a_2026_call_inside_a_batch_is_answered_in_the_batch() -> None:
+    server = Server(Watched())
+    async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_side)
+        read, write = client_side
+        hello = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        await write.send(Envelope(Request("initialize", hello, 1)))
+        with anyio.fail_after(10):
+            assert isinstance((await read.receive()).message, Response)
+        await write.send(Envelope(Notification("notifications/initialized")))
+        await write.send(Envelope(Batch([Request("tools/call", call("elicit"), 5), Request("ping", None, 6)])))
+        with anyio.fail_after(10):
+            answer = (await read.receive()).message
+        assert isinstance(answer, Batch), answer
+        by_id = {m.id: m for m in answer.messages if isinstance(m, Response)}
+        assert sorted(by_id) == [5, 6]
+        assert by_id[5].result["resultType"] == "input_required"
+        tg.cancel_scope.cancel()
 
 
 @pytest.mark.slow
