@@ -5,6 +5,7 @@ loop, and the writer that puts frames on a real non-blocking pipe."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -401,3 +402,71 @@ async def test_aclose_refuses_new_frames_and_ends_an_idle_flush(pipe: Pipe) -> N
         await writer.send(_frame(1))
     pipe.close(w)
     assert os.read(r, 100) == b""
+
+
+# -- the stdio readers built on them, over real pipes -------------------------------
+
+
+async def test_error_replies_made_before_the_server_writer_exists_go_out_first(pipe: Pipe) -> None:
+    """Bytes already in stdin when the server starts are parsed while its stdout is being
+    connected: the error reply for a bad line waits for the writer, then goes out first."""
+    from mcpcli.server.stdio import stdio_streams
+    from mcpcli.session import Session
+
+    out = Pipe()
+    try:
+        os.write(pipe.w, b'not json\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        pipe.close(pipe.w)
+        with anyio.fail_after(10):
+            async with stdio_streams(pipe.r, out.w) as streams, Session(streams) as session:
+                await session.wait_closed()
+                await session.wait_idle()
+        out.close(out.w)
+        lines = [json.loads(line) for line in os.read(out.r, 1 << 16).splitlines()]
+    finally:
+        out.close_all()
+    assert [(line["id"], line["error"]["code"]) for line in lines] == [
+        (None, -32700),  # the bad line's reply, made before there was a writer
+        (1, -32601),  # the session has no handler
+    ]
+
+
+async def test_a_bug_reading_the_servers_stdin_ends_the_input(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcli.server import stdio
+    from mcpcli.session import Session
+
+    def broken(self: Any, data: bytes) -> None:
+        raise RuntimeError("bug in the reader")
+
+    monkeypatch.setattr(stdio._Reader, "chunk", broken)
+    out = Pipe()
+    try:
+        with anyio.fail_after(10):
+            async with stdio.stdio_streams(pipe.r, out.w) as streams, Session(streams) as session:
+                os.write(pipe.w, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')  # the writer stays open
+                await session.wait_closed()  # instead of waiting forever for more input
+    finally:
+        out.close_all()
+
+
+async def test_a_bug_reading_the_servers_output_ends_the_client_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from mcpcli.errors import ServerExited, TransportError
+    from mcpcli.transports import stdio
+
+    def broken(self: Any, data: bytes) -> None:
+        raise RuntimeError("bug in the reader")
+
+    monkeypatch.setattr(stdio._ServerReader, "chunk", broken)
+    # A server that writes a line, then waits for input that never ends (it must be killed).
+    script = "import sys; sys.stdout.write('{}\\n'); sys.stdout.flush(); sys.stdin.read()"
+    transport = stdio.StdioTransport(sys.executable, ["-c", script], quiet=True)
+    items: list[Any] = []
+    with anyio.fail_after(20):
+        async with transport.connect() as (read, _write):
+            async for item in read:
+                items.append(item)
+    assert [type(i) for i in items] == [TransportError, ServerExited]
+    assert "reading the server's output failed: RuntimeError: bug in the reader" in str(items[0])
+    assert transport.process is not None and transport.process.returncode is not None
