@@ -32,7 +32,7 @@ from mcpcli.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
 from mcpcli.server import Server
 from mcpcli.server.backend import CallContext
 from mcpcli.server.stdio import serve_stdio, stdio_streams
-from mcpcli.session import RequestContext, Session
+from mcpcli.session import MAX_CONCURRENT_INCOMING, RequestContext, Session
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports.memory import memory_pair
 
@@ -183,6 +183,33 @@ async def test_an_early_answered_id_is_free_and_deaf_to_cancellation(pair: str) 
             await held.finished.wait()
             assert await raw.call(9, "echo", {"n": 9}) == Response(9, {"echo": 9})
     assert len(held.contexts) == 2
+
+
+@pytest.mark.parametrize("pair", list(PAIRS))
+async def test_an_id_in_use_and_requests_past_the_cap_are_refused(pair: str) -> None:
+    """What "free" means above: an id whose handler has not answered is refused, as is a
+    request past the concurrency cap (over pipes these are taken in the pipe's callback)."""
+    gate = anyio.Event()
+
+    async def waiting(request: Request, ctx: RequestContext) -> JSON:
+        await gate.wait()
+        return {"id": request.id}
+
+    with anyio.fail_after(10):
+        async with PAIRS[pair]() as (client_side, server_side), Session(server_side, on_request=waiting):
+            raw = Raw(client_side)
+            await raw.send(Request("wait", None, 7))
+            duplicate = await raw.call(7, "wait")
+            assert isinstance(duplicate, ErrorResponse)
+            assert (duplicate.error.code, duplicate.error.message) == (-32600, "duplicate request id")
+            for rid in range(100, 99 + MAX_CONCURRENT_INCOMING):  # with 7: at the cap
+                await raw.send(Request("wait", None, rid))
+            over = await raw.call(99, "wait")
+            assert isinstance(over, ErrorResponse)
+            assert over.error.code == -32603
+            gate.set()
+            answered = {(await raw.next()).id for _ in range(MAX_CONCURRENT_INCOMING)}
+    assert answered == {7, *range(100, 99 + MAX_CONCURRENT_INCOMING)}
 
 
 @pytest.mark.parametrize("pair", list(PAIRS))
