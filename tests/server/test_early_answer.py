@@ -505,3 +505,81 @@ def test_the_server_process_exits_at_end_of_input_with_a_call_parked() -> None:
             proc.wait()
     assert proc.returncode == 0, err.decode()
     assert out == b""  # no late answer for request 1, nothing else
+
+
+TWO_STEPS = """\
+version: 1
+tools:
+  - name: quick
+    description: answers at once
+    run: {argv: [printf, quick]}
+  - name: two_steps
+    description: asks twice, then answers
+    run:
+      shell: sh
+      script: |
+        echo $$ >> runs.log
+        a=$(mcp script elicit "First?" --field name --key first --get name) || exit 1
+        b=$(mcp script elicit "Second?" --field name --key second --get name) || exit 1
+        echo "$a $b"
+"""
+
+
+class _Lines:
+    """`mcp serve` as a real process, talked to in JSON lines."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self.proc, self.stdin, self.stdout = proc, proc.stdin, proc.stdout
+
+    def send(self, message: JSON) -> None:
+        self.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.stdin.flush()
+
+    def call(self, rid: int, params: JSON) -> JSON:
+        self.send({"id": rid, "method": "tools/call", "params": params})
+        answer = json.loads(self.stdout.readline())
+        assert answer["id"] == rid, answer  # nothing else came first (no late answer)
+        assert "result" in answer, answer
+        return dict(answer["result"])
+
+
+def _runs(tmp_path: Path) -> list[int]:
+    return [int(pid) for pid in (tmp_path / "runs.log").read_text().split()]
+
+
+@pytest.mark.slow
+def test_mcp_serve_keeps_a_script_parked_across_rounds_and_ends_it_at_end_of_input(tmp_path: Path) -> None:
+    """`mcp serve tools.yaml` over stdio: a script asking twice is one run resumed twice
+    (its first request's id cancelled after the early answer changes nothing); at end of
+    input with a script parked, the server exits at once and leaves no process behind
+    (the subreaper check in tests/conftest.py fails the test otherwise)."""
+    (tmp_path / "tools.yaml").write_text(TWO_STEPS)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpcli", "serve", "tools.yaml"],
+        cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        serve = _Lines(proc)
+        r1 = serve.call(1, call("two_steps"))
+        assert list(r1["inputRequests"]) == ["first"]
+        r2 = serve.call(2, call("two_steps", inputResponses={"first": ADA}, requestState=r1["requestState"]))
+        assert list(r2["inputRequests"]) == ["second"]
+        done = serve.call(3, call("two_steps", inputResponses={"second": BOB}, requestState=r2["requestState"]))
+        assert done["content"][0]["text"].strip() == "Ada Bob"
+        assert len(_runs(tmp_path)) == 1  # resumed, not re-run
+        # Again, cancelling the first request once it has its answer.
+        r4 = serve.call(4, call("two_steps"))
+        serve.send({"method": "notifications/cancelled", "params": {"requestId": 4}})
+        assert serve.call(5, call("quick"))["content"][0]["text"] == "quick"
+        r6 = serve.call(6, call("two_steps", inputResponses={"first": ADA}, requestState=r4["requestState"]))
+        assert list(r6["inputRequests"]) == ["second"]
+        assert len(_runs(tmp_path)) == 2  # the parked script survived the cancel
+        # End of input with that script parked: the process exits by itself, cleanly.
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert out == b""
