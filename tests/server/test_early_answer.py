@@ -4,11 +4,12 @@ it asks for input, answers early and stays parked there for the client's retry.
 
 The session-level checks run over a memory pair and over real pipes (both ends the
 stdio framing, so responses and requests are taken in the pipe's callback); the MRTR
-ones run `serve_stdio` in this process over real pipes (the backend can be watched)
-and the demo server as a real process for the exit on end of input. What
-tests/server/test_server_mrtr.py already covers over memory (signed state, tampering,
-an expired state, re-runs with the carried answers in another process, eviction by
-count) is not repeated here.
+ones run `serve_stdio` in this process over real pipes (the backend can be watched),
+and the demo server and `mcp serve tools.yaml` as real processes (a parked script,
+the exit at end of input). What tests/server/test_server_mrtr.py already covers over
+memory (which takes the same in-task path: a memory connection outlives its requests)
+is not repeated: signed and tampered state, an expired state, eviction by count, a
+re-run with the carried answers in another process.
 """
 
 from __future__ import annotations
