@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from helpers import wait_until_async
 
 from mcpcli.jsonrpc import Notification
 from mcpcli.transports import Envelope
@@ -470,3 +471,53 @@ async def test_a_bug_reading_the_servers_output_ends_the_client_stream(monkeypat
     assert [type(i) for i in items] == [TransportError, ServerExited]
     assert "reading the server's output failed: RuntimeError: bug in the reader" in str(items[0])
     assert transport.process is not None and transport.process.returncode is not None
+
+
+async def test_a_server_that_is_not_keeping_up_stops_reading_its_stdin(pipe: Pipe) -> None:
+    """Past INBOX_LIMIT queued messages the server pauses reading its stdin (instead of
+    buffering without bound) and resumes once the session catches up; every message
+    arrives, in order."""
+    from mcpcli.server.stdio import stdio_streams
+    from mcpcli.session import Session
+
+    count = 3000  # ~300 KB: more than a pipe and one read of it hold
+    gate = anyio.Event()
+    seen: list[int] = []
+    calls: list[str] = []
+
+    async def on_notification(note: Notification, envelope: Envelope) -> None:
+        await gate.wait()  # the receive loop is stuck on the first notification
+        assert note.params is not None
+        seen.append(note.params["n"])
+
+    def watch(inbox: FrameInbox) -> None:
+        pause, resume = inbox.pause, inbox.resume
+        assert pause is not None and resume is not None  # wired to the pipe transport
+        inbox.pause = lambda: (calls.append("pause"), pause())[-1]
+        inbox.resume = lambda: (calls.append("resume"), resume())[-1]
+
+    out = Pipe()
+    writer = PipeWriter(pipe.w)
+    try:
+        with anyio.fail_after(20):
+            async with (
+                stdio_streams(pipe.r, out.w) as streams,
+                Session(streams, on_notification=on_notification),
+                anyio.create_task_group() as tg,
+            ):
+                reader = streams[0]
+                assert isinstance(reader, FrameReader)
+                watch(reader.inbox)
+                tg.start_soon(writer.flush)
+                for n in range(count):
+                    await writer.send(Envelope(Notification("notifications/message", {"n": n, "pad": "x" * 40})))
+                await wait_until_async(lambda: calls, what="the server to pause reading")
+                assert calls == ["pause"]
+                assert len(reader.inbox.items) < count - 1  # it stopped reading before the end
+                gate.set()
+                await writer.aclose()  # flush returns once everything is written
+                await wait_until_async(lambda: len(seen) == count, what="every notification")
+    finally:
+        out.close_all()
+    assert seen == list(range(count))
+    assert calls[:2] == ["pause", "resume"]
