@@ -521,3 +521,109 @@ async def test_a_server_that_is_not_keeping_up_stops_reading_its_stdin(pipe: Pip
         out.close_all()
     assert seen == list(range(count))
     assert calls[:2] == ["pause", "resume"]
+
+
+# -- a session over a FrameReader: what is taken in the callback, what waits its turn ---
+
+
+class _Sink:
+    """A write stream that keeps what the session sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.more = anyio.Event()
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        self.sent.append(envelope.message)
+        self.more.set()
+
+    async def send(self, envelope: Envelope) -> None:
+        self.send_nowait(envelope)
+
+    async def aclose(self) -> None:
+        pass
+
+    async def next_request(self) -> Any:
+        from mcpcli.jsonrpc import Request
+
+        while not any(isinstance(m, Request) for m in self.sent):
+            self.more = anyio.Event()
+            await self.more.wait()
+        found = next(m for m in self.sent if isinstance(m, Request))
+        self.sent.remove(found)
+        return found
+
+
+async def test_a_response_waits_behind_a_notification_being_dispatched() -> None:
+    """A response is taken in the callback only when the receive loop is idle: behind a
+    notification whose handler is still running, it waits its turn (a progress update is
+    shown before the answer it precedes)."""
+    from mcpcli.jsonrpc import Response
+    from mcpcli.session import Session
+
+    reader, sink = _Fed(), _Sink()
+    gate = anyio.Event()
+    order: list[str] = []
+
+    async def on_notification(note: Notification, envelope: Envelope) -> None:
+        await gate.wait()
+        order.append("notification handled")
+
+    with anyio.fail_after(5):
+        async with Session((reader, sink), on_notification=on_notification) as session:
+
+            async def ask() -> None:
+                result = await session.request("x", progress_token=False)
+                order.append(f"answered {result}")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                first = await sink.next_request()
+                reader.inbox.put(Envelope(Notification("notifications/message", {})))
+                await anyio.wait_all_tasks_blocked()  # the loop is in the handler
+                reader.inbox.put(Envelope(Response(first.id, {"n": 1})))
+                await anyio.wait_all_tasks_blocked()
+                assert order == []  # not answered while the notification is being handled
+                gate.set()
+            # An idle loop: the response is taken in the callback itself.
+            settled = len(order)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                second = await sink.next_request()
+                reader.inbox.put(Envelope(Response(second.id, {"n": 2})))
+                assert not reader.inbox.items  # taken at once, not queued
+            reader.inbox.end()
+    assert order[:settled] == ["notification handled", "answered {'n': 1}"]
+    assert order[settled:] == ["answered {'n': 2}"]
+
+
+async def test_a_request_waits_behind_a_notification_being_dispatched() -> None:
+    from mcpcli.jsonrpc import Request
+    from mcpcli.session import RequestContext, Session
+
+    reader, sink = _Fed(), _Sink()
+    gate = anyio.Event()
+    order: list[str] = []
+
+    async def on_notification(note: Notification, envelope: Envelope) -> None:
+        await gate.wait()
+        order.append("notifications/initialized")
+
+    async def on_request(request: Request, ctx: RequestContext) -> dict[str, Any]:
+        order.append(request.method)
+        return {}
+
+    with anyio.fail_after(5):
+        async with Session((reader, sink), on_request=on_request, on_notification=on_notification):
+            reader.inbox.put(Envelope(Notification("notifications/initialized", {})))
+            await anyio.wait_all_tasks_blocked()
+            reader.inbox.put(Envelope(Request("tools/list", None, 1)))
+            await anyio.wait_all_tasks_blocked()
+            assert order == []  # the request waits for the notification before it
+            gate.set()
+            await wait_until_async(lambda: len(order) == 2, what="the request to be handled")
+            reader.inbox.put(Envelope(Request("ping", None, 2)))  # an idle loop: started at once
+            assert not reader.inbox.items
+            await wait_until_async(lambda: len(order) == 3, what="the second request")
+            reader.inbox.end()
+    assert order == ["notifications/initialized", "tools/list", "ping"]
