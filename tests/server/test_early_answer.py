@@ -25,7 +25,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import wait_until_async
+from helpers import wait_until, wait_until_async
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
@@ -576,6 +576,7 @@ def test_mcp_serve_keeps_a_script_parked_across_rounds_and_ends_it_at_end_of_inp
         r6 = serve.call(6, call("two_steps", inputResponses={"first": ADA}, requestState=r4["requestState"]))
         assert list(r6["inputRequests"]) == ["second"]
         assert len(_runs(tmp_path)) == 2  # the parked script survived the cancel
+        assert not _gone(_runs(tmp_path)[-1])
         # End of input with that script parked: the process exits by itself, cleanly.
         out, err = proc.communicate(timeout=30)
     finally:
@@ -584,3 +585,13 @@ def test_mcp_serve_keeps_a_script_parked_across_rounds_and_ends_it_at_end_of_inp
             proc.wait()
     assert proc.returncode == 0, err.decode()
     assert out == b""
+    wait_until(lambda: _gone(_runs(tmp_path)[-1]), timeout=10, what="the parked script to end")
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (it may linger as a zombie until someone reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
