@@ -431,9 +431,11 @@ async def test_cancelling_the_retry_cancels_the_call_parked_in_the_first_task() 
     assert backend.runs["ask_then_gate"] == 1
 
 
-async def test_a_call_parked_on_a_closed_connection_re_runs_on_the_next() -> None:
-    """A parked call lives in its first request's task, so it ends with the connection
-    (in memory here); a retry on a new connection re-runs it with the carried answers."""
+async def test_a_call_parked_on_a_closed_connection_completes_on_the_next() -> None:
+    """2026 state is not tied to a connection: after the one a call began on closed, a
+    retry on a new connection (in memory here) completes it with the carried answers.
+    (Today the parked call ends with its first connection and is re-run; a call that
+    outlived it would be resumed instead: either way, nothing is asked twice.)"""
     backend = Watched()
     server = Server(backend)
     async with server:
@@ -445,8 +447,6 @@ async def test_a_call_parked_on_a_closed_connection_re_runs_on_the_next() -> Non
                 progress_token=False,
             )
             assert list(r2["inputRequests"]) == ["step2"]
-        await wait_until_async(lambda: not server.runtime.parked, what="the parked call to end")
-        assert backend.cancels == ["two_questions"]
         async with raw(server) as s:
             done = await s.request(
                 "tools/call",
@@ -454,7 +454,49 @@ async def test_a_call_parked_on_a_closed_connection_re_runs_on_the_next() -> Non
                 progress_token=False,
             )
             assert done["content"][0]["text"] == "Ada Bob"
-    assert backend.runs["two_questions"] == 2
+        assert not server.runtime.parked
+    assert backend.runs["two_questions"] in (1, 2)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a call parked in its first request's task dies with that request's connection, "
+    "even while a retry from another connection is running it: that retry gets -32603 "
+    "'the call was cancelled' (before the in-task first round it completed)",
+)
+async def test_a_call_resumed_from_another_connection_outlives_the_first() -> None:
+    """2026 state is not tied to a connection: a retry may come on another one (a client
+    that reconnected). The call it resumes must not end with the connection it began on."""
+    backend = Watched()
+    server = Server(backend)
+    state: list[str] = []
+    asked, close_first, first_closed = anyio.Event(), anyio.Event(), anyio.Event()
+    results: list[JSON] = []
+
+    async def first_connection() -> None:
+        async with raw(server) as a:
+            r1 = await a.request("tools/call", call("ask_then_gate"), progress_token=False)
+            state.append(r1["requestState"])
+            asked.set()
+            await close_first.wait()
+        first_closed.set()
+
+    with anyio.fail_after(10):
+        async with server, raw(server) as b, anyio.create_task_group() as tg:
+            tg.start_soon(first_connection)
+            await asked.wait()
+
+            async def retry() -> None:
+                params = call("ask_then_gate", inputResponses={"user_name": ADA}, requestState=state[0])
+                results.append(await b.request("tools/call", params, progress_token=False))
+
+            tg.start_soon(retry)
+            await backend.started.wait()  # resumed, running for the retry
+            close_first.set()
+            await first_closed.wait()
+            backend.gate.set()
+    assert results[0]["content"][0]["text"] == "Hello, Ada!"
+    assert backend.cancels == []
 
 
 @pytest.mark.xfail(
