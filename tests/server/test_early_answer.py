@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -637,3 +638,49 @@ def _gone(pid: int) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
     except FileNotFoundError:
         return True
+
+
+async def test_end_of_input_still_answers_a_retry_in_flight() -> None:
+    """`printf ... | mcp serve` with a retry: input ends while the resumed call (in its
+    first request's task) works for the retry; the retry is answered before the exit."""
+    from mcpcli.transports._lines import LineSplitter
+
+    backend = Watched()
+    server = Server(backend)
+    fds = _Fds()
+    os.set_blocking(fds.to_client_r, False)
+    lines = LineSplitter(1 << 20)
+    got: list[JSON] = []
+
+    async def read_one() -> JSON:
+        while not got:
+            await anyio.wait_readable(fds.to_client_r)
+            got.extend(json.loads(line) for line in lines.feed(os.read(fds.to_client_r, 1 << 16)))
+        return got.pop(0)
+
+    def send(rid: int, params: JSON) -> None:
+        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        os.write(fds.to_server_w, json.dumps(message).encode() + b"\n")
+
+    try:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(partial(
+                    serve_stdio, server, stdin_fd=fds.to_server_r, stdout_fd=fds.to_client_w,
+                    protect_stdout=False, eof_grace=5,
+                ))
+                send(1, call("ask_then_gate"))
+                r1 = await read_one()
+                assert r1["result"]["resultType"] == "input_required"
+                send(2, call("ask_then_gate", inputResponses={"user_name": ADA}, requestState=r1["result"]["requestState"]))
+                await backend.started.wait()
+                fds.close(fds.to_server_w)  # end of input, the retry still working
+                await anyio.wait_all_tasks_blocked()
+                backend.gate.set()
+                r2 = await read_one()
+                # serve_stdio returns after the retry's answer: the task group ends.
+        assert r2["id"] == 2
+        assert r2["result"]["content"][0]["text"] == "Hello, Ada!"
+        assert backend.cancels == []
+    finally:
+        fds.close_all()
