@@ -159,11 +159,6 @@ async def test_aclose_cancels_and_waits_even_when_its_caller_is_cancelled() -> N
     assert errors == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a task started after cancel_all/aclose runs uncancelled (a cancelled task group "
-    "would cancel it, a closed one refuse it); an owner's aclose would then wait for it",
-)
 async def test_a_task_started_after_aclose_is_not_left_running() -> None:
     errors: list[Exception] = []
     async with anyio.create_task_group() as tg:
@@ -174,9 +169,6 @@ async def test_a_task_started_after_aclose_is_not_left_running() -> None:
             tasks.start(anyio.sleep_forever)  # a late starter (a request still being read)
         except RuntimeError:
             return  # refusing it is fine too
-        try:
-            await anyio.wait_all_tasks_blocked()
-            assert len(tasks) == 0  # it was cancelled like the rest, not left waiting
-        finally:
-            tasks.cancel_all()
-            await tasks.wait()
+        with anyio.fail_after(10):  # bounded: a task left running would hang here
+            await tasks.wait()  # it was cancelled like the rest, so it ends on its own
+        assert len(tasks) == 0
