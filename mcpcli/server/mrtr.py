@@ -2,18 +2,25 @@
 
 `call_backend` runs one tools/call, prompts/get or resources/read in the request's era.
 A legacy call runs in the handler task and asks the client with server to client
-requests. A 2026 call runs as a `calls.Continuation` in the server's task group: when
-the backend asks for input the request is answered with an `InputRequiredResult`
-whose signed `requestState` names the parked call; the client's retry (with the
-same request, its `inputResponses` and that state) resumes it. A retry whose
-call is gone (expired, evicted, another process) re-runs the backend with the
-answers carried in the state.
+requests. A 2026 call runs as a `calls.Continuation`: when the backend asks for input
+the request is answered with an `InputRequiredResult` whose signed `requestState`
+names the parked call; the client's retry (with the same request, its
+`inputResponses` and that state) resumes it. A retry whose call is gone (evicted,
+or served by another process) re-runs the backend with the answers carried in the
+state; past `input_ttl` the state itself has expired and the client must call again.
+
+Where the call runs: on a connection that outlives its requests (stdio, in memory)
+its first round runs in the request's own task, so a call that needs no input costs
+no task or hand-over of its own; if it asks, the request is answered early and the
+task, handed over to the server's own tasks, stays parked as the call. Elsewhere
+(stateless HTTP, whose connection ends with the request) and for a tools/call that
+may become a task it runs in a task of the server's from the start.
 
 A tools/call that may become a task (`mcpcli.server.tasks.store.Escalation`) waits
 for its round only `after` seconds; a call still working then is adopted by a
 task and the request is answered with the task's `CreateTaskResult`.
 
-The parked calls, the signer and the task group are the `Runtime`'s.
+The parked calls, the signer and the tasks are the `Runtime`'s.
 """
 
 from __future__ import annotations
