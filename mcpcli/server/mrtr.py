@@ -107,15 +107,20 @@ async def _run_round(
     if outcome is None:
         outcome = await cont.next_round()
     assert outcome is not None
+    if outcome[0] == "input":
+        return _input_required(runtime, rq, cont, outcome[1], digest)
+    return _finished(outcome)
+
+
+def _finished(outcome: tuple[str, Any]) -> JSON:
+    """A call's final outcome as the request's answer: its result, or its error raised."""
     kind, value = outcome
     if kind == "done":
         result: JSON = value
         return result
     if kind == "error":
         raise value
-    if kind == "cancelled":
-        raise RPCError(INTERNAL_ERROR, "the call was cancelled")
-    return _input_required(runtime, rq, cont, value, digest)
+    raise RPCError(INTERNAL_ERROR, "the call was cancelled")
 
 
 def _input_required(
@@ -144,13 +149,7 @@ async def _run_inline(runtime: Runtime, rq: IncomingRequest, cont: Continuation,
     outcome = await cont.run_inline(invoke, answer_early)
     if outcome is None:
         return {}  # answered already; the parked call's outcomes go to the retries
-    kind, value = outcome
-    if kind == "done":
-        result: JSON = value
-        return result
-    if kind == "error":
-        raise value
-    raise RPCError(INTERNAL_ERROR, "the call was cancelled")
+    return _finished(outcome)
 
 
 def input_responses(params: JSON) -> JSON:

@@ -37,7 +37,7 @@ from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.session import log_unexpected
 from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._lines import FrameReader, LineSplitter
+from mcpcli.transports._lines import FrameReader, FrameWriter, LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
@@ -165,7 +165,7 @@ class _FdIO:
                 pass
 
 
-class _StdoutWriter:
+class _StdoutWriter(FrameWriter):
     """The session's write stream when stdout is a pipe: each message goes to the event
     loop's pipe transport at once (which writes what the pipe takes and buffers the
     rest), with no writer task in between; past `_BACKLOG` buffered bytes (a client
@@ -176,9 +176,6 @@ class _StdoutWriter:
         self._transport = writer.transport
         self.closed = False
 
-    def send_nowait(self, envelope: Envelope) -> None:
-        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
-
     def write_nowait(self, data: bytes) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
@@ -188,17 +185,11 @@ class _StdoutWriter:
             raise anyio.WouldBlock
         self._transport.write(data)
 
-    async def send(self, envelope: Envelope) -> None:
-        data = jsonrpc.encode(envelope.message) + b"\n"
-        while True:
-            try:
-                self.write_nowait(data)
-                return
-            except anyio.WouldBlock:
-                try:
-                    await self._writer.drain()
-                except (OSError, ConnectionError):
-                    raise anyio.BrokenResourceError from None
+    async def _room(self) -> None:
+        try:
+            await self._writer.drain()
+        except (OSError, ConnectionError):
+            raise anyio.BrokenResourceError from None
 
     async def aclose(self) -> None:
         self.closed = True

@@ -29,7 +29,7 @@ from mcpcli import jsonrpc
 if TYPE_CHECKING:
     from mcpcli.transports import Envelope
 
-__all__ = ["BACKLOG_LIMIT", "FrameInbox", "FrameReader", "LineSplitter", "PipeWriter"]
+__all__ = ["BACKLOG_LIMIT", "FrameInbox", "FrameReader", "FrameWriter", "LineSplitter", "PipeWriter"]
 
 #: Bytes a writer may hold for a pipe that is not draining before senders must wait.
 BACKLOG_LIMIT = 1 << 20
@@ -192,7 +192,30 @@ class LineSplitter:
         self._buffer.clear()
 
 
-class PipeWriter:
+class FrameWriter:
+    """A session's write stream that hands each frame on at once (`write_nowait`, which
+    raises `WouldBlock` while too much is waiting); `send` waits for room (`_room`)."""
+
+    def write_nowait(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    async def _room(self) -> None:
+        raise NotImplementedError
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
+
+    async def send(self, envelope: Envelope) -> None:
+        data = jsonrpc.encode(envelope.message) + b"\n"
+        while True:
+            try:
+                self.write_nowait(data)
+                return
+            except anyio.WouldBlock:
+                await self._room()
+
+
+class PipeWriter(FrameWriter):
     """A write stream that puts each frame on a non-blocking pipe at once.
 
     Whatever the pipe does not take joins a backlog that `flush` (the owner's task)
@@ -211,9 +234,6 @@ class PipeWriter:
         self._drained.set()
         self.closed = False
         self.broken = False
-
-    def send_nowait(self, envelope: Envelope) -> None:
-        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
 
     def write_nowait(self, data: bytes) -> None:
         if self.closed:
@@ -243,14 +263,8 @@ class PipeWriter:
             self._drained = anyio.Event()
         self._wake.set()
 
-    async def send(self, envelope: Envelope) -> None:
-        data = jsonrpc.encode(envelope.message) + b"\n"
-        while True:
-            try:
-                self.write_nowait(data)
-                return
-            except anyio.WouldBlock:
-                await self._drained.wait()
+    async def _room(self) -> None:
+        await self._drained.wait()
 
     async def aclose(self) -> None:
         self.closed = True
