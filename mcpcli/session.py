@@ -192,8 +192,9 @@ class RequestContext:
     @property
     def can_answer_now(self) -> bool:
         """Whether `answer_now` may be used: the request runs in a task of its own (not
-        inside a batch, whose one response holds every answer)."""
-        return self._scope is not None
+        inside a batch, whose one response holds every answer) that can be handed over."""
+        requests = self._session._requests
+        return self._scope is not None and requests is not None and requests.can_hand_over
 
     async def answer_now(self, result: dict[str, Any], *, keep_in: TaskSet | None = None) -> None:
         """Answer the request before its handler returns; the handler goes on (a 2026
@@ -202,12 +203,13 @@ class RequestContext:
         with `keep_in` (the server's own tasks) neither does this connection's end: the
         call may be resumed from another one."""
         session = self._session
+        # Sent first: if that fails, nothing changed (the handler's own answer still goes out).
+        await session.send(Envelope(Response(self.request.id, result), self.request.id))
         session._incoming.pop(self.request.id, None)
         self.answered = True
         session._done()  # what goes on is not this request any more (EOF need not wait for it)
         if keep_in is not None and self._scope is not None and session._requests is not None:
             session._requests.hand_over(self._scope, keep_in)
-        await session.send(Envelope(Response(self.request.id, result), self.request.id))
 
     @property
     def id(self) -> RequestId:
@@ -667,6 +669,9 @@ class Session:
                 await self.send(Envelope(response, request.id))
             except ConnectionClosed:
                 pass
+            except (ValueError, TypeError) as exc:  # a result JSON cannot carry (NaN, an object)
+                self._report(_internal(f"answering {request.method}", exc))
+                await self._send_error(request.id, jsonrpc.INTERNAL_ERROR, "Internal error")
         finally:
             if not ctx.answered:
                 self._done()
@@ -681,9 +686,7 @@ class Session:
         responses: list[Message] = []
 
         async def one(request: Request) -> None:
-            response = await self._answer(envelope, request)
-            if response is not None:
-                responses.append(response)
+            responses.append(await self._answer(envelope, request))
 
         async with anyio.create_task_group() as tg:
             for message in batch.messages:

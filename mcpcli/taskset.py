@@ -93,6 +93,11 @@ class TaskSet:
             self._empty.set()
             self._empty = None
 
+    @property
+    def can_hand_over(self) -> bool:
+        """Whether `hand_over` works here (plain event-loop tasks, not a task group's)."""
+        return self._loop is not None
+
     def hand_over(self, scope: anyio.CancelScope, other: TaskSet) -> bool:
         """Let `other` answer for the task running in `scope` from now on (cancel it, wait
         for it); False where that cannot be (not ours, or another event loop's task group)."""

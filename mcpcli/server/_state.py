@@ -4,7 +4,7 @@
 handlers, the MRTR rounds and the task store: they depend on it, never on the
 `Server`. It is the one owner of what they share: the backend, the settings, the
 signer, the 2026 calls parked between rounds, the subscribers to change
-notifications and the server's task group.
+notifications, the server's task group and the tasks of its 2026 calls.
 
 Tamper-evident tokens the server hands to clients: pagination cursors and MRTR
 `requestState`. Both are opaque to the client and signed with a per-process random key, so a
@@ -162,13 +162,14 @@ class Runtime:
         self.parked: OrderedDict[str, Continuation] = OrderedDict()
         #: Everyone who receives change notifications (connections, listen streams).
         self.sinks: set[Sink] = set()
-        #: The task group of parked calls and tasks, while the server runs (`async with server`).
+        #: The server's task group (the task store's work), while it runs (`async with server`).
         self.tg: TaskGroup | None = None
-        #: The tasks of 2026 calls (`mrtr`), in `tg`'s lifetime (cheaper than its tasks).
+        #: The tasks of 2026 calls that outlive their request (parked for input, or run
+        #: apart from it: see `mrtr`), in `tg`'s lifetime (cheaper than its tasks).
         self.calls: TaskSet | None = None
 
     def task_group(self) -> TaskGroup:
-        """The running server's task group (a call that outlives its request runs there)."""
+        """The running server's task group (the task store's work runs there)."""
         if self.tg is None:
             raise RuntimeError("the server is not running (use `async with server:`)")
         return self.tg

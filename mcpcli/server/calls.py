@@ -292,8 +292,9 @@ class Call:
 
 
 class Continuation:
-    """A 2026 backend call that runs in the server's task group, so that it can be
-    parked inside `ask()` across MRTR rounds and resumed by the client's retry."""
+    """A 2026 backend call that can be parked inside `ask()` across MRTR rounds and
+    resumed by the client's retry: it runs in a task of the server's (`start`), or its
+    first round in the request's own task (`run_inline`, see `mcpcli.server.mrtr`)."""
 
     def __init__(self, call: Call) -> None:
         self.call = call

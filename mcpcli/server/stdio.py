@@ -26,7 +26,7 @@ import os
 import stat
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -87,7 +87,6 @@ class _FdIO:
     def __init__(self, in_fd: int, out_fd: int) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
-        self._writer: Any = None
         #: Whether stdin's bytes come in event-loop callbacks (else `read` in threads).
         self.pushes = False
         #: The event loop's writer on a piped stdout (None: write in threads).
@@ -108,18 +107,21 @@ class _FdIO:
             source = os.fdopen(self.in_fd, "rb", buffering=0, closefd=False)
 
             class _Pushed(asyncio.Protocol):
+                # A bug in here must end the input (with one log line), not hang it.
                 def data_received(self, data: bytes) -> None:
                     try:
                         sink.chunk(data)
-                    except Exception as exc:  # a bug here must end the input, not hang it
-                        log_unexpected(log, "reading stdin", exc)
-                        sink.eof()
+                    except Exception as exc:
+                        sink.fail(exc)
 
                 def eof_received(self) -> None:
-                    sink.eof()
+                    self.connection_lost(None)
 
                 def connection_lost(self, exc: Exception | None) -> None:
-                    sink.eof()
+                    try:
+                        sink.eof()
+                    except Exception as exc:
+                        sink.fail(exc)
 
             transport, _ = await loop.connect_read_pipe(_Pushed, source)
             self._transports.append(transport)
@@ -141,17 +143,13 @@ class _FdIO:
             transport, protocol = await loop.connect_write_pipe(_Watched, target)
             self._transports.append(transport)
             self._restore.append(self.out_fd)
-            self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
-            self.pipe_writer = self._writer
+            self.pipe_writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def read(self) -> bytes:
         return await anyio.to_thread.run_sync(os.read, self.in_fd, _CHUNK, abandon_on_cancel=True)
 
     async def write(self, data: bytes) -> None:
-        if self._writer is not None:
-            self._writer.write(data)
-            await self._writer.drain()
-            return
+        """A blocking write in a worker thread (stdout is not a pipe: see `_threaded`)."""
         await anyio.to_thread.run_sync(_write_all, self.out_fd, data)
 
     def close(self) -> None:
@@ -174,6 +172,7 @@ class _StdoutWriter(FrameWriter):
     def __init__(self, writer: Any) -> None:
         self._writer = writer
         self._transport = writer.transport
+        self._draining = anyio.Lock()
         self.closed = False
 
     def write_nowait(self, data: bytes) -> None:
@@ -186,10 +185,12 @@ class _StdoutWriter(FrameWriter):
         self._transport.write(data)
 
     async def _room(self) -> None:
-        try:
-            await self._writer.drain()
-        except (OSError, ConnectionError):
-            raise anyio.BrokenResourceError from None
+        # One drainer at a time: a stream writer takes only one on some Python versions.
+        async with self._draining:
+            try:
+                await self._writer.drain()
+            except (OSError, ConnectionError):
+                raise anyio.BrokenResourceError from None
 
     async def aclose(self) -> None:
         self.closed = True
@@ -236,6 +237,8 @@ class _Reader(FrameReader):
                 self.eof()
 
     def chunk(self, data: bytes) -> None:
+        if self.inbox.ended:
+            return
         for line in self.lines.feed(data):
             if self.skipping:
                 self.skipping = False
@@ -246,6 +249,18 @@ class _Reader(FrameReader):
                 self._error(None, jsonrpc.INVALID_REQUEST, f"message larger than {self.cap} bytes")
             self.skipping = True
             self.lines.clear()
+
+    def fail(self, exc: Exception) -> None:
+        """Reading failed (a bug): one log line, and the input ends here."""
+        log_unexpected(log, "reading stdin", exc)
+        if self.inbox.ended:
+            return
+        self.inbox.take_at_once = None  # nothing more is handled in the callback
+        self.inbox.end()
+        hook, self.on_eof = self.on_eof, None
+        if hook is not None:
+            with suppress(Exception):  # when the hook is what failed, it has been said above
+                hook()
 
     def eof(self) -> None:
         if self.inbox.ended:
@@ -333,8 +348,8 @@ async def _stdio(
 ) -> AsyncIterator[tuple[Streams, _FdIO]]:
     io = _FdIO(stdin_fd, stdout_fd)
     reader = _Reader(io, None, max_message_bytes, on_eof)
-    await io.open(reader)
     try:
+        await io.open(reader)
         if io.pipe_writer is not None:
             writer = _StdoutWriter(io.pipe_writer)
             reader.set_outbox(writer)

@@ -82,7 +82,7 @@ class Envelope:
 
 class ReadStream(Protocol):
     """What a session reads: messages and survivable problems, until the connection ends
-    (a memory-object receive stream is one; stdio reads its pipe in the reader's task)."""
+    (a memory-object receive stream is one; stdio's is filled as the pipe's bytes arrive)."""
 
     def __aiter__(self) -> AsyncIterator[Envelope | Exception]: ...
 

@@ -276,7 +276,19 @@ class PipeWriter(FrameWriter):
         return not self._backlog
 
     async def flush(self) -> None:
-        """Write the backlog as the pipe drains, until closed and empty (or broken)."""
+        """Write the backlog as the pipe drains, until closed and empty (or broken).
+        However it ends (stopped by a shutdown too), what is left is dropped and a
+        sender waiting for room is let go: it then finds the writer closed."""
+        try:
+            await self._flush()
+        finally:
+            if self._backlog:
+                self.broken = True
+                self._backlog.clear()
+                self._pending = 0
+            self._drained.set()
+
+    async def _flush(self) -> None:
         while True:
             while self._backlog and not self.broken:
                 data = self._backlog[0]

@@ -119,10 +119,13 @@ class _ServerReader(FrameReader):
                     reader.fail(exc)
 
             def eof_received(self) -> None:
-                reader.eof()
+                self.connection_lost(None)
 
             def connection_lost(self, exc: Exception | None) -> None:
-                reader.eof()
+                try:
+                    reader.eof()
+                except Exception as exc:  # a bug here must end the stream, not hang it
+                    reader.fail(exc)
 
         transport, _ = await loop.connect_read_pipe(_Protocol, self.pipe.stream)
         self._pipe_transport = transport
@@ -130,7 +133,7 @@ class _ServerReader(FrameReader):
         self.inbox.resume = transport.resume_reading
 
     def chunk(self, data: bytes) -> None:
-        if self.oversized or self.closed:
+        if self.oversized or self.closed or self.inbox.ended:
             return
         inbox = self.inbox
         for line in self.lines.feed(data):
@@ -146,7 +149,12 @@ class _ServerReader(FrameReader):
 
     def fail(self, exc: Exception) -> None:
         """Reading failed (a bug): say so, and end the stream as if the server had gone."""
-        self.inbox.put(TransportError(f"reading the server's output failed: {type(exc).__name__}: {exc}"))
+        if self.inbox.ended:
+            return
+        self.inbox.take_at_once = None  # nothing more is handled in the callback
+        self.inbox.items.append(
+            TransportError(f"reading the server's output failed: {type(exc).__name__}: {exc}")
+        )
         self.transport.kill()
         self.inbox.end()
 
@@ -280,9 +288,9 @@ class StdioTransport(Transport):
         _LIVE.add(self)
         stdin, stdout, stderr = _Pipe(process.stdin), _Pipe(process.stdout), _Pipe(process.stderr)
         reader = _ServerReader(self, stdout)
-        await reader.open()
         writer = PipeWriter(stdin.fd)
         try:
+            await reader.open()  # a checkpoint: a cancelled connect still ends the server below
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._flush_stdin, writer)
                 tg.start_soon(self._relay_stderr, stderr)
@@ -305,8 +313,6 @@ class StdioTransport(Transport):
                     self._signal_group(signal.SIGKILL)
                     await _wait_exit(process)
             _LIVE.discard(self)
-
-    # -- pumps -------------------------------------------------------------------
 
     def exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
         code = process.returncode
