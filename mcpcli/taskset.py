@@ -21,10 +21,11 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["TaskSet"]
+__all__ = ["TaskSet", "running_asyncio_loop"]
 
 
-def _loop() -> Any:
+def running_asyncio_loop() -> Any:
+    """The running asyncio loop, or None (another event loop runs us: trio)."""
     import asyncio
 
     try:
@@ -53,7 +54,7 @@ class TaskSet:
         #: Also the strong references to the tasks (the loop keeps only weak ones).
         self._entries: dict[anyio.CancelScope, _Entry] = {}
         self._empty: anyio.Event | None = None  # made only when someone waits
-        self._loop = _loop()
+        self._loop = running_asyncio_loop()
         #: Cancelled as a whole: what starts from now on starts cancelled.
         self._closed = False
 

@@ -321,3 +321,20 @@ def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.01)
+
+
+class OpenFds:
+    """File descriptors a test opened, each closed at most once (a number closed twice
+    may be someone else's by then)."""
+
+    def __init__(self, *fds: int) -> None:
+        self._open = set(fds)
+
+    def close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            os.close(fd)
+
+    def close_all(self) -> None:
+        for fd in list(self._open):
+            self.close(fd)

@@ -36,6 +36,7 @@ from mcpcli import jsonrpc
 from mcpcli.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.session import log_unexpected
+from mcpcli.taskset import running_asyncio_loop
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports._lines import FrameReader, FrameWriter, LineSplitter
 
@@ -71,16 +72,6 @@ def _is_pipe(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def _asyncio_loop() -> Any:
-    """The running asyncio loop, or None (another event loop runs us)."""
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:  # pragma: no cover - trio
-        return None
-
-
 class _FdIO:
     """Reads and writes one pair of descriptors: pipe transports when possible, else threads."""
 
@@ -98,7 +89,7 @@ class _FdIO:
 
     async def open(self, sink: _Reader) -> None:
         """Connect the pipes to the event loop; stdin's bytes then go to `sink` as they come."""
-        loop = _asyncio_loop()
+        loop = running_asyncio_loop()
         if loop is None:
             return
         import asyncio

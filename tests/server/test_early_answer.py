@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 import pytest
-from helpers import wait_until, wait_until_async
+from helpers import OpenFds, wait_until, wait_until_async
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
@@ -50,22 +50,13 @@ DEMO = str(Path(__file__).parent / "demo_stdio.py")
 # -- connections ----------------------------------------------------------------------
 
 
-class _Fds:
-    """Two pipes (client to server, server to client); each end closed once."""
+class _Fds(OpenFds):
+    """Two pipes (client to server, server to client)."""
 
     def __init__(self) -> None:
         self.to_server_r, self.to_server_w = os.pipe()
         self.to_client_r, self.to_client_w = os.pipe()
-        self._open = {self.to_server_r, self.to_server_w, self.to_client_r, self.to_client_w}
-
-    def close(self, fd: int) -> None:
-        if fd in self._open:
-            self._open.discard(fd)
-            os.close(fd)
-
-    def close_all(self) -> None:
-        for fd in list(self._open):
-            self.close(fd)
+        super().__init__(self.to_server_r, self.to_server_w, self.to_client_r, self.to_client_w)
 
 
 @asynccontextmanager

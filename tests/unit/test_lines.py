@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from helpers import wait_until_async
+from helpers import OpenFds, wait_until_async
 
 from mcpcli.jsonrpc import Notification
 from mcpcli.transports import Envelope
@@ -230,24 +230,14 @@ async def test_a_closed_reader_refuses_and_stops_offering() -> None:
 # -- PipeWriter -----------------------------------------------------------------
 
 
-class Pipe:
-    """A real pipe whose write end is non-blocking (as the stdio ends set theirs); each
-    end closed at most once (a number closed twice may be someone else's by then)."""
+class Pipe(OpenFds):
+    """A real pipe whose write end is non-blocking (as the stdio ends set theirs)."""
 
     def __init__(self) -> None:
         self.r, self.w = os.pipe()
         flags = fcntl.fcntl(self.w, fcntl.F_GETFL)
         fcntl.fcntl(self.w, fcntl.F_SETFL, flags | os.O_NONBLOCK)
-        self._open = {self.r, self.w}
-
-    def close(self, fd: int) -> None:
-        if fd in self._open:
-            self._open.discard(fd)
-            os.close(fd)
-
-    def close_all(self) -> None:
-        for fd in list(self._open):
-            self.close(fd)
+        super().__init__(self.r, self.w)
 
 
 @pytest.fixture
