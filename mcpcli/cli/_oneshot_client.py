@@ -391,8 +391,10 @@ class SyncClient:
         deadline = min(now + tmo, hard)
         last_progress: list[float] = []
         self.write_by = deadline if self.handshake_deadline is None else min(deadline, self.handshake_deadline)
-        self.server.send(jsonrpc.Request(method, params, request_id), self.write_by)
         try:
+            # Inside the try: a Ctrl-C or SIGTERM landing right after the write still
+            # cancels the request the server has (it may be reading it already).
+            self.server.send(jsonrpc.Request(method, params, request_id), self.write_by)
             while True:
                 limit = deadline
                 if self.handshake_deadline is not None:

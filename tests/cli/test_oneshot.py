@@ -457,3 +457,26 @@ def test_a_non_finite_timeout_from_the_environment_is_a_usage_error_on_both_path
                     env={"MCP_TIMEOUT": "nan"})
     assert result.code == 2
     assert result.stderr.startswith("mcp: error: Invalid value for '--timeout': 'nan' is not a finite number.\n")
+
+
+def test_an_interrupt_right_after_the_request_is_written_still_cancels_it() -> None:
+    """SIGTERM (or Ctrl-C) landing just after the request went out, before the wait for
+    its answer begins: the server, which may be reading it already, is told to cancel."""
+    from mcpcli.cli._oneshot_client import SyncClient
+
+    sent: list[object] = []
+
+    class Interrupted:
+        """A server stand-in: takes each message, and the request's write is interrupted."""
+
+        def send(self, message: object, deadline: float | None) -> None:
+            sent.append(message)
+            if getattr(message, "method", None) == "tools/call":
+                raise KeyboardInterrupt
+
+    client = SyncClient(Interrupted(), "mcp", 30.0, 60.0, quiet=True)  # type: ignore[arg-type]
+    with pytest.raises(KeyboardInterrupt):
+        client.request("tools/call", {"name": "slow"})
+    cancel = sent[-1]
+    assert getattr(cancel, "method", None) == "notifications/cancelled"
+    assert getattr(cancel, "params", None) == {"requestId": 1, "reason": "cancelled by the user"}
