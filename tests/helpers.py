@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -310,6 +311,17 @@ async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "c
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await anyio.sleep(0.01)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    """SIGTERM a server the test started (how a service manager stops it) and reap it;
+    SIGKILL only if it ignores that for `timeout` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, wait_listening
+from helpers import Peers, free_port, stop_process, wait_listening
 
 
 @pytest.fixture
@@ -32,12 +31,7 @@ def http_serve(tmp_path: Path) -> Iterator[Callable[..., str]]:
 
     yield start
     for proc in procs:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture

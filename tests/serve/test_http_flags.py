@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import REPO, free_port, mcp_in, wait_until
+from helpers import REPO, free_port, mcp_in, stop_process, wait_until
 
 # Each test here runs real processes (`mcp`, servers) for a second or so: not in scripts/test --fast.
 pytestmark = pytest.mark.slow
@@ -39,12 +39,7 @@ def _serving(args: list[str], log: Path) -> Iterator[str]:
         assert proc.poll() is None, log.read_text()
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture

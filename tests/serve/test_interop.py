@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Peers, free_port, mcp, wait_until
+from helpers import Peers, free_port, mcp, stop_process, wait_until
 
 from mcpcli.toolsfile.watchdog import group_alive
 
@@ -97,12 +97,7 @@ def http_server(tools_path: Path, tmp_path: Path) -> Iterator[tuple[str, subproc
         wait_until(up)
         yield url, proc, pgid_file
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 # -- our own client ----------------------------------------------------------------------------
