@@ -367,14 +367,12 @@ class Session:
         if self._trace is not None:
             self._trace("send", envelope.message)
         try:
-            # Straight to a waiting writer or into the buffer when there is room: `send()`
-            # would first yield to the event loop, one more loop turn per message.
-            self._write.send_nowait(envelope)
-        except anyio.WouldBlock:
             try:
+                # At once when there is room: `send()` would first yield to the event
+                # loop, one more loop turn per message.
+                self._write.send_nowait(envelope)
+            except anyio.WouldBlock:
                 await self._write.send(envelope)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                raise self._closed or ConnectionClosed("connection closed") from None
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise self._closed or ConnectionClosed("connection closed") from None
 

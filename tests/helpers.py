@@ -313,10 +313,10 @@ async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "c
         await anyio.sleep(0.01)
 
 
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0) -> None:
-    """SIGTERM a server the test started (how a service manager stops it) and reap it;
-    SIGKILL only if it ignores that for `timeout` seconds."""
-    proc.send_signal(signal.SIGTERM)
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0, sig: int = signal.SIGTERM) -> None:
+    """Stop a server the test started with `sig` (SIGTERM: how a service manager stops
+    it) and reap it; SIGKILL only if it ignores that for `timeout` seconds."""
+    proc.send_signal(sig)
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

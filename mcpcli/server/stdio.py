@@ -96,30 +96,10 @@ class _FdIO:
 
         if _is_pipe(self.in_fd):
             source = os.fdopen(self.in_fd, "rb", buffering=0, closefd=False)
-
-            class _Pushed(asyncio.Protocol):
-                # A bug in here must end the input (with one log line), not hang it.
-                def data_received(self, data: bytes) -> None:
-                    try:
-                        sink.chunk(data)
-                    except Exception as exc:
-                        sink.fail(exc)
-
-                def eof_received(self) -> None:
-                    self.connection_lost(None)
-
-                def connection_lost(self, exc: Exception | None) -> None:
-                    try:
-                        sink.eof()
-                    except Exception as exc:
-                        sink.fail(exc)
-
-            transport, _ = await loop.connect_read_pipe(_Pushed, source)
+            transport = await sink.connect_pipe(loop, source)
             self._transports.append(transport)
             self._restore.append(self.in_fd)
             self.pushes = True
-            sink.inbox.pause = transport.pause_reading
-            sink.inbox.resume = transport.resume_reading
         if _is_pipe(self.out_fd):
             target = os.fdopen(self.out_fd, "wb", buffering=0, closefd=False)
             gone = self.peer_gone

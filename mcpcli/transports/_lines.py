@@ -16,6 +16,7 @@ what a relayed call cost (`scripts/bench_gateway.py`). Here:
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections import deque
 from collections.abc import Callable
@@ -96,9 +97,8 @@ class FrameInbox:
 
     def pop(self) -> Item:
         item = self.items.popleft()
-        if self._paused and len(self.items) <= INBOX_LIMIT // 4 and self.resume is not None:
-            self._paused = False
-            self.resume()
+        if len(self.items) <= INBOX_LIMIT // 4:
+            self.unpause()
         return item
 
 
@@ -142,6 +142,45 @@ class FrameReader:
     async def _more(self) -> None:
         """Wait for more items, or the end (`finished`)."""
         raise NotImplementedError
+
+    # What the subclass does with the pipe's bytes (called in the event loop's callback).
+
+    def chunk(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def eof(self) -> None:
+        raise NotImplementedError
+
+    def fail(self, exc: Exception) -> None:
+        """Handling the bytes failed (a bug): say so and end the stream."""
+        raise NotImplementedError
+
+    async def connect_pipe(self, loop: Any, stream: Any) -> Any:
+        """Have the asyncio `loop` hand us `stream`'s bytes as they come (`chunk`, then
+        `eof`); a bug in there ends the stream (`fail`) instead of hanging it. Returns the
+        loop's pipe transport, which the inbox pauses while the session lags."""
+        reader = self
+
+        class _Pushed(asyncio.Protocol):
+            def data_received(self, data: bytes) -> None:
+                try:
+                    reader.chunk(data)
+                except Exception as exc:
+                    reader.fail(exc)
+
+            def eof_received(self) -> None:
+                self.connection_lost(None)
+
+            def connection_lost(self, exc: Exception | None) -> None:
+                try:
+                    reader.eof()
+                except Exception as exc:
+                    reader.fail(exc)
+
+        transport, _ = await loop.connect_read_pipe(_Pushed, stream)
+        self.inbox.pause = transport.pause_reading
+        self.inbox.resume = transport.resume_reading
+        return transport
 
     async def aclose(self) -> None:
         self.closed = True

@@ -15,7 +15,6 @@ caller right there, a send writes stdin at once (see `_lines`).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -29,6 +28,7 @@ import anyio
 
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
 from mcpcli.protocol import MAX_MESSAGE_BYTES
+from mcpcli.taskset import running_asyncio_loop
 from mcpcli.transports import Streams, Transport, TransportTraits, line_item
 from mcpcli.transports._lines import FrameReader, LineSplitter, PipeWriter
 from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
@@ -60,7 +60,7 @@ def kill_all() -> None:
 
 
 class _Pipe:
-    """Non-blocking reads and writes on one pipe end."""
+    """Non-blocking reads on one pipe end (writes go through `PipeWriter`)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
@@ -74,16 +74,6 @@ class _Pipe:
                 return os.read(self.fd, READ_CHUNK)
             except BlockingIOError:
                 await anyio.wait_readable(self.fd)
-
-    async def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self.fd, view)
-            except BlockingIOError:
-                await anyio.wait_writable(self.fd)
-                continue
-            view = view[written:]
 
     def close(self) -> None:
         with suppress(OSError):
@@ -105,32 +95,9 @@ class _ServerReader(FrameReader):
 
     async def open(self) -> None:
         """On asyncio, have the event loop hand us stdout's bytes as they come."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # pragma: no cover - trio: the receive loop reads the pipe
-            return
-        reader = self
-
-        class _Protocol(asyncio.Protocol):
-            def data_received(self, data: bytes) -> None:
-                try:
-                    reader.chunk(data)
-                except Exception as exc:  # a bug here must end the stream, not hang it
-                    reader.fail(exc)
-
-            def eof_received(self) -> None:
-                self.connection_lost(None)
-
-            def connection_lost(self, exc: Exception | None) -> None:
-                try:
-                    reader.eof()
-                except Exception as exc:  # a bug here must end the stream, not hang it
-                    reader.fail(exc)
-
-        transport, _ = await loop.connect_read_pipe(_Protocol, self.pipe.stream)
-        self._pipe_transport = transport
-        self.inbox.pause = transport.pause_reading
-        self.inbox.resume = transport.resume_reading
+        loop = running_asyncio_loop()
+        if loop is not None:  # else (trio) the receive loop reads the pipe itself
+            self._pipe_transport = await self.connect_pipe(loop, self.pipe.stream)
 
     def chunk(self, data: bytes) -> None:
         if self.oversized or self.closed or self.inbox.ended:
@@ -193,9 +160,7 @@ class _ServerReader(FrameReader):
 
     async def discard(self) -> None:
         """Drop the rest of stdout (nobody listens; the server must not block writing)."""
-        self.closed = True
-        self.inbox.take_at_once = None
-        self.inbox.items.clear()
+        await FrameReader.aclose(self)  # not ours: that would also close the pipe transport
         if self._pipe_transport is not None:
             self.inbox.unpause()  # the callbacks drop what comes now
             return

@@ -14,18 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, require, wait_listening, wait_until
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """Stop `proc` and reap it: `sig` first, SIGKILL after a bounded wait."""
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()
+from helpers import Peers, free_port, require, stop_process, wait_listening, wait_until
 
 
 def redis_ping(port: int) -> bool:
@@ -69,7 +58,7 @@ def redis_server(peers: Peers, tmp_path_factory: pytest.TempPathFactory) -> Iter
                                  + (workdir / "redis.log").read_text(errors="replace"))
         yield RedisServer(port, proc)
     finally:
-        _stop(proc)
+        stop_process(proc, timeout=20)
         log.close()
 
 
@@ -97,7 +86,7 @@ class Replica:
 
     def kill(self) -> None:
         """SIGKILL: a replica that dies without cleaning up."""
-        _stop(self.proc, signal.SIGKILL)
+        stop_process(self.proc, timeout=20, sig=signal.SIGKILL)
 
 
 @pytest.fixture
@@ -125,7 +114,7 @@ def replicas(tmp_path: Path) -> Iterator[Callable[..., Replica]]:
 
     yield start
     for replica in started:
-        _stop(replica.proc)
+        stop_process(replica.proc, timeout=20)
 
 
 def nginx_site(upstreams: list[int], listen: int) -> str:
@@ -173,4 +162,4 @@ def nginx(peers: Peers, workdir: Path, upstreams: list[int]) -> Iterator[str]:
         wait_listening(port, proc, "nginx")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        _stop(proc, signal.SIGQUIT)  # graceful: the master reaps its workers
+        stop_process(proc, timeout=20, sig=signal.SIGQUIT)  # graceful: the master reaps its workers
