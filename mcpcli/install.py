@@ -34,7 +34,6 @@ import difflib
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,14 @@ from typing import Any
 from mcpcli import jsonedit
 from mcpcli.config import ServerEntry
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.other_clients import SOURCES, app_config_dir, codex_dir, xdg_config_dir
+from mcpcli.other_clients import (
+    SOURCES,
+    _loads_lenient,
+    app_config_dir,
+    codex_dir,
+    toml_loads,
+    zed_settings,
+)
 
 __all__ = ["CLIENTS", "Change", "client_entry", "plan_install", "plan_uninstall", "target_file"]
 
@@ -77,7 +83,6 @@ def target_file(client: str, home: Path | None = None) -> Target:
     """The user-level file `client` keeps its servers in."""
     home = home or Path(os.path.expanduser("~"))
     app = app_config_dir(home)
-    xdg = xdg_config_dir(home)
     targets = {
         "claude-code": Target(client, home / ".claude.json", "json", ("mcpServers",)),
         "claude-desktop": Target(client, app / "Claude" / "claude_desktop_config.json", "json",
@@ -88,8 +93,7 @@ def target_file(client: str, home: Path | None = None) -> Target:
                            ("mcpServers",)),
         "codex": Target(client, codex_dir(home) / "config.toml", "toml"),
         "gemini": Target(client, home / ".gemini" / "settings.json", "json", ("mcpServers",)),
-        "zed": Target(client, (xdg / "Zed" if sys.platform == "win32" else xdg / "zed") / "settings.json",
-                      "json", ("context_servers",)),
+        "zed": Target(client, zed_settings(home), "json", ("context_servers",)),
     }
     if client not in targets:
         raise UsageError(f"unknown client {client!r}", hint="one of: " + ", ".join(CLIENTS))
@@ -322,8 +326,6 @@ def _cannot(path: Path, why: str) -> ConfigError:
 
 
 def _load_json(text: str | None) -> Any:
-    from mcpcli.other_clients import _loads_lenient
-
     if text is None or not text.strip(" \t\r\n\ufeff"):
         return {}
     return _loads_lenient(text.lstrip("\ufeff"))
@@ -384,19 +386,13 @@ def _json_change(target: Target, name: str, value: JSON | None, text: str | None
 # TOML (Codex): each server is its own `[mcp_servers.NAME]` table, added or cut as lines.
 
 
-def _toml_loads(text: str) -> JSON:
-    from mcpcli.other_clients import toml_loads
-
-    return toml_loads(text)
-
-
 def _header_path(line: str) -> list[str] | None:
     """The keys of a `[table]` header line, or None for any other line."""
     stripped = line.strip()
     if not stripped.startswith("[") or stripped.startswith("[["):
         return None
     try:
-        doc: Any = _toml_loads(stripped + "\n")
+        doc: Any = toml_loads(stripped + "\n")
     except ValueError:
         return None
     keys: list[str] = []
@@ -462,7 +458,7 @@ def _toml_change(target: Target, name: str, value: JSON | None, text: str | None
     path = target.path
     source = text or ""
     try:
-        before_doc = _toml_loads(source)
+        before_doc = toml_loads(source)
     except ValueError as exc:
         raise _cannot(path, f"not TOML ({exc})") from None
     servers = before_doc.get("mcp_servers")
@@ -491,7 +487,7 @@ def _toml_change(target: Target, name: str, value: JSON | None, text: str | None
         lines = lines[:at] + addition + lines[at:]
     after = "".join(lines)
     try:
-        after_doc = _toml_loads(after)
+        after_doc = toml_loads(after)
     except ValueError as exc:
         raise _cannot(path, f"the edit would not be valid TOML ({exc})") from None
     if value is not None and _dig(after_doc, ("mcp_servers", name)) != value:

@@ -129,11 +129,7 @@ def app_config_dir(home: Path) -> Path:
     """Where desktop apps keep per-user settings on this OS."""
     if sys.platform == "darwin":
         return home / "Library" / "Application Support"
-    if sys.platform == "win32":
-        appdata = os.environ.get("APPDATA")
-        return Path(appdata) if appdata else home / "AppData" / "Roaming"
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    return Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+    return xdg_config_dir(home)
 
 
 def xdg_config_dir(home: Path) -> Path:
@@ -143,6 +139,12 @@ def xdg_config_dir(home: Path) -> Path:
         return Path(appdata) if appdata else home / "AppData" / "Roaming"
     xdg = os.environ.get("XDG_CONFIG_HOME")
     return Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+
+
+def zed_settings(home: Path) -> Path:
+    """Zed's settings file (its directory is `Zed` on Windows, `zed` elsewhere)."""
+    xdg = xdg_config_dir(home)
+    return (xdg / "Zed" if sys.platform == "win32" else xdg / "zed") / "settings.json"
 
 
 def codex_dir(home: Path) -> Path:
@@ -191,8 +193,7 @@ def candidate_files(cwd: Path | None = None, home: Path | None = None) -> list[C
     out.append(Candidate("codex", codex_dir(home) / "config.toml", "mcp_servers", fmt="toml"))
     out.append(Candidate("gemini", home / ".gemini" / "settings.json"))
     xdg = xdg_config_dir(home)
-    out.append(Candidate("zed", (xdg / "Zed" if sys.platform == "win32" else xdg / "zed") / "settings.json",
-                         "context_servers"))
+    out.append(Candidate("zed", zed_settings(home), "context_servers"))
     goose = xdg / "Block" / "goose" / "config" if sys.platform == "win32" else xdg / "goose"
     out.append(Candidate("goose", goose / "config.yaml", "extensions", fmt="yaml"))
     for name in ("opencode.json", "opencode.jsonc"):

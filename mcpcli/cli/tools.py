@@ -9,7 +9,12 @@ import click
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered, pass_app
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import large_result_options, output_options, target_command
+from mcpcli.cli._options import (
+    _complete_target,
+    large_result_options,
+    output_options,
+    target_command,
+)
 from mcpcli.cli._types import seconds
 from mcpcli.errors import ExitCode, McpCliError, ToolError, TransportError, UsageError
 from mcpcli.output import Output
@@ -38,15 +43,9 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     app.with_client(target, conn, go)
 
 
-def _server_completion(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    from mcpcli.cli._options import _complete_target
-
-    return _complete_target(ctx, param, incomplete)
-
-
 @tools.command("grep")
 @click.argument("pattern")
-@click.argument("servers", nargs=-1, metavar="[SERVER]...", shell_complete=_server_completion)
+@click.argument("servers", nargs=-1, metavar="[SERVER]...", shell_complete=_complete_target)
 @click.option("--schema", is_flag=True, help="Match parameter names too.")
 @click.option("--fixed-strings", "-F", "fixed", is_flag=True,
               help="PATTERN is a plain string, not a regular expression.")
@@ -111,7 +110,8 @@ def grep(
             return cached
         async with app.client(target, conn) as client:
             try:
-                listing = await client.list_tools(cache_target=None if no_cache else target)
+                # The cache was looked at above and is written below: once each.
+                listing = await client.list_tools()
             except NotOffered:
                 return {"tools": []}
         cache.remember(target, "tools/list", listing)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import McpCliError
+from mcpcli.errors import McpCliError, RPCError, unwrap
 from mcpcli.gateway.rules import tool_allowed, upstream_entry
 from mcpcli.toolsfile.build_servers import MAX_TOOL_NAME
 from mcpcli.toolsfile.model import Upstream
@@ -177,7 +177,7 @@ async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEnt
             with anyio.fail_after(limit):
                 reached[index] = await _reach(upstream, entries[index], options, limit, warn, config, chain)
         except Exception as exc:  # one upstream's failure is a problem to report, whatever it is
-            inner = _inner(exc)
+            inner = unwrap(exc)
             if isinstance(inner, _ListFailed):
                 problems.append(_problem(upstream, str(inner), inner.hint))
             elif isinstance(inner, TimeoutError):
@@ -260,7 +260,6 @@ class _ListFailed(Exception):
 
 
 async def _listed(listing: Awaitable[JSON], method: str, key: str) -> list[JSON]:
-    from mcpcli.errors import RPCError
 
     try:
         result = await listing
@@ -290,14 +289,8 @@ def _collisions(reached: list[Reached], local_tools: Iterable[str], local_prompt
     return problems
 
 
-def _inner(exc: BaseException) -> BaseException:
-    from mcpcli.errors import unwrap
-
-    return unwrap(exc)
-
-
 def _describe(exc: BaseException) -> str:
-    inner = _inner(exc)
+    inner = unwrap(exc)
     if isinstance(inner, McpCliError):
         return inner.message
     if isinstance(inner, OSError) and inner.strerror:

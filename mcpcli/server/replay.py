@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpcli.errors import RPCError, UsageError
-from mcpcli.jsonrpc import Request
+from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request
 from mcpcli.server.core import Server, ServerConnection
 from mcpcli.text import REDACTED
 
@@ -40,8 +40,6 @@ __all__ = ["Recording", "ReplayServer", "load_recording"]
 
 JSON = dict[str, Any]
 
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
 #: Answered from the recording whatever the client asks: the handshake is the recording's.
 _HANDSHAKES = frozenset({"initialize", "server/discover"})
 #: `_meta` keys that say who asks rather than what: ignored when matching.
@@ -337,7 +335,7 @@ class ReplayServer(Server):
         error = response.get("error")
         if isinstance(error, dict):
             code = error.get("code")
-            raise RPCError(code if isinstance(code, int) else -32603, str(error.get("message", "")),
+            raise RPCError(code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")),
                            error.get("data"))
         result = response.get("result")
         return result if isinstance(result, dict) else {}

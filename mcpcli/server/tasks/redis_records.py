@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mcpcli.errors import UsageError
 from mcpcli.server.tasks.records import PROCESS_ID, Delivery, TaskRecord
+from mcpcli.taskset import running_asyncio_loop
 
 __all__ = ["REDIS_URL_ENV", "RedisRecords", "namespace_for", "redis_url"]
 
@@ -149,7 +150,8 @@ class RedisRecords:
                 self._key("principal", record.principal), self._key("running", record.owner), self._events,
                 self._key("principals")]
         expires = "" if record.expires is None else str(max(1, int(record.expires * 1000)))
-        message = json.dumps({"kind": "change", "from": self.process, "record": record.to_json()})
+        # The record's JSON is in the message as it is stored (not serialized again).
+        message = '{"kind":"change","from":' + json.dumps(self.process) + ',"record":' + data + "}"
         self._put(keys=keys, args=[data, record.id, expires, repr(record.expires or 0), repr(record.created),
                                    "1" if record.terminal else "", message, record.principal])
 
@@ -302,10 +304,7 @@ class RedisRecords:
             {"kind": kind, "from": self.process, "to": owner, "id": task_id, "value": value}))
 
     def _capture_loop(self) -> None:
-        try:
-            self._loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pass
+        self._loop = running_asyncio_loop() or self._loop
 
     def _dispatch(self, fn: Callable[..., None], *args: Any) -> None:
         """Run a callback on the event loop that registered it (the store is not thread-safe)."""

@@ -212,9 +212,3 @@ class SQLiteRecords(LocalDelivery):
         if self._lock is not None:
             self._lock.close()
 
-    # -- for tests and the benchmark --------------------------------------------------
-
-    def sweep_now(self) -> None:
-        """Let the next `expire` run at once."""
-        self._swept = 0.0
-
