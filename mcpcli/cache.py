@@ -91,14 +91,22 @@ def fresh(target: str, method: str) -> JSON | None:
     return result
 
 
-def names(target: str, method: str, key: str) -> list[str]:
-    """The `name`s of the items under `key` in a cached list result."""
+def _items(target: str, method: str, key: str) -> list[dict[str, Any]]:
+    """The items under `key` in a cached list result (none when nothing usable is cached)."""
     record = load(target, method)
     result = record.get("result") if record else None
     items = result.get(key) if isinstance(result, dict) else None
-    if not isinstance(items, list):
-        return []
-    return [i["name"] for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)]
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def names(target: str, method: str, key: str) -> list[str]:
+    """The `name`s of the items under `key` in a cached list result."""
+    return [i["name"] for i in _items(target, method, key) if isinstance(i.get("name"), str)]
+
+
+def item(target: str, method: str, key: str, name: str) -> dict[str, Any] | None:
+    """The item called `name` under `key` in a cached list result, if any."""
+    return next((i for i in _items(target, method, key) if i.get("name") == name), None)
 
 
 def tool_names(target: str) -> list[str]:

@@ -69,13 +69,7 @@ def _cached_tool(target: str, tool: str) -> dict[str, object] | None:
     """The tool's definition in the cached `tools/list` of `target`, if any."""
     from mcpcli import cache
 
-    record = cache.load(target, "tools/list")
-    result = record.get("result") if record else None
-    tools = result.get("tools") if isinstance(result, dict) else None
-    for item in tools if isinstance(tools, list) else []:
-        if isinstance(item, dict) and item.get("name") == tool:
-            return item
-    return None
+    return cache.item(target, "tools/list", "tools", tool)
 
 
 def _values_of(schema: object) -> list[str]:
@@ -129,13 +123,7 @@ SESSION_COMPLETE_TIMEOUT = 2.0
 def _cached_prompt(target: str, prompt: str) -> dict[str, object] | None:
     from mcpcli import cache
 
-    record = cache.load(target, "prompts/list")
-    result = record.get("result") if record else None
-    prompts = result.get("prompts") if isinstance(result, dict) else None
-    for item in prompts if isinstance(prompts, list) else []:
-        if isinstance(item, dict) and item.get("name") == prompt:
-            return item
-    return None
+    return cache.item(target, "prompts/list", "prompts", prompt)
 
 
 def _session_completions(session: str, prompt: str, key: str, partial: str, context: dict[str, str]) -> list[str]:

@@ -125,7 +125,9 @@ class StdioServer:
         self.selector.register(self.stdout, selectors.EVENT_READ)
         self.selector.register(self.stderr, selectors.EVENT_READ)
         self.items: deque[Any] = deque()
-        self.buffer = bytearray()
+        from mcpcli.transports import LineSplitter
+
+        self.lines = LineSplitter(MAX_MESSAGE_BYTES)
         self.partial = b""
         self.tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.eof = False
@@ -191,20 +193,11 @@ class StdioServer:
         if not chunk:
             self._ended("")
             return
-        start = 0
-        while (newline := chunk.find(b"\n", start)) >= 0:
-            if self.buffer:
-                self.buffer += chunk[start:newline]
-                line = bytes(self.buffer)
-                self.buffer.clear()
-            else:
-                line = chunk[start:newline]
+        for line in self.lines.feed(chunk):
             item = line_item(line, "server wrote")
             if item is not None:
                 self.items.append(item.message if not isinstance(item, Exception) else item)
-            start = newline + 1
-        self.buffer += chunk[start:]
-        if len(self.buffer) > MAX_MESSAGE_BYTES:
+        if self.lines.overflow:
             import signal
 
             from mcpcli.transports._spawn import KILL_GRACE
@@ -219,11 +212,11 @@ class StdioServer:
         from mcpcli.transports import line_item
         from mcpcli.transports._spawn import FLUSH_GRACE
 
-        if flush and self.buffer.strip():
-            item = line_item(bytes(self.buffer), "server wrote")
+        rest = self.lines.rest()
+        if flush and rest.strip():
+            item = line_item(rest, "server wrote")
             if item is not None:
                 self.items.append(item.message if not isinstance(item, Exception) else item)
-        self.buffer.clear()
         self.selector.unregister(self.stdout)
         if flush:
             self.wait_exit(FLUSH_GRACE)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Envelope",
+    "LineSplitter",
     "ReadStream",
     "RequestFailed",
     "Streams",
@@ -101,6 +102,49 @@ class WriteStream(Protocol):
 
 
 Streams = tuple[ReadStream, WriteStream]
+
+
+class LineSplitter:
+    """(No anyio here: the one-shot fast path uses it too.) Cuts a byte stream into lines, holding at most `cap` bytes of an unfinished one.
+
+    `feed` returns the complete lines of a chunk; `overflow` says the unfinished line
+    outgrew the cap (what to do about it is the caller's: a client gives up on the
+    server, a server answers an error and skips to the next newline)."""
+
+    __slots__ = ("_buffer", "cap")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        lines: list[bytes] = []
+        start = 0
+        buffer = self._buffer
+        while (newline := chunk.find(b"\n", start)) >= 0:
+            if buffer:
+                buffer += chunk[start:newline]
+                lines.append(bytes(buffer))
+                buffer.clear()
+            else:
+                lines.append(chunk[start:newline])
+            start = newline + 1
+        if start < len(chunk):
+            buffer += chunk[start:]
+        return lines
+
+    @property
+    def overflow(self) -> bool:
+        return len(self._buffer) > self.cap
+
+    def rest(self) -> bytes:
+        """What is left after the last newline (at end of input), and forget it."""
+        data = bytes(self._buffer)
+        self._buffer.clear()
+        return data
+
+    def clear(self) -> None:
+        self._buffer.clear()
 
 
 def line_item(line: bytes, source: str) -> Envelope | ProtocolError | None:

@@ -26,6 +26,7 @@ import anyio
 import anyio.lowlevel
 
 from mcpcli import jsonrpc
+from mcpcli.transports import LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.transports import Envelope
@@ -186,49 +187,6 @@ class FrameReader:
         self.closed = True
         self.inbox.take_at_once = None
         self.inbox.items.clear()
-
-
-class LineSplitter:
-    """Cuts a byte stream into lines, holding at most `cap` bytes of an unfinished one.
-
-    `feed` returns the complete lines of a chunk; `overflow` says the unfinished line
-    outgrew the cap (what to do about it is the caller's: a client gives up on the
-    server, a server answers an error and skips to the next newline)."""
-
-    __slots__ = ("_buffer", "cap")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._buffer = bytearray()
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        lines: list[bytes] = []
-        start = 0
-        buffer = self._buffer
-        while (newline := chunk.find(b"\n", start)) >= 0:
-            if buffer:
-                buffer += chunk[start:newline]
-                lines.append(bytes(buffer))
-                buffer.clear()
-            else:
-                lines.append(chunk[start:newline])
-            start = newline + 1
-        if start < len(chunk):
-            buffer += chunk[start:]
-        return lines
-
-    @property
-    def overflow(self) -> bool:
-        return len(self._buffer) > self.cap
-
-    def rest(self) -> bytes:
-        """What is left after the last newline (at end of input), and forget it."""
-        data = bytes(self._buffer)
-        self._buffer.clear()
-        return data
-
-    def clear(self) -> None:
-        self._buffer.clear()
 
 
 class FrameWriter:
