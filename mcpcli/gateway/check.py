@@ -101,18 +101,20 @@ async def check_upstreams(
         except McpCliError as exc:
             problems.append(_problem(upstream, exc.message, exc.hint))
     nested: list[Problem] = []
+    files: dict[int, Any] = {}  # the nested files as loaded by their check, to serve when reached
     for index in sorted(entries):
         path = entries[index].path
         if entries[index].transport != "yaml" or path is None:
             continue
-        found = await _check_nested(upstreams[index], path, chain, connect=connect, config=config,
-                                    options=options, timeout=timeout, on_reached=on_reached, on_warning=on_warning)
+        found, files[index] = await _check_nested(
+            upstreams[index], path, chain, connect=connect, config=config, options=options, timeout=timeout,
+            on_reached=on_reached, on_warning=on_warning)
         if found:  # said in the file that has them; reaching it would only say so again
             nested.extend(found)
             del entries[index]
     if not connect or not entries:
         return sorted(problems, key=lambda p: (p.line, p.col)) + nested
-    reached = await _reach_all(upstreams, entries, options, timeout, problems, on_warning, config, chain)
+    reached = await _reach_all(upstreams, entries, files, options, timeout, problems, on_warning, config, chain)
     for index in sorted(reached):
         if on_reached is not None:
             on_reached(reached[index])
@@ -127,30 +129,31 @@ async def check_upstreams(
 async def _check_nested(upstream: Upstream, path: str, chain: tuple[str, ...], *, connect: bool, config: Config,
                         options: ConnectOptions | None, timeout: float,
                         on_reached: Callable[[Reached], None] | None,
-                        on_warning: Callable[[Problem], None] | None) -> list[Problem]:
+                        on_warning: Callable[[Problem], None] | None) -> tuple[list[Problem], Any]:
     """The problems of a tools.yaml upstream: its own (a cycle or too deep at the entry's
-    `target:`; a file that does not load where it fails) and its `servers:`'s, recursively."""
+    `target:`; a file that does not load where it fails) and its `servers:`'s, recursively;
+    and the file as loaded (None when it did not load), so reaching it loads it only once."""
     from mcpcli.gateway.nested import NestingError, nested_config
     from mcpcli.toolsfile.load import ToolsFileError
 
     try:
         nested, below = nested_config(path, chain)
     except ToolsFileError as exc:
-        return list(exc.problems)
+        return list(exc.problems), None
     except NestingError as exc:
         return [Problem(upstream.file, upstream.target_line or upstream.line, upstream.target_col or upstream.col,
-                        f"server {upstream.name!r}: target: {exc.message}", exc.hint)]
+                        f"server {upstream.name!r}: target: {exc.message}", exc.hint)], None
     except McpCliError as exc:
-        return [_problem(upstream, exc.message, exc.hint)]
+        return [_problem(upstream, exc.message, exc.hint)], None
     if not nested.servers:
-        return []
+        return [], nested
     return await check_upstreams(
         nested.servers, connect=connect, config=config, local_tools=nested.tools, local_prompts=nested.prompts,
         options=options, timeout=timeout, on_reached=on_reached, on_warning=on_warning, chain=below,
-    )
+    ), nested
 
 
-async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEntry],
+async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEntry], files: dict[int, Any],
                      options: ConnectOptions | None, timeout: float,
                      problems: list[Problem],
                      on_warning: Callable[[Problem], None] | None,
@@ -175,7 +178,8 @@ async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEnt
 
         try:
             with anyio.fail_after(limit):
-                reached[index] = await _reach(upstream, entries[index], options, limit, warn, config, chain)
+                reached[index] = await _reach(upstream, entries[index], files.get(index), options, limit, warn,
+                                              config, chain)
         except Exception as exc:  # one upstream's failure is a problem to report, whatever it is
             inner = unwrap(exc)
             if isinstance(inner, _ListFailed):
@@ -193,7 +197,7 @@ async def _reach_all(upstreams: Sequence[Upstream], entries: dict[int, ServerEnt
     return reached
 
 
-async def _reach(upstream: Upstream, entry: ServerEntry, options: ConnectOptions, limit: float,
+async def _reach(upstream: Upstream, entry: ServerEntry, loaded: Any, options: ConnectOptions, limit: float,
                  warn: Callable[[Exception], None], config: Config, chain: tuple[str, ...]) -> Reached:
     from mcpcli.client import ClientOptions
     from mcpcli.connect import connect
@@ -201,17 +205,18 @@ async def _reach(upstream: Upstream, entry: ServerEntry, options: ConnectOptions
     # The whole check of an upstream is bounded by `limit` (fail_after); its requests never outlive it.
     client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(5.0, limit), on_error=warn)
     if entry.transport == "yaml" and entry.path is not None:
-        return await _reach_file(upstream, entry.path, options, client_options, limit, config, chain)
+        return await _reach_file(upstream, entry.path, loaded, options, client_options, limit, config, chain)
     # A check connects directly: it must not start the session daemon for a keepAlive server.
     entry = dataclasses.replace(entry, keep_alive=False)
     async with connect(entry, options, client_options) as client:
         return await _lists(upstream, client)
 
 
-async def _reach_file(upstream: Upstream, path: str, options: ConnectOptions, client_options: ClientOptions,
-                      limit: float, config: Config, chain: tuple[str, ...]) -> Reached:
+async def _reach_file(upstream: Upstream, path: str, loaded: Any, options: ConnectOptions,
+                      client_options: ClientOptions, limit: float, config: Config, chain: tuple[str, ...]) -> Reached:
     """A tools.yaml upstream as the gateway would serve it: with its own `servers:` behind it
-    (what they did wrong was said where they are, by the nested check)."""
+    (what they did wrong was said where they are, by the nested check). `loaded` is the file
+    as that check loaded it (None: load it here)."""
     from mcpcli.client import Client
     from mcpcli.gateway.backend import GatewayBackend
     from mcpcli.gateway.nested import NestedTransport
@@ -222,7 +227,8 @@ async def _reach_file(upstream: Upstream, path: str, options: ConnectOptions, cl
 
     gateway = GatewayOptions(connect=options, config=config, timeout=limit, list_wait=limit, log=quiet,
                              warn=quiet, chain=chain)
-    async with Client(NestedTransport(path, gateway, gateway=GatewayBackend), client_options) as client:
+    transport = NestedTransport(path, gateway, gateway=GatewayBackend, config=loaded)
+    async with Client(transport, client_options) as client:
         return await _lists(upstream, client)
 
 
