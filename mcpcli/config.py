@@ -332,8 +332,12 @@ def _servers_of(doc: Any, *, source: str) -> dict[str, Any]:
 class Config:
     """Our config file: read it, look servers up, and change it atomically."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, trust_project: bool = False) -> None:
         self.path = path or default_config_path()
+        #: The command's --project: servers of project files not trusted (`mcpcli.trust`)
+        #: may run for this command. Resolution reads it wherever it happens (`targets`),
+        #: so a gateway's upstreams get the same answer as the command's TARGET.
+        self.trust_project = trust_project
         self._doc: JSON | None = None
 
     def _load(self) -> JSON:

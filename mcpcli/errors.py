@@ -8,7 +8,8 @@ raises and never exits. The tree, with exit codes:
     ├── UsageError                   bad flags or input                     2
     │   ├── ArgumentError            --arg/--args cannot be parsed          2
     │   ├── ValidationError          arguments violate the inputSchema      2
-    │   └── ConfigError              config file or tools.yaml is invalid   2
+    │   ├── ConfigError              config file or tools.yaml is invalid   2
+    │   └── UntrustedServer          a project file's server, not consented 2
     ├── AuthError                    authentication or authorization        3
     ├── TransportError               connection, transport, server process  4
     │   ├── ConnectionClosed         the peer went away                     4
@@ -50,6 +51,7 @@ __all__ = [
     "ToolError",
     "TransportError",
     "UnsupportedVersionError",
+    "UntrustedServer",
     "UsageError",
     "ValidationError",
     "error_report",
@@ -124,6 +126,13 @@ class ValidationError(UsageError):
 
 class ConfigError(UsageError):
     kind = "config"
+
+
+class UntrustedServer(UsageError):
+    """A server defined only in a project file (a cloned repository's `.mcp.json`...)
+    that the user has not trusted: it is refused before anything runs."""
+
+    kind = "untrusted"
 
 
 class AuthError(McpCliError):

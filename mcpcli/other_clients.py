@@ -26,9 +26,15 @@ and `$XDG_CONFIG_HOME` (default `~/.config`) elsewhere; `<xdg>` is
 `$XDG_CONFIG_HOME` or `~/.config` on every OS but Windows (`%APPDATA%`). Each
 client's own dialect (Zed's `command.path`, Goose's `cmd`/`envs`/`uri`,
 opencode's argv list and `{env:VAR}`, Codex's `bearer_token_env_var`...) is
-translated to the `mcpServers` form before it is validated. Project files win
-over user files (nearest directory first), as in the clients themselves. Set
+translated to the `mcpServers` form before it is validated. Set
 `MCP_NO_DISCOVERY=1` to turn discovery off.
+
+Order, first definition of a name wins: files the user's own tools write (Claude
+Code's per-directory table in `~/.claude.json`, nearest directory first, then each
+client's user file) before project files (nearest directory first). A project file
+is written by whoever wrote the repository, so its servers carry a trust status
+(`mcpcli.trust`): one that is not trusted is listed but must not run (`targets`
+refuses it), and it never shadows a user's server of the same name.
 """
 
 from __future__ import annotations
@@ -43,18 +49,23 @@ from typing import Any
 
 from mcpcli.config import ServerEntry, normalize_entry
 from mcpcli.errors import ConfigError
+from mcpcli.trust import TRUSTED, TrustStore, digest
 
 __all__ = [
     "SOURCES",
     "Found",
     "Problem",
+    "ProjectFile",
     "app_config_dir",
     "candidate_files",
     "codex_dir",
     "discover",
     "enabled",
-    "find",
+    "first_definitions",
+    "lookup",
     "names",
+    "project_files",
+    "project_paths",
     "toml_loads",
     "xdg_config_dir",
 ]
@@ -89,6 +100,8 @@ class Candidate:
     key: str = "mcpServers"
     #: The workspace folder for `${workspaceFolder}` (VS Code project files).
     workspace: Path | None = None
+    #: "user" (a user file), "local" (Claude Code's table for a directory, in the user's
+    #: own ~/.claude.json) or "project" (a file in the directory tree: needs trust).
     scope: str = "user"
     #: "json" (comments and trailing commas allowed), "toml" or "yaml".
     fmt: str = "json"
@@ -102,10 +115,19 @@ class Found:
     source: str
     path: Path
     scope: str
+    #: "user" for a user or local file (no consent needed); for a project file
+    #: `trust.TRUSTED`, `trust.UNTRUSTED` or `trust.CHANGED` (trusted before its servers changed).
+    trust: str = "user"
 
     @property
     def label(self) -> str:
         return SOURCES.get(self.source, self.source)
+
+    @property
+    def needs_consent(self) -> bool:
+        """A project file's server that was not trusted as it is now: it must not run
+        unless the command was given --project."""
+        return self.trust not in ("user", TRUSTED)
 
 
 @dataclass
@@ -172,17 +194,31 @@ def candidate_files(cwd: Path | None = None, home: Path | None = None) -> list[C
         cwd = home
     app_dir = app_config_dir(home)
     out: list[Candidate] = []
-    for directory in _project_dirs(cwd, home):
-        out.append(Candidate("claude-code", home / ".claude.json", f"project:{directory}", scope="project"))
-        out.append(Candidate("claude-code", directory / ".mcp.json", scope="project"))
-        out.append(Candidate("cursor", directory / ".cursor" / "mcp.json", scope="project"))
-        out.append(Candidate("vscode", directory / ".vscode" / "mcp.json", "servers",
-                             workspace=directory, scope="project"))
-        out.append(Candidate("codex", directory / ".codex" / "config.toml", "mcp_servers",
-                             scope="project", fmt="toml"))
-        out.append(Candidate("gemini", directory / ".gemini" / "settings.json", scope="project"))
-        for name in ("opencode.json", "opencode.jsonc"):
-            out.append(Candidate("opencode", directory / name, "mcp", scope="project"))
+    dirs = _project_dirs(cwd, home)
+    for directory in dirs:  # written by `claude mcp add -s local` into the user's own file
+        out.append(Candidate("claude-code", home / ".claude.json", f"project:{directory}", scope="local"))
+    out.extend(_user_files(home, app_dir))
+    for directory in dirs:
+        out.extend(_project_candidates(directory))
+    return out
+
+
+def _project_candidates(directory: Path) -> list[Candidate]:
+    """The project files discovery reads in `directory` (a repository writes these)."""
+    out = [
+        Candidate("claude-code", directory / ".mcp.json", scope="project"),
+        Candidate("cursor", directory / ".cursor" / "mcp.json", scope="project"),
+        Candidate("vscode", directory / ".vscode" / "mcp.json", "servers", workspace=directory, scope="project"),
+        Candidate("codex", directory / ".codex" / "config.toml", "mcp_servers", scope="project", fmt="toml"),
+        Candidate("gemini", directory / ".gemini" / "settings.json", scope="project"),
+    ]
+    for name in ("opencode.json", "opencode.jsonc"):
+        out.append(Candidate("opencode", directory / name, "mcp", scope="project"))
+    return out
+
+
+def _user_files(home: Path, app_dir: Path) -> list[Candidate]:
+    out: list[Candidate] = []
     out.append(Candidate("claude-code", home / ".claude.json"))
     out.append(Candidate("claude-desktop", app_dir / "Claude" / "claude_desktop_config.json"))
     out.append(Candidate("cursor", home / ".cursor" / "mcp.json"))
@@ -461,11 +497,13 @@ def _vscode_variables(entry: Any, workspace: Path | None, home: Path) -> Any:
 def discover(
     cwd: Path | None = None, home: Path | None = None, *, sources: list[str] | None = None
 ) -> tuple[list[Found], list[Problem]]:
-    """Every server other clients configure (later duplicates of a name included)."""
+    """Every server other clients configure, in resolution order (later duplicates of a
+    name included); each project file's servers with that file's trust status."""
     if not enabled():
         return [], []
     home = home or _home()
     reader = _Reader()
+    store: TrustStore | None = None
     found: list[Found] = []
     for candidate in candidate_files(cwd, home):
         if sources is not None and candidate.source not in sources:
@@ -473,8 +511,13 @@ def discover(
         doc = reader.load(candidate)
         if doc is None:
             continue
+        servers = _servers(doc, candidate)
+        status = "user"
+        if candidate.scope == "project" and servers:
+            store = store or TrustStore()
+            status = store.status(candidate.path, digest(servers))
         where = f"{SOURCES[candidate.source]} ({candidate.path})"
-        for name, raw in _servers(doc, candidate).items():
+        for name, raw in servers.items():
             if candidate.source == "vscode":
                 raw = _vscode_variables(raw, candidate.workspace, home)
             raw = _translate(candidate.source, raw)
@@ -487,29 +530,102 @@ def discover(
                 continue
             if isinstance(raw, dict) and raw.get("disabled") is True:
                 continue
-            found.append(Found(entry, candidate.source, candidate.path, candidate.scope))
+            found.append(Found(entry, candidate.source, candidate.path, candidate.scope, status))
     return found, reader.problems
 
 
-def find(name: str) -> ServerEntry | None:
-    """The first server called `name` in another client's config, or None."""
+def first_definitions(found: list[Found]) -> list[Found]:
+    """The definition each name resolves to: its first, in `discover`'s order."""
+    seen: dict[str, Found] = {}
+    for item in found:
+        seen.setdefault(item.entry.name, item)
+    return list(seen.values())
+
+
+def lookup(name: str) -> Found | None:
+    """The definition of `name` in other clients' configs (its first), or None. The
+    caller decides whether it may run (`Found.needs_consent`)."""
     found, _ = discover()
     for item in found:
         if item.entry.name == name:
-            return item.entry
+            return item
     return None
 
 
-def names(*, project: bool = True) -> list[str]:
-    """Names of every discovered server, first occurrence first.
-
-    `project=False` leaves out the files found from the current directory up
-    (.mcp.json, .cursor/mcp.json, ...): a cloned repository writes those, so
-    anything that starts servers without being told their names must not see them.
-    """
+def names() -> list[str]:
+    """Names of every discovered server, first occurrence first (untrusted ones too: a
+    name is no command, and `--project` may use them)."""
     found, _ = discover()
-    seen: dict[str, None] = {}
-    for item in found:
-        if project or item.scope != "project":
-            seen.setdefault(item.entry.name, None)
-    return list(seen)
+    return [item.entry.name for item in first_definitions(found)]
+
+
+@dataclass
+class ProjectFile:
+    """A project file that defines servers, as `mcp servers trust` sees it."""
+
+    source: str
+    path: Path
+    #: The names of its servers (every entry, whatever we make of it).
+    servers: list[str]
+    #: `trust.digest` of its servers: what trusting it records.
+    digest: str
+    trust: str
+
+    @property
+    def label(self) -> str:
+        return SOURCES.get(self.source, self.source)
+
+
+def project_files(path: Path | None = None) -> list[ProjectFile]:
+    """The project files that define servers, read from the current directory up (or at
+    `path`: that file, or the ones in that directory), each with its trust status."""
+    reader = _Reader()
+    store = TrustStore()
+    out: list[ProjectFile] = []
+    for candidate in _project_candidates_of(path):
+        doc = reader.load(candidate)
+        servers = _servers(doc, candidate) if doc is not None else {}
+        if servers:
+            sha = digest(servers)
+            out.append(ProjectFile(candidate.source, candidate.path, [str(n) for n in servers], sha,
+                                   store.status(candidate.path, sha)))
+    return out
+
+
+def _project_candidates_of(path: Path | None) -> list[Candidate]:
+    if path is not None:
+        return _candidates_at(path)
+    home = _home()
+    try:
+        start = Path.cwd().resolve()
+    except OSError:
+        return []
+    return [c for d in _project_dirs(start, home) for c in _project_candidates(d)]
+
+
+def project_paths(path: Path | None = None) -> list[Path]:
+    """The project files discovery reads from the current directory up (or at `path`:
+    that file, or those in that directory), whether they exist or not: what
+    `mcp servers untrust` forgets."""
+    return [candidate.path for candidate in _project_candidates_of(path)]
+
+
+def _candidates_at(path: Path) -> list[Candidate]:
+    """The project candidates in directory `path` (a `.cursor` directory: the one in it),
+    or the one that is file `path` (`.mcp.json` sits in its directory, `.cursor/mcp.json`
+    one level down)."""
+    path = Path(os.path.abspath(path))
+    if path.is_dir():  # its own project files, or those it holds for its parent (`.vscode`)
+        directory = path.resolve()
+        inside = [c for c in _project_candidates(directory.parent) if c.path.parent == directory]
+        return _project_candidates(directory) + inside
+    for parent in (path.parent, path.parent.parent):
+        try:
+            relative = path.relative_to(parent)
+            directory = parent.resolve()
+        except (ValueError, OSError):
+            continue
+        for candidate in _project_candidates(directory):
+            if candidate.path == directory / relative:
+                return [candidate]
+    return []

@@ -3,7 +3,14 @@
 A target is one of: `@NAME`, the live session NAME held by the session daemon; a
 server name from the config (ours first, then the servers other clients have
 configured); an `http(s)://` URL; a tools.yaml file, served in-process; or, with
-no target, the server command given after `--`. Kept apart
+no target, the server command given after `--`.
+
+A name is looked up in our config, then in other clients' user files, then in the
+project files found from the current directory up (`other_clients.discover`'s
+order): a user's definition always wins. A name whose definition is in a project
+file that is not trusted (`mcpcli.trust`) is refused with `UntrustedServer`, unless
+the command was given --project (`Config.trust_project`): a cloned repository's
+`.mcp.json` never runs a command because you ran `mcp` inside it. Kept apart
 from `connect` so the CLI can resolve a target (and start a stdio server early)
 before the client, anyio and the transports are imported: it imports only
 `config` and `errors` (and `other_clients`, lazily).
@@ -16,12 +23,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mcpcli.config import Config, ServerEntry
-from mcpcli.errors import ConfigError, UsageError
+from mcpcli.errors import ConfigError, UntrustedServer, UsageError
 
 if TYPE_CHECKING:
+    from mcpcli.other_clients import Found
     from mcpcli.transports._spawn import Launch
 
-__all__ = ["SESSION_PREFIX", "YAML_SUFFIXES", "is_session", "is_url", "resolve_target", "stdio_launch"]
+__all__ = [
+    "SESSION_PREFIX", "YAML_SUFFIXES", "consent_error", "is_session", "is_url", "resolve_target", "stdio_launch",
+]
 
 YAML_SUFFIXES = (".yaml", ".yml")
 #: `@NAME` names a session (config names cannot start with `@`).
@@ -36,11 +46,33 @@ def is_session(target: str | None) -> bool:
     return target is not None and target.startswith(SESSION_PREFIX)
 
 
-def _discovered(name: str) -> ServerEntry | None:
-    """A server configured in another client (Claude, Cursor, VS Code...), if any."""
+def _discovered(name: str, config: Config) -> ServerEntry | None:
+    """A server configured in another client (Claude, Cursor, VS Code...), if any; one
+    of an untrusted project file only with the command's consent."""
     from mcpcli import other_clients
 
-    return other_clients.find(name)
+    found = other_clients.lookup(name)
+    if found is None:
+        return None
+    if found.needs_consent and not config.trust_project:
+        raise consent_error(found)
+    return found.entry
+
+
+def consent_error(found: Found) -> UntrustedServer:
+    """The one refusal of a server whose project file is not trusted as it is now: it
+    names the file and the two ways to consent."""
+    import shlex
+
+    from mcpcli.trust import CHANGED
+
+    name = found.entry.name
+    why = "changed since you trusted it" if found.trust == CHANGED else "a project file you have not trusted"
+    return UntrustedServer(
+        f"server {name!r} is defined only in {found.path} ({why}); nothing was run",
+        hint=f"review it (`mcp servers show {shlex.quote(name)}`), then run "
+             f"`mcp servers trust {shlex.quote(str(found.path))}`, or pass --project to use it for this command only",
+    )
 
 
 def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
@@ -71,7 +103,7 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
         if not os.path.isfile(target):
             raise ConfigError(f"no such file: {target}")
         return ServerEntry(name=target, transport="yaml", path=target, source="argv")
-    found = _discovered(target)
+    found = _discovered(target, config)
     if found is not None:
         return found
     known = config.names()

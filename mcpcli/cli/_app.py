@@ -68,6 +68,8 @@ class App:
     #: Set by a server (`mcp serve`): SIGTERM is how service managers stop it, so it is
     #: an ordinary stop (exit 0 after the graceful shutdown), unlike Ctrl-C (130).
     sigterm_stops: bool = False
+    #: --project: servers of project files not trusted may run for this command.
+    project: bool = False
     _config: Config | None = None
     _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
@@ -93,10 +95,12 @@ class App:
         return self.stderr_tty and os.environ.get("TERM") != "dumb"
 
     def config(self) -> Config:
+        """Our config, carrying the command's consent (--project) to wherever names resolve."""
         if self._config is None:
             from mcpcli.config import Config
 
             self._config = Config(self.config_path)
+        self._config.trust_project = self.project
         return self._config
 
     # -- messages on stderr ------------------------------------------------------

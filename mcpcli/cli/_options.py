@@ -24,6 +24,7 @@ __all__ = [
     "connection_options",
     "large_result_options",
     "output_options",
+    "project_option",
     "target_argument",
     "target_command",
 ]
@@ -183,6 +184,24 @@ def connection_options(f: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# -- consent to a project's servers ---------------------------------------------------
+
+
+def _set_project(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(App).project = True
+
+
+def project_option(f: F) -> F:
+    """Add --project: this command may run servers of project files not trusted (it sets
+    `App.project` while parsing, so the early start of a stdio server sees it too)."""
+    return click.option(
+        "--project", is_flag=True, expose_value=False, callback=_set_project,
+        help="Also use servers defined only in this directory's project files (.mcp.json, "
+             ".cursor/mcp.json, ...) that you have not trusted (`mcp servers trust`), for this "
+             "command only.")(f)
+
+
 # -- output flags ------------------------------------------------------------------
 
 
@@ -257,7 +276,7 @@ def target_command(
 
     def decorator(f: Callable[..., Any]) -> click.Command:
         own: list[click.Parameter] = f.__dict__.pop("__click_params__", [])
-        wrapped = connection_options(output_options(pass_app(f)))
+        wrapped = project_option(connection_options(output_options(pass_app(f))))
         wrapped.__dict__.setdefault("__click_params__", []).extend(own)
         wrapped = target_argument(wrapped)
         if group is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
-from mcpcli.cli._options import output_options
+from mcpcli.cli._options import output_options, project_option
 from mcpcli.cli._types import seconds
 from mcpcli.errors import AuthError, UsageError
 from mcpcli.output import Output
@@ -216,6 +216,7 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
 @_STORE_OPTION
 @_PROFILE_OPTION
+@project_option
 @output_options
 @pass_app
 def login(

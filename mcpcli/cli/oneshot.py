@@ -85,7 +85,13 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
 
 def _launch(positionals: list[str], command: list[str] | None) -> Launch | None:
     """What runs: the command after `--` (with TOOL alone before it), or the stdio server
-    configured as TARGET in our config (plain: no session, every `${VAR}` set); else None."""
+    configured as TARGET in our config (plain: no session, every `${VAR}` set); else None.
+
+    Our config only: it is the user's own and wins over every other file in
+    `targets.resolve_target`, so this runs exactly what the full path would. A name
+    found only in another client's file, a project file's above all, takes the full
+    path, where a project file's server must be trusted (or --project, which this path
+    does not take) before anything starts."""
     from mcpcli.transports._spawn import launch
 
     if command is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._options import project_option
 from mcpcli.cli._replica import replica, replica_option
 from mcpcli.cli._serve_tasks import task_flags, task_options
 from mcpcli.cli._types import seconds
@@ -137,6 +138,7 @@ class _Http:
 @click.option("--eager", is_flag=True,
               help="With --proxy or a FILE with servers:, connect to the upstreams at start "
                    "instead of on first use.")
+@project_option
 @pass_app
 def serve(
     app: App, file: str | None, http: str | None, auth_token: str | None, no_auth: bool,
@@ -350,12 +352,13 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
         records.close()
 
 
-def _proxied_file_ok(app: App, upstream: Upstream) -> bool:
-    """--proxy FILE: the file, and those its `servers:` include, load without a cycle (checked
-    before serving, as `mcp serve FILE` checks its own); each problem printed."""
-    from mcpcli.targets import YAML_SUFFIXES
+def _proxied_target_ok(app: App, upstream: Upstream) -> bool:
+    """--proxy NAME or FILE: the name resolves (known, and not an untrusted project
+    file's), and the file, and those its `servers:` include, load without a cycle
+    (checked before serving, as `mcp serve FILE` checks its own); each problem printed."""
+    from mcpcli.targets import is_url
 
-    if upstream.target is None or not upstream.target.endswith(YAML_SUFFIXES):
+    if upstream.target is None or is_url(upstream.target):
         return True
     from mcpcli.gateway.check import check_upstreams
 
@@ -376,7 +379,7 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
 
     upstream = proxy_upstream(proxy, app.server_command, allow=allow, deny=deny, prefix=prefix,
                               read_only=read_only)
-    if not _proxied_file_ok(app, upstream):
+    if not _proxied_target_ok(app, upstream):
         app.exit_code = ExitCode.USAGE
         return
 

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
-from mcpcli.cli._options import output_options
+from mcpcli.cli._options import output_options, project_option
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
+    from mcpcli.other_clients import Found, ProjectFile
 
 __all__ = ["servers"]
 
@@ -33,13 +34,15 @@ def servers() -> None:
     configured in Claude Desktop, Claude Code, Cursor, VS Code, Windsurf,
     Codex, Gemini CLI, Zed, Goose and opencode are found too (read-only) and
     can be copied with `mcp servers import`; `mcp servers install` writes one
-    into such a client's config.
+    into such a client's config. Servers of project files (.mcp.json,
+    .cursor/mcp.json, ... from this directory up) run only once you trust
+    the file (`mcp servers trust`) or with --project.
     """
 
 
-def _row(entry: ServerEntry, source: str, path: str, scope: str) -> JSON:
+def _row(entry: ServerEntry, source: str, path: str, scope: str, trust: str = "user") -> JSON:
     row: JSON = {"name": entry.name, "transport": entry.transport, "source": source, "path": path,
-                 "scope": scope}
+                 "scope": scope, "trust": trust}
     if entry.command is not None:
         row["command"] = entry.command
         row["args"] = list(entry.args)
@@ -63,7 +66,7 @@ def _all_rows(app: App) -> tuple[list[JSON], list[JSON]]:
     taken = {r["name"] for r in rows}
     found, problems = other_clients.discover()
     for item in found:
-        row = _row(item.entry, item.source, str(item.path), item.scope)
+        row = _row(item.entry, item.source, str(item.path), item.scope, item.trust)
         row["shadowed"] = item.entry.name in taken
         taken.add(item.entry.name)
         rows.append(row)
@@ -81,7 +84,10 @@ def list_(app: App, out: Output) -> None:
     SOURCE says where each comes from: `config` (ours) or claude-desktop,
     claude-code, cursor, vscode, windsurf, codex, gemini, zed, goose,
     opencode (--json adds the file as `path`). A name found twice is used
-    from the first place; later ones are marked shadowed.
+    from the first place (ours, then user files, then project files); later
+    ones are marked shadowed. Servers of project files you have not trusted
+    are marked untrusted (changed: trusted before their file changed) and
+    do not run until `mcp servers trust` (or --project).
       mcp servers list
       mcp servers list --jq '.servers[] | select(.source == "cursor") | .name' -r
     """
@@ -91,6 +97,10 @@ def list_(app: App, out: Output) -> None:
     for problem in problems:
         app.warn(f"{problem['path']}: {problem['message']}")
     out.emit({"servers": rows, "problems": problems}, items="servers", human=render.servers_table)
+    blocked = [r["name"] for r in rows if r["trust"] in ("untrusted", "changed") and not r.get("shadowed")]
+    if blocked:
+        app.info(f"not run until you trust their project files: {', '.join(blocked)}; review them "
+                 "(`mcp servers show NAME`), then `mcp servers trust` here, or pass --project")
 
 
 def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -101,18 +111,18 @@ def _complete_server(ctx: click.Context, param: click.Parameter, incomplete: str
     return [CompletionItem(n) for n in server_names() if n.startswith(incomplete)]
 
 
-def _locate(app: App, name: str) -> tuple[ServerEntry, str, str]:
-    """(entry, source id, file) for a server name: ours first, then discovered."""
+def _locate(app: App, name: str) -> tuple[ServerEntry, str, str, Found | None]:
+    """(entry, source id, file, where discovery found it) for a server name: ours first,
+    then discovered (whether it may run is the caller's question)."""
     from mcpcli import other_clients
 
     config = app.config()
     entry = config.get(name)
     if entry is not None:
-        return entry, "config", str(config.path)
-    found, _ = other_clients.discover()
-    for item in found:
-        if item.entry.name == name:
-            return item.entry, item.source, str(item.path)
+        return entry, "config", str(config.path), None
+    item = other_clients.lookup(name)
+    if item is not None:
+        return item.entry, item.source, str(item.path), item
     known = sorted(set(config.names()) | set(other_clients.names()))
     hint = "known servers: " + ", ".join(known) if known else "add one with `mcp servers add`"
     raise UsageError(f"unknown server {name!r}", hint=hint)
@@ -127,17 +137,18 @@ def show(app: App, name: str, reveal: bool, out: Output) -> None:
     """Show one server's configuration and where it comes from.
 
     Values of env variables and headers whose names look secret (TOKEN, KEY,
-    SECRET, PASSWORD, Authorization...) are redacted unless --reveal.
+    SECRET, PASSWORD, Authorization...) are redacted unless --reveal. Showing
+    runs nothing: review a project file's server here before you trust it.
     """
     from mcpcli import render
     from mcpcli.text import redact
 
-    entry, source, path = _locate(app, name)
+    entry, source, path, found = _locate(app, name)
     config = entry.to_json()
     if not reveal:
         config = redact(config)
     item = {"name": entry.name, "source": source, "path": path, "transport": entry.transport,
-            **_session_settings(entry), "config": config}
+            "trust": found.trust if found is not None else "user", **_session_settings(entry), "config": config}
     if entry.headers_helper is not None:
         item["headersHelper"] = entry.headers_helper  # a command (its output is never shown)
     out.emit(item, human=render.server_detail)
@@ -314,6 +325,7 @@ def remove(app: App, name: str, out: Output) -> None:
 @click.option("--name", "names", multiple=True, metavar="NAME", help="Import only this server (repeatable).")
 @click.option("--force", "-f", is_flag=True, help="Replace servers that already exist in our config.")
 @click.option("--dry-run", "-n", is_flag=True, help="Show what would be imported; change nothing.")
+@project_option
 @output_options
 @pass_app
 def import_(
@@ -324,7 +336,8 @@ def import_(
     \b
     SOURCE is one of claude-code, claude-desktop, cursor, vscode, windsurf,
     codex, gemini, zed, goose, opencode, or all (the default). Existing names
-    are skipped unless --force.
+    are skipped unless --force, and so are the servers of project files you
+    have not trusted unless --project (once in our config, they run anywhere).
       mcp servers import claude-desktop --dry-run
       mcp servers import --name github
     """
@@ -347,6 +360,10 @@ def import_(
         origin = {"name": name, "source": item.source, "path": str(item.path)}
         if name in existing and not force:
             skipped.append({**origin, "reason": "already in our config (use --force to replace)"})
+            continue
+        if item.needs_consent and not app.project:
+            skipped.append({**origin, "reason": "in a project file you have not trusted "
+                                                "(`mcp servers trust` it, or pass --project)"})
             continue
         if "${input:" in str(item.entry.to_json()):
             app.warn(f"{name}: uses VS Code ${{input:...}} variables, which mcp cannot fill in")
@@ -412,6 +429,7 @@ def _show_change(app: App, out: Output, change: Any, verb: str, dry_run: bool, e
 @click.option("--force", "-f", is_flag=True, help="Replace a server of that name in the client's config.")
 @click.option("--dry-run", "-n", is_flag=True,
               help="Print the change as a unified diff (--json, or not a terminal: a diff field); write nothing.")
+@project_option
 @output_options
 @pass_app
 def install(
@@ -430,8 +448,9 @@ def install(
     """Write a server into another client's config (Claude, Cursor, VS Code...).
 
     \b
-    The server is NAME from our config (or one discovered elsewhere), or is
-    given here: a command after --, or a URL.
+    The server is NAME from our config (or one discovered elsewhere: one of
+    a project file you have not trusted only with --project, since the
+    client will run it), or is given here: a command after --, or a URL.
       mcp servers install github --into cursor
       mcp servers install everything --into codex -- npx -y @modelcontextprotocol/server-everything
       mcp servers install remote --into vscode https://example.com/mcp --dry-run
@@ -442,10 +461,13 @@ def install(
     references become the client's own syntax where it has one.
     """
     from mcpcli import install as installer
+    from mcpcli.targets import consent_error
 
     entry = _given_entry(app, name, url, env_items, cwd, header_items, transport)
     if entry is None:
-        entry, _, _ = _locate(app, name)
+        entry, _, _, found = _locate(app, name)
+        if found is not None and found.needs_consent and not app.project:
+            raise consent_error(found)
     change = installer.plan_install(entry, client, force=force)
     _show_change(app, out, change, "replaced" if change.replaced else "installed", dry_run,
                  {"replaced": change.replaced})
@@ -470,3 +492,92 @@ def uninstall(app: App, name: str, client: str, dry_run: bool, out: Output) -> N
 
     change = installer.plan_uninstall(name, client)
     _show_change(app, out, change, "removed", dry_run, {"removed": True})
+
+
+def _trust_line(item: ProjectFile) -> str:
+    return f"{item.path} ({item.label}): {', '.join(item.servers)}"
+
+
+@servers.command("trust")
+@click.argument("path", required=False, type=click.Path(exists=True))
+@output_options
+@pass_app
+def trust(app: App, path: str | None, out: Output) -> None:
+    """Let the servers of a project's files run (remembered per file and content).
+
+    \b
+    A project file (.mcp.json, .cursor/mcp.json, .vscode/mcp.json,
+    .codex/config.toml, .gemini/settings.json, opencode.json) comes with a
+    repository, so its servers do not run until you trust it. Without PATH:
+    every such file read from this directory up; PATH is one file, or a
+    directory (the files in it). The servers are remembered as they are
+    now: any change to them needs a new trust. Review them first:
+      mcp servers list
+      mcp servers show NAME
+      mcp servers trust
+    """
+    from pathlib import Path
+
+    from mcpcli import other_clients
+    from mcpcli.trust import TRUSTED, TrustStore
+
+    files = other_clients.project_files(path=Path(path) if path else None)
+    if not files:
+        if path is not None:
+            raise UsageError(f"no project file that defines servers at {path}",
+                             hint="a project file is .mcp.json, .cursor/mcp.json, .vscode/mcp.json, "
+                                  ".codex/config.toml, .gemini/settings.json or opencode.json(c)")
+        app.info("no project files define servers here")
+    store = TrustStore()
+    rows: list[JSON] = []
+    for item in files:
+        if item.trust != TRUSTED:
+            store.allow(item.path, item.digest, item.servers)
+        app.info(f"{'already trusted' if item.trust == TRUSTED else 'trusted'} {_trust_line(item)}")
+        rows.append({"path": str(item.path), "source": item.source, "servers": item.servers,
+                     "sha256": item.digest, "previous": item.trust})
+    if any(item.trust != TRUSTED for item in files):
+        store.save()
+    if not out.human:
+        out.emit({"trusted": rows, "store": str(store.path)}, items="trusted")
+
+
+@servers.command("untrust")
+@click.argument("path", required=False, type=click.Path())
+@click.option("--all", "every", is_flag=True, help="Forget every project file you trusted, wherever it is.")
+@output_options
+@pass_app
+def untrust(app: App, path: str | None, every: bool, out: Output) -> None:
+    """Stop a project's servers from running: forget that you trusted its files.
+
+    \b
+    Without PATH: the project files read from this directory up; PATH is one
+    file (it may be gone), or a directory (the files in it).
+      mcp servers untrust
+      mcp servers untrust ~/src/repo
+      mcp servers untrust --all
+    """
+    import os
+    from pathlib import Path
+
+    from mcpcli import other_clients
+    from mcpcli.trust import TrustStore
+
+    store = TrustStore()
+    if every:
+        if path is not None:
+            raise UsageError("give PATH or --all, not both")
+        paths = store.paths()
+    else:
+        paths = [str(p) for p in other_clients.project_paths(Path(path) if path else None)]
+        if path is not None:
+            paths.append(os.path.abspath(path))  # a file we no longer read there
+    forgotten = [p for p in paths if store.revoke(p)]
+    if forgotten:
+        store.save()
+    for item in forgotten:
+        app.info(f"untrusted {item}")
+    if not forgotten:
+        app.info("nothing trusted " + ("to forget" if every else f"at {path}" if path else "here"))
+    if not out.human:
+        out.emit({"untrusted": forgotten, "store": str(store.path)}, items="untrusted")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
-from mcpcli.cli._options import output_options
+from mcpcli.cli._options import output_options, project_option
 from mcpcli.cli._types import seconds
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
@@ -97,6 +97,7 @@ def _log_levels() -> list[str]:
               help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file.")
 @click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
               help="Use this account's sign-in (`mcp auth login --profile`); each profile is its own session.")
+@project_option
 @output_options
 @pass_app
 def open_(

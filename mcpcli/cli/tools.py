@@ -13,6 +13,7 @@ from mcpcli.cli._options import (
     _complete_target,
     large_result_options,
     output_options,
+    project_option,
     target_command,
 )
 from mcpcli.cli._types import seconds
@@ -21,6 +22,7 @@ from mcpcli.output import Output
 
 if TYPE_CHECKING:
     from mcpcli.client import Client
+    from mcpcli.other_clients import Found
 
 __all__ = ["tools"]
 
@@ -55,25 +57,24 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
               help="Also use a cached list stored within SECONDS (lists without a ttlMs are never "
                    "fresh otherwise).")
 @click.option("--no-cache", is_flag=True, help="Ask every server, even when a cached list is fresh.")
-@click.option("--project", is_flag=True,
-              help="Without SERVER, also start the servers that project files (.mcp.json, .cursor/mcp.json, "
-                   "...) in this directory and its parents configure.")
+@project_option
 @click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
               help="Use this account's stored sign-ins (`mcp auth login --profile`).")
 @output_options
 @pass_app
 def grep(
     app: App, pattern: str, servers: tuple[str, ...], schema: bool, fixed: bool, timeout: float,
-    max_age: float | None, no_cache: bool, project: bool, profile: str | None, out: Output,
+    max_age: float | None, no_cache: bool, profile: str | None, out: Output,
 ) -> None:
     """Search tool names, titles and descriptions across servers.
 
     \b
     PATTERN is a case-insensitive regular expression (-F: a fixed string).
     Without SERVER, every server is searched: ours, those other clients
-    configure for the user, and open sessions (@NAME), in parallel. Servers
-    in project files (.mcp.json, .cursor/mcp.json, ... from this directory
-    up) are run only when named or with --project: a cloned repository
+    configure for the user, open sessions (@NAME) and those of project files
+    (.mcp.json, .cursor/mcp.json, ... from this directory up) you trusted
+    (`mcp servers trust`), in parallel. Untrusted project files' servers
+    are skipped (named on stderr) unless --project: a cloned repository
     must not run its commands because you searched. A server's cached
     list is used while its ttlMs says it is fresh (or for --max-age seconds
     after it was stored). A server that fails is named on stderr and the
@@ -90,14 +91,15 @@ def grep(
     check_profile(profile)  # a bad name is a usage error, not one failure per server
     for named in servers:
         app.resolve(named)  # an unknown name is a usage error, before anything starts
-    targets = list(servers) if servers else _every_server(app, project=project)
+    targets, skipped = (list(servers), []) if servers else _every_server(app)
+    if skipped:
+        files = sorted({str(item.path) for item in skipped})
+        app.info(f"not searched: {', '.join(item.entry.name for item in skipped)} (in project files you have "
+                 f"not trusted: {', '.join(files)}); review them, then `mcp servers trust`, or pass --project")
     if not targets:
-        from mcpcli import other_clients
-
-        hint = ("project files here configure servers: name them, or pass --project to run them all"
-                if not project and other_clients.names() else
-                "add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
-        raise UsageError("no servers to search", hint=hint)
+        raise UsageError("no servers to search",
+                         hint="trust this directory's project files (`mcp servers trust`) or pass --project"
+                         if skipped else "add one with `mcp servers add NAME -- COMMAND...`, or name a SERVER")
     # One server's flags never go to another: no headers or tokens, stored sign-ins only.
     conn = Connection(timeout=timeout, quiet=True, stored_auth_only=True, profile=profile)
 
@@ -137,15 +139,27 @@ def grep(
         app.exit_code = ExitCode.TOOL_ERROR  # as grep: 1 when nothing matched
 
 
-def _every_server(app: App, *, project: bool) -> list[str]:
-    """Our servers, other clients' (user scope unless `project`), then open sessions
-    (never starting the daemon). Project files come from whatever directory we are
-    in, so their commands run only on an explicit request."""
+def _every_server(app: App) -> tuple[list[str], list[Found]]:
+    """Our servers, other clients' (those of project files only if trusted, or with
+    --project), then open sessions (never starting the daemon); and the servers of
+    untrusted project files left out. Project files come from whatever directory we
+    are in, so their commands run only with consent."""
     from mcpcli import other_clients, toolgrep
     from mcpcli.cli._completers import session_names
 
-    discovered = other_clients.names(project=project)
-    return toolgrep.all_targets(app.config().names(), discovered, session_names())
+    config = app.config()
+    ours = config.names()
+    found, _ = other_clients.discover()
+    usable: list[str] = []
+    skipped: list[Found] = []
+    for item in other_clients.first_definitions(found):
+        if item.entry.name in ours:
+            continue
+        if item.needs_consent and not config.trust_project:
+            skipped.append(item)
+        else:
+            usable.append(item.entry.name)
+    return toolgrep.all_targets(ours, usable, session_names()), skipped
 
 
 def _print_matches(out: Output, matches: list[dict[str, Any]]) -> None:

@@ -62,6 +62,8 @@ def servers_table(console: Console, result: JSON) -> None:
         name = _s(item.get("name"))
         if item.get("shadowed"):
             name += " (shadowed)"
+        elif item.get("trust") in ("untrusted", "changed"):
+            name += f" ({item['trust']})"
         row = [name, _s(item.get("transport")), _s(target, limit=80), _s(item.get("source"))]
         table.add_row(*row, *([_session(item)] if sessions else []))
     console.print(table)
@@ -95,6 +97,11 @@ def server_detail(console: Console, item: JSON) -> None:
     console.print(f"source     {_s(item.get('source'))}")
     console.print(f"file       {_s(item.get('path'))}")
     console.print(f"transport  {_s(item.get('transport'))}")
+    if item.get("trust") in ("untrusted", "changed", "trusted"):
+        note = {"untrusted": "untrusted: does not run until you trust its file (`mcp servers trust`)",
+                "changed": "changed since you trusted its file: does not run until you trust it again",
+                "trusted": "trusted project file"}[item["trust"]]
+        console.print(f"trust      {note}")
     if _session(item):
         console.print(f"session    {_session(item)}")
     helper = item.get("headersHelper")

@@ -177,28 +177,33 @@ def test_project_files_are_not_run_by_a_grep_of_every_server(tmp_path: Path) -> 
     r = mcp_in("tools", "grep", "echo", "--no-cache", env=env, cwd=repo)
     assert r.code == 0, r
     assert [m["server"] for m in r.json] == ["fake"]
-    assert r.stderr == ""
+    assert r.stderr == (f"mcp: not searched: helper (in project files you have not trusted: {repo / '.mcp.json'}); "
+                        "review them, then `mcp servers trust`, or pass --project\n")
     assert not marker.exists()
 
 
-def test_project_servers_run_when_named_or_with_project(tmp_path: Path) -> None:
+def test_project_servers_run_only_with_project_even_when_named(tmp_path: Path) -> None:
     repo, marker = _project_server(tmp_path)
     env = {**_config(tmp_path, {"fake": fake_server()}), "MCP_NO_DISCOVERY": "0"}
+    r = mcp_in("tools", "grep", "echo", "helper", env=env, cwd=repo)
+    assert r.code == 2, r
+    assert "mcp: error: server 'helper' is defined only in" in r.stderr
+    assert not marker.exists()
     r = mcp_in("tools", "grep", "echo", "--no-cache", "--project", env=env, cwd=repo)
     assert r.code == 0, r
     assert "mcp: warning: helper: " in r.stderr  # it ran, and is no MCP server
     assert marker.exists()
     marker.unlink()
-    r = mcp_in("tools", "grep", "echo", "helper", env=env, cwd=repo)
+    r = mcp_in("tools", "grep", "echo", "helper", "--project", env=env, cwd=repo)
     assert r.code == 4, r
     assert marker.exists()
 
 
-def test_with_only_project_servers_the_hint_names_project(tmp_path: Path) -> None:
+def test_with_only_untrusted_project_servers_the_hint_says_how_to_consent(tmp_path: Path) -> None:
     repo, marker = _project_server(tmp_path)
     r = mcp_in("tools", "grep", "echo", env={**_config(tmp_path, {}), "MCP_NO_DISCOVERY": "0"}, cwd=repo)
     assert r.code == 2, r
-    assert r.stderr.splitlines() == [
+    assert r.stderr.splitlines()[1:] == [
         "mcp: error: no servers to search",
-        "mcp: hint: project files here configure servers: name them, or pass --project to run them all"]
+        "mcp: hint: trust this directory's project files (`mcp servers trust`) or pass --project"]
     assert not marker.exists()

@@ -55,16 +55,16 @@ def test_every_client_format_is_read(fake_home: Path, config_home: Path, project
           {"mcpServers": {"wind": {"serverUrl": "https://w.example/mcp"}}})
 
     got = found(project / "src")
-    assert got == [
-        ("code-project", "claude-code", "project"),
-        ("dot-mcp", "claude-code", "project"),
-        ("cur-project", "cursor", "project"),
-        ("vs-project", "vscode", "project"),
+    assert got == [  # the user's own files first, a repository's files last
+        ("code-project", "claude-code", "local"),
         ("code-global", "claude-code", "user"),
         ("desk", "claude-desktop", "user"),
         ("cur", "cursor", "user"),
         ("vs", "vscode", "user"),
         ("wind", "windsurf", "user"),
+        ("dot-mcp", "claude-code", "project"),
+        ("cur-project", "cursor", "project"),
+        ("vs-project", "vscode", "project"),
     ]
     items, problems = other_clients.discover(cwd=project)
     assert problems == []
@@ -75,15 +75,18 @@ def test_every_client_format_is_read(fake_home: Path, config_home: Path, project
     assert by_name["vs-project"].args == [f"{project}/server.js"]
 
 
-def test_project_files_win_over_user_files(
+def test_user_files_win_over_project_files(
     fake_home: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"db": {"command": "global-db"}}})
-    write(project / ".cursor" / "mcp.json", {"mcpServers": {"db": {"command": "project-db"}}})
+    write(project / ".cursor" / "mcp.json", {"mcpServers": {"db": {"command": "project-db"}, "pj": {"command": "p"}}})
     monkeypatch.chdir(project)
-    entry = other_clients.find("db")
-    assert entry is not None and entry.command == "project-db"
-    assert other_clients.names() == ["db"]
+    item = other_clients.lookup("db")
+    assert item is not None and item.entry.command == "global-db"
+    assert (item.trust, item.needs_consent) == ("user", False)
+    project_item = other_clients.lookup("pj")
+    assert project_item is not None and (project_item.trust, project_item.needs_consent) == ("untrusted", True)
+    assert other_clients.names() == ["db", "pj"]
 
 
 def test_vscode_jsonc_with_comments_and_trailing_commas(config_home: Path, project: Path) -> None:
@@ -119,7 +122,7 @@ def test_discovery_can_be_turned_off(fake_home: Path, project: Path, monkeypatch
     write(fake_home / ".cursor" / "mcp.json", {"mcpServers": {"x": {"command": "x"}}})
     monkeypatch.setenv("MCP_NO_DISCOVERY", "1")
     assert other_clients.discover(cwd=project) == ([], [])
-    assert other_clients.find("x") is None
+    assert other_clients.lookup("x") is None
 
 
 def test_missing_home_files_are_fine(project: Path) -> None:
@@ -203,8 +206,6 @@ extensions:
     assert problems == []
     got = [(f.entry.name, f.source, f.scope) for f in items]
     assert got == [
-        ("gem-project", "gemini", "project"),
-        ("oc-project", "opencode", "project"),
         ("vs-settings", "vscode", "user"),
         ("cx", "codex", "user"),
         ("cx-remote", "codex", "user"),
@@ -217,6 +218,8 @@ extensions:
         ("web", "goose", "user"),
         ("oc-local", "opencode", "user"),
         ("oc-remote", "opencode", "user"),
+        ("gem-project", "gemini", "project"),
+        ("oc-project", "opencode", "project"),
     ]
     e = {f.entry.name: f.entry for f in items}
     assert (e["cx"].command, e["cx"].args) == ("cx-server", ["--a"])

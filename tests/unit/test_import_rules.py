@@ -38,7 +38,9 @@ FOUNDATIONS = frozenset({
 MAY_IMPORT: dict[str, frozenset[str]] = {
     **{unit: frozenset() for unit in FOUNDATIONS},
     "mcpcli.config": frozenset(),
-    "mcpcli.other_clients": frozenset({"mcpcli.config"}),
+    # Remembered consent to run a project file's servers (`mcp servers trust`).
+    "mcpcli.trust": frozenset({"mcpcli.config"}),
+    "mcpcli.other_clients": frozenset({"mcpcli.config", "mcpcli.trust"}),
     # Minimal text edits of JSON with comments: the standard library only.
     "mcpcli.jsonedit": frozenset(),
     # Writing one server into another client's file (`servers install`).
@@ -56,7 +58,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # tools.yaml builds a Backend for the runtime and serves it in-process.
     "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.session", "mcpcli.transports"}),
     # TARGET to entry to launch; light enough to run before the client loads.
-    "mcpcli.targets": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.transports"}),
+    "mcpcli.targets": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.trust", "mcpcli.transports"}),
     # A configured server's headersHelper (a command printing headers): foundations alone.
     "mcpcli.headers_helper": frozenset(),
     # The one place that knows config entries, CLI options and auth together.
