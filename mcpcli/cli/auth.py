@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
 from mcpcli.cli._options import output_options, project_option
 from mcpcli.cli._types import seconds
 from mcpcli.errors import AuthError, UsageError
@@ -51,7 +51,7 @@ def _store(token_store: str | None, profile: str | None) -> TokenStore:
     return TokenStore(token_store, profile=check_profile(profile))
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def auth() -> None:
     """Sign in to remote servers (OAuth 2.1) and manage stored tokens.
 

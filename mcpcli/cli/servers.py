@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
 from mcpcli.cli._options import output_options, project_option
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
@@ -24,7 +24,7 @@ JSON = dict[str, Any]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def servers() -> None:
     """Manage configured servers.
 
