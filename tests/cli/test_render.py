@@ -208,3 +208,20 @@ def test_bad_output_flags_are_usage_errors() -> None:
         output(app(), jq_filter=".[")
     with pytest.raises(UsageError, match="--jq"):
         output(app(), jq_filter=".a.b").emit({"a": 1})
+
+
+def test_compact_json_on_a_terminal_as_jq_c() -> None:
+    """JSON is indented on a terminal; --compact (-c) keeps each value on one line there
+    too, and alone it asks for JSON (as --json does)."""
+    listing = {"tools": [{"name": "a"}, {"name": "b"}]}
+    a = app(tty=True)
+    output(a, jq_filter=".tools[]").emit(listing)
+    assert a.stdout.getvalue() == '{\n  "name": "a"\n}\n{\n  "name": "b"\n}\n'  # type: ignore[attr-defined]
+    a = app(tty=True)
+    output(a, jq_filter=".tools[]", compact=True).emit(listing)
+    assert a.stdout.getvalue() == '{"name":"a"}\n{"name":"b"}\n'  # type: ignore[attr-defined]
+    a = app(tty=True)
+    out = output(a, compact=True)
+    assert out.mode == "json"
+    out.emit(listing)
+    assert a.stdout.getvalue() == '{"tools":[{"name":"a"},{"name":"b"}]}\n'  # type: ignore[attr-defined]
