@@ -109,9 +109,10 @@ class App:
     #: Set when only clean-up is left (a stdio server's input ended): a SIGTERM then is
     #: the client's ordinary way to stop us (after closing stdin), not an interruption.
     winding_down: bool = False
-    #: Set by a server (`mcp serve`): SIGTERM is how service managers stop it, so it is
-    #: an ordinary stop (exit 0 after the graceful shutdown), unlike Ctrl-C (130).
-    sigterm_stops: bool = False
+    #: Set by a server (`mcp serve`): a signal is how it is stopped, so neither is an error
+    #: line. SIGTERM (service managers, clients) exits 0 after the graceful shutdown; Ctrl-C
+    #: (SIGINT) exits 130, as an interrupted command does, so a shell or script still sees it.
+    signal_stops: bool = False
     #: --project: servers of project files not trusted may run for this command.
     project: bool = False
     _config: Config | None = None
@@ -242,8 +243,12 @@ class App:
                 raise
             raise inner from None
         if signalled:
-            if (self.winding_down or self.sigterm_stops) and set(signalled) == {signal.SIGTERM}:
+            if (self.winding_down or self.signal_stops) and set(signalled) == {signal.SIGTERM}:
                 raise click.exceptions.Exit(ExitCode.OK)  # stopped as asked: quietly
+            if self.signal_stops:  # a server's Ctrl-C: no error line either, but 130
+                # click hands an Exit's code back from main() (run() returns the App's).
+                self.exit_code = ExitCode.INTERRUPTED
+                raise click.exceptions.Exit(ExitCode.INTERRUPTED)
             raise Interrupted("interrupted")
         if not outcome:  # pragma: no cover - cancelled without a signal
             raise Interrupted("cancelled")
