@@ -10,21 +10,19 @@ how to get it (Debian: `apt-get install zsh fish`).
 from __future__ import annotations
 
 import os
-import pty
 import shutil
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from helpers import REPO, wait_until
+from helpers import REPO
+from terminal import Terminal
 
 __all__ = ["SHELLS", "complete_lines"]
 
 SHELLS = ("bash", "zsh", "fish")
 #: Ctrl-X Ctrl-P, bound in each shell to append the edited line to a file and clear it.
-DUMP_KEY = b"\x18\x10"
+DUMP_KEY = "\x18\x10"
 
 
 def _rc(shell: str, work: Path, out: Path, ready: Path) -> tuple[list[str], dict[str, str]]:
@@ -74,52 +72,22 @@ def complete_lines(shell: str, work: Path, typed: list[str], timeout: float = 60
     launcher.chmod(0o755)
     out, ready = work / "lines", work / "ready"
     args, extra = _rc(shell, work, out, ready)
-    env = dict(os.environ, **extra, PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", TERM="xterm",
-               HISTFILE=str(work / "history"))
-    pid, master = pty.fork()  # the child gets the terminal as its controlling one, as in a terminal
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.chdir(work)
-            os.execve(exe, [shell, *args], env)
-        finally:
-            os._exit(127)
-    seen = bytearray()
-
-    def drain() -> None:  # the shell must never block on a full terminal
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-
-    status: list[int] = []
-
-    def exited() -> bool:
-        if not status:
-            done, code = os.waitpid(pid, os.WNOHANG)
-            if done == pid:
-                status.append(code)
-        return bool(status)
-
+    env = {**extra, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "TERM": "xterm",
+           "HISTFILE": str(work / "history")}
+    term = Terminal([exe, *args], env=env, controlling=True)
+    waited = False
     try:
-        wait_until(lambda: ready.exists() or exited(), timeout, f"{shell} to show its prompt")
-        assert not status, f"{shell} exited at start: {bytes(seen)[-800:]!r}"
+        term.read_until(ready.exists, f"{shell} to show its prompt", timeout)
         for line in typed:
-            os.write(master, line.encode() + b"\t" + DUMP_KEY)
-        wait_until(lambda: out.exists() and len(out.read_text().splitlines()) >= len(typed), timeout,
-                   f"{shell} to complete {typed!r}; the terminal showed {bytes(seen)[-800:]!r}")
-        os.write(master, b"exit\r")
-        wait_until(exited, timeout, f"{shell} to exit")
+            term.send(line + "\t" + DUMP_KEY)
+        term.read_until(lambda: out.exists() and len(out.read_text().splitlines()) >= len(typed),
+                        f"{shell} to complete {typed!r}", timeout)
+        term.send("exit\r")
+        waited = True
+        status = term.wait(timeout)  # it closes the terminal, and kills a shell that stays
     finally:
-        if not exited():
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        reader.join(timeout)  # it ends at the terminal's end (EIO), after the shell has gone
-        os.close(master)
+        if not waited:
+            term.proc.kill()
+            term.wait(timeout)
+    assert status == 0, term.output[-2000:]
     return [line.rstrip(" ") for line in out.read_text().splitlines()]
