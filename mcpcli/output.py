@@ -69,19 +69,21 @@ class Output:
         jsonl: bool = False,
         jq_filter: str | None = None,
         raw: bool = False,
+        compact: bool = False,
     ) -> Output:
-        """The output for the --json/--jsonl/--jq/--raw flags on `stdout` (`tty`: a terminal)."""
+        """The output for the --json/--jsonl/--jq/--raw/--compact flags on `stdout` (`tty`: a
+        terminal). JSON is indented on a terminal only, and never with --compact."""
         if as_json and jsonl:
             raise UsageError("--json and --jsonl cannot be used together")
         if raw and not jq_filter:
             raise UsageError("--raw only applies with --jq")
         if jsonl:
             mode = "jsonl"
-        elif as_json or jq_filter or not tty:
+        elif as_json or jq_filter or compact or not tty:
             mode = "json"
         else:
             mode = "human"
-        out = cls(mode=mode, stdout=stdout, jq_filter=jq_filter, raw=raw, pretty=tty)
+        out = cls(mode=mode, stdout=stdout, jq_filter=jq_filter, raw=raw, pretty=tty and not compact)
         if jq_filter:
             out._compile_jq()
         return out

@@ -7,6 +7,8 @@ out the stored (refreshed) token; revoke (RFC 7009, best effort) and forget.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import anyio
 
 from mcpcli.auth.authenticator import OAuthAuthenticator
@@ -21,11 +23,49 @@ from mcpcli.auth.ui import AuthUI
 from mcpcli.errors import AuthError, UsageError
 from mcpcli.text import verbatim
 
-__all__ = ["access_token", "login", "logout", "probe_challenge"]
+if TYPE_CHECKING:
+    from mcpcli.transports._http import HttpResponse
+
+__all__ = ["access_token", "login", "logout", "probe_challenge", "sign_in_needed"]
 
 
 async def probe_challenge(fetcher: Fetcher, server_url: str) -> Challenge | None:
     """POST an unauthenticated `initialize` to learn the server's 401 challenge, if any."""
+    resp = await _probe(fetcher, server_url)
+    if resp is None or resp.status not in (401, 403):
+        return None
+    values = [v for k, v in resp.header_list if k == "www-authenticate"]
+    return parse_www_authenticate(values) or Challenge(scheme="Bearer")
+
+
+async def sign_in_needed(server_url: str, *, insecure: bool = False) -> bool | None:
+    """Whether the server asks for a sign-in: True when an unauthenticated `initialize`
+    gets 401 or 403, or when it publishes OAuth protected-resource metadata (RFC 9728; a
+    server may take sign-ins it does not require); False when it answers without either;
+    None when it cannot be reached, so nothing can be told."""
+    from mcpcli.auth.urls import well_known_prm_urls
+
+    fetcher = Fetcher(server_url, insecure=insecure, timeout=15.0)
+    try:
+        resp = await _probe(fetcher, server_url)
+        if resp is None:
+            return None
+        if resp.status in (401, 403):
+            return True
+        for url in well_known_prm_urls(server_url):
+            try:
+                _status, doc = await fetcher.get_json(url, "protected resource metadata")
+            except AuthError:
+                continue  # not a JSON object (a web app's page for any path): none published there
+            if doc is not None:
+                return True
+    except Exception:
+        return None
+    return False
+
+
+async def _probe(fetcher: Fetcher, server_url: str) -> HttpResponse | None:
+    """The answer to an unauthenticated `initialize` POST; None when there is none."""
     from mcpcli.transports._http import fetch
 
     body = {
@@ -52,10 +92,7 @@ async def probe_challenge(fetcher: Fetcher, server_url: str) -> Challenge | None
         raise
     except Exception:
         return None
-    if resp.status not in (401, 403):
-        return None
-    values = [v for k, v in resp.header_list if k == "www-authenticate"]
-    return parse_www_authenticate(values) or Challenge(scheme="Bearer")
+    return resp
 
 
 async def login(

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mcpcli.client import Client
     from mcpcli.config import Config, ServerEntry
 
-__all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "offered", "pass_app"]
+__all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "Group", "GroupHelp", "no_such_command", "offered", "pass_app"]
 
 T = TypeVar("T")
 
@@ -42,6 +42,50 @@ NO_TARGET = "\x00--"
 LINE_BREAK = " | "
 #: Bound on the interrupt hooks run on the first Ctrl-C.
 INTERRUPT_GRACE = 5.0
+
+
+class GroupHelp(click.UsageError):
+    """A group run without a subcommand. Its message is the group's help exactly as
+    `--help` lays it out; `run()` prints it whole on stderr and exits 2 (click's own
+    convention for a missing subcommand, since 8.2), where `--help` and `mcp help`
+    print it on stdout and exit 0."""
+
+
+def no_such_command(group: click.Group, ctx: click.Context, name: str) -> click.UsageError:
+    """`No such command 'x'.`, with the closest visible names when some are close."""
+    import difflib
+
+    visible = group.visible_commands(ctx) if isinstance(group, Group) else group.list_commands(ctx)
+    close = difflib.get_close_matches(name, visible, n=3)
+    message = f"No such command {name!r}."
+    if len(close) == 1:
+        message += f" Did you mean {close[0]!r}?"
+    elif close:
+        message += " Did you mean one of: " + ", ".join(repr(c) for c in close) + "?"
+    return click.UsageError(message, ctx=ctx)
+
+
+class Group(click.Group):
+    """Every `mcp` command group: the same help and typo handling whatever click version
+    is installed (8.1 printed the help on stdout with exit 0, 8.2 squashed it into an
+    error; suggestions for unknown commands came with 8.4 and saw loaded commands only)."""
+
+    def visible_commands(self, ctx: click.Context) -> list[str]:
+        """The subcommands `--help` lists (not the hidden ones)."""
+        return [n for n in self.list_commands(ctx) if not getattr(self.get_command(ctx, n), "hidden", True)]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            raise GroupHelp(ctx.get_help(), ctx=ctx)
+        return super().parse_args(ctx, args)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            raise no_such_command(self, ctx, name)
+        return super().resolve_command(ctx, args)
 
 
 @dataclass
@@ -65,9 +109,10 @@ class App:
     #: Set when only clean-up is left (a stdio server's input ended): a SIGTERM then is
     #: the client's ordinary way to stop us (after closing stdin), not an interruption.
     winding_down: bool = False
-    #: Set by a server (`mcp serve`): SIGTERM is how service managers stop it, so it is
-    #: an ordinary stop (exit 0 after the graceful shutdown), unlike Ctrl-C (130).
-    sigterm_stops: bool = False
+    #: Set by a server (`mcp serve`): a signal is how it is stopped, so neither is an error
+    #: line. SIGTERM (service managers, clients) exits 0 after the graceful shutdown; Ctrl-C
+    #: (SIGINT) exits 130, as an interrupted command does, so a shell or script still sees it.
+    signal_stops: bool = False
     #: --project: servers of project files not trusted may run for this command.
     project: bool = False
     _config: Config | None = None
@@ -198,8 +243,12 @@ class App:
                 raise
             raise inner from None
         if signalled:
-            if (self.winding_down or self.sigterm_stops) and set(signalled) == {signal.SIGTERM}:
+            if (self.winding_down or self.signal_stops) and set(signalled) == {signal.SIGTERM}:
                 raise click.exceptions.Exit(ExitCode.OK)  # stopped as asked: quietly
+            if self.signal_stops:  # a server's Ctrl-C: no error line either, but 130
+                # click hands an Exit's code back from main() (run() returns the App's).
+                self.exit_code = ExitCode.INTERRUPTED
+                raise click.exceptions.Exit(ExitCode.INTERRUPTED)
             raise Interrupted("interrupted")
         if not outcome:  # pragma: no cover - cancelled without a signal
             raise Interrupted("cancelled")

@@ -19,7 +19,10 @@ from click.shell_completion import (
 __all__ = ["WordBreakBashComplete"]
 
 # bash's default COMP_WORDBREAKS; the script passes the user's own.
-DEFAULT_WORDBREAKS = "\"'><=;|&(:"
+DEFAULT_WORDBREAKS = "\"'@><=;|&(:"
+# Break characters readline keeps in the word it replaces (bash's rl_special_prefixes):
+# after `@e` the text replaced is `@e`, not `e`.
+SPECIAL_PREFIXES = "$@"
 
 # click's bash script, but it also hands over the line up to the cursor and the
 # word-break characters, so `--arg name=va` reaches us as one word.
@@ -64,8 +67,9 @@ class WordBreakBashComplete(BashComplete):
     stock script hands `--arg mode=fa` over as `mode`, `=`, `fa` and a URL as
     `https`, `:`, `//host/...`: the incomplete word and the arguments before it
     are wrong. We split the line up to the cursor (COMP_LINE) ourselves, and since
-    bash then replaces only the text after the word's last break character, we
-    drop that much from the front of each candidate.
+    bash then replaces only the text after the word's last break character (from
+    that character on when it is `@` or `$`), we drop that much from the front of
+    each candidate.
     """
 
     source_template = _SOURCE_BASH
@@ -86,7 +90,8 @@ class WordBreakBashComplete(BashComplete):
         breaks = os.environ.get("COMP_WORDBREAKS", DEFAULT_WORDBREAKS)
         if not any(ch in raw for ch in "'\"\\"):  # quoted or escaped: readline's own rules, leave it be
             cut = max((incomplete.rfind(ch) for ch in breaks if ch not in "'\""), default=-1)
-            self._strip = incomplete[:cut + 1]
+            kept = cut >= 0 and incomplete[cut] in SPECIAL_PREFIXES
+            self._strip = incomplete[:cut] if kept else incomplete[:cut + 1]
         return words[1:-1], incomplete
 
     def format_completion(self, item: CompletionItem) -> str:

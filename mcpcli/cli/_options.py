@@ -205,8 +205,14 @@ def project_option(f: F) -> F:
 # -- output flags ------------------------------------------------------------------
 
 
-def output_options(f: F) -> F:
-    """Add --json/--jsonl/--jq/--raw; the command receives `out: Output`."""
+def output_options(f: F | None = None, *, short_compact: bool = True) -> Any:
+    """Add --json/--jsonl/--jq/--raw/--compact; the command receives `out: Output`.
+
+    `-c` is `--compact` as in jq, except on a command whose own `-c` came first
+    (`mcp ping -c COUNT`, as ping(8)): there `--compact` has no short form.
+    """
+    if f is None:
+        return functools.partial(output_options, short_compact=short_compact)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -217,11 +223,16 @@ def output_options(f: F) -> F:
         jsonl = kwargs.pop("jsonl")
         jq_filter = kwargs.pop("jq_filter")
         raw = kwargs.pop("raw")
-        app.json_errors = bool(as_json or jsonl or jq_filter)
+        compact = kwargs.pop("compact")
+        app.json_errors = bool(as_json or jsonl or jq_filter or compact)
         kwargs["out"] = Output.for_stream(
-            app.stdout, tty=app.stdout_tty, as_json=as_json, jsonl=jsonl, jq_filter=jq_filter, raw=raw)
+            app.stdout, tty=app.stdout_tty, as_json=as_json, jsonl=jsonl, jq_filter=jq_filter, raw=raw,
+            compact=compact)
         return f(*args, **kwargs)
 
+    wrapper = click.option("--compact", *(("-c",) if short_compact else ()), "compact", is_flag=True,
+                           help="JSON on one line per value, even on a terminal (jq's -c); "
+                                "implies JSON output.")(wrapper)
     wrapper = click.option("--raw", "-r", is_flag=True,
                            help="With --jq, print strings without JSON quotes.")(wrapper)
     wrapper = click.option("--jq", "jq_filter", metavar="FILTER",
@@ -230,7 +241,7 @@ def output_options(f: F) -> F:
                            help="One JSON value per line (list items, stream events).")(wrapper)
     wrapper = click.option("--json", "as_json", is_flag=True,
                            help="Print the result as JSON (the default when stdout is not a TTY).")(wrapper)
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def large_result_options(f: F) -> F:
@@ -276,7 +287,8 @@ def target_command(
 
     def decorator(f: Callable[..., Any]) -> click.Command:
         own: list[click.Parameter] = f.__dict__.pop("__click_params__", [])
-        wrapped = project_option(connection_options(output_options(pass_app(f))))
+        taken = {flag for param in own for flag in getattr(param, "opts", ())}
+        wrapped = project_option(connection_options(output_options(pass_app(f), short_compact="-c" not in taken)))
         wrapped.__dict__.setdefault("__click_params__", []).extend(own)
         wrapped = target_argument(wrapped)
         if group is None:

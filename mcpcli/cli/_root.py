@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mcpcli import __version__
-from mcpcli.cli._app import CONTEXT_SETTINGS, App
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, GroupHelp
 from mcpcli.errors import ExitCode, McpCliError
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -40,11 +40,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "auth": ("mcpcli.cli.auth:auth", "Sign in to servers and manage stored tokens."),
     "completion": ("mcpcli.cli.shell_completion:completion", "Print the shell completion script."),
     "script": ("mcpcli.cli.script:script", "Talk back to the client from a served script."),
+    "help": ("mcpcli.cli.help:help_command", "Show the help of mcp or of a command (mcp help tools call)."),
 }
 HIDDEN = {"script"}
 
 
-class LazyGroup(click.Group):
+class LazyGroup(Group):
     """A group whose subcommands are imported on first use."""
 
     def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
@@ -73,11 +74,13 @@ class LazyGroup(click.Group):
         self.commands[cmd_name] = command
         return command
 
+    def visible_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in self.list_commands(ctx) if name not in HIDDEN]
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [
             (name, self.lazy[name][1]) if name in self.lazy else (name, self.commands[name].get_short_help_str())
-            for name in self.list_commands(ctx)
-            if name not in HIDDEN
+            for name in self.visible_commands(ctx)
         ]
         if rows:
             with formatter.section("Commands"):
@@ -88,7 +91,7 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy=COMMANDS,
     context_settings=CONTEXT_SETTINGS,
-    epilog="Run `mcp COMMAND --help` for a command's options. Exit codes: see `man mcp`.",
+    epilog="Run `mcp help COMMAND` (or `mcp COMMAND --help`) for a command's options. Exit codes: see `man mcp`.",
 )
 @click.version_option(__version__, "-V", "--version", prog_name="mcpcli")
 @click.option(
@@ -191,6 +194,10 @@ def _main(app: App, args: list[str]) -> int:
     except click.exceptions.Abort:
         app.error_line("aborted")
         return ExitCode.INTERRUPTED
+    except GroupHelp as exc:
+        app.stderr.write(exc.message + "\n")
+        app.stderr.flush()
+        return ExitCode.USAGE
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
             app.usage_error(exc)

@@ -24,8 +24,7 @@ def task_options(bar: ProgressBar | None, *, mode: TaskMode = "auto", detach: bo
 
     def on_status(task: Task) -> None:
         if bar is not None:
-            message = f": {task.status_message}" if task.status_message else ""
-            bar.status(f"task {task.status}{message}")
+            bar.status(f"task {task.status}", task.status_message)
 
     return TaskOptions(mode=mode, detach=detach, on_status=on_status)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
 from mcpcli.cli._options import output_options, project_option
 from mcpcli.cli._types import seconds
 from mcpcli.errors import AuthError, UsageError
@@ -51,7 +51,7 @@ def _store(token_store: str | None, profile: str | None) -> TokenStore:
     return TokenStore(token_store, profile=check_profile(profile))
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def auth() -> None:
     """Sign in to remote servers (OAuth 2.1) and manage stored tokens.
 
@@ -288,9 +288,10 @@ def login(
 def status(app: App, target: str | None, token_store: str | None, profile: str | None, out: Output) -> None:
     """Show what is stored for TARGET (or every server): issuer, client, scopes, expiry.
 
-    Never shows a token. With TARGET, exits 3 when there is no stored sign-in
-    (for --profile NAME: that account's). Without TARGET, --profile shows only
-    that profile's sign-ins.
+    Never shows a token. With TARGET and no stored sign-in (for --profile NAME:
+    that account's), the server is asked whether it needs one: exit 3 when it
+    does (or cannot be reached), 0 and "no sign-in needed" when it answers
+    without one. Without TARGET, --profile shows only that profile's sign-ins.
     """
     store = _store(token_store, profile)
     if target is None:
@@ -299,8 +300,35 @@ def status(app: App, target: str | None, token_store: str | None, profile: str |
         return
     rec = _find(app, target, store)
     if rec is None:
+        url = _server_url(app, target)
+        if url is not None and _needs_no_sign_in(app, url):
+            out.emit({"server": url, "signedIn": False, "signInNeeded": False},
+                     human=lambda console, info: console.print(
+                         f"no sign-in needed: {printable(info['server'], keep_newlines=False)} "
+                         "answers without one", soft_wrap=True))
+            return
         raise _not_signed_in(target, store)
     out.emit(_describe(rec, store), human=_human_one)
+
+
+def _server_url(app: App, target: str) -> str | None:
+    """TARGET's URL: itself, or a configured remote server's; None for anything else."""
+    from mcpcli.targets import is_url
+
+    if is_url(target):
+        return target.split("#", 1)[0]
+    try:
+        return _entry(app, target).url
+    except UsageError:
+        return None
+
+
+def _needs_no_sign_in(app: App, url: str) -> bool:
+    """The server answered an unauthenticated request without asking for a sign-in (and
+    publishes no OAuth metadata): there is nothing to sign in to."""
+    from mcpcli.auth.commands import sign_in_needed
+
+    return app.run(lambda: sign_in_needed(url)) is False
 
 
 def _not_signed_in(target: str, store: TokenStore) -> AuthError:

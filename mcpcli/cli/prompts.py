@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cache import remember
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.errors import UsageError
@@ -21,7 +21,7 @@ __all__ = ["arguments_schema", "prompts"]
 JSON = dict[str, Any]
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def prompts() -> None:
     """List prompts and render them."""
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.output import Output
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["resources"]
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def resources() -> None:
     """List, read and watch resources."""
 

@@ -161,7 +161,7 @@ def serve(
       mcp serve --http 8080 --proxy -- npx -y some-server  # a stdio server over HTTP
       mcp serve --replay session.ndjson         # a recording (--record) as a mock server
     Exit status: 0 served until EOF or stopped by SIGTERM (after a graceful
-    shutdown); 130 Ctrl-C (SIGINT); 2 invalid FILE or flags (with
+    shutdown); 130 Ctrl-C (SIGINT; no error line either); 2 invalid FILE or flags (with
     --check --connect: also an upstream that fails or a name collision); 4 cannot listen.
     """
     if _print_only(app, print_schema, print_example):
@@ -173,13 +173,13 @@ def serve(
                      "--read-only": read_only, "--eager": eager, "--check": check, "--watch": watch,
                      "--example": example}
     if replay is not None:
-        app.sigterm_stops = True  # a server: SIGTERM is a service manager's stop
+        app.signal_stops = True  # a server: a signal is how it stops, not an error
         _serve_replay(app, replay, file, proxy, any(gateway_flags.values()) or connect, settings())
         return
     from mcpcli.cli._proxy import check_proxy_flags
 
     check_proxy_flags(proxy, app.server_command, file=file, flags=gateway_flags)
-    app.sigterm_stops = not check  # a server: SIGTERM is a service manager's stop
+    app.signal_stops = not check  # a server: a signal is how it stops, not an error
     if proxy is not None:
         _serve_proxy(app, proxy, settings(), allow_tools, deny_tools, prefix or "", read_only, eager, quiet)
         return

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
 from mcpcli.cli._options import output_options, project_option
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
@@ -24,7 +24,7 @@ JSON = dict[str, Any]
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def servers() -> None:
     """Manage configured servers.
 
@@ -200,6 +200,40 @@ def _given_entry(
     if headers or transport:
         raise UsageError("--header and --transport apply to URL servers, not commands")
     return ServerEntry(name=name, command=command[0], args=command[1:], env=env, cwd=cwd)
+
+
+#: The names our command is installed under.
+OUR_COMMANDS = ("mcp", "mcpcli")
+
+
+def _ours_by_path(entry: ServerEntry) -> ServerEntry:
+    """A server whose command is `mcp` or `mcpcli` (`-- mcp serve tools.yaml`) runs this
+    mcpcli: written with the absolute path of our executable, since the client that starts
+    it has its own PATH (an editor started from the desktop has not a venv's or pipx's).
+    Where no script of that name sits beside us, `python -m mcpcli` by absolute path."""
+    if entry.command not in OUR_COMMANDS:
+        return entry
+    argv = _own_command(entry.command)
+    return dataclasses.replace(entry, command=argv[0], args=[*argv[1:], *entry.args])
+
+
+def _own_command(name: str) -> list[str]:
+    """The argv that runs this mcpcli as `name`, by absolute path (symlinks kept, so a
+    pipx or venv upgrade behind them still works)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    places: list[Path] = []
+    running = sys.argv[0] if sys.argv else ""
+    if os.sep in running and os.path.basename(running) in OUR_COMMANDS:  # the script we run as
+        places.append(Path(os.path.abspath(running)).with_name(name))
+    if sys.executable:  # the scripts installed with our interpreter (venv/bin, pipx)
+        places.append(Path(os.path.abspath(sys.executable)).with_name(name))
+    for place in places:
+        if place.is_file() and os.access(place, os.X_OK):
+            return [str(place)]
+    return [os.path.abspath(sys.executable), "-m", "mcpcli"]
 
 
 def _session_options(keep_alive: bool, idle_timeout: str | None, restart: str | None) -> JSON:
@@ -468,7 +502,7 @@ def install(
         entry, _, _, found = _locate(app, name)
         if found is not None and found.needs_consent and not app.project:
             raise consent_error(found)
-    change = installer.plan_install(entry, client, force=force)
+    change = installer.plan_install(_ours_by_path(entry), client, force=force)
     _show_change(app, out, change, "replaced" if change.replaced else "installed", dry_run,
                  {"replaced": change.replaced})
 

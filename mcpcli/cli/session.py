@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
 from mcpcli.cli._options import output_options, project_option
 from mcpcli.cli._types import seconds
 from mcpcli.errors import UsageError
@@ -32,7 +32,7 @@ def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: st
 
     return [CompletionItem(n) for n in session_names() if n.startswith(incomplete)]
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def session() -> None:
     """Keep servers running between commands (persistent sessions).
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import target_command
 from mcpcli.errors import ToolError, UsageError
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["tasks"]
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def tasks() -> None:
     """Follow, inspect and cancel background tasks."""
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cache import remember
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, offered, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import (
     _complete_target,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["tools"]
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+@click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def tools() -> None:
     """List, inspect and call tools."""
 

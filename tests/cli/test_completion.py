@@ -1,4 +1,4 @@
-"""Shell completion: click's completion protocol through `run()` in process, and in real bash."""
+"""Shell completion: click's completion protocol through `run()` in process, and in real bash, zsh and fish."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import REPO, mcp, mcp_in
+from helpers import REPO, fake_server, mcp, mcp_in
+from sessions.util import daemon_pid, stop
+
+from cli.shells import SHELLS, complete_lines
 
 
 def complete(*words: str, shell: str = "bash") -> list[str]:
@@ -239,3 +243,38 @@ def test_arg_values_complete_in_real_bash_across_its_word_breaks(config: Path, t
     """)
     assert out == ["metric imperial", "imperial", "true false", "units=", "units= days= alerts= mood=",
                    "calm chaos", "alpha", "metric"]
+
+
+@pytest.fixture
+def session_ev(config: Path, tmp_path: Path) -> Iterator[str]:
+    """A session `ev` held by the real daemon (a fake stdio server), closed afterwards."""
+    opened = mcp_in("session", "open", "ev", "--json", "--", *fake_server())
+    assert opened.code == 0, opened
+    try:
+        yield "ev"
+    finally:
+        pid = daemon_pid(Path(os.environ["MCPCLI_RUNTIME_DIR"]) / "daemon.sock")
+        mcp_in("session", "close", "--all")
+        if pid is not None:
+            stop(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shell", SHELLS)
+def test_tab_completes_in_the_real_shell(shell: str, session_ev: str, tmp_path: Path) -> None:
+    """What each shell's line editor holds after TAB, on a terminal: a session keeps its `@`
+    (bash breaks words at `@` and replaces from it), and `=`, `:` and URLs keep their text."""
+    _cache_tools("alpha", [WEATHER])
+    _cache_tools("http://127.0.0.1:9/mcp?x=1", [WEATHER])
+    lines = complete_lines(shell, tmp_path / shell, [
+        "mcp tools call @e",
+        "mcp tools call alpha weather --arg units=im",
+        "mcp tools call http://127.0.0.1:9/mcp?x=1 weather --arg mood=ca",
+        "mcp tools list al",
+    ])
+    assert lines == [
+        "mcp tools call @ev",
+        "mcp tools call alpha weather --arg units=imperial",
+        "mcp tools call http://127.0.0.1:9/mcp?x=1 weather --arg mood=calm",
+        "mcp tools list alpha",
+    ]

@@ -340,3 +340,63 @@ def test_a_backup_path_that_is_a_directory_is_refused(isolated_env: Path) -> Non
     assert f"{path}.bak is a directory; nothing was changed" in r.stderr.splitlines()[0]
     assert path.read_text() == EXISTING["cursor"]
     assert list(Path(f"{path}.bak").iterdir()) == []
+
+
+def _runs_mcpcli(argv: list[str]) -> None:
+    import subprocess
+
+    assert os.path.isabs(argv[0]), argv
+    version = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("mcpcli, version"), version
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["mcp", "mcpcli"])
+def test_our_own_command_is_written_with_its_absolute_path(isolated_env: Path, command: str) -> None:
+    """`-- mcp serve tools.yaml` names this mcpcli: an editor started without our PATH could
+    not start a bare `mcp`, so the entry has the absolute path of ours (given here, or a
+    server of our config)."""
+    r = mcp_in("servers", "install", "tools", "--into", "cursor", "--", command, "serve", "tools.yaml")
+    assert r.code == 0, r
+    entry = json.loads(path_of("cursor").read_text())["mcpServers"]["tools"]
+    assert entry["command"] != command and entry["args"][-2:] == ["serve", "tools.yaml"], entry
+    _runs_mcpcli([entry["command"], *entry["args"][:-2]])
+    assert mcp_in("servers", "add", "mine", "--", command, "serve", "tools.yaml").code == 0
+    assert mcp_in("servers", "install", "mine", "--into", "vscode").code == 0
+    installed = json.loads(path_of("vscode").read_text())["servers"]["mine"]
+    assert (installed["command"], installed["args"]) == (entry["command"], entry["args"])
+    # Another program keeps its name: the client's PATH finds it as ours would.
+    assert mcp_in("servers", "install", "other", "--into", "cursor", "--", "mcp-server-x").code == 0
+    assert json.loads(path_of("cursor").read_text())["mcpServers"]["other"]["command"] == "mcp-server-x"
+
+
+@pytest.mark.slow
+def test_the_script_we_run_as_is_the_one_written(isolated_env: Path, tmp_path: Path) -> None:
+    """Run as BIN/mcpcli, `-- mcp ...` is written as BIN/mcp (the one installed beside it)."""
+    import subprocess
+    import sys
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("mcp", "mcpcli"):
+        script = bindir / name
+        script.write_text(f"#!{sys.executable}\nimport sys\nfrom mcpcli.cli import main\nsys.exit(main())\n")
+        script.chmod(0o755)
+    r = subprocess.run([str(bindir / "mcpcli"), "servers", "install", "t", "--into", "cursor", "--", "mcp", "serve",
+                        "x.yaml"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r
+    entry = json.loads(path_of("cursor").read_text())["mcpServers"]["t"]
+    assert entry == {"command": str(bindir / "mcp"), "args": ["serve", "x.yaml"]}
+    _runs_mcpcli([entry["command"]])
+
+
+def test_without_a_script_beside_us_python_runs_the_module(
+    isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
+    r = mcp_in("servers", "install", "t", "--into", "cursor", "--", "mcp", "serve", "x.yaml")
+    assert r.code == 0, r
+    entry = json.loads(path_of("cursor").read_text())["mcpServers"]["t"]
+    assert entry == {"command": str(tmp_path / "python3"), "args": ["-m", "mcpcli", "serve", "x.yaml"]}

@@ -208,3 +208,73 @@ def test_bad_output_flags_are_usage_errors() -> None:
         output(app(), jq_filter=".[")
     with pytest.raises(UsageError, match="--jq"):
         output(app(), jq_filter=".a.b").emit({"a": 1})
+
+
+def test_compact_json_on_a_terminal_as_jq_c() -> None:
+    """JSON is indented on a terminal; --compact (-c) keeps each value on one line there
+    too, and alone it asks for JSON (as --json does)."""
+    listing = {"tools": [{"name": "a"}, {"name": "b"}]}
+    a = app(tty=True)
+    output(a, jq_filter=".tools[]").emit(listing)
+    assert a.stdout.getvalue() == '{\n  "name": "a"\n}\n{\n  "name": "b"\n}\n'  # type: ignore[attr-defined]
+    a = app(tty=True)
+    output(a, jq_filter=".tools[]", compact=True).emit(listing)
+    assert a.stdout.getvalue() == '{"name":"a"}\n{"name":"b"}\n'  # type: ignore[attr-defined]
+    a = app(tty=True)
+    out = output(a, compact=True)
+    assert out.mode == "json"
+    out.emit(listing)
+    assert a.stdout.getvalue() == '{"tools":[{"name":"a"},{"name":"b"}]}\n'  # type: ignore[attr-defined]
+
+
+# -- the progress bar -------------------------------------------------------------------------
+
+
+def _task_bar() -> tuple[Any, Any]:
+    """A progress bar on a (fake) terminal, and the status callback `tools call` gives a task."""
+    from mcpcli.cli._progress import ProgressBar
+    from mcpcli.cli._task_follow import task_options
+
+    bar = ProgressBar(App(stdout=io.StringIO(), stderr=FakeTTY(), stdin=io.StringIO()))
+    return bar, task_options(bar).on_status
+
+
+def _status(on_status: Any, status: str, message: str | None = None) -> None:
+    from mcpcli.tasks import Task
+
+    on_status(Task.from_wire({"taskId": "t1", "status": status, **({"statusMessage": message} if message else {})}))
+
+
+def test_a_task_status_message_replaces_an_older_progress_counter() -> None:
+    """A 2026-07-28 task: the call's progress before it became a task ("step 1", 1 of 4),
+    then only `tasks/get` status messages. The bar shows one message and no stale counter
+    (it showed "2/4: step 2 · step 1" at 25%)."""
+    bar, on_status = _task_bar()
+    try:
+        bar({"progressToken": 1, "progress": 1, "total": 4, "message": "step 1"})
+        assert bar.shown() == ("step 1", 1, 4)
+        _status(on_status, "working")
+        assert bar.shown() == ("task working: step 1", 1, 4)
+        _status(on_status, "working", "2/4: step 2")
+        assert bar.shown() == ("task working: 2/4: step 2", 0, None)
+        _status(on_status, "input_required", "needs an answer")
+        assert bar.shown() == ("task input_required: needs an answer", 0, None)
+    finally:
+        bar.close()
+
+
+def test_progress_notifications_during_a_task_stay_the_source() -> None:
+    """A 2025-11-25 task whose progress notifications keep coming: the status messages
+    polled beside them (less precise) do not make the bar jump between the two."""
+    bar, on_status = _task_bar()
+    try:
+        _status(on_status, "working")
+        assert bar.shown() == ("task working", 0, None)
+        bar({"progressToken": 1, "progress": 1, "total": 4, "message": "step 1"})
+        assert bar.shown() == ("task working: step 1", 1, 4)
+        _status(on_status, "working", "1/4: step 1")
+        assert bar.shown() == ("task working: step 1", 1, 4)
+        bar({"progressToken": 1, "progress": 2, "total": 4, "message": "step 2"})
+        assert bar.shown() == ("task working: step 2", 2, 4)
+    finally:
+        bar.close()

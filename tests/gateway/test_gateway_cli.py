@@ -210,9 +210,10 @@ def _stopped_by(signum: int, argv: list[str], port: int, use: Callable[[str], No
         proc.stderr.close()
 
 
-def test_sigterm_stops_an_http_server_quietly_and_ctrl_c_is_interrupted(tmp_path: Path) -> None:
+def test_a_signal_stops_an_http_server_quietly(tmp_path: Path) -> None:
     """SIGTERM is how service managers stop a server: `mcp serve --http` (FILE or --proxy)
-    exits 0 after its graceful shutdown, with no error line; Ctrl-C (SIGINT) stays 130."""
+    exits 0 after its graceful shutdown, with no error line; Ctrl-C (SIGINT) is a normal stop
+    too (no error line) and exits 130, as an interrupted command does."""
     def called(url: str) -> None:
         result = mcp_in("tools", "call", url, "echo", "--arg", "text=hi")
         assert result.code == 0 and "hi" in result.stdout, result
@@ -230,7 +231,38 @@ def test_sigterm_stops_an_http_server_quietly_and_ctrl_c_is_interrupted(tmp_path
     port = free_port()
     code, stderr = _stopped_by(signal.SIGINT, serve_http("--quiet", "--no-auth", "--example", port=port), port,
                                lambda url: None)
-    assert code == 130 and "mcp: error: interrupted" in stderr, stderr
+    assert code == 130 and "error" not in stderr, stderr
+    assert stderr.startswith("mcp: serving "), stderr
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_a_signal_stops_a_stdio_server_quietly(signum: int, status: int) -> None:
+    """`mcp serve FILE` on stdio, stopped by Ctrl-C (130) or SIGTERM (0) while it serves a
+    client: nothing on stderr, no error line."""
+    import os
+    import subprocess
+
+    from helpers import REPO
+
+    proc = subprocess.Popen([sys.executable, "-m", "mcpcli", "serve", "--quiet", str(REPO / "examples/tools.yaml")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        proc.stdin.write((json.dumps(init) + "\n").encode())
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving
+        os.kill(proc.pid, signum)
+        assert proc.wait(timeout=30) == status
+        assert proc.stderr.read().decode() == ""
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
 
 
 def test_an_unreachable_proxied_upstream_is_named_not_an_empty_list_or_unknown_tool() -> None:

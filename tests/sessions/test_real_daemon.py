@@ -13,8 +13,6 @@ import importlib.util
 import json
 import os
 import select
-import socket
-import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,24 +21,13 @@ from pathlib import Path
 import pytest
 from helpers import fake_server, mcp_in, wait_until
 
+from sessions.util import daemon_pid as _daemon_pid
 from sessions.util import stop
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("mcpcli.daemon.server") is None,
     reason="the daemon (mcpcli.daemon.server) is built on the other half's branch",
 )
-
-
-def _daemon_pid(path: Path) -> int | None:
-    """The pid of the process listening on the socket (SO_PEERCRED), if one is."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return None
-        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        return int(pid)
 
 
 @pytest.fixture

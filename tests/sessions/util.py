@@ -50,6 +50,21 @@ def _gone(pid: int) -> bool:
     return done == pid
 
 
+def daemon_pid(path: Path) -> int | None:
+    """The pid of the process listening on the socket at `path` (SO_PEERCRED), if one is."""
+    import socket
+    import struct
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return None
+        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        return int(pid)
+
+
 def stop(pid: int) -> None:
     """SIGTERM a daemon and wait (bounded) for it; SIGKILL if it will not go."""
     try:
