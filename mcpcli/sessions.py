@@ -231,24 +231,17 @@ def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT
 
 def _lock(lock: Path) -> int:
     """Take the start lock (fcntl.flock), waiting a bounded time for another starter."""
-    import fcntl
+    from mcpcli import files
 
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    deadline = time.monotonic() + LOCK_TIMEOUT
-    delay = 0.005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise TransportError(
-                    "another command has been starting the session daemon for too long",
-                    hint=f"its log is {paths.daemon_log(lock.parent)}",
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+    try:
+        return files.take_lock(lock, LOCK_TIMEOUT)
+    except files.LockBusy:
+        raise TransportError(
+            "another command has been starting the session daemon for too long",
+            hint=f"its log is {paths.daemon_log(lock.parent)}",
+        ) from None
+    except files.UnsafePath as exc:
+        raise TransportError(str(exc)) from None
 
 
 def _start(run: Path) -> int:
@@ -259,7 +252,9 @@ def _start(run: Path) -> int:
     """
     argv = daemon_argv()
     log = paths.daemon_log(run)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    from mcpcli import files
+
+    fd = files.open_regular(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         return os.posix_spawnp(
             argv[0], argv, dict(os.environ),
