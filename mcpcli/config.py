@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli import jsonrpc
 from mcpcli.errors import ConfigError, UsageError
 
 __all__ = [
@@ -363,7 +364,7 @@ class Config:
         except UnicodeDecodeError:
             raise ConfigError(f"{self.path}: not UTF-8 text") from None
         try:
-            doc = json.loads(text) if text.strip() else {}
+            doc = jsonrpc.loads(text) if text.strip() else {}
         except ValueError as exc:
             raise ConfigError(f"{self.path}: invalid JSON: {exc}") from None
         _servers_of(doc, source=str(self.path))
