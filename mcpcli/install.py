@@ -266,8 +266,7 @@ class Change:
             return self._apply()
         except files.ChangedMeanwhile:
             raise ConfigError(f"cannot write {self.path}: it kept changing while mcp edited it "
-                              "(another program writes it); nothing was changed",
-                              hint="try again once it is done") from None
+                              "(another program writes it); nothing was changed") from None
         except files.LockBusy:
             raise ConfigError(f"cannot write {self.path}: another mcp command has been editing it "
                               "for too long; nothing was changed") from None
@@ -286,7 +285,7 @@ class Change:
                     raise files.ChangedMeanwhile(str(self.path))
                 fresh = self.replan(text)
                 self.before, self.after, self.replaced = fresh.before, fresh.after, fresh.replaced
-                self.warnings = list(dict.fromkeys([*self.warnings, *fresh.warnings]))
+                self.warnings = fresh.warnings
             return self.after.encode("utf-8")
 
         def keep(data: bytes, mode: int) -> None:

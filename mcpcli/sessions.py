@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli import files
 from mcpcli.config import ServerEntry
 from mcpcli.daemon import paths, protocol
 from mcpcli.errors import (
@@ -231,8 +232,6 @@ def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT
 
 def _lock(lock: Path) -> int:
     """Take the start lock (fcntl.flock), waiting a bounded time for another starter."""
-    from mcpcli import files
-
     try:
         return files.take_lock(lock, LOCK_TIMEOUT)
     except files.LockBusy:
@@ -252,8 +251,6 @@ def _start(run: Path) -> int:
     """
     argv = daemon_argv()
     log = paths.daemon_log(run)
-    from mcpcli import files
-
     fd = files.open_regular(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         return os.posix_spawnp(

@@ -396,23 +396,20 @@ def _show_change(app: App, out: Output, change: Any, dry_run: bool,
     from mcpcli.other_clients import SOURCES
 
     label = SOURCES.get(change.client, change.client)
-    if dry_run:
-        for warning in change.warnings:
-            app.warn(warning)
-        diff = change.diff()
-        if out.human:
-            out.stdout.write(diff)
-            out.stdout.flush()
-        else:
-            out.emit({"name": change.name, "client": change.client, "path": str(change.path),
-                      "dryRun": dry_run, **describe(change)[1], "diff": diff})
-        return
-    backup = change.apply()
+    backup = None if dry_run else change.apply()
     for warning in change.warnings:
         app.warn(warning)
     verb, extra = describe(change)
     result: JSON = {"name": change.name, "client": change.client, "path": str(change.path),
                     "dryRun": dry_run, **extra}
+    if dry_run:
+        diff = change.diff()
+        if out.human:
+            out.stdout.write(diff)
+            out.stdout.flush()
+        else:
+            out.emit({**result, "diff": diff})
+        return
     note = f" (previous file kept as {backup})" if backup else ""
     app.info(f"{verb} {change.name} {'in' if verb != 'removed' else 'from'} {label} ({change.path}){note}")
     if not out.human:
