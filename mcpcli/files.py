@@ -188,6 +188,7 @@ def locked_edit(
     edit: Callable[[bytes | None], bytes | None],
     *,
     new_mode: int = 0o600,
+    mode: int | None = None,
     before_replace: Callable[[bytes, int], None] | None = None,
     tries: int = 5,
     timeout: float = 30.0,
@@ -195,7 +196,7 @@ def locked_edit(
     """Replace `path` with `edit(its bytes)` (None: no file yet), holding its sidecar lock.
 
     `edit` returns the new bytes, or None to leave the file alone (then False is returned).
-    The new file keeps the old one's mode (`new_mode` for a new file) and is renamed over
+    The new file has `mode` if given, else the old one's (`new_mode` for a new file), and is renamed over
     `path` only while `path` still holds what `edit` was given: another program's change in
     between makes the edit run again on the new content, up to `tries` times, then
     ChangedMeanwhile. `before_replace(old bytes, mode)` runs before each rename of an
@@ -209,12 +210,13 @@ def locked_edit(
             data = edit(current)
             if data is None:
                 return False
-            mode = new_mode
+            kept = new_mode if mode is None else mode
             if current is not None:
-                mode = stat.S_IMODE(os.stat(path).st_mode)
+                if mode is None:
+                    kept = stat.S_IMODE(os.stat(path).st_mode)
                 if before_replace is not None:
-                    before_replace(current, mode)
-            if _replace_if_unchanged(path, data, mode, current):
+                    before_replace(current, kept)
+            if _replace_if_unchanged(path, data, kept, current):
                 return True
         raise ChangedMeanwhile(f"{path} kept changing while it was being edited (another program writes it)")
     finally:

@@ -90,6 +90,11 @@ def test_locked_edit_makes_a_new_file_with_the_new_mode_and_none_means_no_write(
     assert not path.exists()
     assert files.locked_edit(path, lambda data: b"{}", new_mode=0o600) is True
     assert path.read_bytes() == b"{}" and mode_of(path) == 0o600
+    path.chmod(0o644)
+    files.locked_edit(path, lambda data: b"[]")
+    assert mode_of(path) == 0o644  # kept...
+    files.locked_edit(path, lambda data: b"[1]", mode=0o600)
+    assert mode_of(path) == 0o600  # ...unless a mode is given
 
 
 def test_the_lock_is_held_across_the_edit_and_a_planted_lock_symlink_is_refused(tmp_path: Path) -> None:
