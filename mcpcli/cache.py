@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpcli import jsonrpc
+
 __all__ = ["forget", "fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
 
 JSON = dict[str, Any]
@@ -68,8 +70,8 @@ def remember(target: str | None, method: str, result: JSON) -> None:
 
 def load(target: str, method: str) -> JSON | None:
     try:
-        with open(_path(target, method), encoding="utf-8") as fh:
-            record = json.load(fh)
+        with open(_path(target, method), "rb") as fh:
+            record = jsonrpc.loads(fh.read())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("target") == target else None

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli.errors import ConfigError
+from mcpcli import jsonrpc
+from mcpcli.errors import ConfigError, UsageError
 
 __all__ = [
     "Config",
@@ -330,7 +331,11 @@ def _servers_of(doc: Any, *, source: str) -> dict[str, Any]:
 
 
 class Config:
-    """Our config file: read it, look servers up, and change it atomically."""
+    """Our config file: read it, look servers up, and change it atomically.
+
+    A change is made under the file's lock on what the file holds at that moment
+    (`files.locked_edit`), not on what was read earlier: concurrent `mcp servers add`s
+    take turns and none is lost, and a change another program makes in between is kept."""
 
     def __init__(self, path: Path | None = None, *, trust_project: bool = False) -> None:
         self.path = path or default_config_path()
@@ -343,19 +348,27 @@ class Config:
     def _load(self) -> JSON:
         if self._doc is None:
             try:
-                text = self.path.read_text(encoding="utf-8")
+                data = self.path.read_bytes()
             except FileNotFoundError:
-                self._doc = {}
-                return self._doc
+                data = None
             except OSError as exc:
                 raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from None
-            try:
-                doc = json.loads(text) if text.strip() else {}
-            except ValueError as exc:
-                raise ConfigError(f"{self.path}: invalid JSON: {exc}") from None
-            _servers_of(doc, source=str(self.path))
-            self._doc = doc
+            self._doc = self._parse(data)
         return self._doc
+
+    def _parse(self, data: bytes | None) -> JSON:
+        if data is None:
+            return {}
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{self.path}: not UTF-8 text") from None
+        try:
+            doc = jsonrpc.loads(text) if text.strip() else {}
+        except ValueError as exc:
+            raise ConfigError(f"{self.path}: invalid JSON: {exc}") from None
+        _servers_of(doc, source=str(self.path))
+        return dict(doc)
 
     def names(self) -> list[str]:
         return list(_servers_of(self._load(), source=str(self.path)))
@@ -370,41 +383,56 @@ class Config:
             return None
         return normalize_entry(name, servers[name], source=str(self.path), helpers=True)
 
-    def set(self, entry: ServerEntry) -> None:
-        doc = self._load()
-        key = "mcpServers" if "mcpServers" in doc or "servers" not in doc else "servers"
-        doc.setdefault(key, {})[entry.name] = entry.to_json()
-        self._save(doc)
+    def set(self, entry: ServerEntry, *, replace: bool = True) -> bool:
+        """Add `entry`, or replace the one of its name (a UsageError unless `replace`);
+        whether there was one."""
+        existed = False
+
+        def change(doc: JSON) -> bool:
+            nonlocal existed
+            key = "mcpServers" if "mcpServers" in doc or "servers" not in doc else "servers"
+            servers = doc.setdefault(key, {})
+            existed = entry.name in servers
+            if existed and not replace:
+                raise UsageError(f"server {entry.name!r} already exists in {self.path}",
+                                 hint="use --force to replace it")
+            servers[entry.name] = entry.to_json()
+            return True
+
+        self._update(change)
+        return existed
 
     def remove(self, name: str) -> bool:
-        doc = self._load()
-        key = "mcpServers" if "mcpServers" in doc else "servers"
-        servers = doc.get(key) or {}
-        if name not in servers:
-            return False
-        del servers[name]
-        self._save(doc)
-        return True
+        def change(doc: JSON) -> bool:
+            servers = doc.get("mcpServers" if "mcpServers" in doc else "servers") or {}
+            if name not in servers:
+                return False
+            del servers[name]
+            return True
 
-    def _save(self, doc: JSON) -> None:
-        """Write atomically (temp file, fsync, rename) so a crash never loses the file."""
-        import tempfile
+        return self._update(change)
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".mcp.", suffix=".json", dir=self.path.parent)
+    def _update(self, change: Callable[[JSON], bool]) -> bool:
+        """Apply `change` to the file as it is now (False from it: nothing to write) and
+        write the result atomically (temp file, fsync, rename), under the file's lock."""
+        from mcpcli import files
+
+        def edit(data: bytes | None) -> bytes | None:
+            doc = self._parse(data)
+            changed = change(doc)
+            self._doc = doc
+            if not changed:
+                return None
+            return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=2, ensure_ascii=False)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            if self.path.exists():
-                os.chmod(tmp, self.path.stat().st_mode & 0o777)
-            else:
-                os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        self._doc = doc
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            return files.locked_edit(self.path, edit)
+        except files.ChangedMeanwhile:
+            raise ConfigError(f"cannot write {self.path}: it kept changing while mcp edited it "
+                              "(another program writes it); nothing was changed") from None
+        except files.LockBusy:
+            raise ConfigError(f"cannot write {self.path}: another mcp command has been editing it "
+                              "for too long; nothing was changed") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None

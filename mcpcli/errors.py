@@ -9,7 +9,8 @@ raises and never exits. The tree, with exit codes:
     │   ├── ArgumentError            --arg/--args cannot be parsed          2
     │   ├── ValidationError          arguments violate the inputSchema      2
     │   ├── ConfigError              config file or tools.yaml is invalid   2
-    │   └── UntrustedServer          a project file's server, not consented 2
+    │   ├── UntrustedServer          a project file's server, not consented 2
+    │   └── MissingExtra             an optional dependency not installed   2
     ├── AuthError                    authentication or authorization        3
     ├── TransportError               connection, transport, server process  4
     │   ├── ConnectionClosed         the peer went away                     4
@@ -28,6 +29,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 if sys.version_info < (3, 11):  # pragma: no cover
@@ -42,6 +44,7 @@ __all__ = [
     "Interrupted",
     "McpCliError",
     "MessageTooLarge",
+    "MissingExtra",
     "NotOffered",
     "ProtocolError",
     "RPCError",
@@ -56,6 +59,7 @@ __all__ = [
     "ValidationError",
     "error_report",
     "from_error_report",
+    "optional_import",
     "unwrap",
 ]
 
@@ -133,6 +137,34 @@ class UntrustedServer(UsageError):
     that the user has not trusted: it is refused before anything runs."""
 
     kind = "untrusted"
+
+
+class MissingExtra(UsageError):
+    """A feature needs an optional dependency that is not installed (`pip install .` without
+    the extra): one line naming the extra that brings it, instead of an internal error."""
+
+    kind = "missing-extra"
+
+    def __init__(self, feature: str, package: str, extra: str) -> None:
+        super().__init__(f"{feature} needs the {package} package, which is not installed: "
+                         f"pip install 'mcpcli[{extra}]'")
+        self.package = package
+        self.extra = extra
+
+
+def optional_import(module: str, *, extra: str, feature: str, package: str | None = None) -> ModuleType:
+    """`module`, an optional dependency (a `[project.optional-dependencies]` extra), or
+    MissingExtra naming `extra` when it is not installed. Only the module (or a package
+    above it) being absent counts: an installed one failing to import is raised as is."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = exc.name
+        if missing is None or not (module == missing or module.startswith(missing + ".")):
+            raise
+        raise MissingExtra(feature, package or module.split(".")[0], extra) from None
 
 
 class AuthError(McpCliError):

@@ -12,12 +12,12 @@ shown in an error, never put in a child's environment.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 from typing import TYPE_CHECKING
 
+from mcpcli import jsonrpc
 from mcpcli.errors import AuthError
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def parse_headers(output: bytes, *, what: str) -> dict[str, str]:
     headers: dict[str, str] = {}
     if text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = jsonrpc.loads(text)
         except ValueError:
             raise garbage from None
         if not isinstance(doc, dict) or not all(isinstance(v, str) for v in doc.values()):

@@ -9,7 +9,11 @@ layout kept. Installing then uninstalling gives back the original bytes. Each
 result is parsed again and compared with what was meant before anything is
 written: an edit that would change anything else is refused, never written.
 Writes are atomic (temp file, fsync, rename onto the real file behind a
-symlink, mode kept) and the previous file is kept as `FILE.bak`.
+symlink, mode kept) and the previous file is kept as `FILE.bak`. They hold an
+exclusive lock on a sidecar (`.FILE.mcpcli-lock`), so concurrent installs take
+turns, and rename only over what the change was planned on: a file changed
+meanwhile (by another install, or by the client itself) gets the change
+planned again on its new content, never a lost update.
 
 Where each client's user-level file is and the shape it wants:
 
@@ -34,11 +38,12 @@ import difflib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli import jsonedit
+from mcpcli import files, jsonedit
 from mcpcli.config import ServerEntry
 from mcpcli.errors import ConfigError, UsageError
 from mcpcli.other_clients import (
@@ -238,6 +243,8 @@ class Change:
     after: str
     replaced: bool = False
     warnings: list[str] = field(default_factory=list)
+    #: The same change planned again on other text (the file changed since it was read).
+    replan: Callable[[str | None], Change] | None = field(default=None, repr=False, compare=False)
 
     def diff(self) -> str:
         before = (self.before or "").splitlines(keepends=True)
@@ -249,43 +256,50 @@ class Change:
     def apply(self) -> Path | None:
         """Write atomically, keeping the old file as FILE.bak; returns the backup's path.
 
-        A write that fails (read-only or immutable directory, full disk) is a
-        `ConfigError` naming the file, and FILE itself is left as it was.
+        Under the file's lock (`files.locked_edit`), so concurrent `mcp servers install`s
+        take turns; if the file is no longer what was planned on (another command or
+        program changed it meanwhile), the change is planned again on what is there now.
+        A write that fails (read-only or immutable directory, full disk, a file that keeps
+        changing) is a `ConfigError` naming the file, and FILE itself is left as it was.
         """
         try:
             return self._apply()
+        except files.ChangedMeanwhile:
+            raise ConfigError(f"cannot write {self.path}: it kept changing while mcp edited it "
+                              "(another program writes it); nothing was changed") from None
+        except files.LockBusy:
+            raise ConfigError(f"cannot write {self.path}: another mcp command has been editing it "
+                              "for too long; nothing was changed") from None
         except OSError as exc:
             raise ConfigError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None
 
     def _apply(self) -> Path | None:
-        import tempfile
-
         real = Path(os.path.realpath(self.path))
         real.parent.mkdir(parents=True, exist_ok=True)
         backup: Path | None = None
-        mode = 0o600
-        if real.exists():
-            mode = real.stat().st_mode & 0o7777
+
+        def edit(data: bytes | None) -> bytes:
+            text = _decode(self.path, data)
+            if text != self.before:
+                if self.replan is None:
+                    raise files.ChangedMeanwhile(str(self.path))
+                fresh = self.replan(text)
+                self.before, self.after, self.replaced = fresh.before, fresh.after, fresh.replaced
+                self.warnings = fresh.warnings
+            return self.after.encode("utf-8")
+
+        def keep(data: bytes, mode: int) -> None:
+            nonlocal backup
             backup = real.with_name(real.name + ".bak")
-            _write_backup(real, backup, mode)
-        fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=real.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.after.encode("utf-8"))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, real)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+            _write_backup(real, backup, data, mode)
+
+        files.locked_edit(real, edit, before_replace=keep)
         return backup
 
 
-def _write_backup(real: Path, backup: Path, mode: int) -> None:
-    """Copy `real` to `backup` as a new file: a symlink or file already there is
-    replaced, never written through (a planted FILE.bak -> ~/.bashrc must not be
+def _write_backup(real: Path, backup: Path, data: bytes, mode: int) -> None:
+    """Write `data` (what `real` held) to `backup` as a new file: a symlink or file already
+    there is replaced, never written through (a planted FILE.bak -> ~/.bashrc must not be
     overwritten), and a directory there is refused rather than written into."""
     import stat
 
@@ -298,7 +312,6 @@ def _write_backup(real: Path, backup: Path, mode: int) -> None:
             raise ConfigError(f"cannot back up {real}: {backup} is a directory; nothing was changed",
                               hint="move it aside and try again")
         backup.unlink()
-    data = real.read_bytes()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(backup, flags, mode)
     with os.fdopen(fd, "wb") as fh:
@@ -314,6 +327,12 @@ def _read(path: Path) -> str | None:
         raise ConfigError(f"{path} is a directory") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    return _decode(path, data)
+
+
+def _decode(path: Path, data: bytes | None) -> str | None:
+    if data is None:
+        return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -501,21 +520,27 @@ def plan_install(entry: ServerEntry, client: str, *, force: bool = False, home: 
     """The change that writes `entry` into `client`'s file (UsageError on a duplicate)."""
     target = target_file(client, home)
     value, warnings = client_entry(entry, client)
-    text = _read(target.path)
-    if target.fmt == "toml":
-        change = _toml_change(target, entry.name, value, text, force)
-    else:
-        change = _json_change(target, entry.name, value, text, force)
-    change.warnings = list(dict.fromkeys(warnings))
-    return change
+    plan = _toml_change if target.fmt == "toml" else _json_change
+
+    def replan(text: str | None) -> Change:
+        change = plan(target, entry.name, value, text, force)
+        change.warnings = list(dict.fromkeys(warnings))
+        change.replan = replan
+        return change
+
+    return replan(_read(target.path))
 
 
 def plan_uninstall(name: str, client: str, *, home: Path | None = None) -> Change:
     """The change that removes server `name` from `client`'s file (UsageError if absent)."""
     target = target_file(client, home)
-    text = _read(target.path)
-    if text is None:
-        raise UsageError(f"no server {name!r} in {target.path} (the file does not exist)")
-    if target.fmt == "toml":
-        return _toml_change(target, name, None, text, False)
-    return _json_change(target, name, None, text, False)
+    plan = _toml_change if target.fmt == "toml" else _json_change
+
+    def replan(text: str | None) -> Change:
+        if text is None:
+            raise UsageError(f"no server {name!r} in {target.path} (the file does not exist)")
+        change = plan(target, name, None, text, False)
+        change.replan = replan
+        return change
+
+    return replan(_read(target.path))

@@ -20,6 +20,8 @@ __all__ = ["JsonEditError", "Member", "Node", "parse", "remove_member", "set_mem
 
 _WS = " \t\r\n"
 _DELIMS = _WS + ",]}/:"
+#: Deeper nesting is refused (the parser recurses; a config file is never near this).
+MAX_DEPTH = 256
 
 
 class JsonEditError(ValueError):
@@ -55,6 +57,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.i = 0
+        self.depth = 0
 
     def fail(self, message: str) -> JsonEditError:
         line = self.text.count("\n", 0, self.i) + 1
@@ -84,10 +87,13 @@ class _Parser:
         if self.i >= len(self.text):
             raise self.fail("unexpected end of text")
         ch = self.text[self.i]
-        if ch == "{":
-            return self.obj()
-        if ch == "[":
-            return self.array()
+        if ch in "{[":
+            if self.depth >= MAX_DEPTH:
+                raise self.fail(f"nested more than {MAX_DEPTH} deep")
+            self.depth += 1
+            node = self.obj() if ch == "{" else self.array()
+            self.depth -= 1
+            return node
         if ch == '"':
             start = self.i
             value = self.string()

@@ -197,12 +197,16 @@ def _finite_float(text: str) -> float:
 _decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
-def loads(text: str) -> Any:
+def loads(text: str | bytes) -> Any:
     """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back.
 
     Nesting deeper than the parser's recursion allows is a ValueError too, like any
-    other JSON it will not take."""
+    other JSON it will not take: the one reader for JSON from outside (files, other
+    programs' output), so "[[[[..." is a clean error everywhere. Bytes are decoded as
+    `json.loads` does (bad UTF-8 is a ValueError as well)."""
     try:
+        if not isinstance(text, str):
+            text = text.decode(json.detect_encoding(text), "surrogatepass")
         return _decoder.decode(text)
     except RecursionError:
         raise ValueError("nested too deeply") from None

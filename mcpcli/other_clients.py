@@ -39,7 +39,6 @@ refuses it), and it never shadows a user's server of the same name.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -276,7 +275,10 @@ def toml_loads(text: str) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    doc: dict[str, Any] = tomllib.loads(text)
+    try:
+        doc: dict[str, Any] = tomllib.loads(text)
+    except RecursionError:  # "a = [[[[..." (the parser recurses)
+        raise ValueError("nested too deeply") from None
     return doc
 
 
@@ -290,15 +292,19 @@ def _parse(text: str, fmt: str) -> Any:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise _YamlError(str(exc).replace("\n", " ")) from None
+        except RecursionError:
+            raise _YamlError("nested too deeply") from None
     return _loads_lenient(text)
 
 
 def _loads_lenient(text: str) -> Any:
     """JSON, or JSON with comments and trailing commas (VS Code writes JSONC)."""
+    from mcpcli.jsonrpc import loads  # strict, and "[[[[..." is a ValueError, not a crash
+
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError:
-        return json.loads(_strip_jsonc(text))
+        return loads(_strip_jsonc(text))
 
 
 def _strip_jsonc(text: str) -> str:

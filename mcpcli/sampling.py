@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcpcli import jsonrpc
 from mcpcli.errors import RPCError, UsageError
 from mcpcli.jsonrpc import INTERNAL_ERROR
 
@@ -28,7 +29,7 @@ def _as_result(stdout: str, model: str) -> JSON:
     text = stdout.strip()
     if text.startswith("{"):
         try:
-            reply = json.loads(text)
+            reply = jsonrpc.loads(text)
         except ValueError:
             reply = None
         if isinstance(reply, dict) and "content" in reply:

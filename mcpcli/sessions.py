@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpcli import files
 from mcpcli.config import ServerEntry
 from mcpcli.daemon import paths, protocol
 from mcpcli.errors import (
@@ -231,24 +232,15 @@ def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT
 
 def _lock(lock: Path) -> int:
     """Take the start lock (fcntl.flock), waiting a bounded time for another starter."""
-    import fcntl
-
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    deadline = time.monotonic() + LOCK_TIMEOUT
-    delay = 0.005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise TransportError(
-                    "another command has been starting the session daemon for too long",
-                    hint=f"its log is {paths.daemon_log(lock.parent)}",
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+    try:
+        return files.take_lock(lock, LOCK_TIMEOUT)
+    except files.LockBusy:
+        raise TransportError(
+            "another command has been starting the session daemon for too long",
+            hint=f"its log is {paths.daemon_log(lock.parent)}",
+        ) from None
+    except files.UnsafePath as exc:
+        raise TransportError(str(exc)) from None
 
 
 def _start(run: Path) -> int:
@@ -259,7 +251,7 @@ def _start(run: Path) -> int:
     """
     argv = daemon_argv()
     log = paths.daemon_log(run)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    fd = files.open_regular(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         return os.posix_spawnp(
             argv[0], argv, dict(os.environ),

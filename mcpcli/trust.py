@@ -8,19 +8,20 @@ you trusted it. Any change to its servers (a new command, argument, URL, header,
 variable...) makes it untrusted again; edits elsewhere in the file (an editor's other
 settings) do not. The record lives in our own state directory
 (`$XDG_STATE_HOME/mcpcli/trusted.json`), never in the repository, and is written
-atomically with mode 0600. A record that cannot be read counts as nothing trusted.
+atomically with mode 0600, under a lock, on what it holds at that moment. A record
+that cannot be read (nesting too deep included) counts as nothing trusted.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mcpcli import files, jsonrpc
 from mcpcli.config import state_dir
 from mcpcli.errors import UsageError
 
@@ -46,24 +47,24 @@ def digest(servers: Mapping[str, Any]) -> str:
 
 
 class TrustStore:
-    """The trusted project files: path -> the digest of its servers when trusted."""
+    """The trusted project files: path -> the digest of its servers when trusted.
+
+    `allow` and `revoke` change the copy read here and are remembered; `save` makes them
+    again on the record as it is then, under its lock (`files.locked_edit`), so two
+    `mcp servers trust` at once (two repositories) both count."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or store_path()
         self._files: dict[str, dict[str, Any]] | None = None
+        self._changes: list[Callable[[dict[str, dict[str, Any]]], object]] = []
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if self._files is None:
-            files: dict[str, dict[str, Any]] = {}
             try:
-                doc = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError, UnicodeDecodeError):
-                doc = None  # missing or unreadable: nothing is trusted (fail closed)
-            recorded = doc.get("files") if isinstance(doc, dict) else None
-            if isinstance(recorded, dict):
-                files = {str(k): v for k, v in recorded.items()
-                         if isinstance(v, dict) and isinstance(v.get("sha256"), str)}
-            self._files = files
+                data: bytes | None = self.path.read_bytes()
+            except OSError:
+                data = None  # missing or unreadable: nothing is trusted (fail closed)
+            self._files = _parse(data)
         return self._files
 
     def status(self, path: Path, sha256: str) -> str:
@@ -76,38 +77,49 @@ class TrustStore:
     def paths(self) -> list[str]:
         return sorted(self._load())
 
+    def _change(self, change: Callable[[dict[str, dict[str, Any]]], object]) -> object:
+        self._changes.append(change)
+        return change(self._load())
+
     def allow(self, path: Path, sha256: str, servers: Iterable[str]) -> None:
         """Trust the file at `path` as it is now (its servers digest to `sha256`)."""
-        self._load()[str(path)] = {
-            "sha256": sha256, "servers": list(servers),
-            "trustedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }
+        record = {"sha256": sha256, "servers": list(servers),
+                  "trustedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self._change(lambda recorded: recorded.__setitem__(str(path), record))
 
     def revoke(self, path: Path | str) -> bool:
         """Forget the file at `path`; False if it was not trusted."""
-        return self._load().pop(str(path), None) is not None
+        return self._change(lambda recorded: recorded.pop(str(path), None)) is not None
 
     def save(self) -> None:
-        """Write the record atomically (temp file and rename: a symlink there is replaced,
-        never followed), mode 0600, in a directory created 0700."""
-        files = self._load()
-        directory = self.path.parent
+        """Write the changes made here atomically (temp file and rename: a symlink there is
+        replaced, never followed), mode 0600, in a directory created 0700, on the record
+        as it is now (under its lock)."""
+
+        def edit(data: bytes | None) -> bytes:
+            recorded = _parse(data)
+            for change in self._changes:
+                change(recorded)
+            self._files = recorded
+            doc = {"version": _VERSION, "files": recorded}
+            return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
         try:
-            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = directory / f".trusted-{os.getpid()}-{time.monotonic_ns()}"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"version": _VERSION, "files": files}, fh, indent=2, ensure_ascii=False)
-                    fh.write("\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
-        except OSError as exc:
-            raise UsageError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            files.locked_edit(self.path, edit, mode=0o600)
+        except OSError as exc:  # ChangedMeanwhile and LockBusy included: their message says
+            reason = exc.strerror or str(exc)
+            raise UsageError(f"cannot write {self.path}: {reason}; nothing was changed") from None
+        self._changes.clear()
+
+
+def _parse(data: bytes | None) -> dict[str, dict[str, Any]]:
+    """The record's files; anything unreadable is nothing trusted (fail closed)."""
+    try:
+        doc = jsonrpc.loads(data) if data is not None else None
+    except ValueError:  # nesting too deep and bad UTF-8 included
+        doc = None
+    recorded = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(recorded, dict):
+        return {}
+    return {str(k): v for k, v in recorded.items() if isinstance(v, dict) and isinstance(v.get("sha256"), str)}

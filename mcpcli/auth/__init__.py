@@ -60,14 +60,13 @@ def check_profile(name: str | None) -> str | None:
 
 def has_stored_sign_in(server_url: str, profile: str | None = None) -> bool:
     """Is there a stored sign-in for this exact server URL (and profile)? (Reads the index only.)"""
-    import json
-
     from mcpcli.config import state_dir
+    from mcpcli.jsonrpc import loads
 
     path = state_dir() / "auth" / "servers.json"
     try:
         with open(path, "rb") as fh:
-            doc = json.loads(fh.read(16 * 1024 * 1024) or b"{}")
+            doc = loads(fh.read(16 * 1024 * 1024) or b"{}")
     except (OSError, ValueError):
         return False
     servers = doc.get("servers") if isinstance(doc, dict) else None

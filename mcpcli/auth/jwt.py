@@ -1,7 +1,7 @@
 """`private_key_jwt` client assertions (RFC 7523 §2.2, RFC 7521).
 
-Signing needs `cryptography`, imported only here and only when a machine
-client authenticates with a private key.
+Signing needs `cryptography` (the `jwt` extra; on Linux keyring brings it), imported
+only here and only when a machine client authenticates with a private key.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from types import ModuleType
 from typing import Any
 
 from mcpcli.auth.pkce import b64url
-from mcpcli.errors import AuthError, UsageError
+from mcpcli.errors import UsageError, optional_import
 
 __all__ = ["ASSERTION_TYPE", "sign_client_assertion"]
 
@@ -22,21 +23,22 @@ _RSA_ALGS = {"RS256": "SHA256", "RS384": "SHA384", "RS512": "SHA512", "PS256": "
              "PS384": "SHA384", "PS512": "SHA512"}
 
 
+def _crypto(name: str) -> ModuleType:
+    """`cryptography.hazmat.primitives.NAME`, or MissingExtra naming the `jwt` extra."""
+    return optional_import(f"cryptography.hazmat.primitives.{name}", extra="jwt", feature="private_key_jwt",
+                           package="cryptography")
+
+
 def _load_key(pem: str) -> Any:
+    serialization = _crypto("serialization")
     try:
-        from cryptography.hazmat.primitives.serialization import load_pem_private_key
-    except ImportError:  # pragma: no cover - cryptography ships with keyring on Linux
-        raise AuthError(
-            "private_key_jwt needs the 'cryptography' package", hint="pip install 'mcpcli[jwt]'"
-        ) from None
-    try:
-        return load_pem_private_key(pem.encode("utf-8"), password=None)
+        return serialization.load_pem_private_key(pem.encode("utf-8"), password=None)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"the private key is not a usable unencrypted PEM key: {exc}") from None
 
 
 def default_alg(key: Any) -> str:
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    ec, ed25519, rsa = (_crypto(f"asymmetric.{name}") for name in ("ec", "ed25519", "rsa"))
 
     if isinstance(key, ec.EllipticCurvePrivateKey):
         return {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}.get(key.curve.name, "ES256")
@@ -48,16 +50,16 @@ def default_alg(key: Any) -> str:
 
 
 def _sign(key: Any, alg: str, data: bytes) -> bytes:
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
-
+    hashes = _crypto("hashes")
+    ec, ed25519, padding, rsa, utils = (_crypto(f"asymmetric.{name}")
+                                        for name in ("ec", "ed25519", "padding", "rsa", "utils"))
     if alg in _EC_ALGS:
         if not isinstance(key, ec.EllipticCurvePrivateKey):
             raise UsageError(f"{alg} needs an EC private key")
         hash_name, size = _EC_ALGS[alg]
         der = key.sign(data, ec.ECDSA(getattr(hashes, hash_name)()))
         r, s = utils.decode_dss_signature(der)
-        return r.to_bytes(size, "big") + s.to_bytes(size, "big")
+        return bytes(r.to_bytes(size, "big") + s.to_bytes(size, "big"))
     if alg in _RSA_ALGS:
         if not isinstance(key, rsa.RSAPrivateKey):
             raise UsageError(f"{alg} needs an RSA private key")

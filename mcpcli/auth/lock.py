@@ -11,20 +11,20 @@ import os
 import threading
 from pathlib import Path
 
+from mcpcli import files
 from mcpcli.errors import AuthError
 
 __all__ = ["FileLock", "ensure_private_dir"]
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Create `path` (0700), tightening it when others may read it."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` (0700), tightening one of ours that others may read; a symlink, another
+    user's directory or one others may write is refused (AuthError): its owner could swap
+    our token files."""
     try:
-        mode = path.stat().st_mode & 0o777
-        if os.name == "posix" and mode & 0o077:
-            os.chmod(path, 0o700)
-    except OSError:
-        pass
+        files.private_dir(path, "the sign-in directory")
+    except files.UnsafePath as exc:
+        raise AuthError(str(exc), hint="it must be a directory of yours with mode 700") from None
 
 
 class FileLock:

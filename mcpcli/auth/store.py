@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from mcpcli import jsonrpc
 from mcpcli.auth.keyring_secrets import KeyringSecrets
 from mcpcli.auth.lock import FileLock, ensure_private_dir
 from mcpcli.errors import AuthError, UsageError
@@ -187,7 +188,7 @@ def read_private_json(path: Path) -> dict[str, Any] | None:
                 os.fchmod(fh.fileno(), 0o600)
         data = fh.read(16 * 1024 * 1024)
     try:
-        doc = json.loads(data.decode("utf-8")) if data.strip() else {}
+        doc = jsonrpc.loads(data.decode("utf-8")) if data.strip() else {}
     except (ValueError, UnicodeDecodeError):
         doc = None
     if not isinstance(doc, dict):

@@ -20,7 +20,7 @@ def server_names() -> list[str]:
         servers = doc.get("mcpServers", doc.get("servers", {})) if isinstance(doc, dict) else {}
         if isinstance(servers, dict):
             names.extend(str(n) for n in servers)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         pass
     try:
         from mcpcli import other_clients

@@ -73,12 +73,17 @@ class Connection:
         from mcpcli.errors import UsageError
 
         if self.server_log and self._server_log_file is None:
+            import errno
+
             try:
-                self._server_log_file = open(self.server_log, "ab")  # noqa: SIM115 - closed by close()
+                # O_NOFOLLOW: a symlink planted where the log goes must not send it elsewhere.
+                fd = os.open(self.server_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600)
             except OSError as exc:
-                raise UsageError(
-                    f"--server-log: cannot open {self.server_log}: {exc.strerror}"
-                ) from None
+                if exc.errno == errno.ELOOP:
+                    raise UsageError(f"--server-log: {self.server_log} is a symbolic link; give the file itself") from None
+                raise UsageError(f"--server-log: cannot open {self.server_log}: {exc.strerror}") from None
+            self._server_log_file = os.fdopen(fd, "ab")
         return self._server_log_file
 
     def close(self) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcpcli import jsonrpc
 from mcpcli.client import ClientFeatures
 from mcpcli.errors import UsageError
 
@@ -37,7 +37,7 @@ def build_features(app: App, conn: Connection) -> ClientFeatures:
     interactive = app.stdin_tty and app.stderr_tty
     if conn.elicit_json is not None:
         try:
-            content = json.loads(conn.elicit_json)
+            content = jsonrpc.loads(conn.elicit_json)
         except ValueError as exc:
             raise UsageError(f"--elicit-json: invalid JSON: {exc}") from None
         if not isinstance(content, dict):

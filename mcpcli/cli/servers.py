@@ -15,6 +15,8 @@ from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcpcli.config import ServerEntry
     from mcpcli.other_clients import Found, ProjectFile
 
@@ -319,11 +321,7 @@ def add(
     if session:
         entry = dataclasses.replace(entry, raw={**entry.raw, **session})
     config = app.config()
-    existed = config.get(name) is not None
-    if existed and not force:
-        raise UsageError(f"server {name!r} already exists in {config.path}",
-                         hint="use --force to replace it")
-    config.set(entry)
+    existed = config.set(entry, replace=force)
     app.info(f"{'replaced' if existed else 'added'} {name} in {config.path}")
     if not out.human:
         out.emit({"name": name, "path": str(config.path), "replaced": existed, "config": entry.to_json()})
@@ -424,13 +422,18 @@ def import_(
 _CLIENTS = ["claude-code", "claude-desktop", "cursor", "vscode", "windsurf", "codex", "gemini", "zed"]
 
 
-def _show_change(app: App, out: Output, change: Any, verb: str, dry_run: bool, extra: JSON) -> None:
-    """Print a planned change: its diff (--dry-run), or write it and say where."""
+def _show_change(app: App, out: Output, change: Any, dry_run: bool,
+                 describe: Callable[[Any], tuple[str, JSON]]) -> None:
+    """Print a planned change: its diff (--dry-run), or write it and say where.
+    `describe(change)` gives the verb and extra JSON fields, asked after the write (which
+    plans the change again if the file changed meanwhile)."""
     from mcpcli.other_clients import SOURCES
 
+    label = SOURCES.get(change.client, change.client)
+    backup = None if dry_run else change.apply()
     for warning in change.warnings:
         app.warn(warning)
-    label = SOURCES.get(change.client, change.client)
+    verb, extra = describe(change)
     result: JSON = {"name": change.name, "client": change.client, "path": str(change.path),
                     "dryRun": dry_run, **extra}
     if dry_run:
@@ -441,7 +444,6 @@ def _show_change(app: App, out: Output, change: Any, verb: str, dry_run: bool, e
         else:
             out.emit({**result, "diff": diff})
         return
-    backup = change.apply()
     note = f" (previous file kept as {backup})" if backup else ""
     app.info(f"{verb} {change.name} {'in' if verb != 'removed' else 'from'} {label} ({change.path}){note}")
     if not out.human:
@@ -503,8 +505,8 @@ def install(
         if found is not None and found.needs_consent and not app.project:
             raise consent_error(found)
     change = installer.plan_install(_ours_by_path(entry), client, force=force)
-    _show_change(app, out, change, "replaced" if change.replaced else "installed", dry_run,
-                 {"replaced": change.replaced})
+    _show_change(app, out, change, dry_run,
+                 lambda c: ("replaced" if c.replaced else "installed", {"replaced": c.replaced}))
 
 
 @servers.command("uninstall")
@@ -525,7 +527,7 @@ def uninstall(app: App, name: str, client: str, dry_run: bool, out: Output) -> N
     from mcpcli import install as installer
 
     change = installer.plan_uninstall(name, client)
-    _show_change(app, out, change, "removed", dry_run, {"removed": True})
+    _show_change(app, out, change, dry_run, lambda c: ("removed", {"removed": True}))
 
 
 def _trust_line(item: ProjectFile) -> str:

@@ -114,6 +114,8 @@ def _write(out_dir: str, made: Any) -> str:
 
     directory = os.path.join(out_dir, made.name)
     path = os.path.join(directory, "SKILL.md")
+    if os.path.islink(directory):  # it would put SKILL.md wherever the link points
+        raise UsageError(f"--out {out_dir}: {directory} is a symbolic link; give a directory without one")
     try:
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".SKILL-", dir=directory)

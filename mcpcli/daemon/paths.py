@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import stat
 
+from mcpcli import files
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -57,20 +59,9 @@ def _default_dir() -> str:
 def check_private_dir(path: str | os.PathLike[str]) -> None:
     """Raise RunDirError unless `path` is a directory (not a symlink) we own, mode 0700."""
     try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise RunDirError(f"cannot use the run directory {path}: {exc.strerror}") from None
-    if stat.S_ISLNK(info.st_mode):
-        raise RunDirError(f"refusing the run directory {path}: it is a symlink")
-    if not stat.S_ISDIR(info.st_mode):
-        raise RunDirError(f"refusing the run directory {path}: it is not a directory")
-    if info.st_uid != os.getuid():
-        raise RunDirError(f"refusing the run directory {path}: it belongs to uid {info.st_uid}")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise RunDirError(
-            f"refusing the run directory {path}: mode {stat.S_IMODE(info.st_mode):o} "
-            "lets others in (it must be 700)"
-        )
+        files.check_private_dir(path, "the run directory")
+    except files.UnsafePath as exc:
+        raise RunDirError(str(exc)) from None
 
 
 def run_dir_name(*, create: bool = True) -> str:
@@ -136,23 +127,12 @@ class start_lock:
         self.fd = -1
 
     def __enter__(self) -> start_lock:
-        import fcntl
-        import time
-
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    raise RunDirError(f"another command holds {self.path}") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        self.fd = fd
+        try:
+            self.fd = files.take_lock(self.path, self.timeout)
+        except files.LockBusy:
+            raise RunDirError(f"another command holds {self.path}") from None
+        except files.UnsafePath as exc:
+            raise RunDirError(str(exc)) from None
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -164,7 +144,7 @@ class start_lock:
 def append_ring(path: Path, data: bytes, limit: int = LOG_RING_BYTES) -> None:
     """Append to a bounded log: past `limit`, keep only the last `limit // 2` bytes,
     cut at a line start, so the file stays small and still ends with the newest lines."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = files.open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, data)
         size = os.fstat(fd).st_size
@@ -179,7 +159,8 @@ def append_ring(path: Path, data: bytes, limit: int = LOG_RING_BYTES) -> None:
     if 0 <= newline < len(tail) - 1:
         tail = tail[newline + 1 :]
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as fh:
         fh.write(tail)
-    os.chmod(tmp, 0o600)
+        os.fchmod(fh.fileno(), 0o600)
     os.replace(tmp, path)

@@ -78,6 +78,8 @@ def decode(line: bytes | str) -> dict[str, Any]:
         value = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProtocolViolation(f"not JSON: {exc}") from None
+    except RecursionError:  # "[[[[..."
+        raise ProtocolViolation("not JSON: nested too deeply") from None
     if not isinstance(value, dict):
         raise ProtocolViolation("a message must be a JSON object")
     return value

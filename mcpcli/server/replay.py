@@ -22,17 +22,23 @@ there.
 
 An unmatched request gets -32601 (method never recorded) or -32602 naming the
 closest recorded request of that method and the params that differ.
+
+The file is outside input: it is read line by line, each line bounded
+(`MAX_LINE_BYTES`), only if it is a regular file, and every problem (not JSON,
+nested too deeply, not UTF-8, too long) is a UsageError naming FILE:LINE.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpcli.errors import RPCError, UsageError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request
+from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, loads
+from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.server.core import Server, ServerConnection
 from mcpcli.text import REDACTED
 
@@ -176,39 +182,81 @@ def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:
 # -- reading -------------------------------------------------------------------------
 
 
+#: A line holds one message (at most MAX_MESSAGE_BYTES on the wire) and its `t` and `dir`;
+#: twice that leaves room for the recorder's own escapes and redactions. A longer line is
+#: refused as soon as the bound is read, so memory stays bounded by it, not by the file.
+MAX_LINE_BYTES = 2 * MAX_MESSAGE_BYTES
+
+
 def load_recording(path: str) -> Recording:
     """Read a recording; a bad file is a `UsageError` naming file:line."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise UsageError(f"--replay: cannot read {path}: {reason}") from None
     recording = Recording(path)
     open_requests: dict[Any, Exchange] = {}
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        entry = _entry(path, number, text)
-        direction, msg = entry["dir"], entry["msg"]
-        if direction == "meta":
-            open_requests = {}  # a new run: ids start again
-            continue
-        has_id = "id" in msg
-        if direction == "send":
-            if has_id and isinstance(msg.get("method"), str):
-                open_requests[_id_key(msg["id"])] = Exchange(msg["method"], msg.get("params"), number)
-            continue
-        if has_id and "method" not in msg:  # a response
-            exchange = open_requests.pop(_id_key(msg["id"]), None)
-            if exchange is not None:
-                exchange.response = msg
-                recording.add(exchange)
-        elif not has_id and open_requests:  # a notification while requests were open
-            _owner(open_requests, msg).notes.append(msg)
+    with contextlib.closing(_lines(path)) as numbered:  # the file is closed on an error too
+        for number, text in numbered:
+            if not text.strip():
+                continue
+            try:
+                entry = _entry(path, number, text)
+                direction, msg = entry["dir"], entry["msg"]
+                if direction == "meta":
+                    open_requests = {}  # a new run: ids start again
+                    continue
+                has_id = "id" in msg
+                if direction == "send":
+                    if has_id and isinstance(msg.get("method"), str):
+                        open_requests[_id_key(msg["id"])] = Exchange(msg["method"], msg.get("params"), number)
+                    continue
+                if has_id and "method" not in msg:  # a response
+                    exchange = open_requests.pop(_id_key(msg["id"]), None)
+                    if exchange is not None:
+                        exchange.response = msg
+                        recording.add(exchange)
+                elif not has_id and open_requests:  # a notification while requests were open
+                    _owner(open_requests, msg).notes.append(msg)
+            except RecursionError:  # parsed, but too deep to key (json.dumps recurses too)
+                raise UsageError(f"{path}:{number}: nested too deeply") from None
     if not recording.exchanges:
         raise UsageError(f"{path}: no recorded request with its response", hint="record one with --record FILE")
     return recording
+
+
+def _lines(path: str) -> Generator[tuple[int, str], None, None]:
+    """The file's lines, numbered, one at a time and each at most MAX_LINE_BYTES.
+
+    Only a regular file is read: a FIFO is opened without blocking (no writer would
+    hang the open) and refused with a device such as /dev/zero, which never ends."""
+    import os
+    import stat
+
+    def cannot(reason: str) -> UsageError:
+        return UsageError(f"--replay: cannot read {path}: {reason}")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise cannot(exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise cannot("not a regular file (give a recording made with --record)")
+        os.set_blocking(fd, True)
+        number = 0
+        while True:
+            try:
+                raw = f.readline(MAX_LINE_BYTES + 1)
+            except OSError as exc:
+                raise cannot(exc.strerror or str(exc)) from None
+            if not raw:
+                return
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise UsageError(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes",
+                                 hint="a --record file has one {t, dir, msg} object per line")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UsageError(f"{path}:{number}: not UTF-8 text") from None
+            yield number, text
 
 
 def _id_key(value: Any) -> str:
@@ -233,10 +281,10 @@ def _entry(path: str, number: int, text: str) -> JSON:
         return UsageError(f"{path}:{number}: {problem}", hint="a --record file has one {t, dir, msg} object per line")
 
     try:
-        entry = json.loads(text)
+        entry = loads(text)
     except json.JSONDecodeError as exc:
         raise bad(f"not JSON ({exc.msg})") from None
-    except ValueError as exc:  # e.g. a number too long to read
+    except ValueError as exc:  # a number too long to read, nesting too deep
         raise bad(f"not JSON ({exc})") from None
     if not isinstance(entry, dict):
         raise bad("expected a JSON object")

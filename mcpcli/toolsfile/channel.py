@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcpcli import jsonrpc
 from mcpcli.protocol import LOG_LEVELS
 from mcpcli.server.backend import CallContext, InputDeclined
 
@@ -248,7 +249,7 @@ class ChannelServer:
         try:
             try:
                 line = await reader.readuntil(b"\n")
-                request = json.loads(line)
+                request = jsonrpc.loads(line)
                 if not isinstance(request, dict):
                     raise ValueError("not an object")
             except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):

@@ -11,11 +11,11 @@ whole GetPromptResult (`output: mcp`); its failure is -32603.
 from __future__ import annotations
 
 import base64
-import json
 import mimetypes
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpcli import jsonrpc
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined, ResourceNotFound
@@ -112,7 +112,7 @@ def _prompt_output(prompt: Prompt, text: str) -> JSON:
     """A command prompt's stdout as a GetPromptResult."""
     if prompt.output_format == "mcp":
         try:
-            value = json.loads(text)
+            value = jsonrpc.loads(text)
         except ValueError as exc:
             raise RPCError(INTERNAL_ERROR, f"Prompt {prompt.name}: the command's output is not JSON: {exc}") from None
         if not isinstance(value, dict) or not isinstance(value.get("messages"), list):

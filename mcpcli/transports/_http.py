@@ -21,7 +21,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import __version__
-from mcpcli.errors import TransportError
+from mcpcli.errors import TransportError, optional_import
 
 if TYPE_CHECKING:
     import httpx
@@ -63,6 +63,18 @@ def _proxied(url: str) -> bool:
     """Whether a proxy variable could apply to a plain http:// URL (httpx then decides)."""
     return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
 
+
+def _socks_proxy() -> str | None:
+    """The proxy variable (as httpx reads them: urllib's `getproxies`) that names a SOCKS
+    proxy, if one does; httpx mounts every proxy it is given, whatever the URL."""
+    from urllib.request import getproxies
+
+    for scheme, proxy in getproxies().items():
+        if scheme in ("http", "https", "all") and proxy.lower().startswith("socks"):
+            return f"{scheme.upper()}_PROXY"
+    return None
+
+
 USER_AGENT = f"mcpcli/{__version__}"
 #: Largest body `fetch` reads into memory (OAuth documents, error pages).
 MAX_FETCH_BYTES = 1024 * 1024
@@ -82,6 +94,9 @@ def make_client(
     long-lived streams whose deadline the JSON-RPC session keeps);
     `connect_timeout` bounds connecting (default: `timeout`, at most 30 s).
     """
+    socks = _socks_proxy()
+    if socks is not None:  # httpx needs socksio for one (and says so as an ImportError)
+        optional_import("socksio", extra="socks", feature=f"the SOCKS proxy in {socks}")
     hx = load_httpx()
     verify: Any = not insecure
     if url.startswith("http://") and not insecure:

@@ -70,6 +70,26 @@ def test_private_key_jwt_assertion(oauth, browser, tmp_path) -> None:
     assert store.secrets_of(store.find(srv.mcp_url)).client_secret is None
 
 
+def test_private_key_jwt_without_cryptography_names_the_extra(oauth, tmp_path, monkeypatch) -> None:
+    import sys
+
+    from helpers import mcp_in
+
+    from .conftest import child_env
+
+    key_file = tmp_path / "key.pem"
+    key_file.write_text("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    srv = oauth(jwt_clients={"signer": "unused"}, auth_methods=["private_key_jwt"])
+    for name in [n for n in sys.modules if n.startswith("cryptography.")] + ["cryptography"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as after `pip install .` on a system without it
+    r = mcp_in("auth", "login", srv.mcp_url, "--client-credentials", "--client-id", "signer",
+               "--private-key-file", str(key_file), env=child_env())
+    assert r.code == 2, r
+    assert r.stderr == ("mcp: error: private_key_jwt needs the cryptography package, which is not installed: "
+                        "pip install 'mcpcli[jwt]'\n")
+    assert srv.token_requests("client_credentials") == []
+
+
 def test_client_credentials_needs_credentials(oauth, browser) -> None:
     srv = oauth()
     with pytest.raises(UsageError, match="needs --client-id"):

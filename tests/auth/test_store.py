@@ -119,6 +119,23 @@ def test_file_store_refuses_a_symlink(isolated_env, tmp_path) -> None:
     assert target.read_text() == "{}"
 
 
+def test_a_symlinked_or_shared_sign_in_directory_is_refused(isolated_env, tmp_path) -> None:
+    store = TokenStore("file")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    store.dir.parent.mkdir(parents=True, exist_ok=True)
+    store.dir.symlink_to(elsewhere)
+    with pytest.raises(AuthError, match="it is a symlink"):
+        store.save(record(store="file"), Secrets(access_token="AT-CANARY-7"))
+    assert os.listdir(elsewhere) == [] and mode_of(elsewhere) == 0o755  # not written, not chmod-ed
+    store.dir.unlink()
+    store.dir.mkdir(mode=0o700)
+    store.dir.chmod(0o777)  # others could have planted anything: refused, not repaired
+    with pytest.raises(AuthError, match="lets others in"):
+        store.save(record(store="file"), Secrets(access_token="AT-CANARY-7"))
+    assert mode_of(store.dir) == 0o777
+
+
 def test_damaged_index_keeps_other_entries_and_warns(isolated_env, capsys) -> None:
     store = TokenStore("keyring")
     store.save(record("https://a.example/mcp"), Secrets(access_token="AT-a"))

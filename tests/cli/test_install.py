@@ -400,3 +400,65 @@ def test_without_a_script_beside_us_python_runs_the_module(
     assert r.code == 0, r
     entry = json.loads(path_of("cursor").read_text())["mcpServers"]["t"]
     assert entry == {"command": str(tmp_path / "python3"), "args": ["-m", "mcpcli", "serve", "x.yaml"]}
+
+
+def _in_parallel(argvs: list[list[str]]) -> list[tuple[int, str]]:
+    """Start every command before waiting for any: real processes racing for one file."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-m", "mcpcli", *argv], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    return [(proc.returncode, error) for proc, error in zip(procs, errors, strict=True)]
+
+
+@pytest.mark.slow
+def test_concurrent_installs_into_one_file_lose_nothing(isolated_env: Path) -> None:
+    path = write(path_of("cursor"), EXISTING["cursor"])
+    names = [f"r{n}" for n in range(8)]
+    results = _in_parallel([["servers", "install", name, "--into", "cursor", "--", "echo", name] for name in names])
+    assert all(code == 0 for code, _ in results), results
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert sorted(servers) == sorted(["old", *names])
+    assert all(servers[name]["args"] == [name] for name in names)
+    assert path.read_text().startswith('{\n\t"mcpServers": {\n\t\t"old": {"command": "o"}')  # still edited, not rewritten
+
+
+def test_a_change_made_between_plan_and_write_is_kept(isolated_env: Path) -> None:
+    from mcpcli.config import normalize_entry
+    from mcpcli.install import plan_install
+
+    path = write(path_of("cursor"), EXISTING["cursor"])
+    change = plan_install(normalize_entry("ev", {"command": "x"}, source="test"), "cursor")
+    # Cursor itself (or another install) writes the file after we read it.
+    theirs = EXISTING["cursor"].replace('"old": {"command": "o"}', '"old": {"command": "o"},\n\t\t"new": {"command": "n"}')
+    path.write_text(theirs)
+    backup = change.apply()
+    servers = json.loads(path.read_text())["mcpServers"]
+    assert sorted(servers) == ["ev", "new", "old"]
+    assert backup is not None and backup.read_text() == theirs
+    assert change.before == theirs  # what --json and the diff describe is what was written
+
+
+def test_a_file_another_program_keeps_rewriting_is_left_to_it(
+    isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpcli import files
+
+    path = write(path_of("cursor"), EXISTING["cursor"])
+    real_replace_if = files._replace_if_unchanged
+    writes = iter(range(100))
+
+    def racing(target: str, data: bytes, mode: int, expected: bytes | None) -> bool:
+        path.write_text(EXISTING["cursor"] + " " * (next(writes) + 1))  # lands between our read and rename
+        return real_replace_if(target, data, mode, expected)
+
+    monkeypatch.setattr(files, "_replace_if_unchanged", racing)
+    r = mcp_in("servers", "install", "ev", "--into", "cursor", "--", "x")
+    assert r.code == 2, r
+    assert r.stderr.splitlines()[0] == (
+        f"mcp: error: cannot write {path}: it kept changing while mcp edited it (another program writes it); "
+        "nothing was changed")
+    assert '"ev"' not in path.read_text()
+    assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []

@@ -454,3 +454,35 @@ def test_serve_proxy_serves_it_with_project(repo: Path, pwned: Path) -> None:
     assert r.code == 0, r
     assert "echo" in [t["name"] for t in r.json["tools"]]
     assert pwned.exists()
+
+
+def test_two_trusts_at_once_both_count(tmp_path: Path) -> None:
+    """Each command reads the record, then writes it: the second must not drop the first's."""
+    from mcpcli.trust import TRUSTED, TrustStore
+
+    first, second = TrustStore(), TrustStore()
+    assert first.paths() == second.paths() == []  # both read before either writes
+    first.allow(tmp_path / "a" / ".mcp.json", "1" * 64, ["a"])
+    second.allow(tmp_path / "b" / ".mcp.json", "2" * 64, ["b"])
+    first.save()
+    second.save()
+    again = TrustStore()
+    assert again.paths() == [str(tmp_path / "a" / ".mcp.json"), str(tmp_path / "b" / ".mcp.json")]
+    assert again.status(tmp_path / "a" / ".mcp.json", "1" * 64) == TRUSTED
+    assert stat.S_IMODE(again.path.stat().st_mode) == 0o600
+    second.revoke(tmp_path / "a" / ".mcp.json")  # a revoke made on an older read counts too
+    second.save()
+    assert TrustStore().paths() == [str(tmp_path / "b" / ".mcp.json")]
+
+
+def test_a_record_nested_too_deeply_trusts_nothing(repo: Path, pwned: Path) -> None:
+    from mcpcli.trust import store_path
+
+    store_path().parent.mkdir(parents=True, exist_ok=True)
+    store_path().write_text("[" * 200_000 + "]" * 200_000)
+    r = mcp_in("servers", "list", "--json")
+    assert r.code == 0, r
+    assert {row["name"]: row["trust"] for row in r.json["servers"]}["gh"] == "untrusted"
+    assert mcp_in("info", "gh").code == 2 and not pwned.exists()
+    assert mcp_in("servers", "trust").code == 0  # and a trust replaces it
+    assert {row["name"]: row["trust"] for row in mcp_in("servers", "list", "--json").json["servers"]}["gh"] == "trusted"

@@ -211,6 +211,46 @@ def test_a_broken_config_file_is_a_clear_error(config_file: Path) -> None:
     assert "mcpServers must be an object" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
+def test_concurrent_adds_and_removes_lose_nothing(config_file: Path) -> None:
+    import subprocess
+    import sys
+
+    write(config_file, {"mcpServers": {f"gone{n}": {"command": "g"} for n in range(4)}, "other": True})
+    argvs = [["servers", "add", f"r{n}", "--", "echo", str(n)] for n in range(6)]
+    argvs += [["servers", "remove", f"gone{n}"] for n in range(4)]
+    procs = [subprocess.Popen([sys.executable, "-m", "mcpcli", *argv], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for argv in argvs]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(procs), errors
+    doc = json.loads(config_file.read_text())
+    assert doc == {"mcpServers": {f"r{n}": {"command": "echo", "args": [str(n)]} for n in range(6)}, "other": True}
+
+
+def test_a_config_changed_after_it_was_read_is_changed_as_it_is_now(config_file: Path) -> None:
+    from mcpcli.config import Config, normalize_entry
+
+    write(config_file, {"mcpServers": {"a": {"command": "a"}}})
+    config = Config(config_file)
+    assert config.names() == ["a"]  # read (and cached) now...
+    write(config_file, {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}})  # ...changed by another
+    assert config.set(normalize_entry("c", {"command": "c"}, source="test")) is False
+    assert sorted(json.loads(config_file.read_text())["mcpServers"]) == ["a", "b", "c"]
+    assert config.remove("b") is True and config.names() == ["a", "c"]
+
+
+def test_add_refuses_a_name_that_appeared_meanwhile_without_force(config_file: Path) -> None:
+    from mcpcli.config import Config, normalize_entry
+    from mcpcli.errors import UsageError
+
+    config = Config(config_file)
+    assert config.names() == []
+    write(config_file, {"mcpServers": {"x": {"command": "theirs"}}})
+    with pytest.raises(UsageError, match="already exists"):
+        config.set(normalize_entry("x", {"command": "mine"}, source="test"), replace=False)
+    assert json.loads(config_file.read_text()) == {"mcpServers": {"x": {"command": "theirs"}}}
+
+
 # -- using configured and discovered servers, with a real server -----------------------------
 
 

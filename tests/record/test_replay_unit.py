@@ -168,3 +168,84 @@ def test_a_recording_that_cannot_be_opened_is_a_usage_error(tmp_path: Path) -> N
     assert r.code == 2, r
     assert r.stderr.startswith("mcp: error: --record: cannot open ")
     assert "Traceback" not in r.stderr
+
+
+def test_a_line_nested_too_deeply_is_file_and_line_not_a_crash(tmp_path: Path) -> None:
+    path = write(tmp_path, [call(1, {"name": "x"}), "[" * 200_000, result(1, "x")])
+    r = mcp_in("serve", "--replay", str(path))
+    assert r.code == 2, r
+    assert r.stderr.splitlines()[0] == f"mcp: error: {path}:2: not JSON (nested too deeply)"
+    assert "internal error" not in r.stderr and "RecursionError" not in r.stderr
+
+
+def test_a_line_past_the_bound_is_refused_without_reading_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpcli.server import replay
+
+    monkeypatch.setattr(replay, "MAX_LINE_BYTES", 1000)
+    path = write(tmp_path, [call(1, {"name": "x" * 2000}), result(1, "x")])
+    with pytest.raises(UsageError, match=r"rec.ndjson:1: line longer than 1000 bytes"):
+        load_recording(str(path))
+    path = write(tmp_path, [call(1, {"name": "x" * 800}), result(1, "x")])  # within it: read
+    assert load_recording(str(path)).exchanges[0].params == {"name": "x" * 800}
+
+
+def test_bad_utf8_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "rec.ndjson"
+    path.write_bytes(f"{call(1, {'name': 'x'})}\n{result(1, 'x')}\n".encode() + b'{"t": 0, "dir": "recv\xff"}\n')
+    with pytest.raises(UsageError, match=r"rec.ndjson:3: not UTF-8 text"):
+        load_recording(str(path))
+
+
+def test_a_line_separator_inside_a_recorded_string_is_text_not_a_line_break(tmp_path: Path) -> None:
+    # The recorder writes JSON with ensure_ascii=False: U+2028 and U+0085 appear raw in strings.
+    path = tmp_path / "rec.ndjson"
+    text = "one\u2028two\x85three\x1cfour"
+    lines = [call(1, {"name": "x"}), result(1, text)]
+    path.write_text("\n".join(json.dumps(json.loads(x), ensure_ascii=False) for x in lines) + "\n")
+    (exchange,) = load_recording(str(path)).exchanges
+    assert exchange.response is not None and exchange.response["result"]["content"][0]["text"] == text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_only_a_regular_file_is_read(tmp_path: Path, kind: str) -> None:
+    import os
+
+    from helpers import mcp
+
+    if kind == "fifo":
+        path = str(tmp_path / "rec.ndjson")
+        os.mkfifo(path)  # no writer: opening it to read would block
+    elif kind == "device":
+        path = "/dev/zero"  # never ends
+    else:
+        path = str(tmp_path)
+    r = mcp("serve", "--replay", path, timeout=60)
+    assert r.code == 2, r
+    assert r.stderr.count("mcp: error:") == 1 and "Traceback" not in r.stderr
+    assert "not a regular file" in r.stderr or "is a directory" in r.stderr, r
+
+
+@pytest.mark.slow
+def test_a_huge_file_of_one_line_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from mcpcli.server.replay import MAX_LINE_BYTES
+
+    path = tmp_path / "huge.ndjson"
+    with open(path, "wb") as fh:
+        fh.truncate(400 * 1024 * 1024)  # sparse: 400 MB of NUL bytes, no newline, no disk
+    # A parent of its own, so RUSAGE_CHILDREN is this one command's peak.
+    code = ("import resource, subprocess, sys; "
+            "p = subprocess.run([sys.executable, '-m', 'mcpcli', 'serve', '--replay', sys.argv[1]], "
+            "capture_output=True, text=True); "
+            "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+            "print(p.stderr, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    status, peak_kib = map(int, out.stdout.split())
+    assert status == 2, out
+    assert f"{path}:1: line longer than {MAX_LINE_BYTES} bytes" in out.stderr
+    assert peak_kib * 1024 < 4 * MAX_LINE_BYTES + 100 * 1024 * 1024, peak_kib  # the bound, not the file

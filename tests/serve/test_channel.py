@@ -110,6 +110,23 @@ MCP_SCRIPT_TOKEN=forged mcp script progress 1; echo "e $?"
     assert out.splitlines() == ["a 2", "b 2", "c 2", "d 2", "e 2"]
 
 
+async def test_a_request_nested_too_deeply_is_refused_and_the_channel_lives_on(make_backend: Any) -> None:
+    import sys
+
+    send = (f"{sys.executable} -c 'import os, socket; s = socket.socket(socket.AF_UNIX); "
+            's.connect(os.environ["MCP_SCRIPT_SOCKET"]); s.sendall(b"[" * 60000 + b"\\n"); '
+            "print(s.recv(1000).decode())'")
+    backend = make_backend("version: 1\ntools:" + script_tool("deep", f"""
+{send}
+mcp script progress 1 2; echo "after $?"
+"""))
+    ctx = FakeContext()
+    result = await backend.call_tool("deep", {}, ctx)
+    first, second = [line for line in text_of(result).splitlines() if line]
+    assert json.loads(first) == {"ok": False, "kind": "invalid", "error": "malformed request"}
+    assert second == "after 0" and ctx.of("progress") == [("progress", 1, 2, None)]
+
+
 def test_outside_a_served_call_is_a_clear_usage_error() -> None:
     result = mcp_in("script", "progress", "1", "2", env={"MCP_SCRIPT_SOCKET": "", "MCP_SCRIPT_TOKEN": ""})
     assert result.code == 2

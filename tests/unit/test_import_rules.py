@@ -31,6 +31,9 @@ FOUNDATIONS = frozenset({
     # Cheap per-message tasks on anyio, shared by the session (requests) and the server
     # runtime (2026 calls).
     "mcpcli.taskset",
+    # Files written where someone else may have been first (private directories, no-follow
+    # opens, locked edits): the standard library only, below the daemon's run directory.
+    "mcpcli.files",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.

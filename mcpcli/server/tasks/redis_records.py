@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from mcpcli.errors import UsageError
+from mcpcli.errors import UsageError, optional_import
 from mcpcli.server.tasks.records import PROCESS_ID, Delivery, TaskRecord
 from mcpcli.taskset import running_asyncio_loop
 
@@ -84,7 +84,7 @@ class RedisRecords:
     durable = True
 
     def __init__(self, url: str, namespace: str, *, lease: float = 10.0, process: str = PROCESS_ID) -> None:
-        import redis
+        redis = optional_import("redis", extra="redis", feature="--task-store redis")
 
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
@@ -119,7 +119,7 @@ class RedisRecords:
         self._renew()
         self._redis.sadd(self._key("replicas"), process)
         self._put: Any = self._redis.register_script(_PUT)
-        self._pubsub: Any = self._redis.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+        self._pubsub: Any = self._redis.pubsub(ignore_subscribe_messages=True)
         self._pubsub.subscribe(self._events)
         self._threads = [
             threading.Thread(target=self._listen, name="mcpcli-redis-listen", daemon=True),

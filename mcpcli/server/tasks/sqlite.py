@@ -7,6 +7,14 @@ being killed, and each write is one short statement on the event loop
 store filters on (principal key, status, expiry, owner) and the whole record
 as JSON.
 
+The directory must be ours and 0700 (one we own that others may only read is
+tightened; another user's, or one others may write, is refused), and none of the
+files is opened through a symlink: whoever could plant one could have a file of
+their choosing changed. SQLite opens tasks.db and its -wal, -shm and -journal
+itself (Python cannot pass it SQLITE_OPEN_NOFOLLOW, an open flag, not a URI
+parameter), so each is checked just before; in a directory only we can write,
+nobody else can swap one afterwards.
+
 One server per state directory: an exclusive lock on `tasks.lock` is held for
 the store's lifetime, since `recover()` fails every unfinished record at start
 (their process is gone; a tools.yaml script cannot be resumed) and would
@@ -22,8 +30,9 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from mcpcli import files
 from mcpcli.errors import TransportError
 from mcpcli.jsonrpc import INTERNAL_ERROR
 from mcpcli.server.tasks.records import RESTARTED, LocalDelivery, TaskRecord
@@ -59,18 +68,25 @@ class StoreBusy(TransportError):
     """Another server holds the state directory (its lock on tasks.lock)."""
 
 
-def _private_dir(path: Path) -> None:
-    """Create `path` (0700), or tighten an existing one we own."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if os.name == "posix" and path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
-        os.chmod(path, 0o700)
+#: The database and the files SQLite keeps beside it (each opened by SQLite itself).
+_DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
+_UNSAFE_HINT = ("the state directory must be yours, mode 700, with no symlinks in it; "
+                "fix it or give another --state-dir")
 
 
-def _private_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    os.close(fd)
-    if os.name == "posix" and path.stat().st_mode & 0o077:
-        os.chmod(path, 0o600)
+def _private_file(path: Path, *, create: bool) -> None:
+    """Make `path` 0600, never through a symlink (UnsafePath); a missing one is made only if `create`."""
+    try:
+        fd = files.open_regular(path, os.O_RDWR | (os.O_CREAT if create else 0))
+    except FileNotFoundError:
+        if create:
+            raise
+        return
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 class SQLiteRecords(LocalDelivery):
@@ -81,14 +97,13 @@ class SQLiteRecords(LocalDelivery):
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.dir = Path(state_dir)
         self.path = self.dir / DB_NAME
-        self._lock: IO[bytes] | None = None
+        self._lock: int | None = None
         db: sqlite3.Connection | None = None
         try:
-            _private_dir(self.dir)
+            files.private_dir(self.dir, "the state directory")
             self._lock = self._take_lock()
-            for suffix in ("", "-wal", "-shm"):  # SQLite gives -wal and -shm the db's mode
-                if suffix == "" or (self.dir / (DB_NAME + suffix)).exists():
-                    _private_file(self.dir / (DB_NAME + suffix))
+            for name in _DB_FILES:  # SQLite gives -wal and -shm the db's mode
+                _private_file(self.dir / name, create=name == DB_NAME)
             db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -96,32 +111,29 @@ class SQLiteRecords(LocalDelivery):
             db.executescript(_SCHEMA)
         except StoreBusy:
             raise
+        except files.UnsafePath as exc:
+            if self._lock is not None:
+                os.close(self._lock)
+            raise TransportError(str(exc), hint=_UNSAFE_HINT) from None
         except (OSError, sqlite3.Error) as exc:
             if db is not None:
                 db.close()
             if self._lock is not None:
-                self._lock.close()
+                os.close(self._lock)
             raise TransportError(f"cannot open the task store {self.path}: {exc}") from None
         self._db = db
         self._mutex = threading.Lock()
         self._swept = 0.0
 
-    def _take_lock(self) -> IO[bytes] | None:
+    def _take_lock(self) -> int:
+        """The store's lock on tasks.lock (a descriptor held for its lifetime)."""
         try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock
-            return None
-        handle = open(self.dir / _LOCK_NAME, "ab")  # noqa: SIM115 - held for the store's lifetime
-        os.chmod(handle.name, 0o600)
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
+            return files.take_lock(self.dir / _LOCK_NAME, timeout=0)
+        except files.LockBusy:
             raise StoreBusy(
                 f"another mcp serve keeps its tasks in {self.dir}",
                 hint="give each server its own --state-dir (or --task-store memory)",
             ) from None
-        return handle
 
     def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._mutex:
@@ -210,5 +222,6 @@ class SQLiteRecords(LocalDelivery):
         with self._mutex:
             self._db.close()
         if self._lock is not None:
-            self._lock.close()
+            os.close(self._lock)
+            self._lock = None
 
