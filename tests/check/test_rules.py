@@ -246,3 +246,26 @@ def test_what_a_2026_server_must_not_send() -> None:
     report = Report()
     asked.analyse(report, "modern", ("n", "n"))
     assert report.findings == []
+
+
+# -- the README says the same ------------------------------------------------------------
+
+
+def test_the_readme_documents_every_code_and_every_rule_source() -> None:
+    from helpers import REPO
+
+    from mcpcli.check import CODES
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### mcp check"):readme.index("## Talking back to the server")]
+    for code in CODES:
+        assert f"| `{code}` |" in section, code
+    for provider in PROVIDERS:
+        for rule in (provider.tool_name, provider.property_name, provider.root_forbidden, provider.max_tools,
+                     provider.keywords):
+            if rule is not None:
+                for source in rule[1].source.split(", "):
+                    assert source in section, (provider.key, source)
+    from mcpcli.check.providers import STRICT_SOURCE
+
+    assert STRICT_SOURCE in section
