@@ -27,9 +27,16 @@ def _ignore(method: str, params: dict[str, Any]) -> None:
     """What the server sends unasked is judged from the traffic, not printed."""
 
 
-def _traced(traffic: Traffic) -> Callable[[ClientOptions], ClientOptions]:
-    """Client options that feed every message to `traffic` (and to --trace/--record, if given)
-    and always probe the era live (no cached `server/discover`, no remembered legacy)."""
+async def _decline(params: dict[str, Any]) -> dict[str, Any]:
+    """A check asks nobody: a server's elicitation is declined (unless --elicit-json or
+    --elicit-defaults says how to answer)."""
+    return {"action": "decline"}
+
+
+def _traced(traffic: Traffic, *, answer_elicitation: bool) -> Callable[[ClientOptions], ClientOptions]:
+    """Client options that feed every message to `traffic` (and to --trace/--record, if given),
+    always probe the era live (no cached `server/discover`, no remembered legacy) and prompt
+    nobody."""
 
     def adjust(options: ClientOptions) -> ClientOptions:
         tracer = options.trace
@@ -39,7 +46,11 @@ def _traced(traffic: Traffic) -> Callable[[ClientOptions], ClientOptions]:
             if tracer is not None:
                 tracer(direction, message)
 
-        return dataclasses.replace(options, trace=both, on_notification=_ignore, remember_era=False)
+        features = options.features
+        if not answer_elicitation:
+            features = dataclasses.replace(features, elicit=_decline, elicit_url=False)
+        return dataclasses.replace(options, trace=both, on_notification=_ignore, remember_era=False,
+                                   features=features)
 
     return adjust
 
@@ -83,7 +94,8 @@ def check(app: App, target: str | None, strict: bool, no_calls: bool, junit: str
     @asynccontextmanager
     async def connect(protocol: str | None, traffic: Traffic) -> AsyncIterator[Client]:
         conn.protocol = protocol
-        async with app.client(target, conn, adjust=_traced(traffic)) as client:
+        answer = conn.elicit_json is not None or conn.elicit_defaults
+        async with app.client(target, conn, adjust=_traced(traffic, answer_elicitation=answer)) as client:
             yield client
 
     async def go() -> Any:

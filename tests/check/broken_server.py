@@ -2,7 +2,8 @@
 """An MCP stdio server with every defect `mcp check` names, one scenario per argument (stdlib only).
 
   clean         a correct 2025-11-25 server: tools over two pages, a read-only tool with an
-                output schema, a prompt with completion, a resource, logging (no findings)
+                output schema, one that asks the user (elicitation), a prompt with completion,
+                a resource, logging (no findings)
   broken        a 2025-11-25 server with each legacy-era defect (see BROKEN_TOOLS and serve())
   modern        a 2026-07-28 server listing 2025-11-25 that answers initialize with 2025-06-18,
                 and breaks the 2026-07-28 rules (no resultType/ttlMs, mixed cacheScopes, log
@@ -31,6 +32,8 @@ CLEAN_TOOLS: list[dict[str, Any]] = [
      "inputSchema": CLOSED, "annotations": {"readOnlyHint": True},
      "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
                       "additionalProperties": False}},
+    {"name": "ask", "description": "Asks the user a question (elicitation) and says what they did.",
+     "inputSchema": CLOSED, "annotations": {"readOnlyHint": True}},
 ]
 
 
@@ -126,6 +129,10 @@ def call(rid: Any, params: dict[str, Any]) -> None:
     if name == "add":
         args = params.get("arguments") or {}
         result(rid, {"content": [{"type": "text", "text": str(args.get("a", 0) + args.get("b", 0))}]})
+    elif name == "ask":
+        send({"id": f"ask-{rid}", "method": "elicitation/create",
+              "params": {"message": "QUESTION: pick a colour", "requestedSchema": {
+                  "type": "object", "properties": {"colour": {"type": "string"}}}}})
     elif name == "answer":
         result(rid, {"content": [{"type": "text", "text": '{"n": 42}'}], "structuredContent": {"n": 42}})
     elif name == "fails_ro":
@@ -146,8 +153,12 @@ def call(rid: Any, params: dict[str, Any]) -> None:
 
 def serve(message: dict[str, Any]) -> None:
     method, rid, params = message.get("method"), message.get("id"), message.get("params") or {}
+    if method is None and isinstance(rid, str) and rid.startswith("ask-"):
+        action = (message.get("result") or {}).get("action", "error")
+        result(json.loads(rid[4:]), {"content": [{"type": "text", "text": f"the user chose to {action}"}]})
+        return
     if rid is None or method is None:
-        return  # notifications and the client's answers
+        return  # notifications and the client's other answers
     if method == "server/discover":
         if not MODERN:
             error(rid, -32601, "Method not found")

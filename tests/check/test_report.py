@@ -174,3 +174,17 @@ def test_the_era_is_probed_live_even_when_remembered(tmp_path: Path) -> None:
     mcp_in("check", "--json", "--no-calls", "--", *server)
     methods = [json.loads(line).get("method") for line in record.read_text().splitlines()]
     assert methods[0] == "server/discover", methods
+
+
+@pytest.mark.slow
+def test_a_check_asks_nobody_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only tool that asks the user (elicitation) is declined, not prompted for."""
+    from mcpcli.cli._app import App
+
+    for stream in ("stdin_tty", "stderr_tty"):
+        monkeypatch.setattr(App, stream, property(lambda self: True))
+    r = mcp_in("check", "--json", "--", sys.executable, str(SERVER), "clean")
+    assert r.code == 0, r
+    # neither a prompt nor a failed attempt at one (prompting needs the real terminal)
+    assert "QUESTION" not in r.stderr and "elicitation" not in r.stderr, r
+    assert {c["id"]: c["status"] for c in json.loads(r.stdout)["checks"]}["call:ask"] == "passed"
