@@ -50,8 +50,8 @@ CODES: dict[str, CodeInfo] = {
     "unknown-method": CodeInfo("protocol", "an unknown method is not answered with the JSON-RPC error -32601"),
     "unknown-tool": CodeInfo("protocol", "a call of an unknown tool is not answered with a JSON-RPC error (-32602)"),
     "result-shape": CodeInfo("protocol", "a result does not have the shape the negotiated revision gives it"),
-    "notification-order": CodeInfo("protocol", "a notification comes when the revision says it should not (before the "
-                                               "handshake ends, after its request's answer)"),
+    "notification-order": CodeInfo("protocol", "a message comes when the revision says it should not (a request "
+                                               "before the handshake ends, progress after its request's answer)"),
     "notification-forbidden": CodeInfo("protocol", "a 2026-07-28 server sends what it must not: a request, a log "
                                                    "message nobody asked for, a change notification outside a "
                                                    "subscription"),

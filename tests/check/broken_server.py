@@ -175,7 +175,7 @@ def serve(message: dict[str, Any]) -> None:
         info: dict[str, Any] = {"name": SCENARIO, "version": "1"}
         if SCENARIO == "broken":
             del info["version"]                                              # handshake-shape
-            send({"method": "notifications/tools/list_changed"})             # notification-order
+            send({"id": "r0", "method": "roots/list"})                       # notification-order
         version = "2025-06-18" if MODERN else "2025-11-25"                   # version (modern)
         send({"id": rid, "result": {"protocolVersion": version, "capabilities": capabilities(), "serverInfo": info}})
         if SCENARIO == "broken":

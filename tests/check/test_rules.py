@@ -212,9 +212,11 @@ def test_2026_result_envelope() -> None:
 
 def test_order_of_messages() -> None:
     traffic = Traffic()
-    traffic("send", Request("initialize", {"capabilities": {}}, 1))
+    traffic("send", Request("initialize", {"capabilities": {"elicitation": {}}}, 1))
     traffic("recv", Notification("notifications/message", {"level": "info", "data": "hi"}))  # allowed early
-    traffic("recv", Notification("notifications/tools/list_changed"))  # too early
+    traffic("recv", Notification("notifications/tools/list_changed"))  # notifications race: not judged
+    traffic("recv", Request("ping", None, "p"))  # allowed early
+    traffic("recv", Request("elicitation/create", {}, "e"))  # too early
     traffic("recv", Response(1, {}))
     traffic("send", Notification("notifications/initialized"))
     traffic("send", Request("tools/call", {"_meta": {"progressToken": 2}}, 2))
