@@ -142,6 +142,10 @@ class ClientOptions:
     #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
     #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
     meta: JSON = field(default_factory=dict)
+    #: Reuse and store what was learnt of the server's era (a cached `server/discover`
+    #: result, a stdio command line remembered as legacy). False: always a live probe
+    #: (`mcp check` judges the handshake itself).
+    remember_era: bool = True
 
 
 @dataclass
@@ -306,7 +310,7 @@ class Client:
     def _probe_memory_key(self) -> str | None:
         """The command line of a stdio server, whose era is remembered across runs."""
         command_line = self.transport.traits.command_line
-        if not command_line:
+        if not command_line or not self.options.remember_era:
             return None
         import json
 
@@ -338,6 +342,8 @@ class Client:
 
     def _cache_key(self) -> str | None:
         """Where this server's cacheable results live (HTTP servers only: a URL)."""
+        if not self.options.remember_era:
+            return None
         return self.transport.traits.cache_key or None
 
     def _cached_discover(self) -> JSON | None:

@@ -10,6 +10,8 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -292,6 +294,21 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, timeout: f
     wait_until(lambda: proc.poll() is not None or is_listening(port), timeout, f"{what} to listen on {port}")
     if proc.poll() is not None:
         raise AssertionError(f"{what} exited with code {proc.returncode} before listening")
+
+
+@contextmanager
+def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server (in its own process group) until it listens on `port`; yield its /mcp URL."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})}, start_new_session=True,
+    )
+    try:
+        wait_listening(port, proc, f"{argv[:3]}")
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
 
 
 async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcpcli.cli._connection import Connection
-    from mcpcli.client import Client
+    from mcpcli.client import Client, ClientOptions
     from mcpcli.config import Config, ServerEntry
 
 __all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "Group", "GroupHelp", "no_such_command", "offered", "pass_app"]
@@ -268,8 +268,15 @@ class App:
         return self.run(go)
 
     @asynccontextmanager
-    async def client(self, target: str | None, conn: Connection) -> AsyncIterator[Client]:
-        """Connect to TARGET (or the `--` command) with the command's connection flags."""
+    async def client(
+        self,
+        target: str | None,
+        conn: Connection,
+        *,
+        adjust: Callable[[ClientOptions], ClientOptions] | None = None,
+    ) -> AsyncIterator[Client]:
+        """Connect to TARGET (or the `--` command) with the command's connection flags;
+        `adjust` changes the client options they make (`mcp check` traces the traffic)."""
         from mcpcli.connect import connect
 
         entry = self.resolve(target)
@@ -283,7 +290,11 @@ class App:
                     f"with (give them to `mcp session open`)"
                 )
         try:
-            async with connect(entry, conn.connect_options(self), conn.client_options(self, entry)) as client:
+            connect_options = conn.connect_options(self)
+            options = conn.client_options(self, entry)
+            if adjust is not None:
+                options = adjust(options)
+            async with connect(entry, connect_options, options) as client:
                 yield client
         finally:
             conn.close()

@@ -11,6 +11,7 @@ and `mcpcli.text` (and rich, lazily), and nothing of click or the CLI
 from __future__ import annotations
 
 from mcpcli.render.agents import grep_matches
+from mcpcli.render.check import check_report
 from mcpcli.render.content import (
     call_result,
     decoded,
@@ -37,6 +38,7 @@ from mcpcli.render.sessions import session_summary, sessions_table
 
 __all__ = [
     "call_result",
+    "check_report",
     "completion_values",
     "decoded",
     "grep_matches",

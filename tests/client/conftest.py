@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, wait_listening
+from helpers import Peers, free_port, listening
 
 FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
 
@@ -22,21 +18,6 @@ FAKE_TASKS = Path(__file__).resolve().parent / "fake_task_server.py"
 class TaskHTTP:
     url: str
     record: Path
-
-
-@contextmanager
-def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run a server (in its own process group) until it listens on `port`; yield its /mcp URL."""
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})}, start_new_session=True,
-    )
-    try:
-        wait_listening(port, proc, f"{argv[:3]}")
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
 
 
 @pytest.fixture

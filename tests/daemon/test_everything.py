@@ -244,8 +244,7 @@ def test_our_client_runs_unchanged_over_an_attached_connection(daemon: DaemonPro
 
 
 def test_a_session_over_streamable_http_relays_like_one_over_stdio(daemon: DaemonProcess, peers: Peers) -> None:
-    from client.conftest import listening
-    from helpers import free_port
+    from helpers import free_port, listening
 
     port = free_port()
     with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:
@@ -282,8 +281,7 @@ def test_over_streamable_http_a_server_request_goes_to_the_command_whose_call_ca
 ) -> None:
     # Over stdio two busy commands make the elicitation unroutable (declined, above); over
     # Streamable HTTP it arrives on the stream of the POST that caused it, which says whose.
-    from client.conftest import listening
-    from helpers import free_port
+    from helpers import free_port, listening
 
     port = free_port()
     with listening(peers.everything("streamableHttp"), port, {"PORT": str(port)}) as url:

@@ -90,6 +90,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.skill": frozenset(),
     # `--record`: a session tracer writing NDJSON, and a description of the entry recorded.
     "mcpcli.record": frozenset({"mcpcli.config"}),
+    # `mcp check`: checks run on a connected `Client` it is handed (how to connect is the
+    # caller's), findings and reports; never the CLI, targets or transports.
+    "mcpcli.check": frozenset({"mcpcli.client"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
