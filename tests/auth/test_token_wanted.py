@@ -81,8 +81,8 @@ def test_the_ways_the_hint_names_work(served: str, tmp_path: Path) -> None:
     by_header = mcp_in("tools", "list", served, "--json", "-H", f"Authorization: Bearer {TOKEN}")
     assert by_header.code == 0, by_header
     config = tmp_path / "mcp.json"
-    config.write_text('{"mcpServers": {"tools": {"url": "%s", "headers": '
-                      '{"Authorization": "Bearer ${TOOLS_TOKEN}"}}}}' % served)
+    config.write_text(json.dumps({"mcpServers": {"tools": {
+        "url": served, "headers": {"Authorization": "Bearer ${TOOLS_TOKEN}"}}}}))
     by_config = mcp_in("--config", str(config), "tools", "list", "tools", "--json", env={"TOOLS_TOKEN": TOKEN})
     assert by_config.code == 0, by_config
     assert all("word_count" in r.stdout for r in (by_env, by_header, by_config))
