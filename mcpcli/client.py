@@ -62,7 +62,7 @@ from mcpcli.protocol import (
     is_modern_error,
     pick_version,
 )
-from mcpcli.session import ProgressHandler, RequestContext, Session, Tracer
+from mcpcli.session import ProgressHandler, RequestContext, Session, SlowHandler, Tracer
 from mcpcli.tasks import TaskOptions
 from mcpcli.transports import Envelope, Transport
 
@@ -142,6 +142,10 @@ class ClientOptions:
     #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
     #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
     meta: JSON = field(default_factory=dict)
+    #: Told when a request has gone `slow_after` seconds unanswered (see `Session`): a
+    #: person at a terminal is shown what is awaited from whom.
+    on_slow: SlowHandler | None = None
+    slow_after: float = 3.0
 
 
 @dataclass
@@ -199,6 +203,8 @@ class Client:
                     trace=self.options.trace,
                     default_timeout=self.options.timeout,
                     max_timeout=self.options.max_timeout,
+                    on_slow=self.options.on_slow,
+                    slow_after=self.options.slow_after,
                 )
             )
             self._roots_asked = anyio.Event()
