@@ -120,6 +120,7 @@ def test_install_dry_run_diff_redacts_the_entries_secrets(isolated_env: Path, cl
     assert "writing literal values of header X-Api-Key" in installed.stderr
 
 
+@pytest.mark.slow
 def test_info_endpoint_never_shows_a_secret_argument() -> None:
     code = f"import runpy, sys; sys.argv = [sys.argv[0]]; runpy.run_path({fake_server()[1]!r}, run_name='__main__')"
     info = mcp_in("info", "--json", "--", sys.executable, "-c", code, "--api-key", KEY)

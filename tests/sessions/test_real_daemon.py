@@ -336,6 +336,7 @@ def test_a_sessions_oauth_token_is_refreshed_in_place(real: Path, monkeypatch: p
         assert mcp_in("session", "close", "o").code == 0
 
 
+@pytest.mark.slow
 def test_a_sessions_target_never_shows_a_secret_argument(real: Path) -> None:
     """INFO carries the command line, with what looks secret in it redacted (`mcp servers show`'s rule)."""
     key = "sk-live-0123456789"
