@@ -62,7 +62,7 @@ from mcpcli.protocol import (
     is_modern_error,
     pick_version,
 )
-from mcpcli.session import ProgressHandler, RequestContext, Session, Tracer
+from mcpcli.session import ProgressHandler, RequestContext, Session, SlowHandler, Tracer
 from mcpcli.tasks import TaskOptions
 from mcpcli.transports import Envelope, Transport
 
@@ -146,6 +146,10 @@ class ClientOptions:
     #: result, a stdio command line remembered as legacy). False: always a live probe
     #: (`mcp check` judges the handshake itself).
     remember_era: bool = True
+    #: Told when a request has gone `slow_after` seconds unanswered (see `Session`): a
+    #: person at a terminal is shown what is awaited from whom.
+    on_slow: SlowHandler | None = None
+    slow_after: float = 3.0
 
 
 @dataclass
@@ -203,6 +207,8 @@ class Client:
                     trace=self.options.trace,
                     default_timeout=self.options.timeout,
                     max_timeout=self.options.max_timeout,
+                    on_slow=self.options.on_slow,
+                    slow_after=self.options.slow_after,
                 )
             )
             self._roots_asked = anyio.Event()

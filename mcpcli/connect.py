@@ -150,7 +150,11 @@ def _learn_secrets(entry: ServerEntry | None, options: ConnectOptions) -> None:
     passed = [os.environ.get(key) if value is None else value for key, value in options.env.items()]
     secrets.add(*passed, *options.headers.values(), options.bearer_token)
     if entry is not None:
-        secrets.add(*entry.env.values(), *entry.headers.values())
+        from mcpcli.text import entry_secrets
+
+        # Its env and header values, and what looks secret in its command line or URL.
+        secrets.add(*entry.env.values(), *entry.headers.values(),
+                    *(value for _, value in entry_secrets(entry.to_json())))
 
 
 class _NoticedAuthenticator:

@@ -54,6 +54,7 @@ from mcpcli.other_clients import (
     toml_loads,
     zed_settings,
 )
+from mcpcli.text import SecretValues, entry_secrets
 
 __all__ = ["CLIENTS", "Change", "client_entry", "plan_install", "plan_uninstall", "target_file"]
 
@@ -63,7 +64,6 @@ CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "windsurf", "cod
 JSON = dict[str, Any]
 
 _VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}")
-_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 #: Clients whose `cwd` setting we can write.
 _HAS_CWD = {"vscode", "codex", "gemini"}
 #: How each client spells an environment reference (None: it has none).
@@ -186,7 +186,7 @@ def client_entry(entry: ServerEntry, client: str) -> tuple[JSON, list[str]]:
     label = SOURCES.get(client, client)
     if entry.transport not in ("stdio", "http", "sse") or (entry.command is None and entry.url is None):
         raise UsageError(f"{entry.name!r} is not a stdio or URL server; {label} cannot run it")
-    secret = [k for k, v in {**entry.env, **entry.headers}.items() if _SECRET.search(k) and "${" not in v and v]
+    secret = list(dict.fromkeys(where for where, v in entry_secrets(entry.to_json()) if "${" not in v))
     if secret:
         warnings.append(f"writing literal values of {', '.join(secret)} into {label}'s config; "
                         "prefer ${VAR} references")
@@ -245,13 +245,19 @@ class Change:
     warnings: list[str] = field(default_factory=list)
     #: The same change planned again on other text (the file changed since it was read).
     replan: Callable[[str | None], Change] | None = field(default=None, repr=False, compare=False)
+    #: The file's server entries before and after (the client's own form): their secrets
+    #: are redacted in `diff`.
+    entries: list[Any] = field(default_factory=list)
 
     def diff(self) -> str:
+        """The change as a unified diff, for a person: the entries' secrets redacted (as
+        `mcp servers show` does), and any quoted bearer credential."""
         before = (self.before or "").splitlines(keepends=True)
         after = self.after.splitlines(keepends=True)
         lines = difflib.unified_diff(before, after, fromfile=str(self.path), tofile=str(self.path))
-        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-                       for line in lines)
+        secrets = SecretValues(v for e in self.entries if isinstance(e, dict) for _, v in entry_secrets(e))
+        return "".join(secrets.scrub(line) if line.endswith("\n") else
+                       secrets.scrub(line) + "\n\\ No newline at end of file\n" for line in lines)
 
     def apply(self) -> Path | None:
         """Write atomically, keeping the old file as FILE.bak; returns the backup's path.
@@ -375,6 +381,17 @@ def _rest(doc: Any, keys: tuple[str, ...], name: str) -> Any:
     return doc
 
 
+def _entries(before: Any, after: Any, container: tuple[str, ...]) -> list[Any]:
+    """Every server entry of the file before and after a change: a diff's context lines may
+    show any of them, so their secrets are all redacted in it."""
+    found: list[Any] = []
+    for doc in (before, after):
+        servers = _dig(doc, container)
+        if isinstance(servers, dict):
+            found.extend(servers.values())
+    return found
+
+
 def _json_change(target: Target, name: str, value: JSON | None, text: str | None, force: bool) -> Change:
     path = target.path
     container = list(target.container)
@@ -399,7 +416,8 @@ def _json_change(target: Target, name: str, value: JSON | None, text: str | None
         raise _cannot(path, "the edit would not give the intended entry")
     if _rest(after_doc, target.container, name) != _rest(before_doc, target.container, name):
         raise _cannot(path, "the edit would change other settings")
-    return Change(target.client, path, name, text, after, replaced)
+    return Change(target.client, path, name, text, after, replaced,
+                  entries=_entries(before_doc, after_doc, target.container))
 
 
 # TOML (Codex): each server is its own `[mcp_servers.NAME]` table, added or cut as lines.
@@ -513,7 +531,8 @@ def _toml_change(target: Target, name: str, value: JSON | None, text: str | None
         raise _cannot(path, "the edit would not give the intended entry")
     if _rest(after_doc, ("mcp_servers",), name) != _rest(before_doc, ("mcp_servers",), name):
         raise _cannot(path, "the edit would change other settings")
-    return Change(target.client, path, name, text, after, replaced)
+    return Change(target.client, path, name, text, after, replaced,
+                  entries=_entries(before_doc, after_doc, ("mcp_servers",)))
 
 
 def plan_install(entry: ServerEntry, client: str, *, force: bool = False, home: Path | None = None) -> Change:

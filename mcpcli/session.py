@@ -69,6 +69,9 @@ NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
 ProgressHandler = Callable[[dict[str, Any]], None]
 Tracer = Callable[[str, Message | Batch], None]
 ErrorReporter = Callable[[Exception], None]
+#: Told that a request has gone unanswered for a while: (method, seconds waited); returns
+#: what to call once it ends (answered, failed or given up).
+SlowHandler = Callable[[str, float], Callable[[], None]]
 
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
@@ -277,7 +280,12 @@ class Session:
         allow_batch: bool = False,
         default_timeout: float | None = None,
         max_timeout: float | None = None,
+        on_slow: SlowHandler | None = None,
+        slow_after: float = 3.0,
     ) -> None:
+        """`on_slow`: called when a request with a time bound (one whose caller expects an
+        answer, unlike a stream or a wait on a task) has gone `slow_after` seconds without
+        one, not counting time a person spends at a prompt or signing in."""
         self._read, self._write = streams
         self._on_request = on_request
         self._on_notification = on_notification
@@ -286,6 +294,8 @@ class Session:
         self.allow_batch = allow_batch
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
+        self.on_slow = on_slow
+        self.slow_after = slow_after
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, _Pending] = {}
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
@@ -428,6 +438,9 @@ class Session:
         )
         self._pending[request_id] = pending
         paused_at_start = _CLOCK.paused_so_far()
+        bounded = tmo is not None or hard is not None
+        slow_at = now + self.slow_after if self.on_slow is not None and bounded else math.inf
+        slow_done: Callable[[], None] | None = None
         try:
             await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
             while not pending.done.is_set():
@@ -441,6 +454,16 @@ class Session:
                         await self._cancel_remote(request_id, "timed out")
                     waited = anyio.current_time() - now
                     raise RequestTimeout(f"{method} timed out after {waited:.1f}s")
+                if slow_at != math.inf:
+                    until_slow = slow_at + paused - current
+                    if _CLOCK.depth:
+                        until_slow = max(until_slow, 0.5)  # a person is busy: not the server's silence
+                    elif until_slow <= 0:
+                        assert self.on_slow is not None
+                        slow_at = math.inf
+                        slow_done = self.on_slow(method, current - now - paused)
+                        continue
+                    remaining = min(remaining, until_slow)
                 if remaining == math.inf:
                     await pending.done.wait()
                 else:
@@ -453,6 +476,8 @@ class Session:
             raise
         finally:
             self._pending.pop(request_id, None)
+            if slow_done is not None:
+                slow_done()
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None

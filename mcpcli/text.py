@@ -15,11 +15,11 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 __all__ = [
-    "LOG_LEVELS", "REDACTED", "UNASKED_LOG_FLOOR", "SecretValues", "json_safe", "log_line", "log_rank", "one_line",
-    "printable", "redact", "verbatim",
+    "LOG_LEVELS", "REDACTED", "UNASKED_LOG_FLOOR", "SecretValues", "entry_secrets", "json_safe", "log_line",
+    "log_rank", "one_line", "printable", "redact", "redact_argv", "redact_entry", "secret_name", "verbatim",
 ]
 
 #: C0 controls but tab and newline, DEL and C1, then Unicode format characters
@@ -231,3 +231,109 @@ def redact(value: Any, secrets: SecretValues | None = None) -> Any:
 
 
 _NO_SECRETS = SecretValues()
+
+
+# -- secrets in server entries (servers show/list/add/install, session targets) ----------
+
+#: Names of environment variables and headers that hold secrets by convention: the keys
+#: `redact` hides, and KEY or AUTH anywhere in the name (OPENAI_KEY, DEEPL_AUTH_KEY, X-Auth).
+_SECRET_NAME = re.compile(r"key|auth", re.IGNORECASE)
+#: The fields of a server entry, in any client's dialect, that map names to values.
+_NAMED_VALUES = frozenset({"env", "environment", "envs", "headers", "http_headers"})
+#: Fields that hold a URL, and those that hold an argv (opencode's `command` is a list).
+_URL_FIELDS = frozenset({"url", "httpUrl", "serverUrl", "uri"})
+_ARGV_FIELDS = frozenset({"args", "command", "headersHelper"})
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable or header of this name holds a secret (TOKEN, KEY,
+    SECRET, PASSWORD, AUTH, CREDENTIAL, COOKIE... anywhere in it)."""
+    return _SECRET_KEY.search(name) is not None or _SECRET_NAME.search(name) is not None
+
+
+def _argv_secrets(argv: Sequence[Any]) -> Iterator[tuple[str, str]]:
+    """(where, value) for each secret in a command line: the value of `--token=V`, `API_KEY=V`
+    and `X-Api-Key: V` forms with a secret-looking name, and the argument after a flag that
+    names one outright (`--api-key V`, `--password V`; not a bare `--auth`, which may be a
+    switch)."""
+    for i, arg in enumerate(argv):
+        if not isinstance(arg, str):
+            continue
+        for sep in ("=", ":"):
+            name, found, value = arg.partition(sep)
+            name, value = name.strip(), value.strip()
+            if found and value and name and " " not in name and secret_name(name.lstrip("-")):
+                if sep == ":" and "//" in value:  # a URL's scheme, not a header
+                    continue
+                yield f"argument {name}", value
+                break
+        else:
+            nxt = argv[i + 1] if i + 1 < len(argv) else None
+            if (arg.startswith("-") and _SECRET_KEY.search(arg) and isinstance(nxt, str) and nxt
+                    and not nxt.startswith("-")):
+                yield f"argument {arg}", nxt
+
+
+def _url_secrets(url: str) -> Iterator[tuple[str, str]]:
+    """A URL's password, and the values of its secret-looking query parameters (?api_key=)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return
+    if password:
+        yield "the URL's password", password
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if secret_name(name):
+            yield f"the URL's {name}", value
+
+
+def _walk_entry(value: Any, found: list[tuple[str, str]], field: str | None = None) -> Any:
+    """`value` with the values of secret-looking names replaced (each noted in `found`);
+    an argv's and a URL's secrets are only noted (they are replaced inside strings)."""
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            named = field in _NAMED_VALUES and isinstance(key, str) and secret_name(key)
+            if isinstance(item, str) and item and (named or _secret(key, item)):
+                where = f"{'header' if field and 'header' in field else 'env'} {key}" if named else str(key)
+                found.append((where, item))
+                out[key] = REDACTED
+            else:
+                out[key] = _walk_entry(item, found, key if isinstance(key, str) else None)
+        return out
+    if isinstance(value, list):
+        if field in _ARGV_FIELDS:
+            found.extend(_argv_secrets(value))
+        return [_walk_entry(item, found, None) for item in value]
+    if isinstance(value, str) and field in _URL_FIELDS:
+        found.extend(_url_secrets(value))
+    return value
+
+
+def entry_secrets(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The secrets written in a server entry (ours, or any client's dialect), as (where,
+    value): the values of secret-looking env and header names and of secret-looking keys
+    (`clientSecret`), those in its command line (`--api-key V`, `TOKEN=V`) and in its URL
+    (a password, `?api_key=V`). `${VAR}` references are among them: the caller tells a
+    literal value (`"${" not in value`) from one read from the environment."""
+    found: list[tuple[str, str]] = []
+    _walk_entry(dict(entry), found)
+    return found
+
+
+def redact_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A server entry as shown to a person: every value `entry_secrets` finds replaced
+    (whole values, or inside a command line or URL), and any other quoted bearer credential."""
+    found: list[tuple[str, str]] = []
+    shown = _walk_entry(dict(entry), found)
+    return redact(shown, SecretValues(value for _, value in found))  # type: ignore[no-any-return]
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """A command line as shown to a person (a session's target, `mcp info`'s endpoint):
+    the secrets `entry_secrets` finds in one replaced, and any quoted bearer credential."""
+    secrets = SecretValues(value for _, value in _argv_secrets(argv))
+    return [secrets.scrub(arg) for arg in argv]

@@ -1,5 +1,5 @@
-"""Test helpers: run the `mcp` command (in this process, or as a real process), locate the
-real peers, free ports."""
+"""Test helpers: run the `mcp` command (in this process, as a real process, or on a pseudo-terminal),
+locate the real peers, free ports."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -315,7 +316,6 @@ async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "c
     """`wait_until` for async tests: polls without blocking the event loop. `predicate`
     may be a coroutine function (a poll that asks a server, say)."""
     import inspect
-    import time
 
     import anyio
 
@@ -343,7 +343,6 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0, sig: int = 
 
 def wait_until(predicate: Any, timeout: float = 15.0, what: str = "condition") -> None:
     """Poll `predicate` until it is true; fail after `timeout` seconds (never a fixed sleep)."""
-    import time
 
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -367,3 +366,7 @@ class OpenFds:
     def close_all(self) -> None:
         for fd in list(self._open):
             self.close(fd)
+
+
+def mcp_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcpcli", *args]

@@ -63,17 +63,29 @@ async def authorization_code(
     scope: str | None,
     previous: tuple[Record, Secrets] | None = None,
 ) -> SignIn:
-    """Sign in through the browser; `previous` is the stored sign-in whose client may be reused."""
-    check_can_interact(flow)
+    """Sign in through the browser; `previous` is the stored sign-in whose client may be reused.
+
+    With the 2025-03-26 default endpoints (nothing published, so only a guess) the client
+    is registered before the person is asked for anything: a server without a registration
+    endpoint there has no sign-in at all (it wants a token), and is told so on a terminal
+    or not, keyring or not.
+    """
     server = disc.server
+    guessed = server.metadata_url is None
+    if not guessed or flow.mode == "stored-only":
+        check_can_interact(flow)
     require_pkce(server)
     if not server.authorization_endpoint:
         raise AuthError(f"authorization server {verbatim(server.label, limit=300)!r} has no authorization_endpoint")
-    await anyio.to_thread.run_sync(flow.store.check_writable)
+    if not guessed:
+        await anyio.to_thread.run_sync(flow.store.check_writable)
     scope = with_offline_access(scope, server)
     listener = await _open_listener(flow.settings, server, previous)
     try:
         client = await flow._client_for(disc, listener.redirect_uri, scope, previous)
+        if guessed:
+            check_can_interact(flow)
+            await anyio.to_thread.run_sync(flow.store.check_writable)
         pkce = Pkce()
         state = new_state()
         listener.expected_state = state

@@ -26,7 +26,9 @@ import anyio.abc
 
 from mcpcli.auth.urls import check_browser_url
 
-__all__ = ["Callback", "LoopbackListener", "can_launch_browser", "open_browser", "parse_callback_url"]
+__all__ = [
+    "Callback", "LoopbackListener", "can_launch_browser", "launch_browser", "open_browser", "parse_callback_url",
+]
 
 MAX_REQUEST_BYTES = 16 * 1024
 CALLBACK_PATH = "/callback"
@@ -312,3 +314,26 @@ def open_browser(url: str) -> threading.Thread:
     thread = threading.Thread(target=run, name="mcpcli-browser", daemon=True)
     thread.start()
     return thread
+
+
+def launch_browser(url: str, *, wait: float = 3.0) -> str | None:
+    """Open `url` (checked by the caller) in a browser now, and say whether that worked:
+    None when a launcher took it (or still runs after `wait` seconds, as a browser kept in
+    the foreground does), else why nothing was opened. For a person who must be told."""
+    if not can_launch_browser():
+        return "there is no browser to open it with here (BROWSER is not set and there is no desktop)"
+    outcome: list[bool] = []
+    launch = opener
+
+    def run() -> None:
+        try:
+            outcome.append(bool(launch(url)))
+        except Exception:
+            outcome.append(False)
+
+    thread = threading.Thread(target=run, name="mcpcli-browser", daemon=True)
+    thread.start()
+    thread.join(wait)
+    if not outcome or outcome[0]:
+        return None
+    return "the BROWSER command failed" if os.environ.get("BROWSER") else "the browser launcher failed"

@@ -42,6 +42,7 @@ __all__ = [
     "ProtectedResource",
     "discover",
     "parse_www_authenticate",
+    "token_wanted",
 ]
 
 JSON = dict[str, Any]
@@ -168,6 +169,8 @@ class Fetcher:
     allow_private: bool = field(default_factory=lambda: os.environ.get("MCP_OAUTH_ALLOW_PRIVATE") == "1")
     #: Every URL requested, in order (for `mcp auth login --verbose` and tests).
     log: list[str] = field(default_factory=list)
+    #: The status of every GET answered, in order (did the server guard its metadata?).
+    answers: list[int] = field(default_factory=list)
 
     def server_is_private(self) -> bool:
         host = urlsplit(self.server_url).hostname or ""
@@ -202,6 +205,7 @@ class Fetcher:
                 timeout=self.timeout,
                 max_bytes=MAX_METADATA_BYTES,
             )
+            self.answers.append(resp.status)
             if resp.status in (301, 302, 303, 307, 308) and hops < 3:
                 location = resp.header("location")
                 if not location:
@@ -438,7 +442,14 @@ async def discover(
     prefer_issuer: str | None = None,
     legacy_fallback: bool = True,
 ) -> Discovery:
-    """Protected resource → authorization server → its metadata (all revisions)."""
+    """Protected resource → authorization server → its metadata (all revisions).
+
+    A server that publishes no metadata anywhere and answers even its discovery URLs
+    with 401 or 403 has nothing to sign in to: it wants a token (`token_wanted`).
+    One that answers them 404 may be a 2025-03-26 server with the default endpoints,
+    which the registration there confirms (`mcpcli.auth.tokens.register_client`).
+    """
+    asked = len(fetcher.answers)
     prm = await fetch_protected_resource(fetcher, server_url, challenge)
     if prm is not None:
         issuer = prm.authorization_servers[0]
@@ -465,6 +476,8 @@ async def discover(
     )
     server = await fetch_auth_server(fetcher, origin, legacy=True)
     if server is None:
+        if any(status in (401, 403) for status in fetcher.answers[asked:]):
+            raise token_wanted(server_url)
         server = AuthServer(
             issuer=None,
             authorization_endpoint=fetcher.check(f"{origin}/authorize", "authorization_endpoint"),
@@ -472,6 +485,18 @@ async def discover(
             registration_endpoint=f"{origin}/register",
         )
     return Discovery(resource=legacy_prm, server=server, challenge=challenge)
+
+
+def token_wanted(server_url: str) -> AuthError:
+    """The error for a 401 from a server that publishes no way to sign in: it wants a
+    token given up front (a static bearer token, an API key in a header)."""
+    return AuthError(
+        f"{verbatim(server_url, limit=300)} wants a bearer token: it answered HTTP 401 and "
+        "publishes no OAuth metadata to sign in with",
+        hint="give the token in MCP_BEARER_TOKEN, or with -H 'Authorization: Bearer TOKEN', or as "
+        '"headers": {"Authorization": "Bearer ${VAR}"} in its config entry '
+        "(`mcp serve --http` prints its token on its stderr)",
+    )
 
 
 def require_pkce(server: AuthServer) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from mcpcli.auth.metadata import AuthServer, Fetcher
+from mcpcli.auth.metadata import AuthServer, Fetcher, token_wanted
 from mcpcli.errors import AuthError
 from mcpcli.text import verbatim
 
@@ -142,6 +142,10 @@ async def register_client(
     if scope:
         body["scope"] = scope
     status, doc, text = await fetcher.post_json(endpoint, "registration_endpoint", body)
+    if server.metadata_url is None and status in (401, 403, 404, 405):
+        # The 2025-03-26 default endpoints were a guess (nothing is published), and there is
+        # no registration endpoint: the server has no sign-in, it wants a token.
+        raise token_wanted(fetcher.server_url)
     if status not in (200, 201):
         detail = _oauth_error_text(doc, text, [])
         raise AuthError(

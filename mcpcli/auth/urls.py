@@ -28,6 +28,7 @@ from mcpcli.transports.http import same_origin
 __all__ = [
     "as_metadata_urls",
     "base_url",
+    "browser_url_problem",
     "check_browser_url",
     "check_endpoint_url",
     "check_not_private",
@@ -70,7 +71,7 @@ def _split(url: str, what: str) -> tuple[str, str, str, str, str, str | None, in
 def check_browser_url(url: str) -> str:
     """Return `url` if it is safe to hand to a browser launcher, else raise AuthError (exit 3)."""
     shown = verbatim(url, limit=300)
-    reason = _browser_url_problem(url)
+    reason = browser_url_problem(url)
     if reason:
         raise AuthError(
             f"refusing to open unsafe authorization URL {shown!r}: {reason}",
@@ -79,7 +80,9 @@ def check_browser_url(url: str) -> str:
     return url
 
 
-def _browser_url_problem(url: str) -> str | None:
+def browser_url_problem(url: str) -> str | None:
+    """Why `url` must not be handed to a browser launcher (an option-like or malformed URL,
+    one a launcher could misread, plain http beyond loopback, user info), or None."""
     if not url:
         return "empty URL"
     if url[0] == "-" or url.lstrip()[:1] == "-":

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
+    from mcpcli.cli._progress import WaitingNotice
     from mcpcli.client import ClientOptions
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
@@ -150,18 +151,24 @@ class Connection:
         probe_timeout = probe_seconds(probe)
         if probe_timeout is None:
             raise UsageError(f"MCP_PROBE_TIMEOUT={probe!r}: expected a finite number of seconds, 0 or more")
+        features = build_features(app, self)
+        waiting = _waiting_notice(app, entry)
+        if waiting is not None:
+            waiting.pause_for_prompts(features)
         return ClientOptions(
             probe_timeout=probe_timeout,
             protocol=self.protocol,
             timeout=self.timeout,
             max_timeout=self.max_timeout,
             log_level=self.log_level,
-            features=build_features(app, self),
+            features=features,
             on_notification=self.on_notification
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
             on_error=lambda exc: app.warn(str(exc)),
             trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
+            on_slow=waiting,
+            slow_after=_waiting_after(),
         )
 
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
@@ -186,6 +193,51 @@ class Connection:
                 tracer(direction, message)
 
         return both
+
+
+#: Seconds a request may go unanswered before a terminal is told what is awaited.
+WAITING_AFTER = 3.0
+
+
+def _waiting_after() -> float:
+    """WAITING_AFTER, or `MCPCLI_WAITING_AFTER` seconds (for the tests, which cannot spend
+    three real seconds per check)."""
+    import math
+
+    try:
+        value = float(os.environ.get("MCPCLI_WAITING_AFTER", WAITING_AFTER))
+    except ValueError:
+        return WAITING_AFTER
+    return value if math.isfinite(value) and value >= 0 else WAITING_AFTER
+
+
+def _waiting_notice(app: App, entry: ServerEntry | None) -> WaitingNotice | None:
+    """On a terminal (stderr), what says which server a request is waiting for; None on a pipe."""
+    if not app.stderr_tty:
+        return None
+    from mcpcli.cli._progress import WaitingNotice
+
+    return WaitingNotice(app, _server_label(entry))
+
+
+def _server_label(entry: ServerEntry | None) -> str:
+    """The server as a person named it: a configured name, `@session`, a URL without its
+    credentials or query, a tools file, or the command line (secrets redacted, cut short)."""
+    if entry is None:
+        return "the server"
+    if entry.transport == "session":
+        return f"@{entry.name}"
+    if entry.source != "argv":
+        return entry.name
+    if entry.url:
+        from mcpcli.transports.http import display_url
+
+        return display_url(entry.url)
+    if entry.command:
+        from mcpcli.text import one_line, redact_argv
+
+        return one_line(" ".join(redact_argv([os.path.basename(entry.command), *entry.args])), limit=40)
+    return entry.path or entry.name
 
 
 def env_options(items: Iterable[str]) -> dict[str, str | None]:

@@ -2,8 +2,8 @@
 
 Every prompt goes to stderr (stdout is data). A person can accept (fill the
 form), decline, or cancel. Without a TTY we decline unless `--elicit-json` or
-`--elicit-defaults` says how to answer. URL-mode requests show the target host
-and ask for consent before anything is opened.
+`--elicit-defaults` says how to answer. URL-mode requests show the URL and its host
+and ask for consent before anything is opened, and say when it could not be.
 """
 
 from __future__ import annotations
@@ -318,10 +318,17 @@ def _interactive_url(tty: _Terminal, params: JSON) -> JSON:
     tty.echo(f"  {printable(url, keep_newlines=False)}")
     if not tty.confirm("Open it?", False):
         return {"action": "decline"}
-    import webbrowser
+    from mcpcli.auth.browser import launch_browser
+    from mcpcli.auth.urls import browser_url_problem
 
-    if not url.startswith("-") and not any(c.isspace() for c in url):
-        webbrowser.open(url)
+    # Accepted either way: the person agreed to go there, and has the address above.
+    problem = browser_url_problem(url)
+    if problem is not None:
+        tty.echo(f"Not opened: {problem}. Open the address above yourself if you trust it.")
+    else:
+        failed = launch_browser(url)
+        if failed is not None:
+            tty.echo(f"Could not open it: {failed}. Open the address above yourself.")
     return {"action": "accept"}
 
 

@@ -238,13 +238,33 @@ def _load(app: App, file: str, check: bool, connect: bool = False) -> Config | N
         app.exit_code = ExitCode.USAGE
         return None
     if check:
-        counts = (f"{len(config.tools)} tool{'s' * (len(config.tools) != 1)}, "
-                  f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "
-                  f"{len(config.prompts)} prompt{'s' * (len(config.prompts) != 1)}")
-        if config.servers:
-            counts += f", {len(config.servers)} server{'s' * (len(config.servers) != 1)}"
-        app.info(f"{file}: valid ({counts})")
+        app.info(f"{file}: valid ({_counts(config)})")
     return config
+
+
+def _counts(config: Config) -> str:
+    """What a file serves, counted: "3 tools, 1 resource, 0 prompts" (and its servers)."""
+    counts = (f"{len(config.tools)} tool{'s' * (len(config.tools) != 1)}, "
+              f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "
+              f"{len(config.prompts)} prompt{'s' * (len(config.prompts) != 1)}")
+    if config.servers:
+        counts += f", {len(config.servers)} server{'s' * (len(config.servers) != 1)}"
+    return counts
+
+
+def _say_stdio_on_a_terminal(app: App, what: str, try_it: list[str] | None) -> None:
+    """A person ran a stdio server at a terminal, where it would sit silent (and take a typed
+    line for bad JSON-RPC): say what it waits for, how to try it (`try_it`: what `mcp tools
+    list` can reach directly, if anything) and how to serve HTTP instead."""
+    if not app.stdin_tty:
+        return
+    from shlex import join
+
+    app.info(f"serving {what} over stdio: waiting for an MCP client to speak JSON-RPC on stdin "
+             "(an MCP client's config runs this command; Ctrl-C stops)")
+    tried = f"to try it, `{app.prog} tools list {join(try_it)}`; " if try_it else ""
+    app.stderr.write(f"{app.prog}: hint: {tried}to serve over HTTP instead, add `--http PORT`\n")
+    app.stderr.flush()
 
 
 def _servers_ok(app: App, config: Config, *, connect: bool) -> bool:
@@ -344,6 +364,8 @@ def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bo
                 await _serve_http(app, server, http, file)
             tg.cancel_scope.cancel()
 
+    if http is None:
+        _say_stdio_on_a_terminal(app, f"{file} ({_counts(config)})", [file])
     try:
         with stdin_reserved(http is None and bool(config.servers)):
             app.run(run)
@@ -382,6 +404,9 @@ def _serve_proxy(app: App, proxy: str, http: _Http | None, allow: tuple[str, ...
     if not _proxied_target_ok(app, upstream):
         app.exit_code = ExitCode.USAGE
         return
+    if http is None:
+        _say_stdio_on_a_terminal(app, f"{upstream.name} through a gateway",
+                                 [proxy] if proxy else ["--", *app.server_command])
 
     async def serve(server: Any) -> None:
         if http is None:
@@ -404,6 +429,8 @@ def _serve_replay(app: App, replay: str, file: str | None, proxy: str | None, fi
     from mcpcli.server.replay import ReplayServer, load_recording
 
     server = ReplayServer(load_recording(replay))
+    if http is None:
+        _say_stdio_on_a_terminal(app, f"the recording {replay}", ["--", app.prog, "serve", "--replay", replay])
 
     async def run() -> None:
         if http is None:

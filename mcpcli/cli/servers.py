@@ -43,6 +43,9 @@ def servers() -> None:
 
 
 def _row(entry: ServerEntry, source: str, path: str, scope: str, trust: str = "user") -> JSON:
+    """A server as `list` shows it; secrets in its command line or URL redacted, as `show` does."""
+    from mcpcli.text import redact_entry
+
     row: JSON = {"name": entry.name, "transport": entry.transport, "source": source, "path": path,
                  "scope": scope, "trust": trust}
     if entry.command is not None:
@@ -51,7 +54,7 @@ def _row(entry: ServerEntry, source: str, path: str, scope: str, trust: str = "u
     if entry.url is not None:
         row["url"] = entry.url
     row.update(_session_settings(entry))
-    return row
+    return redact_entry(row)
 
 
 def _session_settings(entry: ServerEntry) -> JSON:
@@ -139,20 +142,22 @@ def show(app: App, name: str, reveal: bool, out: Output) -> None:
     """Show one server's configuration and where it comes from.
 
     Values of env variables and headers whose names look secret (TOKEN, KEY,
-    SECRET, PASSWORD, Authorization...) are redacted unless --reveal. Showing
-    runs nothing: review a project file's server here before you trust it.
+    SECRET, PASSWORD, AUTH, Authorization...), and secrets in the command line
+    (--api-key VALUE, TOKEN=VALUE) or the URL (?api_key=) are redacted unless
+    --reveal. Showing runs nothing: review a project file's server here before you
+    trust it.
     """
     from mcpcli import render
-    from mcpcli.text import redact
+    from mcpcli.text import redact_entry
 
     entry, source, path, found = _locate(app, name)
     config = entry.to_json()
     if not reveal:
-        config = redact(config)
+        config = redact_entry(config)
     item = {"name": entry.name, "source": source, "path": path, "transport": entry.transport,
             "trust": found.trust if found is not None else "user", **_session_settings(entry), "config": config}
-    if entry.headers_helper is not None:
-        item["headersHelper"] = entry.headers_helper  # a command (its output is never shown)
+    if entry.headers_helper is not None:  # a command (its output is never shown)
+        item["headersHelper"] = config.get("headersHelper", entry.headers_helper)
     out.emit(item, human=render.server_detail)
 
 
@@ -323,8 +328,32 @@ def add(
     config = app.config()
     existed = config.set(entry, replace=force)
     app.info(f"{'replaced' if existed else 'added'} {name} in {config.path}")
+    _warn_literal_secrets(app, entry, str(config.path))
     if not out.human:
-        out.emit({"name": name, "path": str(config.path), "replaced": existed, "config": entry.to_json()})
+        from mcpcli.text import redact_entry
+
+        out.emit({"name": name, "path": str(config.path), "replaced": existed,
+                  "config": redact_entry(entry.to_json())})
+
+
+def _warn_literal_secrets(app: App, entry: ServerEntry, path: str) -> None:
+    """Say that secrets written as they are (not `${VAR}` references) sit in plain text."""
+    from mcpcli.text import entry_secrets
+
+    literal = list(dict.fromkeys(where for where, value in entry_secrets(entry.to_json()) if "${" not in value))
+    if not literal:
+        return
+    kind, name = literal[0].split(" ", 1)[0], literal[0].rsplit(" ", 1)[-1]
+    var = re.sub(r"[^A-Za-z0-9]+", "_", name.lstrip("-")).strip("_").upper() or "TOKEN"
+    example = {
+        "env": f"--env '{name}=${{{var}}}'",
+        "header": "-H 'Authorization: Bearer ${TOKEN}'" if name.lower() == "authorization"
+        else f"-H '{name}: ${{{var}}}'",
+    }.get(kind, f"'${{{var}}}' in place of the value")
+    signin = f", or sign in with `mcp auth login {entry.name}` if the server offers OAuth" if entry.url else ""
+    app.warn(f"{entry.name}: {', '.join(literal)}: a secret stored in plain text in {path}; write a "
+             f"${{VAR}} reference instead ({example}), read from the environment when the server is "
+             f"used{signin}")
 
 
 @servers.command("remove")
@@ -401,6 +430,7 @@ def import_(
             app.warn(f"{name}: uses VS Code ${{input:...}} variables, which mcp cannot fill in")
         if not dry_run:
             config.set(item.entry)
+            _warn_literal_secrets(app, item.entry, str(config.path))
         imported.append({**origin, "replaced": name in existing})
     for wanted in names:
         if wanted not in done:

@@ -207,6 +207,7 @@ async def _call_and_print(
 ) -> dict[str, Any]:
     """Call the tool (following its task, if it runs as one) and print the outcome."""
     from mcpcli.cli._notify import progress_printer
+    from mcpcli.cli._progress import waiting_for_call
     from mcpcli.cli._task_follow import (
         announce_detached,
         cancel_on_interrupt,
@@ -222,10 +223,12 @@ async def _call_and_print(
     if bar is not None:
         bar.pause_for_prompts(client.options.features)
     options = task_options(bar, mode="always" if as_task or detach else "auto", detach=detach)
+    release = waiting_for_call(client, bar)  # the bar, not a line of its own, says what is awaited
     try:
         with cancel_on_interrupt(app, client, options):
             result = await client.call_tool(tool, arguments, on_progress=bar, task=options)
     finally:
+        release()
         if bar is not None:
             bar.close()
     created = task_of(result, client.era) if detach else None

@@ -72,6 +72,7 @@ from mcpcli.protocol import (
     SUBSCRIPTION_ID_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from mcpcli.text import redact_argv
 from mcpcli.transports.stdio import StdioTransport
 
 __all__ = ["Daemon", "error_answer", "main"]
@@ -239,7 +240,7 @@ class Held:
             return display_url(entry.url)  # no userinfo or query: they may hold secrets
         if entry.path:
             return entry.path
-        return " ".join([entry.command or "", *entry.args]).strip()
+        return " ".join(redact_argv([entry.command or "", *entry.args])).strip()  # args may hold tokens
 
     def same_target(self, other: ServerEntry) -> bool:
         mine, theirs = self.entry, other

@@ -231,7 +231,9 @@ class StdioTransport(Transport):
         self._writer_done: anyio.Event | None = None
 
     def describe(self) -> str:
-        return " ".join([self.command, *self.args])
+        from mcpcli.text import redact_argv
+
+        return " ".join(redact_argv([self.command, *self.args]))
 
     def _start(self) -> subprocess.Popen[bytes]:
         process = adopt(self.launch)

@@ -209,7 +209,7 @@ def test_literal_secrets_are_warned_about_once(isolated_env: Path) -> None:
     assert r.code == 0, r
     warnings = [line for line in r.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1
-    assert "API_KEY, MY_TOKEN" in warnings[0] and "DEBUG" not in warnings[0]
+    assert "env API_KEY, env MY_TOKEN" in warnings[0] and "DEBUG" not in warnings[0]
 
 
 @pytest.mark.parametrize(

@@ -10,18 +10,14 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import mcp_argv
 from terminal import Terminal
 
 pytestmark = pytest.mark.peer
-
-
-def mcp_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mcpcli", *args]
 
 
 # -- elicitation ------------------------------------------------------------------------------

@@ -321,3 +321,18 @@ def test_a_sessions_oauth_token_is_refreshed_in_place(real: Path, monkeypatch: p
         saved = store.secrets_of(store.records()[0])
         assert saved.access_token and saved.access_token != issued["access_token"]
         assert mcp_in("session", "close", "o").code == 0
+
+
+@pytest.mark.slow
+def test_a_sessions_target_never_shows_a_secret_argument(real: Path) -> None:
+    """INFO carries the command line, with what looks secret in it redacted (`mcp servers show`'s rule)."""
+    key = "sk-live-0123456789"
+    code = f"import runpy, sys; sys.argv = [sys.argv[0]]; runpy.run_path({fake_server()[1]!r}, run_name='__main__')"
+    opened = mcp_in("session", "open", "ai", "--json", "--", sys.executable, "-c", code, "--api-key", key)
+    assert opened.code == 0, opened
+    listed = mcp_in("session", "list", "--json")
+    info = mcp_in("info", "@ai", "--json")
+    for shown in (opened, listed, info):
+        assert key not in shown.stdout + shown.stderr, shown
+    assert opened.json["target"].endswith("--api-key «redacted»")
+    assert mcp_in("session", "close", "ai").code == 0

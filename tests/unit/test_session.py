@@ -230,3 +230,87 @@ async def test_an_unexpected_exception_is_logged_as_one_safe_line(caplog: pytest
     assert "\x1b" not in line and "\x07" not in line and "\n" not in line
     assert line.endswith("...") and len(line) < 400
     assert record.exc_info is None
+
+
+# -- on_slow: a request unanswered for a while -------------------------------------------------
+
+
+async def test_a_request_unanswered_for_slow_after_is_reported_and_ended_once_answered() -> None:
+    reported: list[tuple[str, float]] = []
+    ended: list[str] = []
+    slow = anyio.Event()
+    answer = anyio.Event()
+
+    def on_slow(method: str, waited: float) -> Any:
+        reported.append((method, waited))
+        slow.set()
+        return lambda: ended.append(method)
+
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        await answer.wait()
+        return {"ok": True}
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(a, on_slow=on_slow, slow_after=0.01) as client, \
+                Session(b, on_request=handler):
+            async with anyio.create_task_group() as tg:
+                async def ask() -> None:
+                    assert await client.request("tools/call", timeout=5, progress_token=False) == {"ok": True}
+
+                tg.start_soon(ask)
+                await slow.wait()
+                assert ended == []  # still waiting: the line stays
+                answer.set()
+    assert [m for m, _ in reported] == ["tools/call"] and reported[0][1] >= 0.01
+    assert ended == ["tools/call"]
+
+
+async def test_a_request_without_a_time_bound_is_never_slow() -> None:
+    """A stream (subscriptions/listen) or a wait on a task (tasks/result) is long by design."""
+    reported: list[str] = []
+    received = anyio.Event()
+    answer = anyio.Event()
+
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        received.set()
+        await answer.wait()
+        return {}
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(
+            a, on_slow=lambda m, w: reported.append(m) or (lambda: None), slow_after=0
+        ) as client, Session(b, on_request=handler):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: client.request("subscriptions/listen", timeout=None, max_timeout=None,
+                                                     progress_token=False))
+                await received.wait()
+                for _ in range(20):
+                    await anyio.sleep(0)
+                answer.set()
+    assert reported == []
+
+
+async def test_time_a_person_spends_signing_in_is_not_the_servers_silence() -> None:
+    from mcpcli.session import user_interaction
+
+    reported: list[str] = []
+    received = anyio.Event()
+    answer = anyio.Event()
+
+    async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        received.set()
+        await answer.wait()
+        return {}
+
+    with anyio.fail_after(5):
+        async with memory_pair() as (a, b), Session(
+            a, on_slow=lambda m, w: reported.append(m) or (lambda: None), slow_after=0
+        ) as client, Session(b, on_request=handler):
+            async with anyio.create_task_group() as tg:
+                with user_interaction():
+                    tg.start_soon(lambda: client.request("initialize", timeout=5, progress_token=False))
+                    await received.wait()
+                    for _ in range(20):
+                        await anyio.sleep(0)
+                    assert reported == []
+                answer.set()
