@@ -169,6 +169,7 @@ class Connection:
             meta=meta_items(self.meta),
             on_slow=waiting,
             slow_after=_waiting_after(),
+            note=app.info if self.trace else None,
         )
 
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:

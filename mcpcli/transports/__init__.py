@@ -235,6 +235,17 @@ class Transport(ABC):
         (HTTP drops invalid `x-mcp-header` declarations, as the 2026-07-28 spec requires)."""
         return tools, []
 
+    def hold_output(self) -> None:
+        """Hold what the server says on its own (a stdio server's stderr) from the start
+        of the next connection until `release_output`: the client's era probe may end a
+        server, which it then starts again, and what that first start said is not shown."""
+        return None
+
+    def release_output(self, *, drop: bool = False) -> None:
+        """Show what was held, and from now on as it comes; `drop`: discard it, and
+        whatever else this connection says (the client is about to end it)."""
+        return None
+
     async def open_standalone_stream(self) -> None:
         """Open the stream that carries server-initiated messages outside any request,
         where the transport has one (legacy Streamable HTTP: the GET stream)."""
