@@ -19,6 +19,7 @@ from mcpcli.errors import (
     RequestTimeout,
     RPCError,
     ServerExited,
+    StrayLine,
     UnsupportedVersionError,
     handshake_timeout,
 )
@@ -465,7 +466,8 @@ class SyncClient:
             self.closed = item
             raise item
         if isinstance(item, Exception):  # a garbage line, an oversized message
-            self.warn(str(item))
+            if not (self.quiet and isinstance(item, StrayLine)):  # -q drops stray lines
+                self.warn(str(item))
         elif isinstance(item, jsonrpc.Batch):
             self._reply(jsonrpc.ErrorResponse(None, jsonrpc.ErrorObject(
                 jsonrpc.INVALID_REQUEST, "JSON-RPC batches are not supported in this protocol version")))

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import jsonrpc
-from mcpcli.errors import ProtocolError
+from mcpcli.errors import ProtocolError, StrayLine
 from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def line_item(line: bytes, source: str) -> Envelope | ProtocolError | None:
         message = jsonrpc.parse(line, allow_batch=True)
     except jsonrpc.ParseError as exc:
         shown = line[:200].decode("utf-8", "backslashreplace").encode("unicode_escape").decode("ascii")
-        return ProtocolError(
+        return StrayLine(
             f"{source} a line that is not JSON-RPC ({exc}): {shown}",
             request_id=jsonrpc.recover_response_id(line),
         )

@@ -186,6 +186,15 @@ def test_garbage_lines_are_warnings(tmp_path: Path) -> None:
     assert "mcp: warning: server wrote a line that is not JSON-RPC" in result.stderr
 
 
+def test_quiet_drops_the_warnings_about_stray_lines(tmp_path: Path) -> None:
+    """-q drops what the server says unasked: its stderr, and lines on stdout that are not
+    JSON-RPC (a print to the wrong stream); the call itself is unaffected."""
+    result = parity(tmp_path, "tools", "call", "echo", "-q", "--arg", "message=hi", "--", *fake_server("--garbage"))
+    assert result.code == 0
+    assert result.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    assert result.stderr == ""
+
+
 def test_a_broken_answer_fails_the_call(tmp_path: Path) -> None:
     result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--",
                     *fake_server("--broken", "truncated"))

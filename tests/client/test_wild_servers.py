@@ -302,6 +302,22 @@ def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
     assert "got tools/call" in kept and "info note" in kept and "error note" in kept
 
 
+def test_stray_lines_on_stdout_follow_the_quiet_rule() -> None:
+    """A line on the server's stdout that is not JSON-RPC is a warning; -q drops it as it
+    drops the server's stderr, and --trace (which shows every message) keeps it."""
+    call = ("tools", "call", "echo", "--arg", "message=hi")
+    warning = "mcp: warning: server wrote a line that is not JSON-RPC"
+    r = mcp_in(*call, "--", *fake_server("--garbage"))
+    assert r.code == 0 and warning in r.stderr, r
+    r = mcp_in(*call, "-q", "--", *fake_server("--garbage"))
+    assert r.code == 0 and r.stderr == "", r
+    r = mcp_in(*call, "-q", "--trace", "--", *fake_server("--garbage"))
+    assert r.code == 0 and warning in r.stderr, r
+    # A broken answer that names its request is no stray line: it fails the call, -q or not.
+    r = mcp_in(*call, "-q", "--", *fake_server("--broken", "truncated"))
+    assert r.code == 4 and "not JSON-RPC" in r.stderr, r
+
+
 def test_a_declared_capability_without_templates_lists_none() -> None:
     # mcp-server-sqlite (SDK 1.x) declares resources but has no resources/templates/list.
     r = mcp_in("resources", "templates", "--", *fake_server("--features"))
