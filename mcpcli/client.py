@@ -3,7 +3,8 @@
 `Client` wraps a transport and a `Session`. On entry it finds out which era the
 server speaks: it probes with `server/discover` (modern, stateless 2026-07-28)
 and falls back to the `initialize` handshake (legacy, 2024-11-05 .. 2025-11-25)
-on any answer that is not recognisably modern. After that every operation looks
+on any answer that is not recognisably modern (a stdio server that ends on the
+probe, as rmcp servers do, is started again for it). After that every operation looks
 the same to the caller: modern requests get their `_meta`, multi-round-trip
 results are answered and retried, pages are followed.
 """
@@ -11,6 +12,7 @@ results are answered and retried, pages are followed.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -28,6 +30,7 @@ from mcpcli.errors import (
     ProtocolError,
     RequestTimeout,
     RPCError,
+    ServerExited,
     TransportError,
     UnsupportedVersionError,
     handshake_timeout,
@@ -150,6 +153,17 @@ class ClientOptions:
     #: person at a terminal is shown what is awaited from whom.
     on_slow: SlowHandler | None = None
     slow_after: float = 3.0
+    #: Told what the client did on its own that a person tracing wants to know (a server
+    #: started again after it exited on the era probe); `--trace` prints it.
+    note: Callable[[str], None] | None = None
+
+
+class _ExitedOnProbe(Exception):
+    """The server exited, or closed its stdout, on the era probe without answering it."""
+
+    def __init__(self, exited: ServerExited) -> None:
+        super().__init__(exited.message)
+        self.exited = exited
 
 
 @dataclass
@@ -181,6 +195,8 @@ class Client:
         self.handshake: JSON = {}
         self._session: Session | None = None
         self._stack: AsyncExitStack | None = None
+        #: The transport's connection and the session on it (replaced by a restart).
+        self._link: AsyncExitStack | None = None
         self._subscriptions: list[Subscription] = []
         self._taps: list[NotificationTap] = []
         self._tools: dict[str, JSON] | None = None
@@ -197,28 +213,48 @@ class Client:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            streams = await stack.enter_async_context(self.transport.connect())
-            self._session = await stack.enter_async_context(
-                Session(
-                    streams,
-                    on_request=self._on_request,
-                    on_notification=self._on_notification,
-                    on_error=self.options.on_error,
-                    trace=self.options.trace,
-                    default_timeout=self.options.timeout,
-                    max_timeout=self.options.max_timeout,
-                    on_slow=self.options.on_slow,
-                    slow_after=self.options.slow_after,
-                )
-            )
+            stack.push_async_exit(self._close_link)
+            # What the server says on stderr waits for the era probe's outcome: a server
+            # that dies of the probe is started again, and its first words are not shown.
+            await self._open_link(hold_output=True)
             self._roots_asked = anyio.Event()
-            await self._negotiate_within(self.options.timeout)
+            try:
+                await self._negotiate_within(self.options.timeout)
+            finally:
+                self.transport.release_output()
             await self._await_roots()
         except BaseException as exc:
             await stack.__aexit__(type(exc), exc, exc.__traceback__)
             raise
         self._stack = stack
         return self
+
+    async def _open_link(self, *, hold_output: bool) -> None:
+        """Connect the transport and start a session on it (again, after a restart)."""
+        if hold_output:
+            self.transport.hold_output()
+        link = AsyncExitStack()
+        self._link = link
+        streams = await link.enter_async_context(self.transport.connect())
+        self._session = await link.enter_async_context(
+            Session(
+                streams,
+                on_request=self._on_request,
+                on_notification=self._on_notification,
+                on_error=self.options.on_error,
+                trace=self.options.trace,
+                default_timeout=self.options.timeout,
+                max_timeout=self.options.max_timeout,
+                on_slow=self.options.on_slow,
+                slow_after=self.options.slow_after,
+            )
+        )
+
+    async def _close_link(self, *exc_info: Any) -> bool:
+        link, self._link = self._link, None
+        if link is None:
+            return False
+        return bool(await link.__aexit__(*exc_info))
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         stack, self._stack = self._stack, None
@@ -236,13 +272,33 @@ class Client:
 
     async def _negotiate_within(self, timeout: float | None) -> None:
         """Negotiate, the probe and the handshake together bounded by `timeout`
-        (`--timeout` bounds the whole set-up, not each of its requests)."""
+        (`--timeout` bounds the whole set-up, not each of its requests), a restart
+        after the probe included."""
+        deadline = math.inf if timeout is None else anyio.current_time() + timeout
+        try:
+            await self._bounded(self._negotiate, deadline, timeout)
+        except _ExitedOnProbe as exc:
+            # rmcp servers (Rust) end at a first message that is not `initialize`.
+            # The restart happens outside the deadline's scope: the session's own
+            # scopes must not be exited inside one entered after them.
+            what = (f"the server ended on the era probe, unanswered ({exc.exited.message}); "
+                    "starting it again for the initialize handshake")
+            log.info("%s", what)
+            if self.options.note is not None:
+                self.options.note(what)
+            self.transport.release_output(drop=True)
+            await self._close_link(None, None, None)
+            await self._open_link(hold_output=False)
+            await self._bounded(self._initialize_after_probe, deadline, timeout)
+
+    @staticmethod
+    async def _bounded(step: Callable[[], Awaitable[None]], deadline: float, timeout: float | None) -> None:
         if timeout is None:
-            await self._negotiate()
+            await step()
             return
         try:
-            with anyio.move_on_after(timeout) as scope:
-                await self._negotiate()
+            with anyio.CancelScope(deadline=deadline) as scope:
+                await step()
         except RequestTimeout:
             # A handshake request's own deadline (the same --timeout, started a moment
             # later) can fire first: "initialize timed out after 0.0s" says less.
@@ -267,6 +323,7 @@ class Client:
     async def _negotiate(self) -> None:
         forced = self.options.protocol
         if forced is not None:
+            self.transport.release_output()  # no probe
             if forced not in ALL_VERSIONS:
                 raise ProtocolError(
                     f"unknown protocol version {forced!r}",
@@ -279,6 +336,7 @@ class Client:
             return
         if self.transport.traits.legacy_only:
             # HTTP+SSE (2024-11-05) predates the modern era: no probe.
+            self.transport.release_output()
             await self._initialize(LATEST_LEGACY)
             return
         cached = self._cached_discover()
@@ -288,7 +346,9 @@ class Client:
         remembered = self._remembered_legacy()
         if remembered is not None:
             # This command line was a legacy server last time: skip the probe, which
-            # some servers answer with pages of warnings on stderr (SDK 1.x).
+            # some servers answer with pages of warnings on stderr (SDK 1.x), and some
+            # (rmcp) by exiting.
+            self.transport.release_output()
             try:
                 await self._initialize(LATEST_LEGACY)
             except (RPCError, ProtocolError) as exc:
@@ -298,8 +358,17 @@ class Client:
                 if _version_of(self.server_info) != remembered.get("version"):
                     self._remember_legacy(None)  # upgraded: probe again next time
                 return
-        if await self._discover(LATEST_MODERN, probe=True):
+        try:
+            modern = await self._discover(LATEST_MODERN, probe=True)
+        except ServerExited as exc:
+            raise _ExitedOnProbe(exc) from None
+        self.transport.release_output()
+        if modern:
             return  # nothing to forget: a remembered legacy server returned or was forgotten above
+        await self._initialize_after_probe()
+
+    async def _initialize_after_probe(self) -> None:
+        """The probe found no modern server: `initialize`, and remember the command line."""
         try:
             await self._initialize(LATEST_LEGACY)
         except UnsupportedVersionError as exc:

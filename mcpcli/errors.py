@@ -17,6 +17,7 @@ raises and never exits. The tree, with exit codes:
     │   ├── ServerExited             the stdio server process exited        4
     │   ├── MessageTooLarge          a frame exceeded the size cap          4
     │   └── ProtocolError            the peer broke the protocol            4
+    │       └── StrayLine            a line of stdio that is not JSON-RPC   4
     ├── RPCError                     JSON-RPC error response from the peer  5
     │   ├── UnsupportedVersionError  -32022 with the peer's supported list  5
     │   └── NotOffered               -32601 for a capability not declared   5
@@ -51,6 +52,7 @@ __all__ = [
     "RequestTimeout",
     "ServerExited",
     "ServerShuttingDown",
+    "StrayLine",
     "ToolError",
     "TransportError",
     "UnsupportedVersionError",
@@ -223,6 +225,12 @@ class ProtocolError(TransportError):
         #: The request a broken answer was meant for, when its id could be read:
         #: the session fails that request with this error instead of letting it time out.
         self.request_id = request_id
+
+
+class StrayLine(ProtocolError):
+    """A line the peer wrote on stdio that is not JSON-RPC (a print to the wrong stream,
+    a log line): reported as a warning, which `-q` drops as it drops the server's stderr,
+    unless it carries the id of a request it then fails."""
 
 
 class RPCError(McpCliError):

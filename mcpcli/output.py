@@ -4,7 +4,10 @@ stdout carries data only. `--json` (or any non-TTY stdout) prints the MCP result
 object as the server sent it, so jq recipes written against the spec work;
 `--jsonl` prints one value per line; `--jq` filters in-process. On a TTY, results
 are rendered for people with rich (imported only then). Server-controlled text is
-sanitised before it reaches a terminal: no escape sequences get through.
+sanitised before it reaches a terminal: no escape sequences get through. That
+holds for JSON shown on a terminal too (a person reads it): the characters a
+terminal would act on are written as `\\uXXXX` escapes (the same JSON value), and a
+`--raw` string is shown as `printable` shows text; piped, both stay exact.
 """
 
 from __future__ import annotations
@@ -49,7 +52,10 @@ class Output:
     stdout: IO[str]
     jq_filter: str | None = None
     raw: bool = False
+    #: JSON is indented (a terminal, without --compact).
     pretty: bool = False
+    #: stdout is a terminal: JSON and --raw strings are escaped where a terminal would act on them.
+    tty: bool = False
     #: `--max-chars N`: human output longer than N characters is cut, with a marker.
     max_chars: int | None = None
     #: `--spill DIR`: output longer than the threshold goes to a file in DIR; stdout gets a pointer.
@@ -58,6 +64,8 @@ class Output:
     warn: Callable[[str], None] | None = None
     _console: Console | None = None
     _jq_program: Any = None
+    #: Output is being made in memory (`_emit_limited`): exact, as a spilled file must be.
+    _buffering: bool = False
 
     @classmethod
     def for_stream(
@@ -83,7 +91,8 @@ class Output:
             mode = "json"
         else:
             mode = "human"
-        out = cls(mode=mode, stdout=stdout, jq_filter=jq_filter, raw=raw, pretty=tty and not compact)
+        out = cls(mode=mode, stdout=stdout, jq_filter=jq_filter, raw=raw, pretty=tty and not compact,
+                  tty=tty)
         if jq_filter:
             out._compile_jq()
         return out
@@ -108,7 +117,15 @@ class Output:
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         else:
             text = json.dumps(value, ensure_ascii=False, indent=2)
+        if self._to_terminal():
+            from mcpcli.text import json_safe
+
+            text = json_safe(text)
         self.stdout.write(text + "\n")
+
+    def _to_terminal(self) -> bool:
+        """Whether what is written now reaches the terminal (not a buffer that may be spilled)."""
+        return self.tty and not self._buffering
 
     def _filtered(self, value: Any) -> Iterable[Any]:
         if self._jq_program is None:
@@ -121,6 +138,10 @@ class Output:
     def _emit_value(self, value: Any, *, compact: bool = False) -> None:
         for item in self._filtered(value):
             if self.raw and isinstance(item, str):
+                if self._to_terminal():
+                    from mcpcli.text import printable
+
+                    item = printable(item)
                 self.stdout.write(item + "\n")
             else:
                 self._write_json(item, compact=compact or self.mode == "jsonl")
@@ -164,11 +185,11 @@ class Output:
             width = self.console().width
             self._console = Console(file=buffer, highlight=False, soft_wrap=False, emoji=False,
                                     markup=False, no_color=True, color_system=None, width=width)
-        self.stdout = buffer
+        self.stdout, self._buffering = buffer, True
         try:
             self._emit(result, items=items, human=human)
         finally:
-            self.stdout, self._console = real_stdout, real_console
+            self.stdout, self._console, self._buffering = real_stdout, real_console, False
         text = buffer.getvalue()
         limit = self.max_chars or SPILL_THRESHOLD
         if self.spill_dir and len(text) > limit:
@@ -183,6 +204,9 @@ class Output:
                 f"\n… [cut {cut:,} of {len(text):,} characters (--max-chars {self.max_chars}); "
                 "see it all with --max-chars 0, --json, or --spill DIR]\n"
             )
+        if self.mode != "human" and self._to_terminal():
+            self._emit(result, items=items, human=human)  # again, escaped for the terminal
+            return
         self.stdout.write(text)
         self.stdout.flush()
 

@@ -5,7 +5,8 @@ screen (ANSI/OSC sequences, carriage returns), hide or reorder what is shown
 (bidi overrides and isolates, "Trojan Source"), smuggle invisible characters
 (zero-width spaces, the BOM, tag characters) or break lines where we do not
 expect it (U+2028/U+2029). Everything shown to a person goes through
-`printable`; data on stdout (JSON) stays exact. Only `re` is imported, so any
+`printable`, and JSON shown to one through `json_safe`; data on stdout that is
+not a terminal stays exact. Only `re` is imported, so any
 module may use this at start-up.
 """
 
@@ -110,7 +111,7 @@ def json_safe(encoded: str) -> str:
 
     The value is unchanged (a JSON reader sees the same strings); only the
     characters a terminal would act on are spelled out. For JSON meant for a
-    person's terminal (errors on stderr), never for data on stdout.
+    person's terminal (errors on stderr, output on a terminal), never for data piped.
     """
     return _ESCAPE.sub(_json_escape, encoded)
 

@@ -149,6 +149,14 @@ def everything(peers: Peers) -> list[str]:
 
 
 @pytest.fixture
+def codex_shell(peers: Peers) -> list[str]:
+    """argv of npm @openai/codex-shell-tool-mcp over stdio: an rmcp (Rust) server that exits
+    when its first message is not `initialize`. It reads its rules and config from $HOME
+    (a temporary one here) and /etc/codex, and reaches no network."""
+    return peers.codex_shell()
+
+
+@pytest.fixture
 def sdk_server(peers: Peers) -> list[str]:
     """argv of tests/peers/sdk_server.py under the official SDK's own interpreter."""
     return [peers.sdk(), str(Path(__file__).resolve().parent / "peers" / "sdk_server.py")]

@@ -215,6 +215,7 @@ class Peers:
     node: str | None
     redis_server: str | None = None
     nginx: str | None = None
+    codex_shell_tool: str | None = None
 
     def everything_stdio(self) -> list[str]:
         """The argv that runs server-everything over stdio."""
@@ -226,6 +227,12 @@ class Peers:
         if not self.server_everything or not self.node:
             require("server-everything (run scripts/install-peers)")
         return [self.node, self.server_everything, mode]  # type: ignore[list-item]
+
+    def codex_shell(self) -> list[str]:
+        """The argv that runs npm @openai/codex-shell-tool-mcp (rmcp, Rust) over stdio."""
+        if not self.codex_shell_tool or not self.node:
+            require("@openai/codex-shell-tool-mcp (run scripts/install-peers)")
+        return [self.node, self.codex_shell_tool]  # type: ignore[list-item]
 
     def sdk(self) -> str:
         if not self.sdk_python:
@@ -268,8 +275,12 @@ def peers_from_env() -> Peers:
     if not nginx:
         default = REPO / ".cache/nginx/root/usr/sbin/nginx"
         nginx = str(default) if default.exists() else None
+    codex = os.environ.get("MCPCLI_TEST_CODEX_SHELL_TOOL")
+    if not codex:
+        default = REPO / ".cache/npm/node_modules/@openai/codex-shell-tool-mcp/bin/mcp-server.js"
+        codex = str(default) if default.exists() else None
     return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"),
-                 redis_server=redis, nginx=nginx)
+                 redis_server=redis, nginx=nginx, codex_shell_tool=codex)
 
 
 def free_port() -> int:

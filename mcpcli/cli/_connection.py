@@ -164,12 +164,26 @@ class Connection:
             features=features,
             on_notification=self.on_notification
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
-            on_error=lambda exc: app.warn(str(exc)),
+            on_error=self._warner(app),
             trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
             on_slow=waiting,
             slow_after=_waiting_after(),
+            note=app.info if self.trace else None,
         )
+
+    def _warner(self, app: App) -> Callable[[Exception], None]:
+        """What the connection reports as it goes on: warnings, but -q drops a line the
+        server wrote on stdout that is not JSON-RPC, as it drops its stderr (--trace keeps it)."""
+        from mcpcli.errors import StrayLine
+
+        quiet = self.quiet and not self.trace
+
+        def warn(exc: Exception) -> None:
+            if not (quiet and isinstance(exc, StrayLine)):
+                app.warn(str(exc))
+
+        return warn
 
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
         """--trace and --record: both see every message; a connection's recording is one run."""

@@ -19,6 +19,7 @@ from mcpcli.errors import (
     RequestTimeout,
     RPCError,
     ServerExited,
+    StrayLine,
     UnsupportedVersionError,
     handshake_timeout,
 )
@@ -48,6 +49,7 @@ from mcpcli.protocol import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
     from typing import Any, TypeAlias
 
     JSON: TypeAlias = dict[str, Any]
@@ -108,7 +110,7 @@ class StdioServer:
         import selectors
         from collections import deque
 
-        from mcpcli.transports._spawn import STDERR_TAIL_LINES
+        from mcpcli.transports._spawn import STDERR_HELD_MAX, STDERR_TAIL_LINES
 
         assert process.stdin is not None
         assert process.stdout is not None
@@ -132,6 +134,21 @@ class StdioServer:
         self.tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.eof = False
         self.stdin_gone = False
+        #: Its stderr while the era probe is out (`StdioTransport.hold_output`); None: passed on.
+        self.held: list[bytes] | None = None if quiet else []
+        self.held_size = 0
+        self.held_max = STDERR_HELD_MAX
+        #: Its stderr is discarded: it ended on the era probe and is started again.
+        self.dropping = False
+        self.stopped = False
+
+    def release(self, *, drop: bool = False) -> None:
+        """`StdioTransport.release_output`: pass on what was held, or discard it for good."""
+        held, self.held = self.held, None
+        if drop:
+            self.dropping = True
+        elif held:
+            self.err.write(b"".join(held))
 
     # -- reading -------------------------------------------------------------------
 
@@ -167,7 +184,12 @@ class StdioServer:
             self.selector.unregister(self.stderr)
             self.stderr = -1
             return False
-        if not self.quiet:
+        if self.held is not None:
+            self.held.append(chunk)
+            self.held_size += len(chunk)
+            if self.held_size > self.held_max:
+                self.release()
+        elif not self.quiet and not self.dropping:
             self.err.write(chunk)
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()[-4096:]
@@ -306,6 +328,9 @@ class StdioServer:
 
         from mcpcli.transports._spawn import EOF_GRACE, TERM_GRACE
 
+        if self.stopped:
+            return
+        self.stopped = True
         assert self.process.stdin is not None
         try:
             self.process.stdin.close()
@@ -353,6 +378,8 @@ class SyncClient:
         self.handshake_deadline: float | None = None
         #: How long a write may wait for a server that does not read (the request's clock).
         self.write_by: float | None = None
+        #: Starts the server again (after it ended on the era probe).
+        self.respawn: Callable[[], StdioServer] | None = None
 
     def warn(self, message: str) -> None:
         from mcpcli.text import one_line
@@ -439,7 +466,8 @@ class SyncClient:
             self.closed = item
             raise item
         if isinstance(item, Exception):  # a garbage line, an oversized message
-            self.warn(str(item))
+            if not (self.quiet and isinstance(item, StrayLine)):  # -q drops stray lines
+                self.warn(str(item))
         elif isinstance(item, jsonrpc.Batch):
             self._reply(jsonrpc.ErrorResponse(None, jsonrpc.ErrorObject(
                 jsonrpc.INVALID_REQUEST, "JSON-RPC batches are not supported in this protocol version")))
@@ -510,6 +538,7 @@ class SyncClient:
             record = cache.load(key, "era")
             remembered = record.get("result") if record else None
             if isinstance(remembered, dict) and remembered.get("era") == "legacy":
+                self.server.release()  # no probe
                 try:
                     self._initialize()
                 except (RPCError, ProtocolError) as exc:
@@ -517,7 +546,13 @@ class SyncClient:
                 if _version_of(self.server_info) != remembered.get("version"):
                     cache.forget(key, "era")  # upgraded: probe again next time
                 return
-            if self._probe(min(probe_timeout, self.timeout)):
+            try:
+                modern = self._probe(min(probe_timeout, self.timeout))
+            except ServerExited:
+                self._restart()  # an rmcp server ends at a first message that is not initialize
+                modern = False
+            self.server.release()
+            if modern:
                 return
             try:
                 self._initialize()
@@ -528,6 +563,18 @@ class SyncClient:
             raise handshake_timeout(self.timeout) from None
         finally:
             self.handshake_deadline = None
+            self.server.release()
+
+    def _restart(self) -> None:
+        """The server ended on the probe, unanswered: stop it, unheard, and start it again
+        (`Client._negotiate_within`); ids start again with the new connection."""
+        if self.respawn is None:
+            raise self.closed or ServerExited("server closed its stdout")
+        self.server.release(drop=True)
+        self.server.stop()
+        self.server = self.respawn()
+        self.closed = None
+        self.ids = 0
 
     def _probe(self, probe_timeout: float) -> bool:
         """`Client._discover(probe=True)`: True for a modern server, False for a legacy one."""

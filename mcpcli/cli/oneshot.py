@@ -15,7 +15,8 @@ a `keepAlive` server, another client's server), a bad `MCP_PROBE_TIMEOUT`, or
 
 Once the server runs, it speaks as `mcpcli.client.Client` does: the era from
 the probe memory of `mcpcli.cache` (a command line remembered as legacy skips
-the `server/discover` probe; a silent probe means legacy), the same requests,
+the `server/discover` probe; a silent probe means legacy; a server that ends on
+the probe is started again, unheard, and asked `initialize`), the same requests,
 ids, `_meta` and timeouts (the handshake bounded by --timeout as a whole;
 progress restarts a request's clock up to --max-timeout; a timeout sends
 `notifications/cancelled`), arguments typed by `mcpcli.args` against the
@@ -45,6 +46,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from mcpcli.cli._oneshot_client import Stderr, StdioServer
     from mcpcli.cli.fast import _Printer
     from mcpcli.transports._spawn import Launch
 
@@ -149,6 +151,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         err = Stderr()
         server = StdioServer(process, err, call["quiet"])
         client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"])
+        client.respawn = lambda: _respawn(spec, err, call["quiet"])
     except BaseException as exc:
         # Interrupted this early (or a bug): the server must not outlive us.
         signal.signal(signal.SIGTERM, previous)
@@ -178,6 +181,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
                 hint="please report this at https://github.com/mcpcli/mcpcli/issues (run with --debug for a traceback)",
             )
         finally:
+            server = client.server  # a new one, if the first ended on the era probe
             try:
                 server.stop()
             except KeyboardInterrupt:
@@ -200,3 +204,26 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     if status == 1:
         return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
     return status
+
+
+def _respawn(spec: Launch, err: Stderr, quiet: bool) -> StdioServer:
+    """The server started again (`StdioTransport.connect`'s start, its failure worded alike)."""
+    import signal
+
+    from mcpcli.cli._oneshot_client import StdioServer
+    from mcpcli.errors import TransportError
+    from mcpcli.transports._spawn import SpawnError, spawn
+
+    try:
+        process = spawn(spec.command, spec.args, spec.env, spec.cwd)
+    except SpawnError as exc:
+        raise TransportError(str(exc), hint=exc.hint) from None
+    try:
+        return StdioServer(process, err, quiet)
+    except BaseException:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        process.wait()
+        raise

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import jsonrpc
-from mcpcli.errors import ProtocolError
+from mcpcli.errors import ProtocolError, StrayLine
 from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def line_item(line: bytes, source: str) -> Envelope | ProtocolError | None:
         message = jsonrpc.parse(line, allow_batch=True)
     except jsonrpc.ParseError as exc:
         shown = line[:200].decode("utf-8", "backslashreplace").encode("unicode_escape").decode("ascii")
-        return ProtocolError(
+        return StrayLine(
             f"{source} a line that is not JSON-RPC ({exc}): {shown}",
             request_id=jsonrpc.recover_response_id(line),
         )
@@ -234,6 +234,17 @@ class Transport(ABC):
         """The tools this transport can call, and `(name, reason)` for those it cannot
         (HTTP drops invalid `x-mcp-header` declarations, as the 2026-07-28 spec requires)."""
         return tools, []
+
+    def hold_output(self) -> None:
+        """Hold what the server says on its own (a stdio server's stderr) from the start
+        of the next connection until `release_output`: the client's era probe may end a
+        server, which it then starts again, and what that first start said is not shown."""
+        return None
+
+    def release_output(self, *, drop: bool = False) -> None:
+        """Show what was held, and from now on as it comes; `drop`: discard it, and
+        whatever else this connection says (the client is about to end it)."""
+        return None
 
     async def open_standalone_stream(self) -> None:
         """Open the stream that carries server-initiated messages outside any request,

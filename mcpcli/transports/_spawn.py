@@ -64,6 +64,10 @@ KILL_GRACE = 1.0
 #: How long queued messages (a cancellation) may take to reach a stuck pipe.
 FLUSH_GRACE = 0.25
 STDERR_TAIL_LINES = 20
+#: Bytes of a server's stderr held while the era probe is out, at most (then it is shown
+#: as it comes): held so that a server the probe ends, and that is started again, says
+#: nothing (see `StdioTransport.hold_output`).
+STDERR_HELD_MAX = 4 * 1024 * 1024
 
 Key = tuple[tuple[str, ...], tuple[tuple[str, str], ...], "str | None"]
 

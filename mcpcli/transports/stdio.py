@@ -35,6 +35,7 @@ from mcpcli.transports._spawn import (  # the shutdown timings are shared with t
     EOF_GRACE,
     FLUSH_GRACE,
     KILL_GRACE,
+    STDERR_HELD_MAX,
     STDERR_TAIL_LINES,
     TERM_GRACE,
     Launch,
@@ -229,6 +230,13 @@ class StdioTransport(Transport):
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._writer_scope: anyio.CancelScope | None = None
         self._writer_done: anyio.Event | None = None
+        #: `hold_output` asked that the next connection's stderr be held.
+        self._hold_next = False
+        #: The current connection's stderr, held until `release_output` (None: shown as it comes).
+        self._held: list[bytes] | None = None
+        self._held_size = 0
+        #: The current connection's stderr is discarded (it ended on the era probe).
+        self._dropping = False
 
     def describe(self) -> str:
         from mcpcli.text import redact_argv
@@ -244,8 +252,24 @@ class StdioTransport(Transport):
         except SpawnError as exc:
             raise TransportError(str(exc), hint=exc.hint) from None
 
+    def hold_output(self) -> None:
+        self._hold_next = True
+
+    def release_output(self, *, drop: bool = False) -> None:
+        held, self._held = self._held, None
+        if drop:
+            self._dropping = True
+        elif held:
+            self._show_stderr(b"".join(held))
+
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Streams]:
+        if self._dropping:
+            self.stderr_tail.clear()  # the ended start's words do not explain this one's failures
+        shown = not self._quiet and self._server_log is None
+        self._held = [] if self._hold_next and shown else None
+        self._held_size = 0
+        self._hold_next = self._dropping = False
         process = self._start()
         assert process.stdin is not None
         assert process.stdout is not None
@@ -301,17 +325,31 @@ class StdioTransport(Transport):
         assert self._writer_done is not None
         self._writer_done.set()
 
-    async def _relay_stderr(self, pipe: _Pipe) -> None:
+    def _show_stderr(self, chunk: bytes) -> None:
+        """The server's stderr to ours (unless -q, or --server-log moved it)."""
+        if self._quiet or self._server_log is not None:
+            return
         target = self._stderr if self._stderr is not None else sys.stderr.buffer
+        try:
+            target.write(chunk)
+            target.flush()
+        except (OSError, ValueError):
+            pass
+
+    async def _relay_stderr(self, pipe: _Pipe) -> None:
         partial = b""
         try:
             while chunk := await pipe.read():
                 if self._server_log is not None:
                     self._server_log.write(chunk)
                     self._server_log.flush()
-                if not self._quiet and self._server_log is None:  # --server-log moves it
-                    target.write(chunk)
-                    target.flush()
+                if self._held is not None:
+                    self._held.append(chunk)
+                    self._held_size += len(chunk)
+                    if self._held_size > STDERR_HELD_MAX:
+                        self.release_output()  # a server this chatty is shown as it talks
+                elif not self._dropping:
+                    self._show_stderr(chunk)
                 lines = (partial + chunk).split(b"\n")
                 partial = lines.pop()[-4096:]
                 for raw in lines:

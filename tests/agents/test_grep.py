@@ -125,6 +125,47 @@ def test_human_output_groups_matches_under_their_server() -> None:
         "one", "  echo  (Echo)  Says it back. …", "  sum", "two", "  x\\x1b[31m  d"]
 
 
+#: A description a terminal would obey: a bidi override and isolate, a screen clear, NEL.
+EVIL = "Echo.\u202eevil\u2066\x1b[2J\x85"
+
+
+def test_json_on_a_terminal_escapes_what_the_terminal_would_obey(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Human output escapes a description's format characters; so does JSON shown on a
+    terminal (`\\u` escapes: the same JSON value). Piped, it is the server's, exactly."""
+    from mcpcli.cli._app import App
+
+    env = _config(tmp_path, {"fake": fake_server("--evil", EVIL)})
+    piped = mcp_in("tools", "grep", "evil", "--json", env=env)
+    assert piped.code == 0, piped
+    assert json.dumps(EVIL, ensure_ascii=False) in piped.stdout and "\u202e" in piped.stdout
+    monkeypatch.setattr(App, "stdout_tty", property(lambda self: True))
+    for flag in ("--json", "--jsonl"):
+        r = mcp_in("tools", "grep", "evil", flag, env=env)
+        assert r.code == 0, r
+        assert not any(c in r.stdout for c in "\u202e\u2066\x1b\x85"), r.stdout
+        assert "\\u202eevil\\u2066\\u001b[2J\\u0085" in r.stdout
+        found = json.loads(r.stdout) if flag == "--json" else [json.loads(line) for line in r.stdout.splitlines()]
+        assert [m["description"] for m in found] == [EVIL, EVIL]  # echo and fail: the same value
+    r = mcp_in("tools", "list", "--jsonl", "--", *fake_server("--evil", EVIL))  # every command's JSON
+    assert r.code == 0 and "\u202e" not in r.stdout and "\\u202e" in r.stdout, r
+
+
+@pytest.mark.slow  # a real terminal
+def test_json_on_a_real_terminal_is_escaped(tmp_path: Path) -> None:
+    import sys
+
+    from terminal import Terminal
+
+    env = _config(tmp_path, {"fake": fake_server("--evil", EVIL)})
+    term = Terminal([sys.executable, "-m", "mcpcli", "tools", "grep", "evil", "--json"], env=env)
+    term.expect(r'"tool": "echo"')
+    assert term.wait() == 0
+    assert not any(c in term.output for c in ("\u202e", "\u2066", "\x1b[2J", "\x85")), term.output
+    assert "\\u202eevil\\u2066\\u001b[2J\\u0085" in term.output
+
+
 def test_max_age_reuses_a_recent_list_of_a_server_without_ttl(tmp_path: Path) -> None:
     record = tmp_path / "sent.jsonl"
     env = _config(tmp_path, {"old": fake_server("--record", str(record))})  # a legacy list: no ttlMs

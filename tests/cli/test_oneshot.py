@@ -186,6 +186,15 @@ def test_garbage_lines_are_warnings(tmp_path: Path) -> None:
     assert "mcp: warning: server wrote a line that is not JSON-RPC" in result.stderr
 
 
+def test_quiet_drops_the_warnings_about_stray_lines(tmp_path: Path) -> None:
+    """-q drops what the server says unasked: its stderr, and lines on stdout that are not
+    JSON-RPC (a print to the wrong stream); the call itself is unaffected."""
+    result = parity(tmp_path, "tools", "call", "echo", "-q", "--arg", "message=hi", "--", *fake_server("--garbage"))
+    assert result.code == 0
+    assert result.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    assert result.stderr == ""
+
+
 def test_a_broken_answer_fails_the_call(tmp_path: Path) -> None:
     result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--",
                     *fake_server("--broken", "truncated"))
@@ -229,6 +238,21 @@ def test_a_silent_probe_means_legacy(tmp_path: Path) -> None:
     assert result.code == 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["exit", "close"])
+def test_a_server_that_ends_on_the_probe_is_started_again(tmp_path: Path, how: str) -> None:
+    """An rmcp server ends at a first message that is not `initialize`: the fast path, as
+    the full path, starts it again once, unheard, asks `initialize` and remembers the command
+    line as legacy (the second run starts it once)."""
+    starts = tmp_path / "starts"
+    result = parity(tmp_path, "tools", "call", "echo", "--arg", "message=hi", "--",
+                    *fake_server("--initialize-first", how, "--log-stderr", "--starts", str(starts)))
+    assert result.code == 0
+    assert result.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    assert "expect initialized request" not in result.stderr and "got tools/call" in result.stderr
+    assert len(starts.read_text().splitlines()) == 2 + 2 + 1 + 1  # each side: restarted, then remembered
+
+
 def test_what_the_fast_path_leaves_to_the_full_path() -> None:
     from mcpcli.cli.oneshot import try_call
 
@@ -255,6 +279,16 @@ def test_server_everything(tmp_path: Path, everything: list[str]) -> None:
     summed = parity(tmp_path / "sum", "tools", "call", "get-sum", "-a", "a=2", "-a", "b=3", "--json", "--",
                     *everything, runs=1)
     assert "5" in summed.stdout
+
+
+@pytest.mark.peer
+def test_an_rmcp_server_that_exits_on_the_probe(tmp_path: Path, codex_shell: list[str]) -> None:
+    """npm @openai/codex-shell-tool-mcp: started again after the probe on both paths. Its one
+    tool needs Codex's sandbox, which it refuses to run without: the same error either way."""
+    result = parity(tmp_path, "tools", "call", "shell", "-a", "command=true", "-a", "workdir=/", "--",
+                    *codex_shell)
+    assert result.code == 5
+    assert result.stderr == "mcp: error: codex-linux-sandbox was required but not provided (code -32603)\n"
 
 
 @pytest.mark.peer

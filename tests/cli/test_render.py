@@ -199,6 +199,66 @@ def test_jsonl_spreads_list_items_and_jq_filters() -> None:
     assert json.loads(a.stdout.getvalue()) == {"text": "é"}  # type: ignore[attr-defined]
 
 
+#: What a terminal would act on: bidi override and isolate, ESC, a C1 control (NEL), DEL,
+#: U+2028, a zero-width space, a tag character (beyond the BMP).
+EVIL = "a\u202eb\u2066c\x1b[2Jd\x85e\x7ff\u2028g\u200bh\U000e0041i"
+RAW_CHARS = ("\u202e", "\u2066", "\x1b", "\x85", "\x7f", "\u2028", "\u200b", "\U000e0041")
+
+
+def test_json_on_a_terminal_escapes_what_a_terminal_would_act_on() -> None:
+    """A person reads JSON shown on a terminal: those characters are `\\u` escapes there (the
+    same JSON value); piped JSON stays byte for byte what the server sent."""
+    value = {"tools": [{"name": "t", "description": EVIL}]}
+    for flags in ({"as_json": True}, {"jsonl": True}, {"jq_filter": ".tools[0]"}):
+        a = app(tty=True)
+        output(a, **flags).emit(value, items="tools")
+        text = a.stdout.getvalue()  # type: ignore[attr-defined]
+        assert not any(c in text for c in RAW_CHARS), (flags, text)
+        assert "\\u202e" in text and "\\u001b[2J" in text and "\\udb40\\udc41" in text
+        assert json.loads(text) in (value, value["tools"][0]), flags  # the same value
+        piped = app()
+        output(piped, **flags).emit(value, items="tools")
+        assert json.dumps(EVIL, ensure_ascii=False) in piped.stdout.getvalue(), flags  # type: ignore[attr-defined]
+    a = app(tty=True)
+    output(a, as_json=True).event({"description": EVIL})  # a stream's events (subscribe)
+    assert json.loads(a.stdout.getvalue()) == {"description": EVIL}  # type: ignore[attr-defined]
+    assert "\u202e" not in a.stdout.getvalue()  # type: ignore[attr-defined]
+
+
+def test_raw_strings_on_a_terminal_are_shown_as_text_is() -> None:
+    a = app(tty=True)
+    output(a, jq_filter=".d", raw=True).emit({"d": EVIL + "\nline two\tcell"})
+    assert a.stdout.getvalue() == printable(EVIL + "\nline two\tcell") + "\n"  # type: ignore[attr-defined]
+    piped = app()
+    output(piped, jq_filter=".d", raw=True).emit({"d": EVIL})
+    assert piped.stdout.getvalue() == EVIL + "\n"  # type: ignore[attr-defined]
+
+
+def test_a_spilled_result_is_exact_and_a_shown_one_escaped_on_a_terminal(tmp_path: Path) -> None:
+    big = {"description": EVIL * 10}
+    a = app(tty=True)
+    out = output(a, as_json=True)
+    out.spill_dir, out.max_chars = str(tmp_path), 100
+    out.emit(big)
+    pointer = json.loads(a.stdout.getvalue())  # type: ignore[attr-defined]
+    assert json.loads(Path(pointer["spilled"]).read_text()) == big
+    assert json.dumps(EVIL, ensure_ascii=False)[1:-1] in Path(pointer["spilled"]).read_text()  # data: exact
+    a = app(tty=True)
+    out = output(a, as_json=True)
+    out.spill_dir = str(tmp_path / "unused")
+    out.emit({"description": EVIL})  # short: printed, not spilled
+    text = a.stdout.getvalue()  # type: ignore[attr-defined]
+    assert json.loads(text) == {"description": EVIL} and not any(c in text for c in RAW_CHARS)
+    assert not (tmp_path / "unused").exists()
+    (tmp_path / "blocker").write_text("")
+    a = app(tty=True)
+    out = output(a, as_json=True)
+    out.spill_dir, out.max_chars, out.warn = str(tmp_path / "blocker" / "sub"), 100, lambda note: None
+    out.emit(big)  # the spill fails: printed after all, escaped
+    text = a.stdout.getvalue()  # type: ignore[attr-defined]
+    assert json.loads(text) == big and not any(c in text for c in RAW_CHARS)
+
+
 def test_bad_output_flags_are_usage_errors() -> None:
     with pytest.raises(UsageError):
         output(app(), as_json=True, jsonl=True)

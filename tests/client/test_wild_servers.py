@@ -162,6 +162,72 @@ def test_a_remembered_legacy_command_line_whose_server_turned_modern_still_works
     assert methods[0] == "initialize"  # remembered again
 
 
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.slow  # several runs
+@pytest.mark.parametrize("how", ["exit", "close"])
+def test_a_server_that_ends_on_the_probe_is_started_again_and_remembered(tmp_path: Path, how: str) -> None:
+    """rmcp (Rust) servers end when their first message is not `initialize`: started again
+    once, asked `initialize`, and remembered as legacy; what the first start said is not shown."""
+    record, starts = tmp_path / "rec.jsonl", tmp_path / "starts"
+    argv = fake_server("--initialize-first", how, "--record", str(record), "--starts", str(starts), "--log-stderr")
+    r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--json", "--", *argv)
+    assert r.code == 0, r
+    assert json.loads(r.stdout)["content"] == [{"type": "text", "text": "hi"}]
+    assert _methods(record)[:3] == ["server/discover", "initialize", "notifications/initialized"]
+    assert _starts(starts) == 2
+    assert "expect initialized request" not in r.stderr and "ended on the era probe" not in r.stderr
+    assert "got initialize" in r.stderr  # the second start's stderr, shown as always
+    record.unlink()
+    r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--json", "--", *argv)
+    assert r.code == 0, r
+    assert _methods(record)[0] == "initialize" and "server/discover" not in _methods(record)
+    assert _starts(starts) == 3  # remembered: one start, no probe
+
+
+def test_trace_says_why_the_server_was_started_again(tmp_path: Path) -> None:
+    r = mcp_in("info", "--trace", "--", *fake_server("--initialize-first", "exit"))
+    assert r.code == 0, r
+    lines = r.stderr.splitlines()
+    note = next(i for i, line in enumerate(lines) if "ended on the era probe" in line)
+    assert lines[note].startswith("mcp: the server ended on the era probe, unanswered (server exited with code 1")
+    assert "starting it again for the initialize handshake" in lines[note]
+    assert '"server/discover"' in lines[note - 1] and '"initialize"' in lines[note + 1]
+
+
+@pytest.mark.slow  # several runs
+def test_only_a_server_that_ends_on_the_probe_is_started_again(tmp_path: Path) -> None:
+    """Not one slow to answer it (silence is legacy), nor one that refuses it; a server that
+    dies whatever it is sent is started twice but its stderr is shown once."""
+    for flags in (("--silent-probe",), ()):
+        starts = tmp_path / f"starts{len(flags)}"
+        r = mcp_in("info", "--", *fake_server(*flags, "--starts", str(starts)), env={"MCP_PROBE_TIMEOUT": "0.2"})
+        assert r.code == 0, r
+        assert _starts(starts) == 1, flags
+    starts = tmp_path / "starts-dead"
+    r = mcp_in("info", "--", *fake_server("--exit-before-init", "7", "--starts", str(starts)))
+    assert r.code == 4, r
+    assert _starts(starts) == 2
+    assert r.stderr.count("fatal: boot failure 0") == 1
+    assert r.stderr.endswith("mcp: error: server exited with code 7; its last stderr line: fatal: boot failure 2\n")
+
+
+@pytest.mark.peer
+def test_an_rmcp_server_that_exits_on_the_probe_is_listed(codex_shell: list[str]) -> None:
+    """npm @openai/codex-shell-tool-mcp 0.97.0 (rmcp 0.12): exit 4 before ("expect
+    initialized request, but received ... server/discover"); now legacy, then remembered."""
+    for _ in range(2):
+        r = mcp_in("info", "--json", "--", *codex_shell)
+        assert r.code == 0, r
+        assert r.json["era"] == "legacy" and r.json["serverInfo"]["name"] == "rmcp"
+        assert r.stderr == ""
+    r = mcp_in("tools", "list", "--jq", ".tools[].name", "-r", "--", *codex_shell)
+    assert r.code == 0, r
+    assert r.stdout == "shell\n"
+
+
 def test_root_one_shot_waits_for_the_servers_roots_round_trip(tmp_path: Path) -> None:
     # The server applies roots asynchronously after roots/list and denies calls until then.
     r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--root", str(tmp_path),
@@ -234,6 +300,22 @@ def test_unasked_log_messages_follow_one_rule(tmp_path: Path) -> None:
     assert r.code == 0 and r.stderr == "", r
     kept = log.read_text()
     assert "got tools/call" in kept and "info note" in kept and "error note" in kept
+
+
+def test_stray_lines_on_stdout_follow_the_quiet_rule() -> None:
+    """A line on the server's stdout that is not JSON-RPC is a warning; -q drops it as it
+    drops the server's stderr, and --trace (which shows every message) keeps it."""
+    call = ("tools", "call", "echo", "--arg", "message=hi")
+    warning = "mcp: warning: server wrote a line that is not JSON-RPC"
+    r = mcp_in(*call, "--", *fake_server("--garbage"))
+    assert r.code == 0 and warning in r.stderr, r
+    r = mcp_in(*call, "-q", "--", *fake_server("--garbage"))
+    assert r.code == 0 and r.stderr == "", r
+    r = mcp_in(*call, "-q", "--trace", "--", *fake_server("--garbage"))
+    assert r.code == 0 and warning in r.stderr, r
+    # A broken answer that names its request is no stray line: it fails the call, -q or not.
+    r = mcp_in(*call, "-q", "--", *fake_server("--broken", "truncated"))
+    assert r.code == 4 and "not JSON-RPC" in r.stderr, r
 
 
 def test_a_declared_capability_without_templates_lists_none() -> None:

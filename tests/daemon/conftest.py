@@ -21,6 +21,7 @@ import pytest
 from helpers import wait_until
 
 from mcpcli.daemon import protocol
+from mcpcli.transports import Transport
 
 
 def connect(run_dir: Path) -> socket.socket:
@@ -181,7 +182,7 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-class AttachTransport:
+class AttachTransport(Transport):
     """A minimal transport onto `attach` (the command side's DaemonTransport is built
     elsewhere): here only to show that our own `Client` runs unchanged over the relay."""
 
@@ -193,9 +194,6 @@ class AttachTransport:
         self.run_dir = run_dir
         self.session = session
         self.traits = TransportTraits()
-
-    def request_headers(self, method: str, params: Any, *, tool: Any = None) -> None:
-        return None
 
     def connect(self) -> Any:
         from contextlib import asynccontextmanager

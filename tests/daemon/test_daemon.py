@@ -66,6 +66,27 @@ def test_a_server_that_fails_to_start_fails_the_open_with_its_stderr(daemon: Dae
     assert daemon.proc.wait(30) == 0
 
 
+@pytest.mark.slow
+def test_a_server_that_ends_on_the_probe_is_started_again_for_its_session(
+    daemon: DaemonProcess, run_dir: Path, tmp_path: Path
+) -> None:
+    """An rmcp-like server (it ends when its first message is not `initialize`): the open
+    starts it again and uses `initialize`, as a command would; the daemon's log says so,
+    and the session's log (a log: what every start wrote) shows why."""
+    starts = tmp_path / "starts"
+    argv = fake_server("--initialize-first", "exit", "--log-stderr", "--starts", str(starts))
+    opened = daemon.control("open", **open_request("rs", argv))
+    assert opened["ok"], opened
+    assert opened["session"]["era"] == "legacy" and alive(opened["session"]["pid"])
+    assert len(starts.read_text().splitlines()) == 2
+    command = daemon.attach("rs")
+    assert text_of(command.call("tools/call", {"name": "echo", "arguments": {"message": "hi"}})) == "hi"
+    command.close()
+    assert "the server ended on the era probe, unanswered (server exited with code 1" in daemon.log()
+    session_log = (run_dir / "sessions" / "rs.log").read_text()
+    assert session_log.index("expect initialized request") < session_log.index("got initialize")
+
+
 def test_a_crashed_server_leaves_its_session_exited_with_its_stderr_until_restarted(
     daemon: DaemonProcess,
 ) -> None:

@@ -227,7 +227,7 @@ def test_our_client_runs_unchanged_over_an_attached_connection(daemon: DaemonPro
 
     async def use() -> tuple[Client, dict[str, Any], dict[str, Any]]:
         with anyio.fail_after(30):
-            async with Client(AttachTransport(daemon.run_dir, "ev"), ClientOptions()) as client:  # type: ignore[arg-type]
+            async with Client(AttachTransport(daemon.run_dir, "ev"), ClientOptions()) as client:
                 result = await client.call_tool(
                     "trigger-long-running-operation", {"duration": 0.2, "steps": 2},
                     on_progress=lambda p: progress.append(p["progress"]))

@@ -12,6 +12,7 @@ Behaviour flags (any combination):
   --huge N              answer tools/call with a single line of N bytes
   --stubborn            ignore stdin EOF and SIGTERM, and fork a grandchild that sleeps
   --record FILE         append every received message to FILE (one JSON per line)
+  --starts FILE         append a line to FILE when it starts (how often it was started)
   --log-stderr          write a line to stderr for every request
   --evil TEXT           TEXT is the echo tool's description, the message of a JSON-RPC
                         error for tools/call of `fail`, and a log message sent before
@@ -55,6 +56,9 @@ Behaviour flags (any combination):
                         the same command line, whose era a test changes between runs
   --features            declare resources (reads fail with "MCP error -32002: ...";
                         subscribe and unsubscribe succeed) and a prompt `weather(city)`
+  --initialize-first HOW  a server (like rmcp's, Rust) that ends when its first message is
+                        not initialize, after two lines on stderr: HOW `exit` exits with
+                        code 1, `close` closes stdout and lingers until end of input
   --listen TAGS         (with --modern) serve 2026-07-28 `subscriptions/listen` (kept open,
                         acknowledged) and a tool `touch(uri)` that sends one
                         resources/updated per listen watching that uri; TAGS `tagged` puts
@@ -85,6 +89,7 @@ p.add_argument("--progress-forever", action="store_true")
 p.add_argument("--huge", type=int)
 p.add_argument("--stubborn", action="store_true")
 p.add_argument("--record")
+p.add_argument("--starts")
 p.add_argument("--log-stderr", action="store_true")
 p.add_argument("--evil")
 p.add_argument("--sample", type=int)
@@ -107,7 +112,11 @@ p.add_argument("--deaf-after-list", action="store_true")
 p.add_argument("--log-after", action="store_true")
 p.add_argument("--paged-tools", action="store_true")
 p.add_argument("--never-list", action="store_true")
+p.add_argument("--initialize-first", choices=["exit", "close"])
 opts = p.parse_args()
+if opts.starts:
+    with open(opts.starts, "a") as fh:
+        fh.write(f"{os.getpid()}\n")
 if opts.era_file:
     with open(opts.era_file) as fh:
         if fh.read().strip() == "modern":
@@ -402,13 +411,31 @@ def handle(msg: dict) -> None:
     send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
 
 
+def initialize_first(msg: dict) -> None:
+    """--initialize-first: end unless the first message is initialize (rmcp's way)."""
+    if msg.get("method") == "initialize":
+        return
+    print(f"ERROR serving error: ExpectedInitializeRequest({msg.get('method')})", file=sys.stderr, flush=True)
+    print(f"Error: expect initialized request, but received: {msg.get('method')}", file=sys.stderr, flush=True)
+    if opts.initialize_first == "exit":
+        sys.exit(1)
+    os.close(1)
+    for _ in sys.stdin:
+        pass
+    os._exit(0)
+
+
 def main() -> None:
+    first = True
     for line in sys.stdin:
         line = line.strip()
         if not line:
             continue
         msg = json.loads(line)
         record(msg)
+        if first and opts.initialize_first:
+            initialize_first(msg)
+        first = False
         handle(msg)
     if opts.stubborn:
         while True:

@@ -550,6 +550,20 @@ async def test_an_upstream_still_starting_does_not_hold_up_the_list(gateway: Gat
         assert "s_echo" in {t["name"] for t in (await client.list_tools())["tools"]}
 
 
+async def test_an_upstream_that_ends_on_the_probe_is_started_again(gateway: Gateway, tmp_path: Path) -> None:
+    """An rmcp-like upstream (it ends when its first message is not `initialize`) is started
+    again and asked `initialize`, as by a command; not reported as a crash."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    starts = tmp_path / "starts"
+    upstream = Upstream(name="rs", command=tuple(fake_server("--initialize-first", "close", "--starts", str(starts))))
+    async with gateway([upstream]) as client:
+        assert texts(await client.call_tool("echo", {"message": "hi"})) == ["hi"]
+    assert len(starts.read_text().splitlines()) == 2
+
+
 async def test_a_lone_upstream_is_waited_for(gateway: Gateway) -> None:
     """With nothing else to answer for (`mcp serve --proxy`), the first list waits for it."""
     from helpers import fake_server
