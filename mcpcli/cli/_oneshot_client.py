@@ -221,13 +221,10 @@ class StdioServer:
         if flush:
             self.wait_exit(FLUSH_GRACE)
         self.drain_stderr()
-        from mcpcli.transports._spawn import describe_exit
+        from mcpcli.transports._spawn import exit_message
 
         code = self.process.returncode
-        message = f"{describe_exit(code)} {when}".strip()
-        if self.tail:
-            message += "; its last stderr line: " + self.tail[-1]
-        self.items.append(ServerExited(message, returncode=code))
+        self.items.append(ServerExited(exit_message(code, when, self.tail), returncode=code))
         self.eof = True
 
     # -- writing -------------------------------------------------------------------

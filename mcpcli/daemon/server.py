@@ -72,7 +72,7 @@ from mcpcli.protocol import (
     SUBSCRIPTION_ID_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcpcli.transports.stdio import StdioTransport
+from mcpcli.transports.stdio import StdioTransport, quote_stderr
 
 __all__ = ["Daemon", "error_answer", "main"]
 
@@ -280,7 +280,7 @@ class Held:
             message = f"session {self.name!r} has exited"
             if self.error is not None:
                 message += f": {self.error.message}"
-            message = _with_stderr(message, self.last_stderr)
+            message = quote_stderr(message, self.last_stderr)
             return TransportError(message, hint=f"mcp session restart {self.name}")
         return TransportError(f"session {self.name!r} is {self.state}",
                               hint=f"mcp session list; mcp session restart {self.name}")
@@ -745,7 +745,7 @@ class Daemon:
             held.task_scope.cancel()
             await held.done.wait()
             if held.last_stderr and isinstance(error, McpCliError):
-                error.message = _with_stderr(error.message, held.last_stderr)
+                error.message = quote_stderr(error.message, held.last_stderr)
             raise error
         return protocol.ok(session=held.info())
 
@@ -1353,18 +1353,6 @@ def _to_log(held: Held, method: str, params: JSON) -> None:
     line = protocol.encode({"notification": method, "params": params})
     with contextlib.suppress(OSError):
         paths.append_ring(held.log_path, b"[mcpcli] " + line)
-
-
-def _with_stderr(message: str, stderr: list[str]) -> str:
-    """`message` and the server's last stderr lines (up to 5), each once: the transport's
-    "; its last stderr line: ..." is dropped when the lines that follow include it."""
-    lines = stderr[-5:]
-    if not lines:
-        return message
-    quoted = "; its last stderr line: " + lines[-1]
-    if message.endswith(quoted):
-        message = message[: -len(quoted)]
-    return message + "\n" + "\n".join(lines)
 
 
 def _listens_for(wanted: JSON, method: str, uri: Any) -> bool:

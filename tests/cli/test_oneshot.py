@@ -152,7 +152,7 @@ def test_server_crash_mid_call_exits_4(tmp_path: Path) -> None:
                     *fake_server("--crash-on-call", "3"))
     assert result.code == 4
     assert result.stderr.endswith(
-        "mcp: error: server exited with code 3; its last stderr line: crashing now\n")
+        "mcp: error: server exited with code 3; its stderr says: crashing now\n")
 
 
 def test_server_that_dies_before_the_handshake_exits_4(tmp_path: Path) -> None:
