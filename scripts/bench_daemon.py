@@ -11,6 +11,11 @@ server-everything over stdio, and times, interleaved in the same run:
   (.venv/bin/mcp, stdout a pipe: the fast path, `mcpcli/cli/fast.py`); target
   (issue 11): at most 3x `python -c pass`;
 * the same with MCPCLI_NO_FAST_PATH=1 (the normal path: click, anyio, attach);
+* the same call with the common flags (`--json`, `--jq FILTER -r`, `--max-chars N`,
+  `--meta K=V`), each on the fast path (issue 22);
+* `mcp tools call ka echo ...`: a server configured with `"keepAlive": true`, called
+  by its name (its session opened by the first call), on the fast path and on the
+  normal path; target (issue 22): at most 3x `python -c pass`, as `@ev`;
 * a fresh interpreter that imports only `mcpcli.daemon.protocol` and makes one
   `call` op: the floor of the fast path;
 * when installed (benchmark only, never by scripts/test), the peers' session
@@ -198,14 +203,32 @@ def main() -> int:
         mcp_call = [str(MCP), "tools", "call", "@ev", "echo", "--arg", "message=hi"]
         normal_env = {**env, "MCPCLI_NO_FAST_PATH": "1"}
         timed(mcp_call, env, "Echo: hi")  # warm: the OS file cache, the daemon's tool listing
+        # A keepAlive server called by its name: the first call opens its session `ka`.
+        config = root / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"ka": {
+            "command": server[0], "args": server[1:], "keepAlive": True}}}))
+        env["MCP_CONFIG"] = normal_env["MCP_CONFIG"] = str(config)
+        ka_call = [str(MCP), "tools", "call", "ka", "echo", "--arg", "message=hi"]
+        timed(ka_call, env, "Echo: hi")
+        flagged = {
+            "--json": [*mcp_call, "--json"],
+            "--jq FILTER -r": [*mcp_call, "--jq", ".content[0].text", "-r"],
+            "--max-chars 100": [*mcp_call, "--max-chars", "100"],
+            "--meta trace=x": [*mcp_call, "--meta", "trace=x"],
+        }
         started = [peer for peer in found if peer.start()]
 
-        bare, fast, normal, floor = [], [], [], []
+        bare, fast, normal, floor, ka, ka_normal = [], [], [], [], [], []
+        flag_times: dict[str, list[float]] = {name: [] for name in flagged}
         for _ in range(opts.runs):  # interleaved, so every side sees the same machine
             bare.append(timed([sys.executable, "-c", "pass"], env))
             fast.append(timed(mcp_call, env, "Echo: hi"))
             normal.append(timed(mcp_call, normal_env, "Echo: hi"))
             floor.append(timed([sys.executable, "-c", ONE_CALL, sock_path], env))
+            ka.append(timed(ka_call, env, "Echo: hi"))
+            ka_normal.append(timed(ka_call, normal_env, "Echo: hi"))
+            for name, argv in flagged.items():
+                flag_times[name].append(timed(argv, env, "hi"))
             for peer in started:
                 peer.times.append(timed(peer.argv, peer.env, peer.expect))
 
@@ -254,8 +277,21 @@ def main() -> int:
     print(f"python -c pass:                               median {bare_ms:6.1f} ms")
     print(f"mcp tools call @ev echo (fast path):          median {fast_ms:6.1f} ms  "
           f"({ratio:.2f}x, target <= {TARGET_RATIO}x)")
-    print(f"the same, normal path (MCPCLI_NO_FAST_PATH):  median {median_ms(normal):6.1f} ms")
-    print(f"fresh process, one call op (the floor):       median {median_ms(floor):6.1f} ms")
+    print(f"the same, normal path (MCPCLI_NO_FAST_PATH):  median {median_ms(normal):6.1f} ms  "
+          f"({median_ms(normal) / bare_ms:.2f}x)")
+    print(f"fresh process, one call op (the floor):       median {median_ms(floor):6.1f} ms  "
+          f"({median_ms(floor) / bare_ms:.2f}x)")
+    for name, samples in flag_times.items():
+        flag_ratio = median_ms(samples) / bare_ms
+        missed = missed or flag_ratio > TARGET_RATIO
+        print(f"{'the same with ' + name + ':':45} median {median_ms(samples):6.1f} ms  "
+              f"({flag_ratio:.2f}x, target <= {TARGET_RATIO}x)")
+    ka_ratio = median_ms(ka) / bare_ms
+    missed = missed or ka_ratio > TARGET_RATIO
+    print(f"mcp tools call ka echo (keepAlive, by name):  median {median_ms(ka):6.1f} ms  "
+          f"({ka_ratio:.2f}x, target <= {TARGET_RATIO}x)")
+    print(f"the same, normal path (MCPCLI_NO_FAST_PATH):  median {median_ms(ka_normal):6.1f} ms  "
+          f"({median_ms(ka_normal) / bare_ms:.2f}x)")
     for peer in started:
         peer_ms = median_ms(peer.times)
         share = fast_ms / peer_ms

@@ -20,6 +20,7 @@ from mcpcli.errors import (
     RPCError,
     ServerExited,
     UnsupportedVersionError,
+    UsageError,
     handshake_timeout,
 )
 from mcpcli.handshake import (
@@ -661,8 +662,6 @@ def _wants_task(client: SyncClient, tool: JSON | None) -> bool:
 def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str], target: str | None,
           probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
-    import json
-
     from mcpcli.args import build_arguments, read_json_source, unknown_tool
 
     tool = call["tool"]
@@ -691,9 +690,12 @@ def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str],
     if client.era == "modern" and result.get("resultType") == "task":
         raise ProtocolError("the server answered with a task, which the one-shot path cannot follow",
                             hint="run it again with MCPCLI_NO_FAST_PATH=1")
+    from mcpcli.cli.fast import emit
+
     try:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        failed = emit(result, call)
     except BrokenPipeError:
         return GONE
+    if failed is not None:
+        raise UsageError(failed)
     return 1 if result.get("isError") else 0

@@ -31,6 +31,9 @@ FOUNDATIONS = frozenset({
     # Cheap per-message tasks on anyio, shared by the session (requests) and the server
     # runtime (2026 calls).
     "mcpcli.taskset",
+    # `--jq`: the jq module's filter and its error line, shared by `output` and the CLI's
+    # fast paths.
+    "mcpcli.jqfilter",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.
