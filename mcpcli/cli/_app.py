@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcpcli.cli._connection import Connection
-    from mcpcli.client import Client
+    from mcpcli.client import Client, ClientOptions
     from mcpcli.config import Config, ServerEntry
+    from mcpcli.connect import ConnectOptions
 
 __all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "offered", "pass_app"]
 
@@ -68,6 +69,9 @@ class App:
     #: Set by a server (`mcp serve`): SIGTERM is how service managers stop it, so it is
     #: an ordinary stop (exit 0 after the graceful shutdown), unlike Ctrl-C (130).
     sigterm_stops: bool = False
+    #: What `client` connected with last (the entry and both options), for a second
+    #: connection to the same server: `mcp tools` probing for tools a capability hides.
+    connected: tuple[ServerEntry, ConnectOptions, ClientOptions] | None = None
     _config: Config | None = None
     _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
@@ -215,8 +219,10 @@ class App:
         return self.run(go)
 
     @asynccontextmanager
-    async def client(self, target: str | None, conn: Connection) -> AsyncIterator[Client]:
-        """Connect to TARGET (or the `--` command) with the command's connection flags."""
+    async def client(self, target: str | None, conn: Connection, *,
+                     connecting: Callable[[], None] | None = None) -> AsyncIterator[Client]:
+        """Connect to TARGET (or the `--` command) with the command's connection flags;
+        `connecting` is called once `connected` is set, before the connection is made."""
         from mcpcli.connect import connect
 
         entry = self.resolve(target)
@@ -230,7 +236,10 @@ class App:
                     f"with (give them to `mcp session open`)"
                 )
         try:
-            async with connect(entry, conn.connect_options(self), conn.client_options(self, entry)) as client:
+            self.connected = (entry, conn.connect_options(self), conn.client_options(self, entry))
+            if connecting is not None:
+                connecting()
+            async with connect(*self.connected) as client:
                 yield client
         finally:
             conn.close()

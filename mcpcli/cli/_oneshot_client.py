@@ -662,7 +662,7 @@ def _wants_task(client: SyncClient, tool: JSON | None) -> bool:
 def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str], target: str | None,
           probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
-    from mcpcli.args import build_arguments, read_json_source, unknown_tool
+    from mcpcli.args import build_arguments, read_json_source
 
     tool = call["tool"]
     base = read_json_source(call["json"]) if call["json"] is not None else None
@@ -670,11 +670,13 @@ def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str],
     schema = None
     validate = call["validate"]
     if validate or call["args"]:
-        listing = client.list_tools(cache_target=target)
+        client.list_tools(cache_target=target)
         assert client.tools is not None
         definition = client.tools.get(tool)
         if definition is None and validate:
-            raise unknown_tool(tool, listing)
+            # A capability the one-shot path never declares (sampling, URL elicitation, roots)
+            # may hide it: the full path says so (`mcpcli.hidden_tools`).
+            raise Fallback
         schema = definition.get("inputSchema") if definition is not None else None
     arguments = build_arguments(call["args"], schema=schema, base=base)
     if validate and isinstance(schema, dict):

@@ -111,10 +111,12 @@ def test_tool_error_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_unknown_tool_exits_2_with_a_hint(tmp_path: Path, era: str) -> None:
     server = fake_server(*(["--modern"] if era == "modern" else []))
-    result = parity(tmp_path, "tools", "call", "echi", "--arg", "message=hi", "--", *server)
+    # The full path's: it also asks whether a capability the one-shot path never declares
+    # would reveal the tool (`mcpcli.hidden_tools`).
+    result = parity(tmp_path, "tools", "call", "echi", "--arg", "message=hi", "--", *server, fast=False)
     assert result.code == 2
     assert result.stderr == "mcp: error: unknown tool 'echi'\nmcp: hint: did you mean echo?\n"
-    as_json = parity(tmp_path / "json", "tools", "call", "echi", "--json", "--", *server)
+    as_json = parity(tmp_path / "json", "tools", "call", "echi", "--json", "--", *server, fast=False)
     assert as_json.code == 2
     assert '"type":"usage"' in as_json.stderr
 
@@ -401,7 +403,7 @@ def test_tools_listed_in_pages(tmp_path: Path) -> None:
     """Every page is followed before the tool is looked up (and named in the hint)."""
     server = fake_server("--typed-tools", "--paged-tools")
     assert parity(tmp_path, "tools", "call", "get-sum", "-a", "a=1", "-a", "b=2", "--", *server).code == 0
-    unknown = parity(tmp_path / "unknown", "tools", "call", "flag", "--", *server)
+    unknown = parity(tmp_path / "unknown", "tools", "call", "flag", "--", *server, fast=False)
     assert unknown.stderr == "mcp: error: unknown tool 'flag'\nmcp: hint: did you mean flags?\n"
 
 
