@@ -67,6 +67,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
         "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions", "mcpcli.headers_helper",
     }),
+    # `mcp doctor`'s checks: the config, other clients' files, the daemon, the token store.
+    "mcpcli.doctor": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.sessions", "mcpcli.auth"}),
     # Tools a server hides for want of a capability: a second connection, through `connect`.
     "mcpcli.hidden_tools": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config"}),
     # Output and rendering know nothing of click or the CLI's App.
