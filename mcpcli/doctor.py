@@ -357,7 +357,7 @@ def _keyring() -> Check:
     except McpCliError as exc:
         return Check("token store", PROBLEM, exc.message, exc.hint)
     if store.mode == "file":
-        return Check("token store", OK, f"sign-ins go to a 0600 file: {store.location()} (MCP_TOKEN_STORE=file)")
+        return Check("token store", OK, f"sign-ins go to a 0600 {store.location()} (MCP_TOKEN_STORE=file)")
     keyring = store.secrets()
     assert isinstance(keyring, KeyringSecrets)
     probe = secrets.token_hex(8)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -218,19 +219,30 @@ def main() -> int:
         }
         started = [peer for peer in found if peer.start()]
 
-        bare, fast, normal, floor, ka, ka_normal = [], [], [], [], [], []
+        bare: list[float] = []
+        fast: list[float] = []
+        normal: list[float] = []
+        floor: list[float] = []
+        ka: list[float] = []
+        ka_normal: list[float] = []
         flag_times: dict[str, list[float]] = {name: [] for name in flagged}
-        for _ in range(opts.runs):  # interleaved, so every side sees the same machine
-            bare.append(timed([sys.executable, "-c", "pass"], env))
-            fast.append(timed(mcp_call, env, "Echo: hi"))
-            normal.append(timed(mcp_call, normal_env, "Echo: hi"))
-            floor.append(timed([sys.executable, "-c", ONE_CALL, sock_path], env))
-            ka.append(timed(ka_call, env, "Echo: hi"))
-            ka_normal.append(timed(ka_call, normal_env, "Echo: hi"))
-            for name, argv in flagged.items():
-                flag_times[name].append(timed(argv, env, "hi"))
-            for peer in started:
-                peer.times.append(timed(peer.argv, peer.env, peer.expect))
+        sides: list[tuple[list[float], list[str], dict[str, str], str | None]] = [
+            (bare, [sys.executable, "-c", "pass"], env, None),
+            (fast, mcp_call, env, "Echo: hi"),
+            (normal, mcp_call, normal_env, "Echo: hi"),
+            (floor, [sys.executable, "-c", ONE_CALL, sock_path], env, None),
+            (ka, ka_call, env, "Echo: hi"),
+            (ka_normal, ka_call, normal_env, "Echo: hi"),
+            *((flag_times[name], argv, env, "hi") for name, argv in flagged.items()),
+            *((peer.times, peer.argv, peer.env, peer.expect) for peer in started),
+        ]
+        shuffler = random.Random(0)
+        for _ in range(opts.runs):
+            # Interleaved, so every side sees the same machine; in a new order each round, so
+            # none always follows a heavy one (the normal path) and pays for its tail.
+            shuffler.shuffle(sides)
+            for samples, argv, side_env, expect in sides:
+                samples.append(timed(argv, side_env, expect))
 
         line = " ".join(mcp_call[1:])
         loop = shell_total(f'for i in $(seq 100); do "{MCP}" {line} >/dev/null || exit 1; done', env)

@@ -261,7 +261,8 @@ def _keep_alive(server: str) -> dict[str, Any] | None:
         return None
     names: set[str] = set()
     _variables(entry, names)
-    return {"server": server, "config": path, "profile": os.environ.get("MCP_PROFILE") or None,
+    profile = os.environ.get("MCP_PROFILE")  # checked by parse_flags; "default" is no profile
+    return {"server": server, "config": path, "profile": None if profile in (None, "", "default") else profile,
             "env": {name: os.environ[name] for name in sorted(names) if name in os.environ}}
 
 

@@ -392,6 +392,9 @@ def test_a_keep_alive_server_whose_entry_changed_or_another_profile_takes_the_no
     assert not loaded, "the fast path was not taken for the profile's open session"
     names = sorted(s["name"] for s in mcp_in("session", "list", "--json").json["sessions"])
     assert names == ["ka", "ka.work"]
+    monkeypatch.setenv("MCP_PROFILE", "default")  # the default profile, whose session is `ka`
+    _, loaded = main_process(*args)
+    assert not loaded, "the fast path was not taken for the default profile"
 
 
 def test_a_plain_name_that_is_no_keep_alive_server_never_asks_the_daemon(
