@@ -822,16 +822,20 @@ class Client:
         task: TaskOptions | None = None,
         timeout: float | bool | None = True,
         max_timeout: float | bool | None = True,
+        meta: JSON | None = None,
     ) -> JSON:
         """Call a tool and return its result, running it as a task where the server
         wants one (see `mcpcli.tasks`): the task is followed to its end, unless
         `task.detach` asks for the CreateTaskResult itself. `timeout`/`max_timeout`
         bound the `tools/call` request as `request` does (the daemon's `call` op passes
-        the command's, since its session has no default)."""
+        the command's, since its session has no default), and `meta` is this call's
+        `--meta` (the daemon's, for the command; a client's own is `options.meta`)."""
         options = task or TaskOptions()
         params: JSON = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if meta:
+            params["_meta"] = dict(meta)
         token = await _tasks.augment(self, name, params, options)
         result = await self._call_tool(params, on_progress, timeout=timeout, max_timeout=max_timeout)
         created = _tasks.task_of(result, self.era)

@@ -132,17 +132,22 @@ class ServerEntry:
     #: headers; a list is an argv, a string runs through `sh -c` (`mcpcli.headers_helper`).
     headers_helper: str | list[str] | None = None
 
-    def resolved(self) -> ServerEntry:
-        """A copy with `${VAR}` interpolated; raises `ConfigError` on a missing variable."""
+    def resolved(self, env: Mapping[str, str] | None = None) -> ServerEntry:
+        """A copy with `${VAR}` interpolated from `env` (default: our environment); raises
+        `ConfigError` on a missing variable."""
         where = f"server {self.name!r}"
+
+        def fill(value: str, at: str = where) -> str:
+            return interpolate(value, where=at, env=env)
+
         return ServerEntry(
             name=self.name,
-            command=interpolate(self.command, where=where) if self.command else None,
-            args=[interpolate(a, where=where) for a in self.args],
-            env={k: interpolate(v, where=f"{where} env.{k}") for k, v in self.env.items()},
-            cwd=interpolate(self.cwd, where=where) if self.cwd else None,
-            url=interpolate(self.url, where=where) if self.url else None,
-            headers={k: interpolate(v, where=f"{where} header {k}") for k, v in self.headers.items()},
+            command=fill(self.command) if self.command else None,
+            args=[fill(a) for a in self.args],
+            env={k: fill(v, f"{where} env.{k}") for k, v in self.env.items()},
+            cwd=fill(self.cwd) if self.cwd else None,
+            url=fill(self.url) if self.url else None,
+            headers={k: fill(v, f"{where} header {k}") for k, v in self.headers.items()},
             transport=self.transport,
             path=self.path,
             source=self.source,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
+from mcpcli import jqfilter
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -104,13 +105,12 @@ class Output:
     # -- JSON ------------------------------------------------------------------------
 
     def _compile_jq(self) -> None:
-        import jq
-
         assert self.jq_filter is not None
         try:
-            self._jq_program = jq.compile(self.jq_filter)
+            self._jq_program = jqfilter.compile_filter(self.jq_filter)
         except ValueError as exc:
-            raise UsageError(f"--jq: {_jq_message(exc)}", hint=f"the filter was: {self.jq_filter}") from None
+            raise UsageError(f"--jq: {jqfilter.error_message(exc)}",
+                             hint=f"the filter was: {self.jq_filter}") from None
 
     def _write_json(self, value: Any, *, compact: bool) -> None:
         if compact or not self.pretty:
@@ -131,9 +131,9 @@ class Output:
         if self._jq_program is None:
             return [value]
         try:
-            return list(self._jq_program.input_value(value).all())
+            return jqfilter.values(self._jq_program, value)
         except ValueError as exc:
-            raise UsageError(f"--jq: {_jq_message(exc)}") from None
+            raise UsageError(f"--jq: {jqfilter.error_message(exc)}") from None
 
     def _emit_value(self, value: Any, *, compact: bool = False) -> None:
         for item in self._filtered(value):
@@ -261,11 +261,3 @@ class Output:
             )
         return self._console
 
-
-def _jq_message(exc: Exception) -> str:
-    """jq's first line without its `jq: error:` prefix or the colon that introduced the
-    source excerpt on the next lines (`... line 1, column 9:`)."""
-    lines = str(exc).strip().splitlines()
-    first = lines[0].strip() if lines else "invalid filter"
-    first = first.removeprefix("jq: error:").strip()
-    return first.removesuffix(":").strip() or "invalid filter"

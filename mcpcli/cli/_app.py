@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from mcpcli.cli._connection import Connection
     from mcpcli.client import Client, ClientOptions
     from mcpcli.config import Config, ServerEntry
+    from mcpcli.connect import ConnectOptions
 
 __all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "Group", "GroupHelp", "no_such_command", "offered", "pass_app"]
 
@@ -115,6 +116,9 @@ class App:
     signal_stops: bool = False
     #: --project: servers of project files not trusted may run for this command.
     project: bool = False
+    #: What `client` connected with last (the entry and both options), for a second
+    #: connection to the same server: `mcp tools` probing for tools a capability hides.
+    connected: tuple[ServerEntry, ConnectOptions, ClientOptions] | None = None
     _config: Config | None = None
     _entries: dict[str | None, ServerEntry] = field(default_factory=dict)
 
@@ -274,9 +278,11 @@ class App:
         conn: Connection,
         *,
         adjust: Callable[[ClientOptions], ClientOptions] | None = None,
+        connecting: Callable[[], None] | None = None,
     ) -> AsyncIterator[Client]:
         """Connect to TARGET (or the `--` command) with the command's connection flags;
-        `adjust` changes the client options they make (`mcp check` traces the traffic)."""
+        `adjust` changes the client options they make (`mcp check` traces the traffic);
+        `connecting` is called once `connected` is set, before the connection is made."""
         from mcpcli.connect import connect
 
         entry = self.resolve(target)
@@ -290,11 +296,13 @@ class App:
                     f"with (give them to `mcp session open`)"
                 )
         try:
-            connect_options = conn.connect_options(self)
             options = conn.client_options(self, entry)
             if adjust is not None:
                 options = adjust(options)
-            async with connect(entry, connect_options, options) as client:
+            self.connected = (entry, conn.connect_options(self), options)
+            if connecting is not None:
+                connecting()
+            async with connect(*self.connected) as client:
                 yield client
         finally:
             conn.close()

@@ -21,6 +21,7 @@ from mcpcli.errors import (
     ServerExited,
     StrayLine,
     UnsupportedVersionError,
+    UsageError,
     handshake_timeout,
 )
 from mcpcli.handshake import (
@@ -243,13 +244,10 @@ class StdioServer:
         if flush:
             self.wait_exit(FLUSH_GRACE)
         self.drain_stderr()
-        from mcpcli.transports._spawn import describe_exit
+        from mcpcli.transports._spawn import exit_message
 
         code = self.process.returncode
-        message = f"{describe_exit(code)} {when}".strip()
-        if self.tail:
-            message += "; its last stderr line: " + self.tail[-1]
-        self.items.append(ServerExited(message, returncode=code))
+        self.items.append(ServerExited(exit_message(code, when, self.tail), returncode=code))
         self.eof = True
 
     # -- writing -------------------------------------------------------------------
@@ -711,9 +709,7 @@ def _wants_task(client: SyncClient, tool: JSON | None) -> bool:
 def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str], target: str | None,
           probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
-    import json
-
-    from mcpcli.args import build_arguments, read_json_source, unknown_tool
+    from mcpcli.args import build_arguments, read_json_source
 
     tool = call["tool"]
     base = read_json_source(call["json"]) if call["json"] is not None else None
@@ -721,11 +717,13 @@ def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str],
     schema = None
     validate = call["validate"]
     if validate or call["args"]:
-        listing = client.list_tools(cache_target=target)
+        client.list_tools(cache_target=target)
         assert client.tools is not None
         definition = client.tools.get(tool)
         if definition is None and validate:
-            raise unknown_tool(tool, listing)
+            # A capability the one-shot path never declares (sampling, URL elicitation, roots)
+            # may hide it: the full path says so (`mcpcli.hidden_tools`).
+            raise Fallback
         schema = definition.get("inputSchema") if definition is not None else None
     arguments = build_arguments(call["args"], schema=schema, base=base)
     if validate and isinstance(schema, dict):
@@ -741,9 +739,12 @@ def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str],
     if client.era == "modern" and result.get("resultType") == "task":
         raise ProtocolError("the server answered with a task, which the one-shot path cannot follow",
                             hint="run it again with MCPCLI_NO_FAST_PATH=1")
+    from mcpcli.cli.fast import emit
+
     try:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        failed = emit(result, call)
     except BrokenPipeError:
         return GONE
+    if failed is not None:
+        raise UsageError(failed)
     return 1 if result.get("isError") else 0

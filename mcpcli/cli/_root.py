@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("mcpcli.cli.serve:serve", "Serve a tools.yaml file as an MCP server."),
     "auth": ("mcpcli.cli.auth:auth", "Sign in to servers and manage stored tokens."),
     "completion": ("mcpcli.cli.shell_completion:completion", "Print the shell completion script."),
+    "doctor": ("mcpcli.cli.doctor:doctor", "Check this installation and say what to fix."),
     "script": ("mcpcli.cli.script:script", "Talk back to the client from a served script."),
     "help": ("mcpcli.cli.help:help_command", "Show the help of mcp or of a command (mcp help tools call)."),
 }

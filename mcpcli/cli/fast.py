@@ -1,21 +1,29 @@
-"""The `@NAME` fast path: `mcp tools call @NAME TOOL ...` without loading the CLI.
+"""The session fast path: `mcp tools call @NAME ...` (or a keepAlive server's NAME) without
+loading the CLI.
 
 A warm call through a session should cost little more than starting Python, so
 `main()` tries this first: when stdout is not a terminal, the command could not
 prompt anyway (stdin or stderr is not one either) and every flag is one this
 module fully understands (`--arg`/`-a`, `--args JSON`, `--timeout`,
-`--max-timeout`, `--no-validate`, `--json`, `--jsonl`, `--quiet`), it sends the
-daemon's `call` op and prints what `mcp tools call` prints: the result as compact
-JSON on stdout, errors as `mcp: error: ...` / `mcp: hint: ...` (or the `--json`
-error object) with the one-shot exit codes. The daemon parses and validates the
-arguments with the tool's cached schema.
+`--max-timeout`, `--no-validate`, `--json`, `--jsonl`, `--quiet`, `--jq` with
+`-r`, `--max-chars` and `--meta`), it sends the daemon's `call` op and prints what
+`mcp tools call` prints: the result as compact JSON on stdout (or what `--jq` makes
+of it), errors as `mcp: error: ...` / `mcp: hint: ...` (or the `--json` error
+object) with the one-shot exit codes. The daemon parses and validates the arguments
+with the tool's cached schema, and reads `--meta` as the command's client would.
+
+A TARGET without `@` is tried when our config file makes it a keepAlive server: the
+`call` op then carries what the daemon needs to check that the session is that
+server's, as `open` checks when the full path joins it (the config file, the values
+of the variables its entry names, the profile); when it is not (no session yet,
+another server, another profile), the daemon says so and the full path runs.
 
 Anything else returns None and the normal path runs, unchanged: a terminal, any
 other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
-a value click would reject, no daemon, or no such session. Only the standard
-library, `mcpcli.text` (`re` only) and the daemon's `protocol` and `paths` are
-imported (a test checks): no click, anyio, httpx, rich or jsonschema.
-`MCPCLI_NO_FAST_PATH=1` turns it off.
+a value click would reject, an invalid `--jq` filter, no daemon, or no such session.
+Only the standard library, `mcpcli.text` (`re` only), `mcpcli.jqfilter` (jq only
+with `--jq`) and the daemon's `protocol` and `paths` are imported (a test checks): no
+click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
 from __future__ import annotations
@@ -30,10 +38,11 @@ if TYPE_CHECKING:
 __all__ = ["try_call"]
 
 #: Flags that take a value, and the `call` field each fills.
-_VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout"}
+_VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout",
+           "--jq": "jq", "--max-chars": "max_chars", "--meta": "meta"}
 #: Flags without a value that change nothing the fast path prints, or only the error format.
 _FLAGS = {"--json": "json_errors", "--jsonl": "jsonl", "--no-validate": "no_validate", "-q": "quiet",
-          "--quiet": "quiet"}
+          "--quiet": "quiet", "-r": "raw", "--raw": "raw"}
 #: What --timeout and --max-timeout default to (`mcp tools call`'s click options).
 _TIMEOUT_DEFAULT = 60.0
 _MAX_TIMEOUT_DEFAULT = 3600.0
@@ -72,23 +81,32 @@ def _plain_profile(name: str) -> bool:
 
 
 def _parse(tokens: list[str]) -> dict[str, Any] | None:
-    """The call's parts from the tokens after `tools call`, or None to leave them to click."""
-    parsed = parse_flags(tokens)
+    """The call's parts from the tokens after `tools call`, or None to leave them to click:
+    `session` for `@NAME`, `server` for a plain NAME (perhaps a keepAlive server's)."""
+    parsed = parse_flags(tokens, meta=True)
     if parsed is None:
         return None
     positionals = parsed.pop("positionals")
-    if len(positionals) != 2 or not positionals[0].startswith("@") or len(positionals[0]) < 2:
+    if len(positionals) != 2 or len(positionals[0]) < 2:
         return None
-    parsed.update(session=positionals[0][1:], tool=positionals[1])
+    target = positionals[0]
+    if target.startswith("@"):
+        parsed.update(session=target[1:], server=None, tool=positionals[1])
+    elif "/" in target or target.endswith((".yaml", ".yml")):
+        return None  # a URL or a file
+    else:
+        parsed.update(session=None, server=target, tool=positionals[1])
     return parsed
 
 
-def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
+def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | None:
     """The flags of a `tools call` (and its positionals, in order), or None to leave them to
-    click: shared with the one-shot stdio path (`mcpcli.cli.oneshot`), which takes the same flags."""
+    click: shared with the one-shot stdio path (`mcpcli.cli.oneshot`), which takes the same
+    flags but `--meta` (`meta`: take it)."""
     positionals: list[str] = []
     items: list[str] = []
-    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None}
+    metas: list[str] = []
+    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None, "jq": None}
     flags: set[str] = set()
     i = 0
     while i < len(tokens):
@@ -115,6 +133,16 @@ def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
             if "=@" in value:
                 return None  # a file (or stdin) the command reads, not the daemon
             items.append(value)
+        elif field == "meta":
+            if not meta:
+                return None
+            metas.append(value)
+        elif field == "jq":
+            parsed["jq"] = value
+        elif field == "max_chars":
+            # It cuts human output only, never JSON: checked as click checks it, then moot.
+            if not (value.isascii() and value.isdigit()):
+                return None
         elif field == "json":
             if parsed["json"] is not None or value.startswith("@") or value == "-":
                 return None
@@ -124,7 +152,7 @@ def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
             if seconds is None:
                 return None
             parsed[field] = seconds
-    if "json_errors" in flags and "jsonl" in flags:
+    if ("json_errors" in flags and "jsonl" in flags) or ("raw" in flags and parsed["jq"] is None):
         return None  # a usage error click words
     if not _plain_profile(os.environ.get("MCP_PROFILE") or ""):
         return None  # click's (check_profile) to word; a valid one changes nothing for a session or stdio
@@ -138,10 +166,104 @@ def parse_flags(tokens: list[str]) -> dict[str, Any] | None:
             parsed["timeout"] = _TIMEOUT_DEFAULT
     if parsed["max_timeout"] is None:
         parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
-    parsed.update(positionals=positionals, args=items,
-                  validate="no_validate" not in flags, quiet="quiet" in flags,
-                  json_errors=bool(flags & {"json_errors", "jsonl"}))
+    parsed.update(positionals=positionals, args=items, meta=metas,
+                  validate="no_validate" not in flags, quiet="quiet" in flags, raw="raw" in flags,
+                  json_errors=bool(flags & {"json_errors", "jsonl"}) or parsed["jq"] is not None)
     return parsed
+
+
+def compile_jq(call: dict[str, Any]) -> bool:
+    """Compile the call's `--jq` filter (`call["jq_program"]`, None without one); False when
+    it is invalid (the full path words that, before it connects)."""
+    call["jq_program"] = None
+    if call["jq"] is None:
+        return True
+    from mcpcli import jqfilter
+
+    try:
+        call["jq_program"] = jqfilter.compile_filter(call["jq"])
+    except ValueError:
+        return False
+    return True
+
+
+def emit(result: dict[str, Any], call: dict[str, Any]) -> str | None:
+    """Print `result` as `Output.emit` prints it on a stdout that is not a terminal: compact
+    JSON, or each value `--jq` makes of it (a string bare with `-r`); the `--jq` error
+    instead when the filter fails on it (nothing is printed then). A reader that left
+    raises BrokenPipeError."""
+    import json
+
+    outputs: list[Any] = [result]
+    if call["jq_program"] is not None:
+        from mcpcli import jqfilter
+
+        try:
+            outputs = jqfilter.values(call["jq_program"], result)
+        except ValueError as exc:
+            return f"--jq: {jqfilter.error_message(exc)}"
+    for item in outputs:
+        if call["raw"] and isinstance(item, str):
+            sys.stdout.write(item + "\n")
+        else:
+            sys.stdout.write(json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+    return None
+
+
+def config_path() -> str:
+    """Our config file, as `mcpcli.config.default_config_path` finds it on a POSIX system
+    (a test holds them equal): `MCP_CONFIG`, else `$XDG_CONFIG_HOME/mcpcli/mcp.json`."""
+    path = os.environ.get("MCP_CONFIG")
+    if not path:
+        base = os.environ.get("XDG_CONFIG_HOME")
+        if not base or not os.path.isabs(base):
+            base = os.path.join(os.path.expanduser("~"), ".config")
+        path = os.path.join(base, "mcpcli", "mcp.json")
+    return os.path.abspath(path)
+
+
+def _variables(value: Any, found: set[str]) -> None:
+    """The names after each `${` (or `${env:`) in the strings of `value`: at least every
+    variable `mcpcli.config.interpolate` may read there (one it would miss the daemon finds
+    unset, and the full path runs)."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _variables(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _variables(item, found)
+    elif isinstance(value, str):
+        start = value.find("${")
+        while start >= 0:
+            end = start = start + (6 if value.startswith("env:", start + 2) else 2)
+            while end < len(value) and (value[end] == "_" or (value[end].isascii() and value[end].isalnum())):
+                end += 1
+            found.add(value[start:end])
+            start = value.find("${", end)
+
+
+def _keep_alive(server: str) -> dict[str, Any] | None:
+    """What the daemon checks a keepAlive server's session against (see the module's doc),
+    or None when SERVER is no keepAlive server of our config file (or the file cannot be
+    read: the full path says why)."""
+    import json
+
+    path = config_path()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    servers = doc.get("mcpServers", doc.get("servers")) if isinstance(doc, dict) else None
+    entry = servers.get(server) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict) or entry.get("keepAlive") is not True:
+        return None
+    names: set[str] = set()
+    _variables(entry, names)
+    profile = os.environ.get("MCP_PROFILE")  # checked by parse_flags; "default" is no profile
+    return {"server": server, "config": path, "profile": None if profile in (None, "", "default") else profile,
+            "env": {name: os.environ[name] for name in sorted(names) if name in os.environ}}
 
 
 def _isatty(fd: int) -> bool:
@@ -243,6 +365,16 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     call = _parse(args[2:])
     if call is None:
         return None
+    keep_alive = None
+    if call["server"] is not None:
+        keep_alive = _keep_alive(call["server"])
+        if keep_alive is None:
+            return None
+        # Each profile has its own keepAlive session (`connect._session_transport`).
+        profile = keep_alive["profile"]
+        call["session"] = call["server"] if profile is None else f"{call['server']}.{profile}"
+    if not compile_jq(call):
+        return None
     import signal
     import socket
 
@@ -268,7 +400,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             protocol.send(sock, protocol.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
                 timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
-                notifications=True))
+                notifications=True, meta=call["meta"], keep_alive=keep_alive))
             try:
                 answer = _answer(protocol.LineReader(sock), call["quiet"])
             except (protocol.ProtocolViolation, OSError) as exc:
@@ -280,6 +412,8 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     finally:
         sock.close()  # a call still in flight is cancelled on the server
     name = call["session"]
+    if answer is not None and answer.get("fallback") is True:
+        return None  # not this keepAlive server's session (yet): the full path opens or joins it
     if answer is None:
         return printer.error(
             "connection-closed", f"session {name!r} closed the connection", 4,
@@ -292,13 +426,12 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     result = answer.get("result")
     if not isinstance(result, dict):
         return printer.error("protocol", "the session daemon sent a malformed answer", 4)
-    import json
-
     try:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False, separators=(",", ":")) + "\n")
-        sys.stdout.flush()
+        failed = emit(result, call)
     except BrokenPipeError:
         return _stdout_gone()
+    if failed is not None:
+        return printer.error("usage", failed, 2)
     if result.get("isError"):
         return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
     return 0

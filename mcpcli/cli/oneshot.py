@@ -7,8 +7,9 @@ a synchronous client (one process, its pipes, `selectors`) that does what the
 full path does for the common case, and returns None, before anything is
 started, for anything else: a terminal on stdout or stderr (human output, a
 progress bar, prompts), any flag `fast.parse_flags` does not take (the @NAME
-fast path's flags: `--arg`/`-a`, `--args JSON`, `--timeout`, `--max-timeout`,
-`--no-validate`, `--json`, `--jsonl`, `-q`), a `${VAR}` in the command, a
+fast path's flags but `--meta`: `--arg`/`-a`, `--args JSON`, `--timeout`, `--max-timeout`,
+`--no-validate`, `--json`, `--jsonl`, `-q`, `--jq` with `-r`, `--max-chars`), an invalid
+`--jq` filter, a `${VAR}` in the command, a
 TARGET that is not a plain stdio server of our config (a URL, a file, a session,
 a `keepAlive` server, another client's server), a bad `MCP_PROBE_TIMEOUT`, or
 `MCPCLI_NO_FAST_PATH=1`.
@@ -58,13 +59,13 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     None: take the full path."""
     if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or args[:2] != ["tools", "call"]:
         return None
-    from mcpcli.cli.fast import _isatty, _Printer, parse_flags, probe_seconds
+    from mcpcli.cli.fast import _isatty, _Printer, compile_jq, parse_flags, probe_seconds
 
     if _isatty(1) or _isatty(2):
         return None  # human output, a progress bar, prompts: the full path's
     at = args.index("--") if "--" in args else len(args)
     call = parse_flags(args[2:at])
-    if call is None:
+    if call is None or not compile_jq(call):
         return None
     spec = _launch(call["positionals"], args[at + 1:] if at < len(args) else None)
     if spec is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,7 +18,7 @@ from mcpcli.cli._options import (
     target_command,
 )
 from mcpcli.cli._types import seconds
-from mcpcli.errors import ExitCode, McpCliError, ToolError, TransportError, UsageError
+from mcpcli.errors import ExitCode, McpCliError, ToolError, TransportError, UsageError, unwrap
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -34,15 +35,80 @@ def tools() -> None:
 
 @target_command(tools, "list")
 def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
-    """List the server's tools (every page)."""
+    """List the server's tools (every page).
+
+    \b
+    On a terminal, a note on stderr names the tools the server would also
+    offer a client that declares sampling, URL-mode elicitation or roots
+    (found with a second connection that only lists them).
+    """
     from mcpcli import render
 
-    async def go(client: Client) -> None:
-        result = await offered(app, client.list_tools(), "tools")
-        remember(target, "tools/list", result)
-        out.emit(result, items="tools", human=render.tools_table)
+    async def listing(connecting: Callable[[], None] | None = None) -> list[str]:
+        async with app.client(target, conn, connecting=connecting) as client:
+            result = await offered(app, client.list_tools(), "tools")
+            remember(target, "tools/list", result)
+            out.emit(result, items="tools", human=render.tools_table)
+        return [t["name"] for t in result.get("tools", []) if isinstance(t, dict) and "name" in t]
 
-    app.with_client(target, conn, go)
+    if not out.human:
+        app.run(listing)  # what scripts read: no second connection
+        return
+
+    async def listing_and_hidden() -> None:
+        import anyio
+
+        from mcpcli.hidden_tools import hidden_tools, offered_to_all
+
+        probed: list[set[str] | None] = []
+
+        async def probe() -> None:
+            assert app.connected is not None
+            probed.append(await offered_to_all(*app.connected))
+
+        async with anyio.create_task_group() as tg:
+
+            def start_probe() -> None:
+                # The probe's server starts beside the command's own: the note costs little wait.
+                tg.start_soon(probe)
+
+            shown = await listing(start_probe)
+        if app.connected is None or not probed or probed[0] is None:
+            return
+        for hidden in await hidden_tools(*app.connected, shown, offered=probed[0]):
+            count = len(hidden.tools)
+            more = f"{count} more tool appears" if count == 1 else f"{count} more tools appear"
+            app.info(f"{more} to clients that declare {hidden.what()} ({hidden.how()}): "
+                     f"{', '.join(hidden.tools)}")
+
+    app.run(listing_and_hidden)
+
+
+class _Unknown(UsageError):
+    """A tool the listing lacks (worded by `args.unknown_tool`), raised out of the
+    connection so that it closes before `_explained` connects again."""
+
+    def __init__(self, tool: str, listing: dict[str, Any]) -> None:
+        error = _unknown_tool(tool, listing)
+        super().__init__(error.message, hint=error.hint)
+        self.tool = tool
+
+
+async def _explained(app: App, exc: Exception) -> UsageError:
+    """`exc` (from a connection) when it is not about an unknown tool; else that error, and
+    when declaring a capability this command did not makes the server offer the tool, one
+    that says which and how (`mcpcli.hidden_tools`)."""
+    from mcpcli.hidden_tools import Hidden, revealing
+
+    unknown = unwrap(exc)
+    if not isinstance(unknown, _Unknown):
+        raise exc
+    capabilities = await revealing(*app.connected, unknown.tool) if app.connected is not None else None
+    if capabilities is None:
+        return UsageError(unknown.message, hint=unknown.hint)
+    hidden = Hidden(capabilities, (unknown.tool,))
+    return UsageError(f"unknown tool {unknown.tool!r}: the server offers it only to clients that declare "
+                      f"{hidden.what()}", hint=f"declare it with {hidden.how()}")
 
 
 @tools.command("grep")
@@ -192,13 +258,17 @@ def show(app: App, target: str | None, tool: str, conn: Connection, out: Output)
     """Show a tool's signature, description and input schema."""
     from mcpcli import render
 
-    async def go(client: Client) -> None:
-        definition = await client.get_tool(tool)
-        if definition is None:
-            raise _unknown_tool(tool, await client.list_tools())
-        out.emit(definition, human=render.tool_detail)
+    async def go() -> None:
+        try:
+            async with app.client(target, conn) as client:
+                definition = await client.get_tool(tool)
+                if definition is None:
+                    raise _Unknown(tool, await client.list_tools())
+                out.emit(definition, human=render.tool_detail)
+        except Exception as exc:
+            raise await _explained(app, exc) from None
 
-    app.with_client(target, conn, go)
+    app.run(go)
 
 
 async def _call_and_print(
@@ -292,26 +362,29 @@ def call(
     base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
 
     async def call_it() -> dict[str, Any]:
-        async with app.client(target, conn) as client:
-            schema = None
-            # --no-validate skips the check, not the typing of --arg by the schema;
-            # with --args alone there is nothing to type, so nothing to list.
-            if not no_validate or items:
-                # A 2026-07-28 server's listing is reused while its ttlMs says it is fresh.
-                listing = await client.list_tools(cache_target=target)
-                definition = await client.get_tool(tool)
-                if definition is None and not no_validate:
-                    raise _unknown_tool(tool, listing)
-                schema = definition.get("inputSchema") if definition is not None else None
-            arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
-            if not no_validate and isinstance(schema, dict):
-                # Plainly valid arguments never import jsonschema (about 90 ms of CPU, more
-                # than the rest of a call's imports), so it is not preloaded either.
-                from mcpcli.validation import check
+        try:
+            async with app.client(target, conn) as client:
+                schema = None
+                # --no-validate skips the check, not the typing of --arg by the schema;
+                # with --args alone there is nothing to type, so nothing to list.
+                if not no_validate or items:
+                    # A 2026-07-28 server's listing is reused while its ttlMs says it is fresh.
+                    listing = await client.list_tools(cache_target=target)
+                    definition = await client.get_tool(tool)
+                    if definition is None and not no_validate:
+                        raise _Unknown(tool, listing)
+                    schema = definition.get("inputSchema") if definition is not None else None
+                arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
+                if not no_validate and isinstance(schema, dict):
+                    # Plainly valid arguments never import jsonschema (about 90 ms of CPU, more
+                    # than the rest of a call's imports), so it is not preloaded either.
+                    from mcpcli.validation import check
 
-                check(schema, arguments)
-            return await _call_and_print(app, client, out, target, tool, arguments,
-                                         save_dir=save_dir, as_task=as_task, detach=detach)
+                    check(schema, arguments)
+                return await _call_and_print(app, client, out, target, tool, arguments,
+                                             save_dir=save_dir, as_task=as_task, detach=detach)
+        except Exception as exc:
+            raise await _explained(app, exc) from None
 
     result = app.run(call_it)
     if result.get("isError"):

@@ -64,10 +64,14 @@ def check_private_dir(path: str | os.PathLike[str]) -> None:
         raise RunDirError(str(exc)) from None
 
 
+def run_dir_path() -> str:
+    """Where the run directory is (`MCPCLI_RUNTIME_DIR`, else the default), unchecked."""
+    return os.environ.get(RUNTIME_DIR_ENV) or _default_dir()
+
+
 def run_dir_name(*, create: bool = True) -> str:
     """The checked run directory as a string, created 0700 when missing (and `create`)."""
-    override = os.environ.get(RUNTIME_DIR_ENV)
-    path = override or _default_dir()
+    path = run_dir_path()
     if create:
         try:
             os.mkdir(path, 0o700)

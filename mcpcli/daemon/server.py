@@ -73,7 +73,7 @@ from mcpcli.protocol import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from mcpcli.text import redact_argv
-from mcpcli.transports.stdio import StdioTransport
+from mcpcli.transports.stdio import StdioTransport, quote_stderr
 
 __all__ = ["Daemon", "error_answer", "main"]
 
@@ -281,7 +281,7 @@ class Held:
             message = f"session {self.name!r} has exited"
             if self.error is not None:
                 message += f": {self.error.message}"
-            message = _with_stderr(message, self.last_stderr)
+            message = quote_stderr(message, self.last_stderr)
             return TransportError(message, hint=f"mcp session restart {self.name}")
         return TransportError(f"session {self.name!r} is {self.state}",
                               hint=f"mcp session list; mcp session restart {self.name}")
@@ -746,7 +746,7 @@ class Daemon:
             held.task_scope.cancel()
             await held.done.wait()
             if held.last_stderr and isinstance(error, McpCliError):
-                error.message = _with_stderr(error.message, held.last_stderr)
+                error.message = quote_stderr(error.message, held.last_stderr)
             raise error
         return protocol.ok(session=held.info())
 
@@ -788,6 +788,13 @@ class Daemon:
         return protocol.ok(path=str(held.log_path), text=text)
 
     async def _op_call(self, message: JSON, sink: _CallSink) -> JSON:
+        keep_alive = message.get("keep_alive")
+        if keep_alive is not None and not self._joins(message.get("name"), keep_alive):
+            # Not this keepAlive server's session as `open` would join it (none, another
+            # server, another profile, a config it cannot read): the command's full path
+            # opens or joins it, and words any problem, itself.
+            return {**protocol.error(f"no session {message.get('name')!r} of this keepAlive server"),
+                    "fallback": True}
         held = await self._usable(message.get("name"))
         held.call_sinks.add(sink)
         try:
@@ -795,8 +802,33 @@ class Daemon:
         finally:
             held.call_sinks.discard(sink)
 
+    def _joins(self, name: Any, keep_alive: Any) -> bool:
+        """Whether the `call` of a keepAlive server by its name (`keep_alive`: the server's name,
+        the command's config file, the values of the variables its entry names, the profile)
+        may use session `name` as is: the entry resolves as the command would resolve it and
+        is the session's, with the same profile (what `open` checks when it joins)."""
+        from mcpcli.config import Config
+
+        if not isinstance(keep_alive, dict) or not isinstance(name, str):
+            return False
+        server, config, env, profile = (keep_alive.get(k) for k in ("server", "config", "env", "profile"))
+        if (not isinstance(server, str) or not isinstance(config, str) or not os.path.isabs(config)
+                or not _string_map(env) or not (profile is None or isinstance(profile, str))):
+            return False
+        held = self.sessions.get(name)
+        if held is None:
+            return False
+        try:
+            entry = Config(Path(config)).get(server)
+            if entry is None or not entry.keep_alive or entry.transport == "yaml":
+                return False  # a tools.yaml path is the command's, relative to its directory
+            resolved = entry.resolved(env)
+        except McpCliError:
+            return False
+        return held.same_target(resolved) and held.connect.profile == profile
+
     async def _call(self, held: Held, message: JSON) -> JSON:
-        from mcpcli.args import build_arguments, unknown_tool
+        from mcpcli.args import build_arguments, meta_items, unknown_tool
 
         client = held.client
         assert client is not None
@@ -818,6 +850,10 @@ class Daemon:
             if not isinstance(text, str) or text.startswith("@") or text == "-":
                 raise UsageError("call: --args must be JSON text here")
             base = read_json_source(text)
+        meta_raw = message.get("meta") or []
+        if not isinstance(meta_raw, list) or not all(isinstance(i, str) for i in meta_raw):
+            raise UsageError("call: meta must be a list of strings")
+        meta = meta_items(meta_raw)  # --meta KEY=VALUE, read as the command's own client reads it
         validate = message.get("validate", True) is not False
         timeout = _seconds(message.get("timeout"))
         max_timeout = _seconds(message.get("max_timeout"))
@@ -843,7 +879,8 @@ class Daemon:
         try:
             # The command's --timeout and --max-timeout, as its own client would apply them
             # (progress restarts the clock; the server is told on timeout).
-            result = await client.call_tool(tool, arguments, timeout=timeout, max_timeout=max_timeout)
+            result = await client.call_tool(tool, arguments, timeout=timeout, max_timeout=max_timeout,
+                                            meta=meta or None)
         except Exception as exc:
             typed = _typed(exc)
             if not isinstance(typed, ConnectionClosed):
@@ -1354,18 +1391,6 @@ def _to_log(held: Held, method: str, params: JSON) -> None:
     line = protocol.encode({"notification": method, "params": params})
     with contextlib.suppress(OSError):
         paths.append_ring(held.log_path, b"[mcpcli] " + line)
-
-
-def _with_stderr(message: str, stderr: list[str]) -> str:
-    """`message` and the server's last stderr lines (up to 5), each once: the transport's
-    "; its last stderr line: ..." is dropped when the lines that follow include it."""
-    lines = stderr[-5:]
-    if not lines:
-        return message
-    quoted = "; its last stderr line: " + lines[-1]
-    if message.endswith(quoted):
-        message = message[: -len(quoted)]
-    return message + "\n" + "\n".join(lines)
 
 
 def _listens_for(wanted: JSON, method: str, uri: Any) -> bool:

@@ -20,6 +20,7 @@ from mcpcli.render.content import (
     save_blobs,
     update_event,
 )
+from mcpcli.render.doctor import doctor_report
 from mcpcli.render.listings import (
     completion_values,
     prompt_detail,
@@ -41,6 +42,7 @@ __all__ = [
     "check_report",
     "completion_values",
     "decoded",
+    "doctor_report",
     "grep_matches",
     "prompt_detail",
     "prompt_messages",

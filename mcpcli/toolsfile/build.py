@@ -4,7 +4,8 @@
 resource (`build_resources`), prompt (`build_prompts`) and upstream server
 (`build_servers`), skipping disabled tools and reporting duplicates. It returns
 the config together with every problem found; `load.parse_config` raises them
-as one `ToolsFileError`.
+as one `ToolsFileError`. It also runs on a document that already has problems
+(YAML, the format's schema), so one run reports them all.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ from mcpcli.toolsfile.build_resources import build_resource
 from mcpcli.toolsfile.build_servers import build_servers
 from mcpcli.toolsfile.build_tools import build_tool
 from mcpcli.toolsfile.model import JSON, Config, Prompt, Resource, Tool
-from mcpcli.toolsfile.yamlstrict import Marks, Problem
+from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
 __all__ = ["build_config"]
 
 
-def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str]) -> tuple[Config, list[Problem]]:
-    """The model of `raw` (read from `path`), and the problems found (empty when it is valid)."""
-    ctx = BuildContext(raw, marks, path, env)
-    _secrets(ctx)
-    server = dict(raw.get("server") or {})
+def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str], *, reported: bool = False,
+                 bad: set[Path] | None = None) -> tuple[Config, list[Problem]]:
+    """The model of `raw` (read from `path`), and the problems found (empty when it is valid).
+
+    `reported`: problems were found before (the document may not have the checked form);
+    `bad` holds the paths of the values they were about (see `BuildContext`). The build
+    still checks everything else, so that one run reports every problem in the file.
+    """
+    ctx = BuildContext(raw, marks, path, env, reported=reported, bad=bad)
+    with ctx.entry():
+        _secrets(ctx)
+    server = raw.get("server")
+    server = dict(server) if isinstance(server, dict) else {}
     info = _server_info(ctx, server)
     tools = _tools(ctx)
     resources = _resources(ctx)
@@ -60,32 +69,52 @@ def _server_info(ctx: BuildContext, server: JSON) -> JSON:
     return info
 
 
+def _entries(ctx: BuildContext, section: str) -> list[tuple[Path, JSON]]:
+    """The mappings listed under `section`, with their paths (what is not one was reported)."""
+    items = ctx.raw.get(section)
+    if not isinstance(items, list):
+        return []
+    return [((section, i), item) for i, item in enumerate(items) if isinstance(item, dict)]
+
+
+def _first_of_name(ctx: BuildContext, path: Path, item: JSON, seen: dict[str, int], kind: str) -> bool:
+    """Whether `item` is the first of its name; a later one is a problem, whether or not
+    the first one was valid (so that fixing it does not reveal one more error)."""
+    name = item.get("name")
+    if not isinstance(name, str):
+        return True
+    if name in seen:
+        ctx.fail((*path, "name"), f"duplicate {kind} name {name!r} (first at line {seen[name]})")
+        return False
+    seen[name] = ctx.marks.at((*path, "name"))[0]
+    return True
+
+
 def _tools(ctx: BuildContext) -> dict[str, Tool]:
     tools: dict[str, Tool] = {}
-    for i, item in enumerate(ctx.raw.get("tools") or []):
-        path = ("tools", i)
-        if item.get("enabled") is False:
+    seen: dict[str, int] = {}
+    for path, item in _entries(ctx, "tools"):
+        if item.get("enabled") is False or not _first_of_name(ctx, path, item, seen, "tool"):
             continue
-        tool = build_tool(ctx, item, path)
-        if tool is None:
-            continue
-        if tool.name in tools:
-            ctx.fail((*path, "name"), f"duplicate tool name {tool.name!r}")
-            continue
-        tools[tool.name] = tool
+        with ctx.entry():
+            tool = build_tool(ctx, item, path)
+            if tool is not None:
+                tools[tool.name] = tool
     return tools
 
 
 def _resources(ctx: BuildContext) -> list[Resource]:
     resources: list[Resource] = []
     seen_uris: set[str] = set()
-    for i, item in enumerate(ctx.raw.get("resources") or []):
-        res = build_resource(ctx, item, ("resources", i))
+    for path, item in _entries(ctx, "resources"):
+        res = None
+        with ctx.entry():
+            res = build_resource(ctx, item, path)
         if res is None:
             continue
         key = res.uri_template if res.kind == "template" else f"{res.kind}:{res.uri}"
         if key in seen_uris:
-            ctx.fail(("resources", i), f"duplicate resource {key!r}")
+            ctx.fail(path, f"duplicate resource {key!r}")
             continue
         seen_uris.add(key or "")
         resources.append(res)
@@ -94,21 +123,24 @@ def _resources(ctx: BuildContext) -> list[Resource]:
 
 def _prompts(ctx: BuildContext) -> dict[str, Prompt]:
     prompts: dict[str, Prompt] = {}
-    for i, item in enumerate(ctx.raw.get("prompts") or []):
-        prompt = build_prompt(ctx, item, ("prompts", i))
-        if prompt is None:
+    seen: dict[str, int] = {}
+    for path, item in _entries(ctx, "prompts"):
+        if not _first_of_name(ctx, path, item, seen, "prompt"):
             continue
-        if prompt.name in prompts:
-            ctx.fail(("prompts", i, "name"), f"duplicate prompt name {prompt.name!r}")
-            continue
-        prompts[prompt.name] = prompt
+        with ctx.entry():
+            prompt = build_prompt(ctx, item, path)
+            if prompt is not None:
+                prompts[prompt.name] = prompt
     return prompts
 
 
 def _secrets(ctx: BuildContext) -> None:
     """Read every declared secret into `ctx.secrets` (a missing optional one is left out)."""
-    for name, spec in (ctx.raw.get("secrets") or {}).items():
+    secrets = ctx.raw.get("secrets")
+    for name, spec in (secrets if isinstance(secrets, dict) else {}).items():
         path = ("secrets", name)
+        if not isinstance(spec, dict):
+            continue  # reported by the format's check
         required = spec.get("required", True)
         sources = [k for k in ("from_env", "from_file") if k in spec]
         if len(sources) != 1:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from mcpcli.errors import ValidationError
@@ -25,7 +27,7 @@ from mcpcli.toolsfile.model import (
     parse_duration,
     parse_size,
 )
-from mcpcli.toolsfile.structure import describe_path
+from mcpcli.toolsfile.structure import covered, describe_path
 from mcpcli.toolsfile.templating import Template
 from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
@@ -36,18 +38,25 @@ PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class BuildContext:
-    def __init__(self, raw: JSON, marks: Marks, path: str, env: dict[str, str]) -> None:
+    def __init__(self, raw: JSON, marks: Marks, path: str, env: dict[str, str], *,
+                 reported: bool = False, bad: set[Path] | None = None) -> None:
         self.raw = raw
         self.marks = marks
         self.file = path
         self.env = env
+        #: Whether problems were found before the build (YAML, `${VAR}`, the format's schema):
+        #: then the document may not have the form the build expects (see `entry`).
+        self.reported = reported
+        #: Paths of the values those problems were about: not reported again.
+        self.bad: frozenset[Path] = frozenset(bad or ())
         self.base_dir = os.path.dirname(os.path.abspath(path))
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.secrets: dict[str, str] = {}
-        defaults = raw.get("defaults") or {}
-        self.defaults = defaults
-        limits = raw.get("limits") or {}
+        defaults = raw.get("defaults")
+        self.defaults: Any = defaults if isinstance(defaults, dict) else {}
+        limits = raw.get("limits")
+        limits = limits if isinstance(limits, dict) else {}
         self.limits = Limits(
             max_concurrent=limits.get("max_concurrent", DEFAULT_MAX_CONCURRENT),
             queue_timeout=self.duration(limits, "queue_timeout", ("limits",), DEFAULT_QUEUE_TIMEOUT),
@@ -55,8 +64,21 @@ class BuildContext:
         )
 
     def fail(self, path: Path, message: str, hint: str | None = None, *, key: bool = False) -> None:
+        if covered(path, self.bad, parent=True):
+            return  # a consequence of a value already reported
         where = describe_path(path, self.raw)
         self.problems.append(self.marks.problem(path, f"{where}: {message}", hint, key=key))
+
+    @contextmanager
+    def entry(self) -> Iterator[None]:
+        """Build one entry (a tool, a resource...) of a document with problems found before the
+        build: one whose form is wrong may break it in any way; then that entry is not checked
+        further, and the others still are. A document without them builds unguarded."""
+        try:
+            yield
+        except Exception:
+            if not self.reported:
+                raise
 
     def warn(self, path: Path, message: str, hint: str | None = None) -> None:
         where = describe_path(path, self.raw)

@@ -52,13 +52,15 @@ _BUILTINS = ("mcp.output_dir", "mcp.config_dir", "mcp.tool", "mcp.python", "mcp.
 
 
 def build_run(ctx: BuildContext, run: JSON, path: Path, params: dict[str, Param], *, where: str,
-              complete: bool = False, defaults_timeout: float | None = None) -> RunSpec | None:
+              complete: bool = False, defaults_timeout: float | None = None,
+              failed: set[str] | frozenset[str] = frozenset()) -> RunSpec | None:
+    """A command; `failed`: declared parameters with problems of their own (see `_failed`)."""
     d = ctx.defaults
     has_argv, has_script = "argv" in run, "script" in run
     if has_argv == has_script:
         ctx.fail(path, "give exactly one of argv (no shell) or script (with shell)")
         return None
-    known = set(params) | set(_BUILTINS)
+    known = set(params) | set(_BUILTINS) | set(failed)
     if "shell" in run and not has_script:
         ctx.fail((*path, "shell"), "shell goes with script")
     if "args" in run and not has_script:
@@ -147,6 +149,8 @@ def _stdin(ctx: BuildContext, run: JSON, path: Path, params: dict[str, Param],
         return stdin_text, None
     tpl = ctx.template(stdin_text, (*path, "stdin"), known)
     if tpl is None:
+        return None
+    if tpl.whole is not None and _failed(tpl.whole, params, known):
         return None
     if tpl.whole is None or tpl.whole not in params:
         ctx.fail((*path, "stdin"), "stdin must be none, json, or exactly \"{{ param }}\"")
@@ -237,6 +241,12 @@ def check_executable(ctx: BuildContext, program: str, path: Path, cwd: str) -> N
         ctx.warn(path, f"program {program!r} not found on PATH")
 
 
+def _failed(name: str, params: dict[str, Param], known: set[str]) -> bool:
+    """Whether `name` is a declared parameter that had a problem of its own (already reported):
+    a name placeholders may use, that is not in `params` (see `build_run`'s `failed`)."""
+    return name in known and name not in params and name not in _BUILTINS and name != "item"
+
+
 def build_argv(ctx: BuildContext, items: list[Any], path: Path, params: dict[str, Param], known: set[str],
                *, item: Param | None) -> tuple[Any, ...] | None:
     """An argv list as Lit / Splat / When / Each elements; None if any element is wrong."""
@@ -262,12 +272,15 @@ def _argv_group(ctx: BuildContext, entry: JSON, path: Path, params: dict[str, Pa
     if "when" in entry:
         name = entry["when"]
         if name not in params:
-            ctx.fail((*path, "when"), f"unknown parameter {name!r}")
+            if not _failed(name, params, known):
+                ctx.fail((*path, "when"), f"unknown parameter {name!r}")
             return None
         sub = build_argv(ctx, entry["argv"], (*path, "argv"), params, known, item=item)
         return None if sub is None else When(name, sub)
     name = entry["each"]
     param = params.get(name)
+    if _failed(name, params, known):
+        return None
     if param is None or param.type != "array" or param.item is None:
         ctx.fail((*path, "each"), f"each needs an array parameter, not {name!r}")
         return None

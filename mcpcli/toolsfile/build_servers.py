@@ -70,26 +70,30 @@ def build_servers(ctx: BuildContext) -> tuple[Upstream, ...]:
     upstreams: list[Upstream] = []
     names: dict[str, int] = {}
     prefixes: dict[str, tuple[str, int]] = {}
-    for i, item in enumerate(ctx.raw.get("servers") or []):
+    entries = ctx.raw.get("servers")
+    for i, item in enumerate(entries if isinstance(entries, list) else []):
         path: Path = ("servers", i)
-        name = item["name"]
-        if name in names:
-            ctx.fail((*path, "name"), f"duplicate server name {name!r} (first at line {names[name]})")
-            continue
-        names[name] = ctx.marks.at((*path, "name"))[0]
-        upstream = _upstream(ctx, item, path)
-        if upstream is None:
-            continue
-        folded = upstream.prefix.casefold()
-        if folded in prefixes:
-            other, line = prefixes[folded]
-            shown = repr(upstream.prefix) if upstream.prefix else "no prefix"
-            where = ((*path, "prefix") if "prefix" in item else (*path, "name"))
-            ctx.fail(where, f"same prefix ({shown}) as server {other!r} (line {line}): their tool and "
-                     "prompt names could collide", "give each entry its own prefix:")
-            continue
-        prefixes[folded] = (name, upstream.line)
-        upstreams.append(upstream)
+        if not isinstance(item, dict):
+            continue  # reported by the format's check
+        with ctx.entry():
+            name = item["name"]
+            if name in names:
+                ctx.fail((*path, "name"), f"duplicate server name {name!r} (first at line {names[name]})")
+                continue
+            names[name] = ctx.marks.at((*path, "name"))[0]
+            upstream = _upstream(ctx, item, path)
+            if upstream is None:
+                continue
+            folded = upstream.prefix.casefold()
+            if folded in prefixes:
+                other, line = prefixes[folded]
+                shown = repr(upstream.prefix) if upstream.prefix else "no prefix"
+                where = ((*path, "prefix") if "prefix" in item else (*path, "name"))
+                ctx.fail(where, f"same prefix ({shown}) as server {other!r} (line {line}): their tool and "
+                         "prompt names could collide", "give each entry its own prefix:")
+                continue
+            prefixes[folded] = (name, upstream.line)
+            upstreams.append(upstream)
     return tuple(upstreams)
 
 

@@ -42,15 +42,19 @@ def build_tool(ctx: BuildContext, item: JSON, path: Path) -> Tool | None:
     raw_schema = item.get("input_schema")
     # A bad input_schema is reported, and the rest of the tool is still checked.
     schema_ok = raw_schema is None or _check_input_schema(ctx, item, path, raw_schema, run_raw)
-    params = build_params(ctx, item.get("params") or {}, (*path, "params"), cwd)
-    if len(params) != len(item.get("params") or {}):
-        return None
+    declared = item.get("params") or {}
+    params = build_params(ctx, declared, (*path, "params"), cwd)
+    # A parameter with a problem is still a name its placeholders may use: the command
+    # is checked too, and the tool is dropped at the end.
+    failed = set(declared) - set(params)
     run = None
     if run_raw is not None:
-        run = build_run(ctx, run_raw, (*path, "run"), params, where=where)
+        run = build_run(ctx, run_raw, (*path, "run"), params, where=where, failed=failed)
         if run is None:
             return None
-    if mock is not None and not _check_mock(ctx, mock, path, params):
+    if mock is not None and not _check_mock(ctx, mock, path, params, failed):
+        return None
+    if failed:
         return None
     output = build_output(ctx, item.get("output") or {}, (*path, "output"))
     task_ok, task = build_task(ctx, item, path, run)
@@ -116,14 +120,15 @@ def _check_input_schema(ctx: BuildContext, item: JSON, path: Path, raw_schema: J
     return True
 
 
-def _check_mock(ctx: BuildContext, mock: JSON, path: Path, params: dict[str, Param]) -> bool:
+def _check_mock(ctx: BuildContext, mock: JSON, path: Path, params: dict[str, Param],
+                failed: set[str]) -> bool:
     """A `mock:` answer: exactly one kind, and its text templates name declared parameters."""
     kinds = [k for k in ("text", "json", "content", "error") if k in mock]
     if len(kinds) != 1:
         ctx.fail((*path, "mock"), "give exactly one of text, json, content or error")
         return False
     for key in ("text", "error"):
-        known = set(params) | {"mcp.tool"}
+        known = set(params) | failed | {"mcp.tool"}
         if key in mock and ctx.template(mock[key], (*path, "mock", key), known) is None:
             return False
     return True

@@ -5,8 +5,8 @@ against the published JSON Schema (`structure`, `tools.schema.json`), then
 semantic checks while building the model (`build`: placeholders refer to
 declared parameters, no `{{ }}` in shell scripts, no parameter mapped into
 code-loading variables, defaults valid against their own schema, secrets
-resolvable...). Every problem carries `file:line:col`; all of them are collected
-and raised together as `ToolsFileError`.
+resolvable...). Every problem carries `file:line:col`; all of them, from every
+step, are collected and raised together as `ToolsFileError`, in file order.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mcpcli.toolsfile.build import build_config
 from mcpcli.toolsfile.model import Config
 from mcpcli.toolsfile.structure import schema_problems
 from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem, YamlProblems
-from mcpcli.toolsfile.yamlstrict import load as load_yaml
+from mcpcli.toolsfile.yamlstrict import read as read_yaml
 
 __all__ = ["ToolsFileError", "load_config", "parse_config"]
 
@@ -57,21 +57,26 @@ def load_config(path: str | os.PathLike[str], *, environ: dict[str, str] | None 
 
 
 def parse_config(data: bytes | str, path: str, *, environ: dict[str, str] | None = None) -> Config:
+    """Check a tools.yaml document; raise `ToolsFileError` listing every problem, in file order.
+
+    Each step goes on after the problems of the one before (a value one step refused is
+    None for the next, and what follows from it is not reported twice); only a file that
+    is not YAML at all stops at once.
+    """
     try:
-        raw, marks = load_yaml(data, path)
+        document = read_yaml(data, path)
     except YamlProblems as exc:
         raise ToolsFileError(exc.problems) from None
-    env = dict(os.environ) if environ is None else environ
-    problems: list[Problem] = []
+    raw, marks = document.value, document.marks
+    problems, bad = list(document.problems), set(document.bad)
     if not isinstance(raw, dict):
-        raise ToolsFileError([marks.problem((), "the file must be a mapping with `version: 1` and `tools:`")])
-    raw = _interpolate(raw, (), marks, env, problems)
-    if problems:
-        raise ToolsFileError(problems)
-    problems.extend(schema_problems(raw, marks))
-    if problems:
-        raise ToolsFileError(_dedupe(problems))
-    config, problems = build_config(raw, marks, path, env)
+        raise ToolsFileError(
+            _dedupe([*problems, marks.problem((), "the file must be a mapping with `version: 1` and `tools:`")]))
+    env = dict(os.environ) if environ is None else environ
+    raw = _interpolate(raw, (), marks, env, problems, bad)
+    problems.extend(schema_problems(raw, marks, bad))
+    config, found = build_config(raw, marks, path, env, reported=bool(problems), bad=bad)
+    problems.extend(found)
     if problems:
         raise ToolsFileError(_dedupe(problems))
     return config
@@ -88,14 +93,15 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def _interpolate(value: Any, path: Path, marks: Marks, env: dict[str, str], problems: list[Problem]) -> Any:
+def _interpolate(value: Any, path: Path, marks: Marks, env: dict[str, str], problems: list[Problem],
+                 bad: set[Path]) -> Any:
     if isinstance(value, dict):
         return {
-            k: (v if k in _NO_INTERPOLATION else _interpolate(v, (*path, k), marks, env, problems))
+            k: (v if k in _NO_INTERPOLATION else _interpolate(v, (*path, k), marks, env, problems, bad))
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_interpolate(v, (*path, i), marks, env, problems) for i, v in enumerate(value)]
+        return [_interpolate(v, (*path, i), marks, env, problems, bad) for i, v in enumerate(value)]
     if not isinstance(value, str) or "$" not in value:
         return value
 
@@ -110,6 +116,7 @@ def _interpolate(value: Any, path: Path, marks: Marks, env: dict[str, str], prob
         problems.append(marks.problem(
             path, f"environment variable {name} is not set", f"export it, or write ${{{name}:-default}}"
         ))
+        bad.add(path)
         return ""
 
     return _VAR.sub(replace, value)

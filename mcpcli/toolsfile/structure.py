@@ -17,7 +17,7 @@ from mcpcli.args import json_type
 from mcpcli.toolsfile.model import JSON, schema_text
 from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
-__all__ = ["describe_path", "schema_problems"]
+__all__ = ["covered", "describe_path", "schema_problems"]
 
 _SCHEMA_VALIDATOR: Any = None
 
@@ -80,12 +80,33 @@ def _type_phrase(value: Any) -> str:
     return _TYPE_PHRASES[json_type(value)]
 
 
-def schema_problems(data: JSON, marks: Marks) -> list[Problem]:
-    """Every way `data` breaks the published schema, explained."""
+def schema_problems(data: JSON, marks: Marks, bad: set[Path] | None = None) -> list[Problem]:
+    """Every way `data` breaks the published schema, explained.
+
+    `bad` holds the paths of values already reported (a YAML 1.1 `no` read as None):
+    what they break is not reported again. The paths of the values found wrong
+    here are added to it, so the semantic checks after this skip them in turn.
+    """
     problems: list[Problem] = []
+    bad = set() if bad is None else bad
+    known = frozenset(bad)
     for error in _validator().iter_errors(data):
+        path = tuple(error.absolute_path)
+        # Unknown and missing keys are about the mapping, never about a value in it.
+        if error.validator not in ("additionalProperties", "required"):
+            if covered(path, known, parent=error.validator in ("anyOf", "oneOf")):
+                continue
+            bad.add(path)
         problems.extend(_explain(error, data, marks))
     return problems
+
+
+def covered(path: Path, bad: set[Path] | frozenset[Path], *, parent: bool = False) -> bool:
+    """Whether a problem at `path` follows from one already reported at a path in `bad`: at
+    `path` or around it, or (`parent`) inside it, one level down."""
+    if any(path[:n] in bad for n in range(len(path) + 1)):
+        return True
+    return parent and any(len(b) == len(path) + 1 and b[:-1] == path for b in bad)
 
 
 def _explain(error: Any, data: JSON, marks: Marks) -> list[Problem]:

@@ -15,9 +15,11 @@ build the Python values ourselves instead of using its constructors, so that:
 * an unquoted `{{ name }}` (which YAML reads as a nested mapping) gets a
   "quote it" hint.
 
-`load()` returns the data and a `Marks` table mapping each value's path (a tuple
+`read()` returns the data and a `Marks` table mapping each value's path (a tuple
 of keys and indexes) to its `line:col`, so later validation can point back into
-the file.
+the file, with the problems of single values (a value it cannot take is None
+there, its path in `Document.bad`), so that checking can go on and report every
+problem at once; `load()` raises them instead.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Marks", "Problem", "YamlProblems", "load"]
+__all__ = ["Document", "Marks", "Problem", "YamlProblems", "load", "read"]
 
 #: Nodes built before we decide the document is an alias bomb.
 MAX_NODES = 200_000
@@ -191,16 +193,30 @@ def _looks_like_placeholder(node: Any) -> bool:
     )
 
 
+@dataclass
+class Document:
+    """A document read strictly: its data, where each value is, and what was wrong in it."""
+
+    value: Any
+    marks: Marks
+    problems: list[Problem]
+    #: Paths of values left out or set to None because of a problem already in `problems`.
+    bad: set[Path]
+
+
 class _Builder:
     def __init__(self, marks: Marks, source: str) -> None:
         self.marks = marks
         self.source = source
         self.problems: list[Problem] = []
+        self.bad: set[Path] = set()
         self.count = 0
 
-    def fail(self, node: Any, message: str, hint: str | None = None) -> None:
+    def fail(self, node: Any, message: str, hint: str | None = None, path: Path | None = None) -> None:
         line, col = _position(node.start_mark)
         self.problems.append(Problem(self.marks.file, line, col, message, hint))
+        if path is not None:
+            self.bad.add(path)
 
     def build(self, node: Any, path: Path) -> Any:
         import yaml
@@ -213,7 +229,7 @@ class _Builder:
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node, path)
         if tag not in (_MAP, _SEQ):
-            self.fail(node, f"the YAML tag {tag!r} is not allowed here", "only plain data is accepted")
+            self.fail(node, f"the YAML tag {tag!r} is not allowed here", "only plain data is accepted", path)
             return None
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
@@ -222,6 +238,7 @@ class _Builder:
                 node,
                 "an unquoted {{ ... }} is read by YAML as a mapping",
                 "quote the whole value, e.g. \"{{ name }}\"",
+                path,
             )
             return None
         out: dict[Any, Any] = {}
@@ -260,24 +277,24 @@ class _Builder:
         text = node.value
         explicit = self.explicit_tag(node)
         if explicit and tag not in _ALLOWED_EXPLICIT:
-            self.fail(node, f"the YAML tag {tag!r} is not allowed here", "only plain data is accepted")
+            self.fail(node, f"the YAML tag {tag!r} is not allowed here", "only plain data is accepted", path)
             return None
         if node.style is not None or (explicit and tag == _STR):
             # Quoted, literal/folded block, or `!!str`: always a string.
             if explicit and tag != _STR:
-                self.fail(node, f"the YAML tag {tag!r} cannot apply to a quoted value")
+                self.fail(node, f"the YAML tag {tag!r} cannot apply to a quoted value", path=path)
                 return None
             return text
         value, error = _resolve_plain(text)
         if error:
-            self.fail(node, error)
+            self.fail(node, error, path=path)
             return None
         if explicit:
             wanted: Any = {"tag:yaml.org,2002:int": int, "tag:yaml.org,2002:float": (int, float),
                            "tag:yaml.org,2002:bool": bool, "tag:yaml.org,2002:null": type(None)}.get(tag)
             if wanted is not None and (not isinstance(value, wanted) or
                                        (wanted is int and isinstance(value, bool))):
-                self.fail(node, f"{text!r} is not a valid {tag.rsplit(':', 1)[-1]}")
+                self.fail(node, f"{text!r} is not a valid {tag.rsplit(':', 1)[-1]}", path=path)
                 return None
         if is_key:
             return text
@@ -328,6 +345,15 @@ def _loader() -> Any:
 
 def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
     """Parse one YAML document strictly; raise `YamlProblems` listing every error found."""
+    document = read(data, file)
+    if document.problems:
+        raise YamlProblems(document.problems)
+    return document.value, document.marks
+
+
+def read(data: bytes | str, file: str) -> Document:
+    """Parse one YAML document strictly, with the problems of its values (`YamlProblems` when
+    it cannot be read at all: not UTF-8, not YAML, tabs, empty, several documents, too big)."""
     import yaml
 
     text = _decode(data, file) if isinstance(data, bytes) else data
@@ -372,6 +398,4 @@ def load(data: bytes | str, file: str) -> tuple[Any, Marks]:
         ) from None
     except RecursionError:
         raise YamlProblems([Problem(file, 1, 1, "the document is nested too deeply")]) from None
-    if builder.problems:
-        raise YamlProblems(builder.problems)
-    return value, marks
+    return Document(value, marks, builder.problems, builder.bad)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,10 +35,13 @@ __all__ = [
     "child_environment",
     "describe_exit",
     "discard_prespawned",
+    "exit_message",
     "launch",
     "prespawn",
+    "quote_stderr",
     "resolve_executable",
     "spawn",
+    "telling_lines",
 ]
 
 #: Variables a server inherits from our environment; everything else must be asked for.
@@ -227,3 +231,67 @@ def describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"server was killed by signal {-returncode}"
     return f"server exited with code {returncode}"
+
+
+def exit_message(returncode: int | None, when: str, tail: Sequence[str]) -> str:
+    """The error of a server that ended: how (`describe_exit`), when, and what its stderr said."""
+    return quote_stderr(f"{describe_exit(returncode)} {when}".strip(), tail)
+
+
+#: What `quote_stderr` puts between a message and the server's telling lines.
+STDERR_QUOTE = "; its stderr says: "
+
+
+def quote_stderr(message: str, tail: Sequence[str]) -> str:
+    """`message` with the telling lines of a server's last stderr lines (`telling_lines`), one
+    per line; a quote already in it (made from fewer lines, before the rest was read) is replaced."""
+    message = message.split(STDERR_QUOTE, 1)[0]
+    lines = telling_lines(tail)
+    return message + STDERR_QUOTE + "\n".join(lines) if lines else message
+
+
+#: Lines (stripped) that say where, not what: stack frames and their source excerpts (Node,
+#: Python, Java, Go), Node's location header and version footer, carets under code.
+_NOISE = re.compile(
+    r"^(?:at\s|\.\.\. \d+ more$|File \".*\", line \d+|Traceback \(most recent call last\):$"
+    r"|During handling of the above exception|The above exception was the direct cause"
+    r"|[\^~]+$|throw\s|(?:node:)?[\w/.@-]+\.?\w*:\d+$|Node\.js v\d|goroutine \d+ \[|\S+\.go:\d+"
+    r"|[\w/-]+(?:\.\(\*?\w+\))?\.\w+\(.*\)$|exit status \d+$|[{}\[\](),;]+$|npm (?:ERR!|error) A complete log)"
+)
+#: Lines that say something went wrong.
+_TROUBLE = re.compile(
+    r"^[\w.$]*(?:Error|Exception)\b|\b(?:error|errno|fatal|panic|fail(?:ed|ure)?|cannot|can't|could not"
+    r"|couldn't|unable|denied|refused|not found|no such|invalid|missing|unknown|unsupported|exception)\b",
+    re.IGNORECASE,
+)
+#: A Python exception line, which may follow a frame where its source line usually is.
+_PY_EXCEPTION = re.compile(r"^[\w.]+(?:Error|Exception|Exit|Interrupt|Warning)\b")
+
+
+def telling_lines(tail: Sequence[str], most: int = 3) -> list[str]:
+    """The lines of a server's last stderr lines (each stripped) that best say why it stopped,
+    in order: those that say something went wrong (the last `most`) and the last line it
+    wrote, leaving out stack frames and their source lines, an error object's fields
+    (between `... {` and `}`) and runtime banners. Used by every error that quotes a
+    server's stderr (the one-shot path, the stdio transport, the session daemon)."""
+    kept: list[str] = []
+    after_frame = in_object = False
+    for line in tail:
+        if in_object:
+            in_object = not line.startswith("}")
+            continue
+        if after_frame and not _PY_EXCEPTION.match(line):
+            after_frame = False  # the source line under a Python frame
+            continue
+        after_frame = line.startswith('File "')
+        if line.endswith("{") and len(line) > 1:
+            in_object = True  # `at ... {`, then the error's own fields: code, requireStack...
+            if _NOISE.match(line):
+                continue
+        if line and not _NOISE.match(line):
+            kept.append(line)
+    if not kept:
+        return [tail[-1]] if tail else []
+    trouble = [i for i, line in enumerate(kept) if _TROUBLE.search(line)]
+    chosen = sorted({*trouble[-most:], len(kept) - 1})
+    return [kept[i] for i in chosen[-most:]]

@@ -41,12 +41,13 @@ from mcpcli.transports._spawn import (  # the shutdown timings are shared with t
     Launch,
     SpawnError,
     adopt,
-    describe_exit,
+    exit_message,
     launch,
+    quote_stderr,
     spawn,
 )
 
-__all__ = ["StdioTransport", "kill_all"]
+__all__ = ["StdioTransport", "kill_all", "quote_stderr"]
 
 READ_CHUNK = 256 * 1024
 
@@ -306,11 +307,7 @@ class StdioTransport(Transport):
             _LIVE.discard(self)
 
     def exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
-        code = process.returncode
-        message = f"{describe_exit(code)} {when}".strip()
-        if self.stderr_tail:
-            message += "; its last stderr line: " + self.stderr_tail[-1]
-        return ServerExited(message, returncode=code)
+        return ServerExited(exit_message(process.returncode, when, self.stderr_tail), returncode=process.returncode)
 
     async def _flush_stdin(self, writer: PipeWriter) -> None:
         """Write what the server's stdin did not take at once, in order.

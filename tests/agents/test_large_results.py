@@ -119,10 +119,18 @@ def test_resources_read_and_prompts_get_spill_too(everything: list[str], tmp_pat
     assert "Paris" in path.read_text()
 
 
-@pytest.mark.parametrize("flags", [("--max-chars", "10"), ("--spill", "/tmp/x"), ("--spill=/tmp/x",),
-                                   ("--meta", "k=v")])
-def test_the_fast_path_parser_leaves_the_new_flags_to_click(flags: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("flags", [("--spill", "/tmp/x"), ("--spill=/tmp/x",)])
+def test_the_fast_path_parser_leaves_spill_to_click(flags: tuple[str, ...]) -> None:
     from mcpcli.cli.fast import _parse
 
     assert _parse(["@s", "echo", "--arg", "message=hi"]) is not None
     assert _parse(["@s", "echo", "--arg", "message=hi", *flags]) is None
+
+
+@pytest.mark.parametrize("flags", [("--max-chars", "10"), ("--meta", "k=v")])
+def test_the_fast_path_parser_keeps_max_chars_and_meta(flags: tuple[str, ...]) -> None:
+    """--max-chars cuts human output only (the fast path prints JSON); the daemon reads --meta
+    (tests/sessions/test_fast_path.py compares both paths' output)."""
+    from mcpcli.cli.fast import _parse
+
+    assert _parse(["@s", "echo", "--arg", "message=hi", *flags]) is not None

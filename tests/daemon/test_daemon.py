@@ -109,9 +109,9 @@ def test_a_crashed_server_leaves_its_session_exited_with_its_stderr_until_restar
     assert refused is not None
     assert refused["error"]["exit"] == 4 and refused["error"]["hint"] == "mcp session restart f"
     assert "exited with code 7" in refused["error"]["message"]
-    # The server's last stderr lines follow, each once (the last is not quoted twice).
+    # The telling line of the server's stderr follows, once (the transport's quote is not repeated).
     assert refused["error"]["message"].count("crashing now") == 1, refused
-    assert refused["error"]["message"].endswith("got tools/call\ncrashing now"), refused
+    assert refused["error"]["message"].endswith("; its stderr says: crashing now"), refused
     logs = daemon.control("logs", name="f")
     assert "tools/call" in logs["text"] and logs["path"].endswith("sessions/f.log")
 

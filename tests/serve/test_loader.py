@@ -138,7 +138,7 @@ def test_semantic_errors(body: str, fragment: str) -> None:
 def test_duplicate_tool_names() -> None:
     found = problems(HEAD + "tools:\n  - {name: a, description: x, mock: {text: a}}\n"
                      "  - {name: a, description: y, mock: {text: b}}\n")
-    assert found == ["t.yaml:4:12: error: tool 'a': name: duplicate tool name 'a'"]
+    assert found == ["t.yaml:4:12: error: tool 'a': name: duplicate tool name 'a' (first at line 3)"]
 
 
 def test_tool_names_follow_the_spec() -> None:
@@ -387,3 +387,103 @@ def test_check_refuses_local_references_to_nothing(tmp_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         f"{bad}:12:19: error: tool 'a': input_schema.properties.n.$ref: the tool's inputSchema: "
         "the reference '#/$defs/nope' points to nothing in it"]
+
+
+# -- one run reports every problem (issue 22) ---------------------------------------------
+
+SIX_MISTAKES = """\
+version: 1
+tools:
+  - name: greet
+    description: Say hello.
+    params:
+      who: {type: strng}
+    run:
+      argv: [echo, "{{ whom }}"]
+    annotations: {readOnlyHint: no}
+  - name: noop
+    params: {}
+    run: {argv: [echo]}
+    timout: 5s
+  - name: greet
+    description: Again.
+    run: {argv: [echo, hi]}
+"""
+
+
+def test_check_reports_six_mistakes_of_every_kind_in_one_run_in_file_order(tmp_path: Path) -> None:
+    """A YAML 1.1 `no`, a type typo, a placeholder naming no parameter, a missing description,
+    an unknown key and a duplicate tool name: six problems, one run, each at file:line:col."""
+    bad = tmp_path / "six.yaml"
+    bad.write_text(SIX_MISTAKES)
+    result = mcp_in("serve", "--check", str(bad))
+    assert result.code == 2, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(": error: ", 1)[0] for line in lines] == [
+        f"{bad}:6:19", f"{bad}:8:20", f"{bad}:9:33", f"{bad}:10:5", f"{bad}:13:5", f"{bad}:14:11"]
+    assert "'strng' is not one of" in lines[0].replace('"', "'") and "did you mean 'string'?" in lines[0]
+    assert "unknown placeholder {{ whom }}" in lines[1] and "did you mean 'who'?" in lines[1]
+    assert "unquoted 'no' is ambiguous" in lines[2]
+    assert "tool 'noop': missing required key 'description'" in lines[3]
+    assert "unknown key 'timout'" in lines[4]
+    assert "duplicate tool name 'greet' (first at line 3)" in lines[5]
+
+
+def test_a_value_yaml_refused_is_reported_once_and_checking_goes_on() -> None:
+    """The YAML 1.1 `no` is not also 'expected true or false, got nothing'; the rest is still checked."""
+    found = problems(one_tool("annotations: {readOnlyHint: no, destructiveHint: 3}\nrun: {argv: [echo, '{{ x }}']}\n"))
+    assert len(found) == 3, found
+    assert "unquoted 'no'" in found[0]
+    assert "destructiveHint: expected true or false, got an integer" in found[1]
+    assert "unknown placeholder {{ x }}" in found[2]
+
+
+def test_an_unset_variable_does_not_stop_the_other_checks() -> None:
+    found = problems(one_tool("run: {argv: [echo, '${NOT_SET_HERE}', '{{ x }}'], timout: 1}\n"), {})
+    assert len(found) == 3, found
+    assert "environment variable NOT_SET_HERE is not set" in found[0]
+    assert any("unknown key 'timout'" in p for p in found)
+    assert any("unknown placeholder {{ x }}" in p for p in found)
+
+
+def test_a_parameter_with_a_problem_is_no_unknown_placeholder() -> None:
+    """Its placeholders, `when:` and `stdin:` are not reported as naming nothing."""
+    found = problems(one_tool("params:\n  who: {type: strng}\n  n: {type: integer, pattern: x}\n"
+                              "run:\n  argv: [echo, '{{ who }}', {when: who, argv: [-v]}, '{{ nope }}']\n"
+                              "  stdin: '{{ n }}'\n"))
+    assert len(found) == 3, found
+    assert "params.who.type" in found[0]
+    assert "pattern applies to string and path parameters only" in found[1]
+    assert "unknown placeholder {{ nope }}" in found[2]
+
+
+def test_a_duplicate_of_an_invalid_tool_is_reported_with_it() -> None:
+    found = problems(HEAD + "tools:\n  - {name: a, description: x, run: {argv: [echo, '{{ y }}']}}\n"
+                     "  - {name: a, description: y, mock: {text: b}}\n"
+                     "prompts:\n  - {name: p, messages: [{text: '{{ q }}'}]}\n"
+                     "  - {name: p, messages: [{text: hi}]}\n")
+    assert len(found) == 4, found
+    assert "unknown placeholder {{ y }}" in found[0]
+    assert "duplicate tool name 'a' (first at line 3)" in found[1]
+    assert "unknown placeholder {{ q }}" in found[2]
+    assert "duplicate prompt name 'p' (first at line 6)" in found[3]
+
+
+@pytest.mark.parametrize("broken", [
+    "defaults: 5\nlimits: [1]\n",
+    "secrets: {A: 5}\nserver: 3\n",
+    "resources: [5, {name: r}]\nprompts: [{name: p}]\nservers: [{}, 3]\n",
+    "tools:\n  - 7\n  - {description: no name, run: {argv: [echo]}}\n  - {name: t2, description: d, run: 5}\n",
+])
+def test_entries_of_the_wrong_form_are_reported_and_the_others_still_checked(broken: str) -> None:
+    """Whatever shape the format's check refused, the build never crashes, and a later tool's
+    own mistake is still found."""
+    text = HEAD + broken
+    if "tools:" not in broken:
+        text += "tools:\n"
+    text += "  - {name: late, description: d, run: {argv: [echo, '{{ missing }}']}}\n"
+    found = problems(text)
+    assert len(found) >= 2, found
+    assert any("unknown placeholder {{ missing }}" in p for p in found), found
+    assert found == sorted(found, key=lambda p: [int(n) for n in p.split(":")[1:3]])

@@ -83,7 +83,7 @@ async def test_a_modern_session_is_discovered_not_initialized(peer: Any) -> None
 @pytest.mark.parametrize(
     ("error", "expected", "exit_code"),
     [
-        (protocol.error("session 'm' has exited; its last stderr line: boom",
+        (protocol.error("session 'm' has exited; its stderr says: boom",
                         hint="mcp session restart m"), TransportError, 4),
         (protocol.error("bad", kind="usage"), UsageError, 2),
         (protocol.error("Unknown resource (code -32002)", kind="rpc", code=-32002), RPCError, 5),

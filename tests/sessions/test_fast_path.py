@@ -130,7 +130,7 @@ def test_ctrl_c_and_sigterm_exit_130_and_cancel_the_call(ev: Path) -> None:
 
 @pytest.mark.peer
 @pytest.mark.parametrize("extra", [
-    ["--jq", ".content[0].text"],          # jq: the normal path's
+    ["--jq", ".content[0"],                # an invalid filter: the normal path words it
     ["--arg", "message=@{file}"],          # a file the command reads in its own directory
     ["--args", "@{json}"],
     ["--trace"],                           # any other flag
@@ -146,6 +146,9 @@ def test_what_the_fast_path_does_not_understand_takes_the_normal_path(
         args += ["--arg", "message=hi"]
     result, loaded = main_process(*args)
     assert "click" in loaded, "the fast path was taken"
+    if extra[0] == "--jq":
+        assert result.code == 2 and '"the filter was: .content[0"' in result.stderr, result
+        return
     assert result.code == 0, result
     assert "hi" in result.stdout or "from" in result.stdout
 
@@ -182,7 +185,12 @@ def test_a_terminal_or_the_switch_takes_the_normal_path(ev: Path) -> None:
 @pytest.mark.parametrize("tokens", [
     ["@ev"],                                  # no tool
     ["@ev", "echo", "extra"],                 # click's "unexpected extra argument"
-    ["ev", "echo"],                           # not a session
+    ["https://h/mcp", "echo"],                # a URL
+    ["./tools.yaml", "echo"],                 # a file
+    ["tools.yml", "echo"],
+    ["@ev", "echo", "--max-chars", "-1"],     # click's IntRange refuses it
+    ["@ev", "echo", "--max-chars", "many"],
+    ["@ev", "echo", "-r"],                    # --raw without --jq: click's usage error
     ["@", "echo"],
     ["@ev", "echo", "--"],
     ["@ev", "echo", "-h"],
@@ -206,6 +214,13 @@ def test_the_parser_reads_what_click_reads(monkeypatch: pytest.MonkeyPatch) -> N
     assert parsed is not None
     assert (parsed["session"], parsed["tool"], parsed["args"]) == ("ev", "echo", ["x=-1", "y=2"])
     assert (parsed["timeout"], parsed["max_timeout"], parsed["validate"]) == (5.0, 9.0, False)
+    assert (parsed["jq"], parsed["raw"], parsed["meta"], parsed["json_errors"]) == (None, False, [], False)
+    # The common output flags stay on the fast path; --jq makes errors JSON, as on the normal path.
+    parsed = _parse(["ev", "echo", "--jq", ".content", "-r", "--max-chars=0", "--meta", "a=1", "--meta=b=x"])
+    assert parsed is not None
+    assert (parsed["session"], parsed["server"]) == (None, "ev")  # a keepAlive server's, perhaps
+    assert (parsed["jq"], parsed["raw"], parsed["meta"], parsed["json_errors"]) == (
+        ".content", True, ["a=1", "b=x"], True)
     monkeypatch.setenv("MCP_TIMEOUT", "7")
     assert (_parse(["@ev", "echo"]) or {})["timeout"] == 7.0
     monkeypatch.setenv("MCP_TIMEOUT", "soon")
@@ -276,3 +291,141 @@ def test_a_server_that_crashes_mid_call_gets_the_normal_paths_exit_4(
     assert fast.code == 4, fast
     _same(fast, normal)
     assert "crashing now" in fast.stderr and "mcp session restart cr" in fast.stderr
+
+
+# -- the common flags and keepAlive servers by name (issue 22) ------------------------------
+
+FLAG_CASES = {
+    "--jq -r": ["echo", "--arg", "message=hi", "--jq", ".content[0].text", "-r"],
+    "--jq, several values": ["echo", "--arg", "message=hi", "--jq", ".content[], .content[0].type"],
+    "--jq fails on the result": ["echo", "--arg", "message=hi", "--jq", ".content[0].text + 1"],
+    "--jq on isError": ["nosuch", "--no-validate", "--jq", ".isError"],
+    "--jq --jsonl": ["echo", "--arg", "message=hi", "--jsonl", "--jq", ".content[0]"],
+    "--max-chars": ["echo", "--arg", "message=a long message", "--max-chars", "3"],
+    "--meta": ["echo", "--arg", "message=hi", "--meta", "trace=abc-1", "--meta", "n=3"],
+    "--meta, a reserved key": ["echo", "--arg", "message=hi", "--meta", "progressToken=1"],
+    "--meta, no value": ["echo", "--arg", "message=hi", "--meta", "trace", "--json"],
+}
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("case", list(FLAG_CASES))
+def test_the_common_flags_stay_on_the_fast_path_and_print_the_same(ev: Path, case: str) -> None:
+    """`--jq` (jq is the one library it loads), `-r`, `--max-chars` and `--meta`."""
+    args = ["tools", "call", "@ev", *FLAG_CASES[case]]
+    fast, loaded = main_process(*args)
+    assert loaded <= ({"jq"} if "--jq" in args else set()), f"the fast path was not taken (or loaded {loaded})"
+    _same(fast, mcp_in(*args))
+    if case == "--jq -r":
+        assert (fast.code, fast.stdout) == (0, "Echo: hi\n")
+    if case == "--jq fails on the result":
+        assert fast.code == 2 and fast.stderr.startswith('{"error":{"type":"usage","message":"--jq: '), fast
+    if case == "--max-chars":
+        assert "a long message" in fast.stdout  # JSON output is never cut
+
+
+def test_meta_reaches_the_server_as_from_the_normal_path(real: Path, tmp_path: Path) -> None:  # noqa: F811
+    record = tmp_path / "received.jsonl"
+    opened = mcp_in("session", "open", "rec", "--", *fake_server("--record", str(record)))
+    assert opened.code == 0, opened
+    args = ["tools", "call", "@rec", "echo", "--arg", "message=hi", "--meta", "trace=abc-1", "--meta", 'o={"a":1}']
+    fast, loaded = main_process(*args)
+    assert not loaded, loaded
+    _same(fast, mcp_in(*args))
+    calls = [json.loads(line) for line in record.read_text().splitlines()]
+    metas = [{k: v for k, v in m["params"]["_meta"].items() if k != "progressToken"}
+             for m in calls if m.get("method") == "tools/call"]
+    assert metas == [{"trace": "abc-1", "o": {"a": 1}}] * 2, metas
+
+
+def _keep_alive_config(tmp_path: Path, argv: list[str], **more: object) -> Path:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ka": {"command": argv[0], "args": argv[1:], "keepAlive": True,
+                                                        **more}}}))
+    return config
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--jq", ".content[0].text", "-r"]])
+def test_a_keep_alive_server_by_name_takes_the_fast_path_once_its_session_is_open(
+    real: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]  # noqa: F811
+) -> None:
+    """Its first call opens the session (the normal path); the next ones are as quick as
+    `@NAME` and print what the normal path prints."""
+    monkeypatch.setenv("MCP_CONFIG", str(_keep_alive_config(tmp_path, fake_server("--typed-tools"))))
+    args = ["tools", "call", "ka", "get-sum", "--arg", "a=1", "--arg", "b=2", *extra]
+    first, loaded = main_process(*args)
+    assert "click" in loaded and first.code == 0, (first, loaded)
+    fast, loaded = main_process(*args)
+    assert loaded <= ({"jq"} if "--jq" in extra else set()), f"the fast path was not taken (or loaded {loaded})"
+    _same(fast, first)
+    _same(fast, mcp_in(*args))
+    bad = ["tools", "call", "ka", "get-sum", "--arg", "a=x", "--arg", "b=2", *extra]
+    fast_bad, loaded = main_process(*bad)
+    assert "click" not in loaded and fast_bad.code == 2, fast_bad
+    _same(fast_bad, mcp_in(*bad))
+
+
+def test_a_keep_alive_server_whose_entry_changed_or_another_profile_takes_the_normal_path(
+    real: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """What `open` checks when the normal path joins (the same server, the same profile) is
+    checked before a fast call, with the variables of this command's environment."""
+    argv = fake_server("--typed-tools")
+    monkeypatch.setenv("KA_MODE", "one")
+    monkeypatch.setenv("MCP_CONFIG", str(_keep_alive_config(tmp_path, argv, env={"MODE": "${KA_MODE}"})))
+    args = ["tools", "call", "ka", "get-sum", "--arg", "a=1", "--arg", "b=2"]
+    assert mcp_in(*args).code == 0
+    _, loaded = main_process(*args)
+    assert not loaded, "the fast path was not taken"
+    # Another value of the variable: another server, which the normal path refuses to join.
+    monkeypatch.setenv("KA_MODE", "two")
+    changed, loaded = main_process(*args)
+    assert "click" in loaded and changed.code == 2, changed
+    assert "session 'ka' is open on another server" in changed.stderr
+    _same(changed, mcp_in(*args))
+    monkeypatch.setenv("KA_MODE", "one")
+    # Another profile has a session of its own (ka.work), opened by the normal path.
+    monkeypatch.setenv("MCP_PROFILE", "work")
+    other, loaded = main_process(*args)
+    assert "click" in loaded and other.code == 0, other
+    _, loaded = main_process(*args)
+    assert not loaded, "the fast path was not taken for the profile's open session"
+    names = sorted(s["name"] for s in mcp_in("session", "list", "--json").json["sessions"])
+    assert names == ["ka", "ka.work"]
+    monkeypatch.setenv("MCP_PROFILE", "default")  # the default profile, whose session is `ka`
+    _, loaded = main_process(*args)
+    assert not loaded, "the fast path was not taken for the default profile"
+
+
+def test_a_plain_name_that_is_no_keep_alive_server_never_asks_the_daemon(
+    real: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    """A stdio server without keepAlive goes on to the one-shot path, even when a session of
+    that name is open."""
+    argv = fake_server("--typed-tools")
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"ka": {"command": argv[0], "args": argv[1:]}}}))
+    monkeypatch.setenv("MCP_CONFIG", str(config))
+    assert mcp_in("session", "open", "ka", "--", *argv).code == 0
+    before = mcp_in("session", "list", "--json").json["sessions"][0]["calls"]
+    result, _ = main_process("tools", "call", "ka", "get-sum", "--arg", "a=1", "--arg", "b=2")
+    assert result.code == 0, result
+    assert mcp_in("session", "list", "--json").json["sessions"][0]["calls"] == before
+
+
+@pytest.mark.parametrize("env", [
+    {},
+    {"MCP_CONFIG": "rel/mcp.json"},
+    {"XDG_CONFIG_HOME": "relative/dir"},
+    {"XDG_CONFIG_HOME": ""},
+])
+def test_the_fast_path_finds_the_config_file_the_normal_path_reads(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    from mcpcli.cli.fast import config_path
+    from mcpcli.config import default_config_path
+
+    monkeypatch.delenv("MCP_CONFIG", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert config_path() == os.path.abspath(default_config_path())

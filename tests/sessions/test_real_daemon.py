@@ -336,3 +336,30 @@ def test_a_sessions_target_never_shows_a_secret_argument(real: Path) -> None:
         assert key not in shown.stdout + shown.stderr, shown
     assert opened.json["target"].endswith("--api-key «redacted»")
     assert mcp_in("session", "close", "ai").code == 0
+
+
+#: A server that fails as `node /nonexistent.js` does: the error amid its stack and banners.
+_NODE_LIKE_FAILURE = (
+    "import sys\n"
+    "sys.stderr.write('''node:internal/modules/cjs/loader:1210\n  throw err;\n  ^\n\n"
+    "Error: Cannot find module '/nonexistent.js'\n"
+    "    at Module._resolveFilename (node:internal/modules/cjs/loader:1207:15)\n"
+    "    at node:internal/main/run_main_module:28:49 {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: []\n}\n\n"
+    "Node.js v20.20.2\n''')\n"
+    "sys.exit(1)\n"
+)
+
+
+@pytest.mark.slow
+def test_a_session_whose_server_cannot_start_says_why_as_the_one_shot_does(real: Path) -> None:
+    """`mcp session open` quotes the telling line, not the last stack frames (issue 22), in
+    the same words as the one-shot command; so does a later command on the exited session."""
+    server = [sys.executable, "-c", _NODE_LIKE_FAILURE]
+    wanted = "mcp: error: server exited with code 1; its stderr says: Error: Cannot find module '/nonexistent.js'"
+    opened = mcp_in("session", "open", "broken", "--", *server)
+    assert opened.code == 4, opened
+    assert wanted in opened.stderr.splitlines(), opened
+    assert "at node:internal" not in opened.stderr and "Node.js v20" not in opened.stderr
+    oneshot = mcp_in("tools", "list", "--", *server)
+    assert oneshot.code == 4, oneshot
+    assert oneshot.stderr.splitlines()[-1] == wanted, oneshot

@@ -34,6 +34,9 @@ FOUNDATIONS = frozenset({
     # Files written where someone else may have been first (private directories, no-follow
     # opens, locked edits): the standard library only, below the daemon's run directory.
     "mcpcli.files",
+    # `--jq`: the jq module's filter and its error line, shared by `output` and the CLI's
+    # fast paths.
+    "mcpcli.jqfilter",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.
@@ -69,6 +72,10 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
         "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions", "mcpcli.headers_helper",
     }),
+    # `mcp doctor`'s checks: the config, other clients' files, the daemon, the token store.
+    "mcpcli.doctor": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.sessions", "mcpcli.auth"}),
+    # Tools a server hides for want of a capability: a second connection, through `connect`.
+    "mcpcli.hidden_tools": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config"}),
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": frozenset(),
     "mcpcli.render": frozenset({"mcpcli.output"}),
