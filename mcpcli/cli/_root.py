@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "complete": ("mcpcli.cli.complete:complete", "Ask the server to complete an argument value."),
     "ping": ("mcpcli.cli.ping:ping", "Check that a server answers and time the round trip."),
     "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
+    "snapshot": ("mcpcli.cli.snapshot:snapshot", "Write the server's surface as canonical JSON (for CI)."),
+    "diff": ("mcpcli.cli.diff:diff", "Compare two surfaces and say which changes break clients."),
     "skill": ("mcpcli.cli.skill:skill", "Write an Agent Skill (SKILL.md) for using a server through mcp."),
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
     "session": ("mcpcli.cli.session:session", "Keep servers running between commands (persistent sessions)."),

@@ -97,6 +97,8 @@ COMMANDS = {
     "complete": ["complete", "gh", "--prompt", "weather", "city", "O"],
     "tasks list": ["tasks", "list", "gh"],
     "skill": ["skill", "gh"],
+    "snapshot": ["snapshot", "gh"],
+    "diff": ["diff", "gh", "gh"],
 }
 #: The exit status each has once it may run: the fake server declares resources and prompts
 #: but lists no resources, renders no prompt, and has no completions or tasks (-32601).

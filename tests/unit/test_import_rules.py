@@ -90,6 +90,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.skill": frozenset(),
     # `--record`: a session tracer writing NDJSON, and a description of the entry recorded.
     "mcpcli.record": frozenset({"mcpcli.config"}),
+    # For server authors: a server's surface collected, written canonically and compared
+    # (`mcp snapshot`, `mcp diff`), on foundations alone.
+    "mcpcli.surface": frozenset(),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
