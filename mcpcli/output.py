@@ -20,7 +20,7 @@ from mcpcli.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["SPILL_THRESHOLD", "Output", "print_json"]
+__all__ = ["SPILL_THRESHOLD", "Output", "jq_message", "print_json"]
 
 JSON = dict[str, Any]
 HumanRenderer = Callable[["Console", Any], None]
@@ -101,7 +101,7 @@ class Output:
         try:
             self._jq_program = jq.compile(self.jq_filter)
         except ValueError as exc:
-            raise UsageError(f"--jq: {_jq_message(exc)}", hint=f"the filter was: {self.jq_filter}") from None
+            raise UsageError(f"--jq: {jq_message(exc)}", hint=f"the filter was: {self.jq_filter}") from None
 
     def _write_json(self, value: Any, *, compact: bool) -> None:
         if compact or not self.pretty:
@@ -116,7 +116,7 @@ class Output:
         try:
             return list(self._jq_program.input_value(value).all())
         except ValueError as exc:
-            raise UsageError(f"--jq: {_jq_message(exc)}") from None
+            raise UsageError(f"--jq: {jq_message(exc)}") from None
 
     def _emit_value(self, value: Any, *, compact: bool = False) -> None:
         for item in self._filtered(value):
@@ -238,7 +238,7 @@ class Output:
         return self._console
 
 
-def _jq_message(exc: Exception) -> str:
+def jq_message(exc: Exception) -> str:
     """jq's first line without its `jq: error:` prefix or the colon that introduced the
     source excerpt on the next lines (`... line 1, column 9:`)."""
     lines = str(exc).strip().splitlines()

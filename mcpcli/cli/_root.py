@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
     "snapshot": ("mcpcli.cli.snapshot:snapshot", "Write the server's surface as canonical JSON (for CI)."),
     "diff": ("mcpcli.cli.diff:diff", "Compare two surfaces and say which changes break clients."),
+    "test": ("mcpcli.cli.test:test", "Run saved calls with assertions (YAML test files) against servers."),
     "skill": ("mcpcli.cli.skill:skill", "Write an Agent Skill (SKILL.md) for using a server through mcp."),
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
     "session": ("mcpcli.cli.session:session", "Keep servers running between commands (persistent sessions)."),

@@ -91,8 +91,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # `--record`: a session tracer writing NDJSON, and a description of the entry recorded.
     "mcpcli.record": frozenset({"mcpcli.config"}),
     # For server authors: a server's surface collected, written canonically and compared
-    # (`mcp snapshot`, `mcp diff`), on foundations alone.
+    # (`mcp snapshot`, `mcp diff`), on foundations alone; and test files (`mcp test`): the
+    # tools.yaml YAML reader, what is volatile in an answer, jq's messages, what a TARGET
+    # looks like; connecting is left to the caller.
     "mcpcli.surface": frozenset(),
+    "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.output", "mcpcli.targets"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
