@@ -79,12 +79,7 @@ def _side(app: App, spec: str | None, conn: Connection) -> tuple[str, dict[str, 
     if spec == "-":
         return "stdin", surface.loads(app.stdin.read(), "stdin")
     if spec is not None and spec.endswith(SNAPSHOT_SUFFIX):
-        try:
-            with open(spec, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise UsageError(f"cannot read the snapshot {spec}: {exc.strerror or exc}") from None
-        return spec, surface.loads(data, spec)
+        return spec, surface.load_file(spec)
 
     from mcpcli.connect import connect
     from mcpcli.targets import resolve_target

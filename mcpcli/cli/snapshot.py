@@ -46,7 +46,7 @@ def snapshot(app: App, target: str | None, output_file: str | None, conn: Connec
             ("tools", "tools"), ("resources", "resources"), ("resourceTemplates", "templates"),
             ("prompts", "prompts")))
         app.info(f"wrote {output_file} ({counts})")
-    elif out.jq_filter or out.mode == "jsonl":
+    elif out.jq_filter or out.mode == "jsonl" or click.get_current_context().params.get("compact"):
         out.emit(collected)
     else:
         app.stdout.write(text)

@@ -26,6 +26,7 @@ from mcpcli.surface.snapshot import (
     canonical,
     collect,
     dumps,
+    load_file,
     loads,
     strip_volatile,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "collect",
     "compare",
     "dumps",
+    "load_file",
     "loads",
     "strip_volatile",
 ]

@@ -22,13 +22,16 @@ from typing import Any, Protocol
 from mcpcli.errors import NotOffered, RPCError, UsageError
 from mcpcli.jsonrpc import METHOD_NOT_FOUND
 
-__all__ = ["FORMAT", "FORMAT_KEY", "Lister", "canonical", "collect", "dumps", "loads", "strip_volatile"]
+__all__ = ["FORMAT", "FORMAT_KEY", "Lister", "canonical", "collect", "dumps", "load_file", "loads", "strip_volatile"]
 
 JSON = dict[str, Any]
 
 #: The key that marks a snapshot file, and the version of its format.
 FORMAT_KEY = "mcpSnapshot"
 FORMAT = 1
+
+#: A snapshot file larger than this is refused (no server's surface comes near it).
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 #: Each list of the surface, the method's result key, and what sorts its items.
 LISTS: tuple[tuple[str, str], ...] = (
@@ -163,6 +166,25 @@ def loads(data: bytes | str, name: str) -> JSON:
                              hint="upgrade mcpcli")
         raise UsageError(f"{name}: unknown snapshot format {version!r} (expected {FORMAT})")
     return canonical(value)
+
+
+def load_file(path: str) -> JSON:
+    """A snapshot read back from the file `path`: a regular file (a FIFO or a device would
+    never end), at most MAX_FILE_BYTES; UsageError for anything else."""
+    import os
+    import stat
+
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"cannot read the snapshot {path}: not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise UsageError(f"cannot read the snapshot {path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read the snapshot {path}: {exc.strerror or exc}") from None
+    return loads(data, path)
 
 
 def _canon(value: Any) -> str:

@@ -19,7 +19,7 @@ from mcpcli.testfile.model import ABSENT, Case, Expect, Suite, Target
 from mcpcli.toolsfile.yamlstrict import Marks, Problem, YamlProblems
 from mcpcli.toolsfile.yamlstrict import load as load_yaml
 
-__all__ = ["TestFileError", "load_suite", "load_suites"]
+__all__ = ["TestFileError", "load_suite", "load_suites", "read_file"]
 
 #: A test file larger than this is refused (it would be no test file).
 MAX_BYTES = 16 * 1024 * 1024
@@ -61,7 +61,8 @@ def load_suites(paths: list[str], *, target_given: bool = False) -> list[Suite]:
 def load_suite(path: str, *, target_given: bool = False) -> Suite:
     """One test file; `target_given`: a target comes from the command line, so the file
     need not name one."""
-    data = _read(path)
+    data = read_file(path)
+    assert data is not None
     try:
         raw, marks = load_yaml(data, path)
     except YamlProblems as exc:
@@ -74,14 +75,22 @@ def load_suite(path: str, *, target_given: bool = False) -> Suite:
     return suite
 
 
-def _read(path: str) -> bytes:
+def read_file(path: str, what: str = "the test file") -> bytes | None:
+    """The bytes of `path`, a regular file of at most MAX_BYTES (a FIFO or a device would never
+    end); None when it does not exist and `what` is not the test file itself; TestFileError
+    for anything else."""
+
     def problem(message: str) -> TestFileError:
         return TestFileError([Problem(path, 0, 0, message)])
 
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        if what != "the test file":
+            return None
+        raise problem(f"cannot read {what}: No such file or directory") from None
     except OSError as exc:
-        raise problem(f"cannot read the test file: {exc.strerror or exc}") from None
+        raise problem(f"cannot read {what}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
         raise problem("not a regular file")
     if info.st_size > MAX_BYTES:
@@ -90,7 +99,7 @@ def _read(path: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise problem(f"cannot read the test file: {exc.strerror or exc}") from None
+        raise problem(f"cannot read {what}: {exc.strerror or exc}") from None
 
 
 class _Checker:

@@ -10,10 +10,9 @@ test that could not run keeps its stored answer.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from mcpcli.testfile.load import TestFileError
+from mcpcli.testfile.load import TestFileError, read_file
 from mcpcli.testfile.model import ABSENT, Suite
 from mcpcli.toolsfile.yamlstrict import Problem
 
@@ -37,15 +36,9 @@ class Snapshots:
         """Read the stored answers (none yet is fine); a broken file is a TestFileError."""
         from mcpcli.jsonrpc import loads
 
-        if not self.names and not os.path.exists(self.path):
+        data = read_file(self.path, "the snapshots")
+        if data is None:
             return
-        try:
-            with open(self.path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise TestFileError([Problem(self.path, 0, 0, f"cannot read the snapshots: {exc.strerror or exc}")]) from None
         try:
             value = loads(data)
         except ValueError as exc:

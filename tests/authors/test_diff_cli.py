@@ -7,6 +7,7 @@ v2 breaks its clients in every way `mcp diff` classifies.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,8 @@ def test_snapshot_is_canonical_and_stable(tmp_path: Path) -> None:
     assert r.stderr == f"mcp: wrote {out} (4 tools, 1 resources, 1 templates, 1 prompts)\n"
     assert out.read_text() == first.stdout
     assert mcp_in("snapshot", V1, "--jq", ".tools[].name", "-r").stdout == "broken\nconvert\ngreet\nlegacy\n"
+    compact = mcp_in("snapshot", V1, "-c").stdout
+    assert len(compact.splitlines()) == 1 and json.loads(compact) == surface
 
 
 def test_snapshot_output_replaces_a_symlink_instead_of_following_it(tmp_path: Path) -> None:
@@ -136,6 +139,8 @@ def test_diff_reads_snapshot_files_and_targets_alike(tmp_path: Path) -> None:
     (["diff", V1, V2, "--", "python", "s.py"], "", "mcp: error: give NEW or a server command after --, not both"),
     (["diff", "nothere.json", V1], "", "mcp: error: cannot read the snapshot nothere.json: No such file or directory"),
     (["diff", "-", V1], "{}", "mcp: error: stdin: not a snapshot (no 'mcpSnapshot' field)"),
+    (["diff", str(HERE), V1], "", f"mcp: error: unknown server '{HERE}'"),
+    (["diff", "/dev/null/x.json", V1], "", "mcp: error: cannot read the snapshot /dev/null/x.json: Not a directory"),
     (["diff", "nosuchserver", V1], "", "mcp: error: unknown server 'nosuchserver'"),
 ])
 def test_diff_usage_errors(args: list[str], stdin: str, error: str) -> None:
@@ -143,6 +148,27 @@ def test_diff_usage_errors(args: list[str], stdin: str, error: str) -> None:
     assert r.code == 2, r
     assert r.stderr.splitlines()[0] == error
     assert r.stdout == ""
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "s.json"
+    os.mkfifo(fifo)
+    r = mcp_in("diff", str(fifo), V1, timeout=30)
+    assert r.code == 2
+    assert r.stderr == f"mcp: error: cannot read the snapshot {fifo}: not a regular file\n"
+
+
+def test_different_protocol_versions_are_noted(tmp_path: Path) -> None:
+    surface = json.loads(mcp_in("snapshot", V1).stdout)
+    surface["protocolVersion"] = "2025-06-18"
+    (tmp_path / "old.json").write_text(json.dumps(surface))
+    r = mcp_in("diff", str(tmp_path / "old.json"), V1)
+    assert r.code == 0
+    assert r.stdout.splitlines()[2:] == [
+        "note: the two speak different protocol versions; some differences (capabilities, list fields) "
+        "may come from that alone",
+        "no changes",
+    ]
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import REPO
 
 from mcpcli.testfile import Case, Expect, Outcome, Suite, Target, TestFileError, load_suites
 from mcpcli.testfile.expect import Answer, check, contains, texts
@@ -143,13 +144,23 @@ def test_a_target_on_the_command_line_makes_the_files_optional(tmp_path: Path) -
 def test_problems_of_every_file_come_together(tmp_path: Path) -> None:
     good = write(tmp_path, "target: x\ntests: [{name: a, call: b}]\n", "good.yaml")
     bad = write(tmp_path, "target: x\ntests: [{name: a}]\n", "bad.yaml")
+    os.mkfifo(tmp_path / "fifo.yaml")
     with pytest.raises(TestFileError) as caught:
-        load_suites([bad, good, str(tmp_path / "missing.yaml"), str(tmp_path)])
+        load_suites([bad, good, str(tmp_path / "missing.yaml"), str(tmp_path), str(tmp_path / "fifo.yaml")])
     assert [p.format("error") for p in caught.value.problems] == [
         f"{bad}:2:9: error: a test needs one of `call: TOOL`, `read: URI` or `prompt: NAME`",
         f"{tmp_path}/missing.yaml: error: cannot read the test file: No such file or directory",
         f"{tmp_path}: error: not a regular file",
+        f"{tmp_path}/fifo.yaml: error: not a regular file",
     ]
+
+
+def test_the_readme_example_loads(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```yaml\n# tests/mcp.yaml\n", 1)[1].split("```", 1)[0]
+    suite = load_suite(write(tmp_path, example))
+    assert [case.action for case in suite.cases] == ["call", "call", "read", "prompt"]
+    assert suite.target == Target(command=("python", "server.py"), base=str(tmp_path))
 
 
 # -- assertions ----------------------------------------------------------------------------------
@@ -305,11 +316,14 @@ def test_stored_snapshots_update_only_what_ran(tmp_path: Path) -> None:
                                '    "b": 2\n  }\n}\n')
 
 
-@pytest.mark.parametrize("content", ["{", "[]", '{"tests": {}}', '{"mcpTestSnapshots": 1, "tests": []}'])
+@pytest.mark.parametrize("content", ["{", "[]", '{"tests": {}}', '{"mcpTestSnapshots": 1, "tests": []}', "FIFO"])
 def test_a_broken_snapshot_file_is_a_problem(tmp_path: Path, content: str) -> None:
     path = write(tmp_path, "target: x\ntests: [{name: a, call: t, expect: {snapshot: true}}]\n")
     (tmp_path / "__snapshots__").mkdir()
-    (tmp_path / "__snapshots__" / "t.yaml.json").write_text(content)
+    if content == "FIFO":
+        os.mkfifo(tmp_path / "__snapshots__" / "t.yaml.json")
+    else:
+        (tmp_path / "__snapshots__" / "t.yaml.json").write_text(content)
     with pytest.raises(TestFileError) as caught:
         Snapshots(load_suite(path)).load()
     assert caught.value.problems[0].file == str(tmp_path / "__snapshots__" / "t.yaml.json")
