@@ -15,11 +15,12 @@ Compared precisely: `type` (a string or a list; `integer` is within `number`),
 `additionalProperties`, the bounds (`minimum`... `maxItems`), `pattern`,
 `multipleOf`, `uniqueItems`, `format`, and `anyOf`/`oneOf`, whose variants are
 paired by their type (a union of bare types is a type list). Local `$ref`s
-(`#/$defs/...`) are followed and a single `allOf` is merged, so moving a schema
-into `$defs` changes nothing. Keywords not compared in detail (`not`, `if`,
-several `allOf`s, `patternProperties`, `prefixItems`, a `$ref` that cannot be
-followed, `x-mcp-header`...) are "schema changed" when they differ, and that is
-counted as breaking: it may be, and only a person can tell. Annotations
+(`#/$defs/...`) are followed and an `allOf` whose parts do not disagree is merged,
+so moving a schema into `$defs` changes nothing. Keywords not compared in detail
+(`not`, `if`, an `allOf` that could not be merged, `patternProperties`,
+`prefixItems`, a `$ref` that cannot be followed, `x-mcp-header`...) are "schema
+changed" when they differ, and that is counted as breaking: it may be, and only
+a person can tell. Annotations
 (`description`, `title`, `default`) are reported, never breaking; other unknown
 keywords are ignored.
 """
