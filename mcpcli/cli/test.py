@@ -74,25 +74,27 @@ def test(app: App, files: tuple[str, ...], target: str | None, junit: str | None
         return
     entries = {t.key(): _entry(app, t) for t in _targets(suites, override)}  # unknown names: exit 2 now
     conn.interactive = False  # tests behave alike on a terminal and in CI: nobody is asked
-    connect_options = conn.connect_options(app)
-
-    @asynccontextmanager
-    async def open_client(where: Target) -> AsyncIterator[Caller]:
-        from mcpcli.connect import connect
-
-        entry = entries[where.key()]
-        async with connect(entry, connect_options, conn.client_options(app, entry)) as client:
-            yield client
-
-    async def go() -> tuple[list[testfile.Outcome], float]:
-        import anyio
-
-        start = anyio.current_time()
-        outcomes = await testfile.run_suites(suites, open_client, override=override, jobs=jobs, update=update,
-                                             snapshots=snapshots)
-        return outcomes, anyio.current_time() - start
-
     try:
+        # Every flag is checked before anything starts (a bad one is exit 2, not a test error).
+        connect_options = conn.connect_options(app)
+        client_options = {key: conn.client_options(app, entry) for key, entry in entries.items()}
+
+        @asynccontextmanager
+        async def open_client(where: Target) -> AsyncIterator[Caller]:
+            from mcpcli.connect import connect
+
+            key = where.key()
+            async with connect(entries[key], connect_options, client_options[key]) as client:
+                yield client
+
+        async def go() -> tuple[list[testfile.Outcome], float]:
+            import anyio
+
+            start = anyio.current_time()
+            outcomes = await testfile.run_suites(suites, open_client, override=override, jobs=jobs,
+                                                 update=update, snapshots=snapshots)
+            return outcomes, anyio.current_time() - start
+
         outcomes, elapsed = app.run(go)
     finally:
         conn.close()

@@ -107,6 +107,8 @@ def test_target_problems_are_usage_errors_before_anything_runs(tmp_path: Path) -
     r = mcp_in("test", str(tests), "--target", "x", "--", "python", "s.py")
     assert r.code == 2
     assert r.stderr.splitlines()[0] == "mcp: error: give --target or a server command after --, not both"
+    r = mcp_in("test", SMOKE, "--elicit-json", "[1]")  # a bad flag: no test runs, none is an error
+    assert (r.code, r.stdout, r.stderr) == (2, "", "mcp: error: --elicit-json must be a JSON object\n")
 
 
 def test_a_tools_yaml_target_is_relative_to_the_test_file(tmp_path: Path) -> None:
