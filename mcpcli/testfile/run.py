@@ -19,7 +19,7 @@ import anyio
 
 from mcpcli.errors import McpCliError, RPCError, unwrap
 from mcpcli.testfile.expect import Answer, check, snapshot_value
-from mcpcli.testfile.model import Case, Suite, Target
+from mcpcli.testfile.model import ABSENT, Case, Suite, Target
 from mcpcli.testfile.snapshots import Snapshots
 
 __all__ = ["Caller", "Outcome", "run_suites"]
@@ -116,7 +116,7 @@ async def _run_case(client: Caller, outcome: Outcome, limiter: anyio.CapacityLim
             return
         finally:
             outcome.duration = anyio.current_time() - start
-    stored: Any = snaps.get(case.name) if snaps is not None else None
+    stored: Any = snaps.get(case.name) if snaps is not None else ABSENT
     if case.expect.snapshot and update and snaps is not None:
         stored = snapshot_value(case.expect, answer)
         snaps.take(case.name, stored)

@@ -327,3 +327,85 @@ def test_a_broken_snapshot_file_is_a_problem(tmp_path: Path, content: str) -> No
     with pytest.raises(TestFileError) as caught:
         Snapshots(load_suite(path)).load()
     assert caught.value.problems[0].file == str(tmp_path / "__snapshots__" / "t.yaml.json")
+
+
+# -- the runner, with a stand-in client ------------------------------------------------------------
+
+
+class Recorder:
+    """A client whose `first` call answers only once `second` was asked: tests must overlap."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.calls: list[str] = []
+        self.second = anyio.Event()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.calls.append(name)
+        if name == "first":
+            with anyio_fail_after(10):
+                await self.second.wait()
+        if name == "second":
+            self.second.set()
+        return {"content": [{"type": "text", "text": name}]}
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        from mcpcli.errors import RPCError
+
+        raise RPCError(-32002, f"Resource not found: {uri}")
+
+    async def get_prompt(self, name: str, arguments: Any = None) -> dict[str, Any]:
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": str(arguments)}}]}
+
+
+def anyio_fail_after(seconds: float) -> Any:
+    import anyio
+
+    return anyio.fail_after(seconds)
+
+
+def run(suites: list[Suite], client: Any, **kw: Any) -> list[Outcome]:
+    import contextlib
+
+    import anyio
+
+    from mcpcli.testfile import run_suites
+
+    @contextlib.asynccontextmanager
+    async def open_client(target: Target) -> Any:
+        if target.spec == "down":
+            from mcpcli.errors import TransportError
+
+            raise TransportError("connection refused")
+        yield client
+
+    async def go() -> list[Outcome]:
+        return await run_suites(suites, open_client, **kw)
+
+    return anyio.run(go)
+
+
+def test_the_tests_of_one_target_run_at_once_and_targets_apart(tmp_path: Path) -> None:
+    up = load_suite(write(tmp_path, "target: up\ntests:\n  - {name: a, call: first, expect: {text: first}}\n"
+                                    "  - {name: b, call: second}\n  - {name: c, read: x://, expect: {error: -32002}}\n"
+                                    "  - {name: d, prompt: p, args: {k: v}, expect: {text: \"'k': 'v'\"}}\n"
+                                    "  - {name: e, call: second, expect: {snapshot: true}}\n", "up.yaml"))
+    down = load_suite(write(tmp_path, "target: down\ntests: [{name: f, call: first}]\n", "down.yaml"))
+    client = Recorder()
+    outcomes = run([up, down], client)
+    assert [(o.case.name, o.status, o.failures) for o in outcomes] == [
+        ("a", "passed", []), ("b", "passed", []), ("c", "passed", []), ("d", "passed", []),
+        ("e", "failed", ["no stored snapshot for this test (run with --update to write it)"]),
+        ("f", "error", ["down: connection refused"]),
+    ]
+    assert client.calls[:2] == ["first", "second"]
+
+
+def test_jobs_1_runs_them_one_at_a_time_in_file_order(tmp_path: Path) -> None:
+    suite = load_suite(write(tmp_path, "target: up\ntests:\n  - {name: b, call: second}\n"
+                                       "  - {name: x, call: other}\n  - {name: a, call: first}\n"))
+    client = Recorder()
+    outcomes = run([suite], client, jobs=1)
+    assert client.calls == ["second", "other", "first"]  # `first` waits for a `second` already made
+    assert {o.status for o in outcomes} == {"passed"}
