@@ -5,6 +5,8 @@
   never repaired: its owner could swap a file in it for a symlink or their own database.
 - `open_regular`: open a file without following a symlink, and refuse anything but a
   regular file (a FIFO would block, a device never end).
+- `replace_file`: write a whole file through a temporary file renamed over it, so a reader
+  never sees half of it and a symlink in its place is replaced, not followed.
 - `take_lock` and `locked_edit`: read, change and replace a file while holding an exclusive
   `flock` on a sidecar lock file, so our own processes take turns instead of losing each
   other's changes, and a change another program makes between our read and our rename is
@@ -33,6 +35,7 @@ __all__ = [
     "locked_edit",
     "open_regular",
     "private_dir",
+    "replace_file",
     "take_lock",
 ]
 
@@ -118,6 +121,28 @@ def open_regular(path: str | os.PathLike[str], flags: int, mode: int = 0o600) ->
         raise UnsafePath(f"refusing {os.fspath(path)}: it is not a regular file")
     os.set_blocking(fd, True)
     return fd
+
+
+def replace_file(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
+    """Write `data` as the whole of `path`: a temporary file beside it (flushed to disk,
+    `mode`), renamed over it. A symlink at `path` is replaced by the file, never followed.
+    Failures are the OSError that caused them, with nothing left behind."""
+    import tempfile
+
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+            os.fchmod(fh.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def take_lock(path: str | os.PathLike[str], timeout: float) -> int:

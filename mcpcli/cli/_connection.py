@@ -54,6 +54,9 @@ class Connection:
     token_store: str | None = None
     profile: str | None = None
     meta: tuple[str, ...] = ()
+    #: Set by commands that must behave alike on a terminal and in CI (snapshot, diff,
+    #: test): False offers the server no prompting (elicitation declined, no URL mode).
+    interactive: bool | None = None
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
     _server_log_file: IO[bytes] | None = None

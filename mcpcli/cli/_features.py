@@ -34,7 +34,7 @@ def build_features(app: App, conn: Connection) -> ClientFeatures:
 
     if conn.elicit_json is not None and conn.elicit_defaults:
         raise UsageError("--elicit-json and --elicit-defaults cannot be used together")
-    interactive = app.stdin_tty and app.stderr_tty
+    interactive = app.stdin_tty and app.stderr_tty if conn.interactive is None else conn.interactive
     if conn.elicit_json is not None:
         try:
             content = jsonrpc.loads(conn.elicit_json)

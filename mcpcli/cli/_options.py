@@ -22,6 +22,7 @@ from mcpcli.errors import McpCliError
 __all__ = [
     "TargetCommand",
     "connection_options",
+    "explicit_json",
     "large_result_options",
     "output_options",
     "project_option",
@@ -242,6 +243,14 @@ def output_options(f: F | None = None, *, short_compact: bool = True) -> Any:
     wrapper = click.option("--json", "as_json", is_flag=True,
                            help="Print the result as JSON (the default when stdout is not a TTY).")(wrapper)
     return wrapper
+
+
+def explicit_json(out: Any) -> bool:
+    """Whether the command line asked for machine output (--json, --jsonl, --jq, --compact), as
+    opposed to a pipe, which makes JSON the default: for the commands whose human output is
+    itself the data (a SKILL.md, a CI report), which they print even when piped."""
+    params = click.get_current_context().params
+    return bool(params.get("as_json") or params.get("compact") or out.jq_filter or out.mode == "jsonl")
 
 
 def large_result_options(f: F) -> F:

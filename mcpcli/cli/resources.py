@@ -136,25 +136,13 @@ def _single_content(result: dict[str, Any], uri: str) -> bytes:
 
 def _write_file(path: str, data: bytes) -> None:
     """Write via a temp file and rename, so an error never leaves half a file."""
-    import os
-    import tempfile
-
     from mcpcli.errors import UsageError
+    from mcpcli.files import replace_file
 
-    directory = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".mcp-", dir=directory)
+        replace_file(path, data)
     except OSError as exc:
-        raise UsageError(f"--out {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise UsageError(f"--out {path}: {exc.strerror}") from None
+        raise UsageError(f"--out {path}: {exc.strerror or exc}") from None
 
 
 def _check_subscribe_capability(client: Any) -> None:

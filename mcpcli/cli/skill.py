@@ -8,7 +8,7 @@ import click
 
 from mcpcli.cli._app import NO_TARGET, App, offered
 from mcpcli.cli._connection import Connection
-from mcpcli.cli._options import target_command
+from mcpcli.cli._options import explicit_json, target_command
 from mcpcli.output import Output
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def skill(
 
     made = app.with_client(target, conn, go)
     path = _write(out_dir, made) if out_dir is not None else None
-    if out.human or (path is None and not _explicit_json(out)):
+    if out.human or (path is None and not explicit_json(out)):
         if path is None:
             app.stdout.write(made.markdown)
             app.stdout.flush()
@@ -79,11 +79,6 @@ def skill(
     else:
         app.info(f"wrote {path}")
     out.emit(result)
-
-
-def _explicit_json(out: Output) -> bool:
-    """--json/--jq given (not merely a pipe, which still gets the Markdown)."""
-    return bool(click.get_current_context().params.get("as_json") or out.jq_filter or out.mode == "jsonl")
 
 
 def _cache_key(target: str | None) -> str | None:
@@ -108,9 +103,9 @@ def _base_name(entry: ServerEntry, target: str | None, client: Client) -> str:
 def _write(out_dir: str, made: Any) -> str:
     """DIR/NAME/SKILL.md, written whole (a temp file renamed over it)."""
     import os
-    import tempfile
 
     from mcpcli.errors import UsageError
+    from mcpcli.files import replace_file
 
     directory = os.path.join(out_dir, made.name)
     path = os.path.join(directory, "SKILL.md")
@@ -118,16 +113,7 @@ def _write(out_dir: str, made: Any) -> str:
         raise UsageError(f"--out {out_dir}: {directory} is a symbolic link; give a directory without one")
     try:
         os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".SKILL-", dir=directory)
+        replace_file(path, made.markdown.encode("utf-8"))
     except OSError as exc:
-        raise UsageError(f"--out {out_dir}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(made.markdown)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         raise UsageError(f"--out {out_dir}: {exc.strerror or exc}") from None
     return path

@@ -87,6 +87,16 @@ def test_no_matching_tool_is_a_usage_error(tmp_path: Path) -> None:
     assert "mcp: error: no tool matches --tools nomatch*" in r.stderr
 
 
+def test_compact_asks_for_json_as_its_help_says(tmp_path: Path) -> None:
+    """A pipe gets the Markdown; --json, --jq and -c (JSON on one line) get the JSON object."""
+    examples = str(Path(__file__).resolve().parents[2] / "examples" / "tools.yaml")
+    assert mcp_in("skill", examples).stdout.startswith("---\n")
+    r = mcp_in("skill", examples, "-c")
+    assert r.code == 0, r
+    assert len(r.stdout.splitlines()) == 1
+    assert json.loads(r.stdout)["markdown"].startswith("---\n")
+
+
 def test_an_http_server_says_how_to_sign_in(tmp_path: Path) -> None:
     tools = [{"name": "x", "inputSchema": {"type": "object"}}]
     made = skill.build_skill(name="api", ref="api", server_info={"name": "api"}, tools=tools, signs_in=True)

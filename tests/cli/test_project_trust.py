@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_server, mcp, mcp_in
+from helpers import REPO, fake_server, mcp, mcp_in
 from rich.console import Console
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture: a private run dir, the real daemon
 
@@ -97,10 +97,14 @@ COMMANDS = {
     "complete": ["complete", "gh", "--prompt", "weather", "city", "O"],
     "tasks list": ["tasks", "list", "gh"],
     "skill": ["skill", "gh"],
+    "snapshot": ["snapshot", "gh"],
+    "diff": ["diff", "gh", "gh"],
+    "test": ["test", "--target", "gh", str(REPO / "tests" / "authors" / "smoke.yaml")],
 }
 #: The exit status each has once it may run: the fake server declares resources and prompts
-#: but lists no resources, renders no prompt, and has no completions or tasks (-32601).
-CONSENTED = {"resources list": 5, "prompts get": 5, "complete": 5, "tasks list": 5}
+#: but lists no resources, renders no prompt, and has no completions or tasks (-32601); the
+#: tests of `test` are written for another server.
+CONSENTED = {"resources list": 5, "prompts get": 5, "complete": 5, "tasks list": 5, "test": 1}
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

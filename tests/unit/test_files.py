@@ -123,3 +123,24 @@ def test_the_lock_is_held_across_the_edit_and_a_planted_lock_symlink_is_refused(
     with pytest.raises(files.UnsafePath, match="it is a symlink"):
         files.locked_edit(path, lambda data: b"x")
     assert victim.read_text() == "keep" and path.read_bytes() == b"first"
+
+
+def test_replace_file_writes_whole_with_its_mode_and_replaces_a_symlink(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    path = work / "out.json"
+    files.replace_file(path, b"one")
+    assert path.read_bytes() == b"one" and mode_of(path) == 0o644
+    files.replace_file(path, b"two", mode=0o600)
+    assert path.read_bytes() == b"two" and mode_of(path) == 0o600
+    victim = work / "victim"
+    victim.write_text("keep")
+    link = work / "link"
+    link.symlink_to(victim)
+    files.replace_file(link, b"new")
+    assert victim.read_text() == "keep"
+    assert not link.is_symlink() and link.read_bytes() == b"new"
+    (work / "dir").mkdir()
+    with pytest.raises(IsADirectoryError):
+        files.replace_file(work / "dir", b"x")  # a directory in the way: refused, nothing left behind
+    assert sorted(p.name for p in work.iterdir()) == ["dir", "link", "out.json", "victim"]

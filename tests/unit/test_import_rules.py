@@ -100,6 +100,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # `mcp check`: checks run on a connected `Client` it is handed (how to connect is the
     # caller's), findings and reports; never the CLI, targets or transports.
     "mcpcli.check": frozenset({"mcpcli.client"}),
+    # For server authors: a server's surface collected, written canonically and compared
+    # (`mcp snapshot`, `mcp diff`), on foundations alone; and test files (`mcp test`): the
+    # tools.yaml YAML reader, what is volatile in an answer, jq's messages, what a TARGET
+    # looks like; connecting is left to the caller.
+    "mcpcli.surface": frozenset(),
+    "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.targets"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
