@@ -285,6 +285,10 @@ class McpHttpApp:
         body = await self.context.receive_body(receive, send, headers, cors)
         if body is None:
             return
+        if self.stopping:  # it stopped while the body came in: start no work now
+            error = shutdown_error()
+            await plain(send, 503, error_body(None, error.code, error.message, error.data), cors)
+            return
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):

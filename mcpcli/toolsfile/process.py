@@ -12,7 +12,9 @@
   group with `setsid` could hold them). When the leader exits on its own,
   whatever it left running in its group is stopped the same way: a call leaves
   nothing behind. Cancellation (client cancel, disconnect, shutdown) runs the
-  sequence shielded, then lets the cancellation continue.
+  sequence shielded, then lets the cancellation continue. A cancellation no
+  shield holds off (a foreign `Task.cancel()`: a web server's shutdown timeout,
+  the event loop closing) cuts the grace short: the group is killed at once.
 * With a `watchdog.Watchdog` (the `Runner` passes its own), each group is
   registered while it runs, so a helper process ends it if the server itself
   is killed (SIGKILL, OOM) and never gets to run the stop sequence.
@@ -156,6 +158,8 @@ class _Watch:
         self.in_fd = in_fd
         self.pending = memoryview(stdin) if stdin is not None else None
         self._poller: asyncio.Task[None] | None = None
+        #: The stop sequence ran to its end (the group is gone and the leader reaped).
+        self.stopped = False
         for fd in self.open:
             self.loop.add_reader(fd, self._readable, fd)
         if in_fd is not None:
@@ -244,6 +248,19 @@ async def _stop(watch: _Watch, pgid: int, grace: float) -> None:
             await anyio.sleep(0.02)
         _signal_group(pgid, signal.SIGKILL)
     await watch.wait_exit()
+    watch.stopped = True
+
+
+def _kill_now(child: _Child, pgid: int) -> None:
+    """The stop sequence was cut short: KILL the group and reap the leader, without waiting
+    on the event loop (a cancellation anyio's shield cannot hold off, such as a foreign
+    `Task.cancel()` from uvicorn's shutdown timeout or from the event loop closing, ends
+    every await)."""
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        child.popen.wait(PIPE_GRACE)
+    except subprocess.TimeoutExpired:  # pragma: no cover - stuck in the kernel; nothing more to do
+        pass
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
@@ -312,6 +329,8 @@ async def run_process(
         try:
             ending = await _wait_and_stop(watch, child.pid, timeout, kill_grace)
         finally:
+            if not watch.stopped:  # never let go of (and unregister) a group that may live on
+                _kill_now(child, child.pid)
             watch.close()
             for fd in (out_fd, err_fd):
                 os.close(fd)

@@ -239,6 +239,29 @@ async def test_cancellation_kills_the_group(make_backend: Any, tmp_path: Path) -
     assert time.monotonic() - started < 2
 
 
+async def test_a_stop_cut_short_by_a_foreign_cancellation_still_kills_the_group(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    """A call whose task is cancelled from outside anyio (uvicorn's shutdown timeout, the
+    event loop closing) during its stop sequence: no shield holds that off, so the long
+    grace is cut and the group killed at once, not let go of while it ignores SIGTERM."""
+    import asyncio
+
+    backend = make_backend(doc(tool(
+        "stubborn", "echo $$ > pgid\ntrap 'echo term > got_term' TERM\nwhile :; do sleep 1; done",
+        "      kill_grace: 60s")))
+    task = asyncio.get_running_loop().create_task(backend.call_tool("stubborn", {}, FakeContext()))
+    await wait_until_async(lambda: (tmp_path / "pgid").exists() and (tmp_path / "pgid").read_text().strip())
+    pgid = int((tmp_path / "pgid").read_text())
+    task.cancel()  # the call's own cancellation: the stop sequence begins (SIGTERM, ignored)
+    await wait_until_async(lambda: (tmp_path / "got_term").exists(), what="the SIGTERM")
+    assert group_alive(pgid)  # within its grace
+    task.cancel()  # and one no shield holds off
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until_async(lambda: not group_alive(pgid), timeout=3, what="the group to be killed")
+
+
 async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: Path) -> None:
     backend = make_backend(doc(
         tool("one_at_a_time", "touch running\nsleep 100", "      concurrency: 1\n      kill_grace: 0.2s"),

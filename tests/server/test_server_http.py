@@ -689,6 +689,54 @@ async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: S
                                           "data": {"reason": "shutdown"}}
 
 
+async def test_a_request_whose_body_comes_after_the_drain_runs_nothing(
+    backend: DemoBackend, server: Server
+) -> None:
+    """A POST that got past the shutdown check but whose body was still coming in when the
+    drain ended: it is answered "server shutting down" and its tool never runs (no script
+    may start once the server is stopping)."""
+    from mcpcli.server.http_app import McpHttpApp
+
+    body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "late"}})
+    raw = json.dumps(body).encode()
+    scope = {"type": "http", "method": "POST", "path": "/mcp",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in
+                         {**headers, "Host": "127.0.0.1", "Content-Length": str(len(raw))}.items()]}
+    reading, release = anyio.Event(), anyio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        reading.set()
+        await release.wait()
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with anyio.fail_after(10):
+        async with McpHttpApp(server) as app, anyio.create_task_group() as tg:
+            tg.start_soon(app, scope, receive, send)
+            await reading.wait()
+            app.shutdown()  # the drain is over while the body is still on its way
+            release.set()
+    assert sent[0]["status"] == 503
+    assert json.loads(sent[1]["body"])["error"]["message"] == "server shutting down"
+    assert backend.calls == 0
+
+
+def test_a_request_that_starts_after_the_drain_is_ended_at_once(server: Server) -> None:
+    """What a request registers to be ended at the end of the drain is ended at once when
+    the drain is already over (a request that got this far only then)."""
+    from mcpcli.server.http_context import HttpContext, HttpOptions
+
+    context = HttpContext(server, HttpOptions(), "")
+    ended: list[str] = []
+    with context.on_stop(lambda: ended.append("early")):
+        context.end_drain()
+    with context.on_stop(lambda: ended.append("late")):
+        assert ended == ["early", "late"]
+
+
 async def _read_all(stream: Any) -> bytes:
     """Everything the server sends until it closes the connection."""
     data = b""
