@@ -729,3 +729,17 @@ async def test_a_burst_of_list_changes_costs_at_most_two_listings_per_kind(
                 while True:
                     told.append(changes.receive_nowait()["method"])
         assert all(told.count(method) <= 2 for method in announced), told
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_the_gateway_answers_ping_itself_in_every_era(gateway: Gateway, protocol: str | None) -> None:
+    """A ping is the gateway's to answer (2026-07-28 included: real clients send it), even
+    when its upstream cannot be reached."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    broken = Upstream(name="broken", command=tuple(fake_server("--exit-before-init", "3")))
+    async with gateway([broken], protocol=protocol, backoff=(60, 60)) as client:
+        result = await client.request("ping")
+        assert set(result) <= {"resultType", "_meta"} and result.get("resultType", "complete") == "complete"
