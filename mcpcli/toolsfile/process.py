@@ -28,8 +28,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import anyio
 
@@ -37,10 +38,14 @@ from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.toolsfile.watchdog import group_alive as _group_alive
 from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
-__all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
+__all__ = ["RunResult", "SpawnError", "Starts", "run_process", "signal_name"]
+
+T = TypeVar("T")
 
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
+#: How long one turn of the event loop may spend starting processes (see `Starts`).
+TURN_BUDGET = 0.01
 
 
 class SpawnError(Exception):
@@ -296,6 +301,47 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
     return _Child(popen), out_r, err_r, in_w
 
 
+class Starts:
+    """Process starts in turns: a turn of the event loop spends at most `TURN_BUDGET` on them.
+
+    Starting a process blocks the event loop until the child has exec'd (a few
+    milliseconds, more on a busy machine). Many calls released at once (a burst of
+    requests, a queue moving on) would otherwise start all their processes in one
+    turn of the loop, and nothing else (a `ping`, another client's request) would be
+    read until the last had started. Once a turn has spent its budget, the next start
+    waits for the loop's next turn, which looks at its I/O first. Starts that fit in
+    the budget (the usual case) wait for nothing.
+    """
+
+    def __init__(self) -> None:
+        self._spent = 0.0  # seconds spent starting processes in this turn of the loop
+        self._counting = False  # a callback at the next turn resets `_spent`
+        self._free: anyio.Event | None = None
+
+    async def take(self, start: Callable[[], T]) -> T:
+        """`start()` in its turn; what it returns is handed back at once (nothing can
+        cancel this between the start and its caller)."""
+        while self._counting and self._spent >= TURN_BUDGET:
+            if self._free is None:
+                self._free = anyio.Event()
+            await self._free.wait()
+        if not self._counting:
+            self._counting = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+        began = time.perf_counter()
+        try:
+            return start()
+        finally:
+            self._spent += time.perf_counter() - began
+
+    def _next_turn(self) -> None:
+        self._spent = 0.0
+        self._counting = False
+        if self._free is not None:
+            self._free.set()
+            self._free = None
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -307,17 +353,23 @@ async def run_process(
     max_bytes: int,
     kill_on_overflow: bool = False,
     watchdog: Watchdog | None = None,
+    starts: Starts | None = None,
 ) -> RunResult:
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
 
     With a `watchdog`, the group is registered while it runs, so it dies with
-    the server even if the server is killed outright.
+    the server even if the server is killed outright. With `starts`, the process
+    is started in its turn (see `Starts`).
     """
     started = time.monotonic()
     if watchdog is not None:
         watchdog.start()
+
+    def spawn() -> tuple[_Child, int, int, int | None]:
+        return _spawn(argv, env, cwd, stdin is not None)
+
     try:
-        child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
+        child, out_fd, err_fd, in_fd = spawn() if starts is None else await starts.take(spawn)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
     if watchdog is not None:
