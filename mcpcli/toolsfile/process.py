@@ -30,6 +30,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 import anyio
@@ -364,12 +365,9 @@ async def run_process(
     started = time.monotonic()
     if watchdog is not None:
         watchdog.start()
-
-    def spawn() -> tuple[_Child, int, int, int | None]:
-        return _spawn(argv, env, cwd, stdin is not None)
-
     try:
-        child, out_fd, err_fd, in_fd = spawn() if starts is None else await starts.take(spawn)
+        spawn = partial(_spawn, argv, env, cwd, stdin is not None)
+        child, out_fd, err_fd, in_fd = await (starts or Starts()).take(spawn)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
     if watchdog is not None:
