@@ -359,12 +359,9 @@ async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) ->
 
 
 async def get(sessions: Sessions, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
-    """A GET with `Mcp-Session-Id`: resume a stream (`Last-Event-ID`) or open the session's stream."""
-    sid = headers.get("mcp-session-id")
-    if sid is None:
-        await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
-        return
-    session = sessions.get(sid)
+    """A GET with `Mcp-Session-Id` (the app checked): resume a stream (`Last-Event-ID`) or
+    open the session's stream."""
+    session = sessions.get(headers.get("mcp-session-id") or "")
     if session is None or session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return

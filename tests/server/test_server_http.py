@@ -395,7 +395,7 @@ async def test_unknown_paths_and_methods(server: Server) -> None:
         base = url.rsplit("/", 1)[0]
         assert (await http.get(base + "/nope")).status_code == 404
         assert (await http.put(url)).status_code == 405
-        assert (await http.get(url)).status_code == 400  # no session, not an SSE client
+        assert (await http.get(url)).status_code == 406  # no session, not an SSE client
         assert (await http.post(base + "/messages?sessionId=nope", json=INIT)).status_code == 404
 
 
@@ -602,6 +602,35 @@ async def test_a_post_that_is_not_json_gets_415(server: Server, content_type: st
                                          headers={"Content-Type": "text/plain"})
             assert plain_text.status_code == 415
             assert plain_text.json()["error"]["code"] == -32600
+
+
+async def test_a_get_must_accept_event_streams_and_gets_405_where_no_stream_is_offered(server: Server) -> None:
+    """GET on the endpoint: 406 unless `Accept` lists text/event-stream (Streamable HTTP
+    clients MUST send it; no header, `*/*` or `text/*` does not count), 405 where no stream is offered:
+    a 2026-07-28 client (that revision has none) and, with the HTTP+SSE fallback off, any
+    GET without a session. What is offered still opens (the 2024-11-05 fallback)."""
+    from mcpcli.server import HttpOptions
+
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        session = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        headers={**LEGACY_HEADERS, **session})
+        for accept in (None, "application/json", "*/*", "text/*", "text/event-stream;q=0"):
+            headers = {**session, **({"Accept": accept} if accept else {})}
+            if accept is None:
+                headers["Accept"] = ""  # httpx would send */*
+            refused = await http.get(url, headers=headers)
+            assert refused.status_code == 406, (accept, refused.text)
+            assert refused.json()["error"]["code"] == -32600
+        modern = {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+        no_stream = await http.get(url, headers=modern)
+        assert no_stream.status_code == 405
+        assert "GET" in no_stream.headers["allow"]
+        async with http.stream("GET", url, headers={"Accept": "text/event-stream"}) as fallback:
+            assert fallback.status_code == 200  # the 2024-11-05 HTTP+SSE transport, right here
+    async with running(server, options=HttpOptions(legacy_sse=False)) as url, httpx.AsyncClient(timeout=10) as http:
+        assert (await http.get(url, headers={"Accept": "text/event-stream"})).status_code == 405
 
 
 async def test_cors_preflight(server: Server) -> None:
