@@ -65,6 +65,8 @@ def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> Non
     logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
 
 RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
+#: The answer to a request that needs no work (None: it does): given at once.
+QuickAnswer = Callable[[Request], "dict[str, Any] | None"]
 NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
 ProgressHandler = Callable[[dict[str, Any]], None]
 Tracer = Callable[[str, Message | Batch], None]
@@ -282,12 +284,16 @@ class Session:
         max_timeout: float | None = None,
         on_slow: SlowHandler | None = None,
         slow_after: float = 3.0,
+        quick: QuickAnswer | None = None,
     ) -> None:
         """`on_slow`: called when a request with a time bound (one whose caller expects an
         answer, unlike a stream or a wait on a task) has gone `slow_after` seconds without
         one, not counting time a person spends at a prompt or signing in."""
         self._read, self._write = streams
         self._on_request = on_request
+        #: Answers that need no work (ping), sent as the request is read: ahead of the
+        #: work queued before them and past the concurrency cap, which must not starve them.
+        self._quick = quick
         self._on_notification = on_notification
         self._on_error = on_error
         self._trace = trace
@@ -495,8 +501,9 @@ class Session:
 
     def _take_at_once(self, item: Envelope | Exception) -> bool:
         """Handle `item` in the reader's callback when that needs no waiting: a response
-        wakes its request, a request starts its task. False: the receive loop takes it,
-        in order (anything else, or while the loop is busy with an earlier message)."""
+        wakes its request, a request starts its task (or is answered, `quick`). False:
+        the receive loop takes it, in order (anything else, or while the loop is busy
+        with an earlier message)."""
         if self._dispatching or self._trace is not None or type(item) is not Envelope:
             return False
         message = item.message
@@ -617,20 +624,42 @@ class Session:
     def _start_request(self, envelope: Envelope, request: Request) -> None:
         assert self._tg is not None
         if request.id in self._incoming:
-            self._tg.start_soon(
-                self._send_error, request.id, jsonrpc.INVALID_REQUEST, "duplicate request id"
-            )
+            self._reply_now(ErrorResponse(request.id, ErrorObject(jsonrpc.INVALID_REQUEST, "duplicate request id")))
             return
+        if self._quick is not None:
+            result = self._quick(request)
+            if result is not None:
+                self._reply_now(Response(request.id, result))
+                return
         if len(self._incoming) >= MAX_CONCURRENT_INCOMING:
-            self._tg.start_soon(
-                self._send_error, request.id, jsonrpc.INTERNAL_ERROR, "too many concurrent requests"
-            )
+            # Written at once too: a flood of refusals queued as tasks would delay the rest.
+            self._reply_now(ErrorResponse(
+                request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "too many concurrent requests")))
             return
         assert self._requests is not None
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
         self._busy()
         self._requests.start(self._run_request, envelope, request, scope, scope=scope)
+
+    def _reply_now(self, message: Response | ErrorResponse) -> None:
+        """Send a reply from the reader, at once when the stream has room (else in a task)."""
+        envelope = Envelope(message, message.id)
+        if self._trace is not None:
+            self._trace("send", message)
+        try:
+            self._write.send_nowait(envelope)
+        except anyio.WouldBlock:
+            assert self._tg is not None
+            self._tg.start_soon(self._send_later, envelope)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the peer is gone: nobody to answer
+
+    async def _send_later(self, envelope: Envelope) -> None:
+        try:
+            await self._write.send(envelope)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
 
     async def _send_invalid_batch(self, envelope: Envelope) -> None:
         error = ErrorResponse(

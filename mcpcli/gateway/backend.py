@@ -32,6 +32,7 @@ from mcpcli.server.backend import Backend, CallContext, ChangeListener, Resource
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
+from .coalesce import Reruns
 from .link import DownstreamRoots, Link, Unavailable, on_behalf_of, tool_error
 from .options import GatewayOptions
 from .rules import tool_allowed
@@ -86,6 +87,8 @@ class GatewayBackend:
                       for up in upstreams]
         self._listener: ChangeListener | None = None
         self._tg: anyio.abc.TaskGroup | None = None
+        #: Relists after an upstream's change, per (link, kind): one running, one pending.
+        self._relists: Reruns[tuple[Link, str]] = Reruns(self._relist)
         #: Served name -> (link or None for local, upstream's name, served definition).
         self._tools: dict[str, tuple[Link | None, str, JSON]] = {}
         self._prompts: dict[str, tuple[Link | None, str]] = {}
@@ -192,12 +195,19 @@ class GatewayBackend:
             self._announce(kind, detail)
             return
         if self._tg is not None:
-            self._tg.start_soon(self._relist, link, kind, detail == "announced")
+            # A burst of changes: one relist running per upstream and kind, and one more after it.
+            self._relists.request(self._tg, (link, kind), detail == "announced")
 
-    async def _relist(self, link: Link, kind: str, announced: bool) -> None:
+    @property
+    def relisting(self) -> int:
+        """How many relists (after an upstream's change) are running."""
+        return len(self._relists)
+
+    async def _relist(self, key: tuple[Link, str], announced: bool) -> None:
         """List `kind` again and announce it when what clients see changed, or when the
         upstream announced a change we cannot see (passed on as a transparent proxy would).
         A change only to what the filter hides is not announced."""
+        link, kind = key
         lister = {"tools": self.list_tools, "prompts": self.list_prompts,
                   "resources": self.list_resources}[kind]
         before = self._view(kind)

@@ -62,6 +62,7 @@ from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.transports import Transport
 
+from .coalesce import Fetches
 from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
 
@@ -97,6 +98,9 @@ _FORWARDED_CAPS = ("elicitation", "sampling", "roots")
 
 #: Server requests a link passes to the downstream client.
 ASKABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+
+#: The listings a link keeps (attributes of the same names).
+LISTINGS = ("tools", "prompts", "resources", "templates")
 
 
 class Unavailable(McpCliError):
@@ -323,8 +327,10 @@ class Link:
         self.prompts: list[JSON] | None = None
         self.resources: list[JSON] | None = None
         self.templates: list[JSON] | None = None
-        #: Each listing as it was before the last change or reconnection.
+        #: Each listing as it was last known before the changes since (or the reconnection).
         self.previous: dict[str, list[JSON] | None] = {}
+        #: Per kind: one listing request in flight at a time, however many changes come.
+        self._fetches: dict[str, Fetches[list[JSON]]] = {kind: Fetches() for kind in LISTINGS}
         #: What the upstream declared when it last connected (None: never connected).
         self.capabilities: JSON | None = None
         self.instructions: str | None = None
@@ -578,15 +584,26 @@ class Link:
     async def listing(self, kind: str) -> list[JSON]:
         """tools, prompts, resources or templates as the upstream lists them (cached).
 
-        A listing that fails is remembered, so `trouble` can say why; one that timed out
-        backs off (doubling, per kind): until then the upstream is not asked again (a slow
-        upstream is not re-asked on every client's listing)."""
+        One request per kind is in flight at a time: callers share it when it began after
+        the last change they could know of, else the one next request (a burst of
+        `list_changed` costs at most two). A listing that fails is remembered, so `trouble`
+        can say why; one that timed out backs off (doubling, per kind): until then the
+        upstream is not asked again (a slow upstream is not re-asked on every client's
+        listing)."""
         cached: list[JSON] | None = getattr(self, kind)
         if cached is not None and self.connected:
             return cached
         failed = self._list_failed.get(kind)
         if failed is not None and anyio.current_time() < failed[0]:
             return cached or []
+
+        async def fetch(generation: int) -> list[JSON]:
+            return await self._fetch_listing(kind, generation, cached)
+
+        return await self._fetches[kind].get(fetch)
+
+    async def _fetch_listing(self, kind: str, generation: int, cached: list[JSON] | None) -> list[JSON]:
+        """Ask the upstream for `kind`; keep the answer unless it changed meanwhile."""
         try:
             async with self.call(None) as (client, _call):
                 if kind == "tools":
@@ -613,7 +630,8 @@ class Link:
             raw = page.get(key)
             items = [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else []
         self._list_failed.pop(kind, None)
-        setattr(self, kind, items)
+        if self._fetches[kind].current(generation):  # else it changed meanwhile: fetch again
+            setattr(self, kind, items)
         return items
 
     def _listing_failed(self, kind: str, exc: Exception) -> None:
@@ -813,12 +831,13 @@ class Link:
     def _invalidate(self, kind: str, *, announced: bool) -> None:
         """Forget a listing (kept in `previous`) and tell the backend. `announced`: the
         upstream said it changed (else we reconnected and look again)."""
-        self.previous[kind] = getattr(self, kind)
-        setattr(self, kind, None)
-        self._list_failed.pop(kind, None)  # worth asking again at once
-        if kind == "resources":
-            self.templates = None
-            self._list_failed.pop("templates", None)
+        for each in (kind, "templates") if kind == "resources" else (kind,):
+            known = getattr(self, each)
+            if known is not None:  # a second change before a new listing: keep the last known
+                self.previous[each] = known
+            setattr(self, each, None)
+            self._fetches[each].changed()
+            self._list_failed.pop(each, None)  # worth asking again at once
         self._events(self, kind, "announced" if announced else None)
 
     async def _watch_lists(self, client: _UpstreamClient) -> None:

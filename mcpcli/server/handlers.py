@@ -73,6 +73,8 @@ class Handlers:
         """Methods of a stateless 2026-07-28 request."""
         return {
             "server/discover": self.discover,
+            # Removed in 2026-07-28, still sent by real clients: answered (but see http_modern).
+            "ping": self.ping,
             "tools/list": self.tools_list,
             "tools/call": self.tools_call,
             "prompts/list": self.prompts_list,

@@ -24,7 +24,6 @@ seconds, then the rest are answered "server shutting down" and streams end.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -42,6 +41,11 @@ from mcpcli.server.http_guard import guarded_protocol
 __all__ = ["LOOPBACK_NAMES", "TOKEN_ENV", "HttpOptions", "McpHttpApp", "is_loopback", "serve_http"]
 
 TOKEN_ENV = "MCP_SERVE_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+
+#: After the drain, how long the requests still ending may take (a command run in a request,
+#: such as a completion, gets its kill_grace) before uvicorn cancels them outright; what
+#: they ran is then killed at once (`toolsfile.process`).
+STOP_WAIT = 10
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -134,7 +138,7 @@ async def _run(
     config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, ws="none",
         proxy_headers=False, server_header=False,
-        timeout_graceful_shutdown=math.ceil(app.options.drain) + 3,
+        timeout_graceful_shutdown=STOP_WAIT,
         http=guarded_protocol(app.options),  # head/body deadlines, connection caps
     )
 
@@ -172,8 +176,9 @@ async def _run(
                     await _drain(app)
                     app.shutdown()
                     uv.should_exit = True
-                    # uvicorn closes the connections; leaving the task group waits for it (bounded).
-                    tg.cancel_scope.deadline = anyio.current_time() + 10
+                    # uvicorn closes the connections and ends what is left after STOP_WAIT;
+                    # leaving the task group waits for it (bounded).
+                    tg.cancel_scope.deadline = anyio.current_time() + STOP_WAIT + 5
         finally:
             finished.set()
 

@@ -285,6 +285,10 @@ class McpHttpApp:
         body = await self.context.receive_body(receive, send, headers, cors)
         if body is None:
             return
+        if self.stopping:  # it stopped while the body came in: start no work now
+            error = shutdown_error()
+            await plain(send, 503, error_body(None, error.code, error.message, error.data), cors)
+            return
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
@@ -323,10 +327,26 @@ class McpHttpApp:
         self, scope: Scope, receive: Receive, send: Send, headers: Headers,
         cors: list[tuple[bytes, bytes]],
     ) -> None:
-        if headers.get("mcp-session-id") is None:
-            accept = headers.get("accept") or ""
-            if self.options.legacy_sse and "text/event-stream" in accept:
-                # A 2024-11-05 client falling back from Streamable HTTP: HTTP+SSE right here.
-                await sse_open(self.sessions, scope, receive, send, cors)
-                return
+        """A GET opens an SSE stream, or is refused: 405 where no stream is offered (2026-07-28
+        has none; without a session, only the 2024-11-05 HTTP+SSE fallback is one), 406 when
+        the `Accept` header does not list `text/event-stream`, as Streamable HTTP clients
+        MUST (`*/*` is not enough: a stream that stays open is only for those asking for one)."""
+        session = headers.get("mcp-session-id")
+        version = headers.get("mcp-protocol-version")
+        if session is None and (
+            not self.options.legacy_sse or (version is not None and version not in LEGACY_VERSIONS)
+        ):
+            await plain(send, 405, error_body(
+                None, INVALID_REQUEST, "Method Not Allowed: no GET stream without a session; POST requests",
+            ), [*cors, (b"allow", b"GET, POST, DELETE")])
+            return
+        if not accepts(headers.get("accept"), "text/event-stream", listed=True):
+            await plain(send, 406, error_body(
+                None, INVALID_REQUEST, "Not Acceptable: a GET must accept text/event-stream",
+            ), cors)
+            return
+        if session is None:
+            # A 2024-11-05 client falling back from Streamable HTTP: HTTP+SSE right here.
+            await sse_open(self.sessions, scope, receive, send, cors)
+            return
         await get(self.sessions, receive, send, headers, cors)

@@ -44,17 +44,18 @@ def error_body(request_id: RequestId | None, code: int, message: str, data: Any 
     return jsonrpc.encode(ErrorResponse(request_id, ErrorObject(code, message, data)))
 
 
-def accepts(accept: str | None, media: str) -> bool:
+def accepts(accept: str | None, media: str, *, listed: bool = False) -> bool:
     """Whether an `Accept` header value takes `media` (absent or blank takes anything).
 
-    `*/*` and `type/*` count; a range with `q=0` refuses."""
+    `*/*` and `type/*` count, unless `media` must be `listed` by name (then an absent
+    header does not take it either); a range with `q=0` refuses."""
     if accept is None or not accept.strip():
-        return True
+        return not listed
     wanted = media.lower()
-    family = wanted.partition("/")[0] + "/*"
+    ranges = (wanted,) if listed else ("*/*", wanted.partition("/")[0] + "/*", wanted)
     for item in accept.split(","):
         media_range, *params = item.split(";")
-        if media_range.strip().lower() not in ("*/*", family, wanted):
+        if media_range.strip().lower() not in ranges:
             continue
         refused = False
         for param in params:

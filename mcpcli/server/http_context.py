@@ -95,6 +95,9 @@ class HttpContext:
         self.stopping = False
         #: What ends each request still in flight when the drain is over.
         self._on_stop: set[Callable[[], None]] = set()
+        #: The drain is over: a request that gets this far only now (its body was still
+        #: coming in) is ended at once, before it starts any work.
+        self._drained = False
         #: Body bytes not reserved by a request being received (`body_budget`).
         self.budget_left = options.body_budget
         self._budget_freed: anyio.Event | None = None
@@ -103,7 +106,9 @@ class HttpContext:
 
     @contextmanager
     def on_stop(self, callback: Callable[[], None]) -> Iterator[None]:
-        """Within the block, call `callback` when the drain ends."""
+        """Within the block, call `callback` when the drain ends (at once if it has)."""
+        if self._drained:
+            callback()
         self._on_stop.add(callback)
         try:
             yield
@@ -112,6 +117,7 @@ class HttpContext:
 
     def end_drain(self) -> None:
         """The drain is over: end every request still in flight (their `on_stop` callbacks)."""
+        self._drained = True
         for stop in list(self._on_stop):
             stop()
 

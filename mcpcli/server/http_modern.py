@@ -49,6 +49,11 @@ __all__ = ["modern_post"]
 
 log = logging.getLogger("mcpcli.server.http")
 
+#: Methods the revision removed that the runtime still answers elsewhere (stdio: real
+#: clients send `ping`) but refuses here, 404 + -32601, as the conformance suite's
+#: `server-stateless` scenario requires (its check sep-2575-http-server-method-not-found-404-ping).
+REFUSED_OVER_HTTP = frozenset({"ping"})
+
 def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
     value = arguments
     for key in path:
@@ -153,6 +158,8 @@ async def modern_post(
         return
     rid = message.id
     try:
+        if message.method in REFUSED_OVER_HTTP:
+            raise ModernError(METHOD_NOT_FOUND, f"Method not found: {message.method}", status=404)
         meta = await _validate(context, headers, message)
     except ModernError as exc:
         body = error_body(rid, exc.code, exc.rpc_message, exc.data)

@@ -246,6 +246,8 @@ async def legacy_post(
             extra,
         )
         return
+    if await _answered_at_once(session, parsed, send, extra):
+        return
     if not requests:
         try:
             await session.inbox.send(Envelope(parsed))
@@ -255,6 +257,18 @@ async def legacy_post(
         await plain(send, 202, b"", cors)
         return
     await _answer(sessions.context, receive, send, headers, extra, session, parsed, requests)
+
+
+async def _answered_at_once(session: LegacySession, parsed: Message | Batch, send: Send, extra: Cors) -> bool:
+    """A lone `ping`, answered here rather than behind the work queued in the session (a
+    busy server must not starve it). False for anything else."""
+    if not isinstance(parsed, Request):
+        return False
+    result = session.conn.quick(parsed)
+    if result is None:
+        return False
+    await plain(send, 200, jsonrpc.encode(Response(parsed.id, result)), extra)
+    return True
 
 
 def _parse(data: Any) -> Message | Batch:
@@ -345,12 +359,9 @@ async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) ->
 
 
 async def get(sessions: Sessions, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
-    """A GET with `Mcp-Session-Id`: resume a stream (`Last-Event-ID`) or open the session's stream."""
-    sid = headers.get("mcp-session-id")
-    if sid is None:
-        await plain(send, 400, error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header required"), cors)
-        return
-    session = sessions.get(sid)
+    """A GET with `Mcp-Session-Id` (the app checked): resume a stream (`Last-Event-ID`) or
+    open the session's stream."""
+    session = sessions.get(headers.get("mcp-session-id") or "")
     if session is None or session.sse_transport:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return

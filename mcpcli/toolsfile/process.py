@@ -12,7 +12,9 @@
   group with `setsid` could hold them). When the leader exits on its own,
   whatever it left running in its group is stopped the same way: a call leaves
   nothing behind. Cancellation (client cancel, disconnect, shutdown) runs the
-  sequence shielded, then lets the cancellation continue.
+  sequence shielded, then lets the cancellation continue. A cancellation no
+  shield holds off (a foreign `Task.cancel()`: a web server's shutdown timeout,
+  the event loop closing) cuts the grace short: the group is killed at once.
 * With a `watchdog.Watchdog` (the `Runner` passes its own), each group is
   registered while it runs, so a helper process ends it if the server itself
   is killed (SIGKILL, OOM) and never gets to run the stop sequence.
@@ -26,8 +28,10 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 import anyio
 
@@ -35,10 +39,14 @@ from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.toolsfile.watchdog import group_alive as _group_alive
 from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
-__all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
+__all__ = ["RunResult", "SpawnError", "Starts", "run_process", "signal_name"]
+
+T = TypeVar("T")
 
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
+#: How long one turn of the event loop may spend starting processes (see `Starts`).
+TURN_BUDGET = 0.01
 
 
 class SpawnError(Exception):
@@ -156,6 +164,8 @@ class _Watch:
         self.in_fd = in_fd
         self.pending = memoryview(stdin) if stdin is not None else None
         self._poller: asyncio.Task[None] | None = None
+        #: The stop sequence ran to its end (the group is gone and the leader reaped).
+        self.stopped = False
         for fd in self.open:
             self.loop.add_reader(fd, self._readable, fd)
         if in_fd is not None:
@@ -244,6 +254,19 @@ async def _stop(watch: _Watch, pgid: int, grace: float) -> None:
             await anyio.sleep(0.02)
         _signal_group(pgid, signal.SIGKILL)
     await watch.wait_exit()
+    watch.stopped = True
+
+
+def _kill_now(child: _Child, pgid: int) -> None:
+    """The stop sequence was cut short: KILL the group and reap the leader, without waiting
+    on the event loop (a cancellation anyio's shield cannot hold off, such as a foreign
+    `Task.cancel()` from uvicorn's shutdown timeout or from the event loop closing, ends
+    every await)."""
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        child.popen.wait(PIPE_GRACE)
+    except subprocess.TimeoutExpired:  # pragma: no cover - stuck in the kernel; nothing more to do
+        pass
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
@@ -279,6 +302,47 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
     return _Child(popen), out_r, err_r, in_w
 
 
+class Starts:
+    """Process starts in turns: a turn of the event loop spends at most `TURN_BUDGET` on them.
+
+    Starting a process blocks the event loop until the child has exec'd (a few
+    milliseconds, more on a busy machine). Many calls released at once (a burst of
+    requests, a queue moving on) would otherwise start all their processes in one
+    turn of the loop, and nothing else (a `ping`, another client's request) would be
+    read until the last had started. Once a turn has spent its budget, the next start
+    waits for the loop's next turn, which looks at its I/O first. Starts that fit in
+    the budget (the usual case) wait for nothing.
+    """
+
+    def __init__(self) -> None:
+        self._spent = 0.0  # seconds spent starting processes in this turn of the loop
+        self._counting = False  # a callback at the next turn resets `_spent`
+        self._free: anyio.Event | None = None
+
+    async def take(self, start: Callable[[], T]) -> T:
+        """`start()` in its turn; what it returns is handed back at once (nothing can
+        cancel this between the start and its caller)."""
+        while self._counting and self._spent >= TURN_BUDGET:
+            if self._free is None:
+                self._free = anyio.Event()
+            await self._free.wait()
+        if not self._counting:
+            self._counting = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+        began = time.perf_counter()
+        try:
+            return start()
+        finally:
+            self._spent += time.perf_counter() - began
+
+    def _next_turn(self) -> None:
+        self._spent = 0.0
+        self._counting = False
+        if self._free is not None:
+            self._free.set()
+            self._free = None
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -290,17 +354,20 @@ async def run_process(
     max_bytes: int,
     kill_on_overflow: bool = False,
     watchdog: Watchdog | None = None,
+    starts: Starts | None = None,
 ) -> RunResult:
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
 
     With a `watchdog`, the group is registered while it runs, so it dies with
-    the server even if the server is killed outright.
+    the server even if the server is killed outright. With `starts`, the process
+    is started in its turn (see `Starts`).
     """
     started = time.monotonic()
     if watchdog is not None:
         watchdog.start()
     try:
-        child, out_fd, err_fd, in_fd = _spawn(argv, env, cwd, stdin is not None)
+        spawn = partial(_spawn, argv, env, cwd, stdin is not None)
+        child, out_fd, err_fd, in_fd = await (starts or Starts()).take(spawn)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
     if watchdog is not None:
@@ -312,6 +379,8 @@ async def run_process(
         try:
             ending = await _wait_and_stop(watch, child.pid, timeout, kill_grace)
         finally:
+            if not watch.stopped:  # never let go of (and unregister) a group that may live on
+                _kill_now(child, child.pid)
             watch.close()
             for fd in (out_fd, err_fd):
                 os.close(fd)

@@ -21,7 +21,7 @@ from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
 from mcpcli.toolsfile.model import JSON, Config, Param, RunSpec
-from mcpcli.toolsfile.process import RunResult, SpawnError, run_process
+from mcpcli.toolsfile.process import RunResult, SpawnError, Starts, run_process
 from mcpcli.toolsfile.results import Masker
 from mcpcli.toolsfile.watchdog import Watchdog
 
@@ -64,6 +64,7 @@ class Runner:
         self._channels = ChannelDirectory()
         self._channel = ChannelServer(self._channels)
         self._watchdog = Watchdog()  # ends the process groups if the server is killed
+        self._starts = Starts()  # one process start per event-loop turn
 
     def configure(self, config: Config) -> None:
         """Follow a (re)loaded file's limits."""
@@ -133,6 +134,7 @@ class Runner:
             max_bytes=max_bytes,
             kill_on_overflow=kill_on_overflow,
             watchdog=self._watchdog,
+            starts=self._starts,
         )
 
     async def _client_env(self, ctx: CallContext, mask: Masker, stack: AsyncExitStack,

@@ -65,6 +65,11 @@ Behaviour flags (any combination):
                         the listen's id in `_meta` subscriptionId (as the spec says),
                         `untagged` leaves it out (a sloppy server), `silent` never
                         acknowledges a listen
+  --changing            declare tools, prompts and resources, each listed as one item named
+                        after a generation (v<N>, p<N>, r<N>, t<N> for templates; N starts at
+                        0), and a tool `burst(count)` that, count times, moves to the next
+                        generation and sends tools, prompts and resources list_changed, then
+                        answers (with --record, the list requests can be counted)
 """
 
 from __future__ import annotations
@@ -113,6 +118,7 @@ p.add_argument("--log-after", action="store_true")
 p.add_argument("--paged-tools", action="store_true")
 p.add_argument("--never-list", action="store_true")
 p.add_argument("--initialize-first", choices=["exit", "close"])
+p.add_argument("--changing", action="store_true")
 opts = p.parse_args()
 if opts.starts:
     with open(opts.starts, "a") as fh:
@@ -166,6 +172,38 @@ ROOTS_ID = "roots-1"
 ROOTS_ASKED = [1]  # how many roots/list the --ask-roots server sent (roots-N)
 #: --roots-tool: our roots/list id -> (the tools/call id it serves, the answers so far).
 ROOTS_CALLS: dict[str, tuple[object, list[object]]] = {}
+
+
+GENERATION = [0]  # --changing: the generation the listings are named after
+
+
+def changing(method: str, mid: object, params: dict) -> bool:
+    """--changing: answer the listings and `burst`; False for anything else."""
+    n = GENERATION[0]
+    lists = {"tools/list": ("tools", {"name": f"v{n}", "inputSchema": {"type": "object"}}),
+             "prompts/list": ("prompts", {"name": f"p{n}"}),
+             "resources/list": ("resources", {"uri": f"mem://r{n}", "name": f"r{n}"}),
+             "resources/templates/list": ("resourceTemplates", {"uriTemplate": f"mem://t{n}/{{id}}",
+                                                                "name": f"t{n}"})}
+    if method in lists:
+        key, item = lists[method]
+        extra = [{"name": "burst", "inputSchema": {"type": "object"}}] if key == "tools" else []
+        send({"jsonrpc": "2.0", "id": mid, "result": {key: [item, *extra]}})
+        return True
+    if method == "tools/call" and params.get("name") == "burst":
+        count = int((params.get("arguments") or {}).get("count", 1))
+        lines = []
+        for _ in range(count):
+            GENERATION[0] += 1
+            lines += [json.dumps({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+                      for kind in ("tools", "prompts", "resources")]
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": f"generation {GENERATION[0]}"}]}}))
+        with lock:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()
+        return True
+    return False
 
 
 def send(obj: dict) -> None:
@@ -296,8 +334,12 @@ def handle(msg: dict) -> None:
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": params.get("protocolVersion", "2025-11-25"),
             "capabilities": {"tools": {}, **({"logging": {}} if opts.log_unasked else {}),
-                             **({"resources": {}, "prompts": {}} if opts.features else {})},
+                             **({"resources": {}, "prompts": {}} if opts.features else {}),
+                             **({"tools": {"listChanged": True}, "prompts": {"listChanged": True},
+                                 "resources": {"listChanged": True}} if opts.changing else {})},
             "serverInfo": {"name": "fake", "version": os.environ.get("FAKE_VERSION", "1")}}})
+        return
+    if opts.changing and changing(method, mid, params):
         return
     if method == "logging/setLevel":
         send({"jsonrpc": "2.0", "id": mid, "result": {}})

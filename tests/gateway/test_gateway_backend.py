@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -692,3 +693,67 @@ async def test_eager_start_survives_a_lone_upstream_whose_listing_fails(gateway:
         with pytest.raises(RPCError) as listed:
             await client.list_tools()
         assert "upstream hung: listing tools" in listed.value.rpc_message
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_a_burst_of_list_changes_costs_at_most_two_listings_per_kind(
+    gateway: Gateway, tmp_path: Path, downstream: str | None
+) -> None:
+    """An upstream sends 1,000 list_changed of each kind in one burst: the gateway asks it
+    for each listing at most twice more (one in flight, one after), tells its clients at
+    most twice, and ends up serving the final lists."""
+    import json
+
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "changing.ndjson"
+    burst = 1000
+    upstream = Upstream(name="up", command=tuple(fake_server("--changing", "--record", str(record))))
+    methods = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+    def listings() -> dict[str, int]:
+        got = [json.loads(line).get("method") for line in record.read_text().splitlines()]
+        return {method: got.count(method) for method in methods}
+
+    async def served() -> list[str]:
+        return [(await client.list_tools())["tools"][0]["name"],
+                (await client.list_prompts())["prompts"][0]["name"],
+                (await client.list_resources())["resources"][0]["name"],
+                (await client.list_resource_templates())["resourceTemplates"][0]["name"]]
+
+    async with gateway([upstream], protocol=downstream) as client:
+        async with client.subscribe(tools=True, prompts=True, resource_list=True) as changes:
+            assert await served() == ["v0", "p0", "r0", "t0"]
+            before = listings()
+            assert texts(await client.call_tool("burst", {"count": burst})) == [f"generation {burst}"]
+            backend = client.backend  # type: ignore[attr-defined]
+            await wait_until_async(lambda: backend.relisting == 0, 20, "the relisting to end")
+            assert await served() == [f"v{burst}", f"p{burst}", f"r{burst}", f"t{burst}"]
+            after = listings()
+            assert all(after[m] - before[m] <= 2 for m in methods), (before, after)
+            assert after["tools/list"] > before["tools/list"]  # it did look again
+            announced = [f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")]
+            told: list[str] = []
+            with anyio.fail_after(10):
+                while not set(announced) <= set(told):
+                    told.append((await changes.receive())["method"])
+            with contextlib.suppress(anyio.WouldBlock):
+                while True:
+                    told.append(changes.receive_nowait()["method"])
+        assert all(told.count(method) <= 2 for method in announced), told
+
+
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_the_gateway_answers_ping_itself_in_every_era(gateway: Gateway, protocol: str | None) -> None:
+    """A ping is the gateway's to answer (2026-07-28 included: real clients send it), even
+    when its upstream cannot be reached."""
+    from helpers import fake_server
+
+    from mcpcli.toolsfile.model import Upstream
+
+    broken = Upstream(name="broken", command=tuple(fake_server("--exit-before-init", "3")))
+    async with gateway([broken], protocol=protocol, backoff=(60, 60)) as client:
+        result = await client.request("ping")
+        assert set(result) <= {"resultType", "_meta"} and result.get("resultType", "complete") == "complete"

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -172,6 +172,106 @@ def test_sigterm_answers_a_running_call_and_our_client_exits_4(
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def test_sigterm_under_load_leaves_no_process(tmp_path: Path) -> None:
+    """SIGTERM while the server runs scripts of every kind: 2026 calls, a legacy session's call
+    of a script that ignores SIGTERM, a task, a call whose client hangs up, and a completion
+    command (run in the request itself) whose kill_grace outlasts uvicorn's own shutdown
+    timeout of before. Once the server has exited, none of the scripts is left running (and
+    the suite's subreaper sees no leftover either); the server's log has no traceback."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from mcpcli.toolsfile.watchdog import group_alive
+
+    pids = tmp_path / "pids"
+    started = f"echo $$ >> {pids}; "
+    tools = tmp_path / "tools.yaml"
+    tools.write_text(f"""version: 1
+tools:
+  - name: long
+    description: Runs a minute.
+    run: {{shell: sh, script: "{started}sleep 60"}}
+  - name: stubborn
+    description: Ignores SIGTERM.
+    run: {{shell: sh, script: "{started}trap '' TERM; sleep 60", kill_grace: 1s}}
+  - name: job
+    description: A task.
+    task: required
+    run: {{shell: sh, script: "{started}sleep 60"}}
+prompts:
+  - name: greet
+    description: Completes its argument slowly.
+    arguments:
+      who:
+        complete: {{shell: sh, script: "{started}trap '' TERM; sleep 60", kill_grace: 6s}}
+    messages:
+      - text: "Hello {{{{ who }}}}"
+""")
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+
+    def modern(method: str, params: dict, name: str | None = None, timeout: float = 60) -> None:
+        headers = {**accept, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method,
+                   **({"Mcp-Name": name} if name else {})}
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        with suppress(httpx.HTTPError):
+            httpx.post(url, json=body, headers=headers, timeout=timeout)
+
+    def legacy_stubborn() -> None:
+        with httpx.Client(timeout=60, headers=accept) as http:
+            sid = http.post(url, json=INIT).headers["mcp-session-id"]
+            headers = {"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+            http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+            with suppress(httpx.HTTPError):
+                http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                     "params": {"name": "stubborn", "arguments": {}}}, headers=headers)
+
+    def running() -> list[int]:
+        return [int(line) for line in pids.read_text().split()] if pids.exists() else []
+
+    log = tmp_path / "serve.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with open(log, "w") as fh:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "mcpcli", "serve", str(tools), "--http", f"127.0.0.1:{port}", "--no-auth"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fh,
+        )
+    try:
+        wait_until(lambda: server.poll() is not None or "serving" in log.read_text(), what="the server")
+        with ThreadPoolExecutor(8) as pool:
+            for _ in range(3):
+                pool.submit(modern, "tools/call", {"name": "long", "arguments": {}}, "long")
+            pool.submit(legacy_stubborn)
+            pool.submit(modern, "tools/call", {"name": "job", "arguments": {}}, "job")
+            pool.submit(modern, "completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"},
+                                                        "argument": {"name": "who", "value": "a"}})
+            wait_until(lambda: len(running()) >= 6, 30, "the scripts to start")
+            # A 2026 client that hangs up once its call's script runs (that cancels the call).
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                               "params": {"name": "long", "arguments": {}, "_meta": meta}}).encode()
+            with socket.create_connection(("127.0.0.1", port)) as hangs_up:
+                hangs_up.sendall(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                    b"Mcp-Method: tools/call\r\nMcp-Name: long\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                wait_until(lambda: len(running()) >= 7, 30, "the script whose client hangs up")
+            server.send_signal(signal.SIGTERM)
+            assert server.wait(timeout=60) == 0
+        left = [pid for pid in running() if group_alive(pid)]  # each script leads its group
+        assert not left, f"scripts still running after the server exited: {left}"
+        assert "Traceback" not in log.read_text()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
 
 
 def test_allow_flags_need_http() -> None:

@@ -6,6 +6,7 @@ behind, so every test here also proves that nothing outlives its call.
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,29 @@ async def test_cancellation_kills_the_group(make_backend: Any, tmp_path: Path) -
     assert time.monotonic() - started < 2
 
 
+async def test_a_stop_cut_short_by_a_foreign_cancellation_still_kills_the_group(
+    make_backend: Any, tmp_path: Path
+) -> None:
+    """A call whose task is cancelled from outside anyio (uvicorn's shutdown timeout, the
+    event loop closing) during its stop sequence: no shield holds that off, so the long
+    grace is cut and the group killed at once, not let go of while it ignores SIGTERM."""
+    import asyncio
+
+    backend = make_backend(doc(tool(
+        "stubborn", "echo $$ > pgid\ntrap 'echo term > got_term' TERM\nwhile :; do sleep 1; done",
+        "      kill_grace: 60s")))
+    task = asyncio.get_running_loop().create_task(backend.call_tool("stubborn", {}, FakeContext()))
+    await wait_until_async(lambda: (tmp_path / "pgid").exists() and (tmp_path / "pgid").read_text().strip())
+    pgid = int((tmp_path / "pgid").read_text())
+    task.cancel()  # the call's own cancellation: the stop sequence begins (SIGTERM, ignored)
+    await wait_until_async(lambda: (tmp_path / "got_term").exists(), what="the SIGTERM")
+    assert group_alive(pgid)  # within its grace
+    task.cancel()  # and one no shield holds off
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until_async(lambda: not group_alive(pgid), timeout=3, what="the group to be killed")
+
+
 async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: Path) -> None:
     backend = make_backend(doc(
         tool("one_at_a_time", "touch running\nsleep 100", "      concurrency: 1\n      kill_grace: 0.2s"),
@@ -256,3 +280,44 @@ async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: 
             await wait_until_async(lambda: (tmp_path / "running").exists())
             tg.cancel_scope.cancel()
     assert not guard.cancelled_caught
+
+
+@pytest.mark.parametrize("budget", [0.0, 60.0])
+async def test_process_starts_take_turns_with_the_event_loop(monkeypatch: pytest.MonkeyPatch, budget: float) -> None:
+    """Calls released at once start their processes in turns: once a turn of the event loop
+    has spent its budget on starts (here none at all), what else is ready (a ping read
+    meanwhile) runs before the next start; starts within the budget wait for nothing. And a
+    start, once made, reaches its caller even if the call is cancelled meanwhile."""
+    import mcpcli.toolsfile.process
+    from mcpcli.toolsfile.process import Starts
+
+    monkeypatch.setattr(mcpcli.toolsfile.process, "TURN_BUDGET", budget)
+    starts = Starts()
+    order: list[str] = []
+
+    async def start(name: str) -> None:
+        await starts.take(lambda: order.append(name))
+
+    async def ticker() -> None:  # one tick per turn of the event loop
+        while sum(1 for what in order if what.startswith("start")) < 3:
+            order.append("tick")
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        for n in range(3):
+            tg.start_soon(start, f"start{n}")
+        tg.start_soon(ticker)
+    at = [i for i, what in enumerate(order) if what.startswith("start")]
+    assert [order[i] for i in at] == ["start0", "start1", "start2"]
+    if budget:
+        assert at == [0, 1, 2], order  # all in the turn they were ready in
+    else:
+        assert all(later - earlier > 1 for earlier, later in itertools.pairwise(at)), order  # a turn between
+
+    got: list[str] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        got.append(await Starts().take(lambda: "started"))  # not lost to the cancellation
+        await anyio.lowlevel.checkpoint()
+        pytest.fail("the cancellation should have come at the next checkpoint")
+    assert got == ["started"]

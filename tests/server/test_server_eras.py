@@ -256,13 +256,20 @@ async def test_completion_values_are_capped_at_100(server: Server) -> None:
     assert completion["hasMore"] is True and completion["total"] == 150
 
 
-async def test_ping_is_legacy_only(server: Server) -> None:
+async def test_ping_is_answered_in_every_era(server: Server) -> None:
+    """2026-07-28 removed `ping`, but real clients still send it there: it is answered
+    (refused only over HTTP, where the conformance suite requires 404; test_server_http)."""
     async with connect(server, "2025-11-25") as client:
         assert (await client.ping())[0] == "ping"
     async with connect(server) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.request("ping")
+        assert result.get("resultType", "complete") == "complete"
+        assert set(result) <= {"resultType", "_meta"}
+        # A 2026 ping whose _meta is wrong is still told so.
         with pytest.raises(RPCError) as info:
-            await client.request("ping")
-        assert info.value.code == -32601
+            await client.session.request("ping", {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})
+        assert info.value.code in (-32602, -32022)
 
 
 async def test_completion_for_resources_and_bad_references(server: Server) -> None:

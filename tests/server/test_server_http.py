@@ -395,7 +395,7 @@ async def test_unknown_paths_and_methods(server: Server) -> None:
         base = url.rsplit("/", 1)[0]
         assert (await http.get(base + "/nope")).status_code == 404
         assert (await http.put(url)).status_code == 405
-        assert (await http.get(url)).status_code == 400  # no session, not an SSE client
+        assert (await http.get(url)).status_code == 406  # no session, not an SSE client
         assert (await http.post(base + "/messages?sessionId=nope", json=INIT)).status_code == 404
 
 
@@ -604,6 +604,35 @@ async def test_a_post_that_is_not_json_gets_415(server: Server, content_type: st
             assert plain_text.json()["error"]["code"] == -32600
 
 
+async def test_a_get_must_accept_event_streams_and_gets_405_where_no_stream_is_offered(server: Server) -> None:
+    """GET on the endpoint: 406 unless `Accept` lists text/event-stream (Streamable HTTP
+    clients MUST send it; no header, `*/*` or `text/*` does not count), 405 where no stream is offered:
+    a 2026-07-28 client (that revision has none) and, with the HTTP+SSE fallback off, any
+    GET without a session. What is offered still opens (the 2024-11-05 fallback)."""
+    from mcpcli.server import HttpOptions
+
+    async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url, json=INIT, headers=LEGACY_HEADERS)
+        session = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        headers={**LEGACY_HEADERS, **session})
+        for accept in (None, "application/json", "*/*", "text/*", "text/event-stream;q=0"):
+            headers = {**session, **({"Accept": accept} if accept else {})}
+            if accept is None:
+                headers["Accept"] = ""  # httpx would send */*
+            refused = await http.get(url, headers=headers)
+            assert refused.status_code == 406, (accept, refused.text)
+            assert refused.json()["error"]["code"] == -32600
+        modern = {"Accept": "text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+        no_stream = await http.get(url, headers=modern)
+        assert no_stream.status_code == 405
+        assert "GET" in no_stream.headers["allow"]
+        async with http.stream("GET", url, headers={"Accept": "text/event-stream"}) as fallback:
+            assert fallback.status_code == 200  # the 2024-11-05 HTTP+SSE transport, right here
+    async with running(server, options=HttpOptions(legacy_sse=False)) as url, httpx.AsyncClient(timeout=10) as http:
+        assert (await http.get(url, headers={"Accept": "text/event-stream"})).status_code == 405
+
+
 async def test_cors_preflight(server: Server) -> None:
     async with running(server) as url, httpx.AsyncClient(timeout=10) as http:
         port = url.split(":")[2].split("/")[0]
@@ -687,6 +716,54 @@ async def test_requests_during_the_drain_get_503(backend: DemoBackend, server: S
                     outer.start_soon(late)
     assert refused[0].json()["error"] == {"code": -32000, "message": "server shutting down",
                                           "data": {"reason": "shutdown"}}
+
+
+async def test_a_request_whose_body_comes_after_the_drain_runs_nothing(
+    backend: DemoBackend, server: Server
+) -> None:
+    """A POST that got past the shutdown check but whose body was still coming in when the
+    drain ended: it is answered "server shutting down" and its tool never runs (no script
+    may start once the server is stopping)."""
+    from mcpcli.server.http_app import McpHttpApp
+
+    body, headers = modern_request("tools/call", {"name": "echo", "arguments": {"text": "late"}})
+    raw = json.dumps(body).encode()
+    scope = {"type": "http", "method": "POST", "path": "/mcp",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in
+                         {**headers, "Host": "127.0.0.1", "Content-Length": str(len(raw))}.items()]}
+    reading, release = anyio.Event(), anyio.Event()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        reading.set()
+        await release.wait()
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with anyio.fail_after(10):
+        async with McpHttpApp(server) as app, anyio.create_task_group() as tg:
+            tg.start_soon(app, scope, receive, send)
+            await reading.wait()
+            app.shutdown()  # the drain is over while the body is still on its way
+            release.set()
+    assert sent[0]["status"] == 503
+    assert json.loads(sent[1]["body"])["error"]["message"] == "server shutting down"
+    assert backend.calls == 0
+
+
+def test_a_request_that_starts_after_the_drain_is_ended_at_once(server: Server) -> None:
+    """What a request registers to be ended at the end of the drain is ended at once when
+    the drain is already over (a request that got this far only then)."""
+    from mcpcli.server.http_context import HttpContext, HttpOptions
+
+    context = HttpContext(server, HttpOptions(), "")
+    ended: list[str] = []
+    with context.on_stop(lambda: ended.append("early")):
+        context.end_drain()
+    with context.on_stop(lambda: ended.append("late")):
+        assert ended == ["early", "late"]
 
 
 async def _read_all(stream: Any) -> bytes:
