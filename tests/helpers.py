@@ -258,26 +258,30 @@ def require(what: str) -> None:
 
 
 
+#: Where scripts/install-peers put the peers (`MCPCLI_CACHE`, else the checkout's .cache).
+CACHE = Path(os.environ.get("MCPCLI_CACHE") or REPO / ".cache")
+
+
 def peers_from_env() -> Peers:
     se = os.environ.get("MCPCLI_TEST_SERVER_EVERYTHING")
     if not se:
-        default = REPO / ".cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        default = CACHE / "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
         se = str(default) if default.exists() else None
     sdk = os.environ.get("MCPCLI_TEST_SDK_PYTHON")
     if not sdk:
-        default = REPO / ".cache/sdk-venv/bin/python"
+        default = CACHE / "sdk-venv/bin/python"
         sdk = str(default) if default.exists() else None
     redis = os.environ.get("MCPCLI_TEST_REDIS_SERVER") or shutil.which("redis-server")
     if not redis:
-        default = REPO / ".cache/redis-venv/bin/redis-server"
+        default = CACHE / "redis-venv/bin/redis-server"
         redis = str(default) if default.exists() else None
     nginx = os.environ.get("MCPCLI_TEST_NGINX") or shutil.which("nginx")
     if not nginx:
-        default = REPO / ".cache/nginx/root/usr/sbin/nginx"
+        default = CACHE / "nginx/root/usr/sbin/nginx"
         nginx = str(default) if default.exists() else None
     codex = os.environ.get("MCPCLI_TEST_CODEX_SHELL_TOOL")
     if not codex:
-        default = REPO / ".cache/npm/node_modules/@openai/codex-shell-tool-mcp/bin/mcp-server.js"
+        default = CACHE / "npm/node_modules/@openai/codex-shell-tool-mcp/bin/mcp-server.js"
         codex = str(default) if default.exists() else None
     return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"),
                  redis_server=redis, nginx=nginx, codex_shell_tool=codex)

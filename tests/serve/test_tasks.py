@@ -250,9 +250,9 @@ def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_f
     import subprocess
     import sys
 
-    from helpers import REPO, require
+    from helpers import CACHE, require
 
-    sdk = REPO / ".cache/npm/node_modules/@modelcontextprotocol/sdk"
+    sdk = CACHE / "npm/node_modules/@modelcontextprotocol/sdk"
     if not peers.node or not (sdk / "dist/esm/experimental/tasks/client.js").exists():
         require("the TypeScript SDK (installed with server-everything by scripts/install-peers)")
     script = Path(__file__).with_name("ts_tasks_client.mjs")
