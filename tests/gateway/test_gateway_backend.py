@@ -195,6 +195,22 @@ async def test_an_upstream_list_change_is_announced(gateway: Gateway, protocol: 
         assert "extra_000" in names
 
 
+async def test_a_tool_only_the_links_newest_listing_has_is_called_not_unknown(gateway: Gateway) -> None:
+    """Right after an upstream's list_changed, its new listing is stored at its link a moment
+    before the gateway rebuilds what it serves: a call for a tool only that listing has is
+    routed, never "Unknown tool" (a client calling right after the change hit that window)."""
+    async with gateway([demo()]) as client:
+        link = client.backend.links[0]  # type: ignore[attr-defined]
+        await client.list_tools()
+        announced: list[str] = []
+        # Hold the gateway's own re-list back: the window stays open for the test.
+        link._events = lambda link, kind, detail: announced.append(kind)
+        assert texts(await client.call_tool("grow")) == ["1 extra tools"]
+        await wait_until_async(lambda: "tools" in announced, what="the upstream's list_changed")
+        await link.listing("tools")  # what the re-list does first
+        assert texts(await client.call_tool("extra_000")) == ["extra_000"]
+
+
 async def test_a_change_announced_with_nothing_visible_changed_is_passed_on(gateway: Gateway) -> None:
     """An upstream's announcement whose list looks the same (conformance servers do this)."""
     async with gateway([demo()]) as client:
