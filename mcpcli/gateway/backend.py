@@ -514,7 +514,7 @@ class GatewayBackend:
         """A downstream client subscribed to `uri`: follow it on the upstream(s) serving it."""
         for owner in await self._owners(uri):
             if owner is not None:
-                owner.subscribe(uri)
+                await owner.subscribe(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
         for owner in await self._owners(uri):

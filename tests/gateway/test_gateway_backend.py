@@ -613,6 +613,39 @@ async def test_a_client_that_leaves_without_unsubscribing_releases_the_upstream_
                                        what="the upstream unsubscription")
 
 
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_subscription_is_answered_once_the_upstream_follows_the_resource(
+    tmp_path: Path, protocol: str | None
+) -> None:
+    """The gateway answers a client's subscription (`resources/subscribe`, or the listen
+    stream's acknowledgement) only once its own upstream subscription is answered, so an
+    update right after it is not lost upstream."""
+    import json
+
+    from helpers import fake_server
+
+    from mcpcli.client import Client, ClientOptions
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+    from mcpcli.server import Server
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", resources=True,
+                        command=tuple(fake_server("--features", "--record", str(record))))
+
+    def upstream_got(method: str) -> list[str]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [m["params"]["uri"] for m in map(json.loads, lines) if m.get("method") == method]
+
+    options = GatewayOptions(eager=True, log=lambda line: None, warn=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([upstream], options=options) as backend:
+            async with Server(backend) as server:
+                async with Client(server.transport(), ClientOptions(protocol=protocol)) as client:
+                    async with client.subscribe(resources=["file:///a"]):
+                        assert upstream_got("resources/subscribe") == ["file:///a"]
+
+
 async def test_an_upstream_that_never_lists_is_not_asked_again_and_again(
     gateway: Gateway, tmp_path: Path
 ) -> None:
