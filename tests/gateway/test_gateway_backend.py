@@ -299,7 +299,9 @@ async def test_a_2026_upstream_sees_the_downstream_clients_capabilities(gateway:
 
 
 async def test_a_slow_upstream_call_times_out_as_a_tool_error(gateway: Gateway) -> None:
-    async with gateway([demo("sluggish", timeout=0.5)]) as client:
+    # The upstream's timeout also bounds its start and handshake (about half a second on
+    # a busy machine): 2 s, so it is the call that times out.
+    async with gateway([demo("sluggish", timeout=2)]) as client:
         result = await client.call_tool("slow")
         assert result["isError"] is True
         assert "sluggish" in texts(result)[0]
@@ -657,8 +659,9 @@ async def test_an_upstream_that_never_lists_is_not_asked_again_and_again(
     from mcpcli.toolsfile.model import Upstream
 
     record = tmp_path / "hung.ndjson"
+    # Its timeout also bounds its start and handshake: 2 s leaves them slack on a busy machine.
     hung = Upstream(name="hung", command=tuple(fake_server("--never-list", "--record", str(record))),
-                    prefix="h_", timeout=0.5)
+                    prefix="h_", timeout=2)
 
     def received(method: str) -> int:
         lines = record.read_text().splitlines() if record.exists() else []
@@ -722,7 +725,8 @@ async def test_eager_start_survives_a_lone_upstream_whose_listing_fails(gateway:
 
     from mcpcli.toolsfile.model import Upstream
 
-    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=0.3)
+    # Its timeout also bounds its start and handshake: 2 s leaves them slack on a busy machine.
+    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=2)
     async with gateway([hung], eager=True, backoff=(60, 60)) as client:
         with pytest.raises(RPCError) as listed:
             await client.list_tools()
