@@ -28,7 +28,8 @@ Behaviour flags (any combination):
   --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
                         stderr (what Python SDK 1.x servers do)
   --ask-roots           ask roots/list after initialized, apply the answer 10 ms later, and
-                        deny tools/call until then; ask again (roots-2, roots-3...) on each
+                        deny tools/call until it came (a call read while it is being applied
+                        waits for that); ask again (roots-2, roots-3...) on each
                         notifications/roots/list_changed
   --roots-tool N        add a tool `roots` whose call sends N roots/list requests at once
                         (ids rl-<call id>-<i>; none tied to the call: stdio says nothing) and
@@ -152,6 +153,7 @@ if opts.roots_tool:
                   "inputSchema": {"type": "object"}})
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTENS: dict[object, list[str]] = {}  # open listen request id -> the uris it watches
+roots_answered = threading.Event()
 roots_applied = threading.Event()
 ROOTS_ID = "roots-1"
 ROOTS_ASKED = [1]  # how many roots/list the --ask-roots server sent (roots-N)
@@ -225,7 +227,8 @@ def handle(msg: dict) -> None:
         return
     if opts.ask_roots and isinstance(mid, str) and mid.startswith("roots-") and method is None:
         # Like the official filesystem server: roots are applied asynchronously, a little
-        # later (10 ms here, well inside the client's 50 ms settle even on a loaded machine).
+        # later (10 ms here; the client waits 50 ms after answering before its first call).
+        roots_answered.set()
         threading.Timer(0.01, roots_applied.set).start()
         return
     if method == "notifications/cancelled" and params.get("requestId") in LISTENS:
@@ -378,6 +381,11 @@ def handle(msg: dict) -> None:
             for level in ("info", "error"):
                 send({"jsonrpc": "2.0", "method": "notifications/message",
                       "params": {"level": level, "logger": "fake", "data": f"{level} note"}})
+        if opts.ask_roots and roots_answered.is_set():
+            # Read together with the answer, the call may come before the 10 ms are up in
+            # this process though the client waited its 50 ms: this process did not run
+            # meanwhile (a busy machine). Only a call before any answer is the client's fault.
+            roots_applied.wait(10)
         if opts.ask_roots and not roots_applied.is_set():
             send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
                 {"type": "text", "text": "Access denied - path outside allowed directories"}]}})
