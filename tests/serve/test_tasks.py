@@ -250,10 +250,12 @@ def test_the_typescript_sdk_runs_2025_11_25_tasks_over_stdio(peers: Any, tools_f
     import subprocess
     import sys
 
-    from helpers import REPO, require
+    from helpers import require
 
-    sdk = REPO / ".cache/npm/node_modules/@modelcontextprotocol/sdk"
-    if not peers.node or not (sdk / "dist/esm/experimental/tasks/client.js").exists():
+    # Beside server-everything, wherever the peers are ($MCPCLI_CACHE, else .cache).
+    everything = Path(peers.server_everything) if peers.server_everything else None
+    sdk = everything.parents[2] / "sdk" if everything is not None else None
+    if not peers.node or sdk is None or not (sdk / "dist/esm/experimental/tasks/client.js").exists():
         require("the TypeScript SDK (installed with server-everything by scripts/install-peers)")
     script = Path(__file__).with_name("ts_tasks_client.mjs")
     done = subprocess.run([peers.node, str(script), str(sdk), sys.executable, str(tools_file(TS_TOOLS))],
