@@ -39,6 +39,7 @@ Behaviour flags (any combination):
                         (in the same write), not waiting for their answers
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
+  --start-delay S       read nothing for S seconds after starting (a server still starting)
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
   --hold-discover FILE  (with --slow-modern 0) answer server/discover only once FILE exists
@@ -93,6 +94,7 @@ p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 p.add_argument("--broken-discover", action="store_true")
 p.add_argument("--typed-tools", action="store_true")
 p.add_argument("--deaf", action="store_true")
+p.add_argument("--start-delay", type=float)
 p.add_argument("--noisy-probe", type=int)
 p.add_argument("--ask-roots", action="store_true")
 p.add_argument("--roots-tool", type=int)
@@ -411,6 +413,8 @@ def handle(msg: dict) -> None:
 
 
 def main() -> None:
+    if opts.start_delay:
+        time.sleep(opts.start_delay)
     for line in sys.stdin:
         line = line.strip()
         if not line:
