@@ -94,6 +94,8 @@ class GatewayBackend:
         self._prompts: dict[str, tuple[Link | None, str]] = {}
         self._resource_owner: dict[str, Link | None] = {}
         self._templates: list[tuple[re.Pattern[str], str, Link | None]] = []
+        #: Kind -> the link listings those maps were last built from (see `_stale`).
+        self._built_from: dict[str, dict[Link, list[JSON]]] = {}
         self._collisions: set[tuple[str, str]] = set()
         self._declared: JSON = {}
         if local is not None:
@@ -280,6 +282,7 @@ class GatewayBackend:
             for tool in await self.local.list_tools():
                 served.setdefault(tool["name"], (None, tool["name"], tool))
         listings = await self._gather("tools", self.links)
+        self._built(self.links, "tools", listings)
         for index, link in enumerate(self.links):
             for tool in listings.get(index, []):
                 if not tool_allowed(tool.get("name"), tool.get("annotations"), link.upstream.tools):
@@ -330,12 +333,20 @@ class GatewayBackend:
             entry = self._tools.get(name)
         return entry
 
+    def _built(self, links: Sequence[Link], kind: str, listings: dict[int, list[JSON]]) -> None:
+        """Remember which listing of each link what we serve of `kind` is made from."""
+        self._built_from[kind] = {link: listings[index] for index, link in enumerate(links) if index in listings}
+
     def _stale(self, kind: str) -> bool:
-        """Whether an upstream's `kind` listing may have changed since we last listed
-        (so an unknown name is worth a fresh look; otherwise it is simply unknown)."""
+        """Whether an upstream's `kind` listing may have changed since we last listed (so an
+        unknown name is worth a fresh look; otherwise it is simply unknown): a link has none
+        since its last change, or holds a newer one than we serve from (a re-list under
+        way has stored it at the link and not yet here)."""
         if self.local is not None and kind == "tools" and not self._tools:
             return True
-        return any(getattr(link, kind) is None for link in self.links)
+        built = self._built_from.get(kind, {})
+        return any(getattr(link, kind) is None or getattr(link, kind) is not built.get(link)
+                   for link in self.links)
 
     def task_policy(self, name: str) -> TaskPolicy | None:
         entry = self._tools.get(name)
@@ -382,6 +393,7 @@ class GatewayBackend:
                 out.append(prompt)
         links = self._prompt_links()
         listings = await self._gather("prompts", links)
+        self._built(links, "prompts", listings)
         for index, link in enumerate(links):
             for prompt in listings.get(index, []):
                 name = prompt.get("name")
@@ -440,6 +452,7 @@ class GatewayBackend:
                 out.append(resource)
         links = self._resource_links()
         listings = await self._gather("resources", links)
+        self._built(links, "resources", listings)
         for index, link in enumerate(links):
             for resource in listings.get(index, []):
                 uri = resource.get("uri")
@@ -461,6 +474,7 @@ class GatewayBackend:
                 out.append(template)
         links = self._resource_links()
         listings = await self._gather("templates", links)
+        self._built(links, "templates", listings)
         for index, link in enumerate(links):
             for template in listings.get(index, []):
                 text = template.get("uriTemplate")
@@ -510,7 +524,7 @@ class GatewayBackend:
         """A downstream client subscribed to `uri`: follow it on the upstream(s) serving it."""
         for owner in await self._owners(uri):
             if owner is not None:
-                owner.subscribe(uri)
+                await owner.subscribe(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
         for owner in await self._owners(uri):

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -474,7 +474,9 @@ class Link:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_lists, client)
             for uri in self._subscriptions:
-                self._start_subscription(uri, tg)
+                follow = self._follower(uri)
+                if follow is not None:
+                    tg.start_soon(follow)
             self._held_tg = tg
             with anyio.CancelScope() as scope:
                 async def dropped() -> None:
@@ -858,11 +860,20 @@ class Link:
 
     # -- resource subscriptions ------------------------------------------------------------
 
-    def subscribe(self, uri: str) -> None:
+    async def subscribe(self, uri: str) -> None:
+        """Follow `uri` upstream. Returns once the upstream has answered its subscription
+        (or refused it), so the client's is answered only then: a change right after
+        reaches it. (Not connected: the subscription starts when the link connects.)"""
         count, scope = self._subscriptions.get(uri, (0, anyio.CancelScope()))
         self._subscriptions[uri] = (count + 1, scope)
         if count == 0 and self._held_tg is not None:
-            self._start_subscription(uri, self._held_tg)
+            follow = self._follower(uri)
+            if follow is not None:
+                try:
+                    await self._held_tg.start(follow)
+                except BaseException:  # the client's subscription was cancelled meanwhile
+                    self.unsubscribe(uri)
+                    raise
 
     def unsubscribe(self, uri: str) -> None:
         count, scope = self._subscriptions.get(uri, (0, anyio.CancelScope()))
@@ -872,24 +883,31 @@ class Link:
         else:
             self._subscriptions[uri] = (count - 1, scope)
 
-    def _start_subscription(self, uri: str, tg: anyio.abc.TaskGroup) -> None:
+    def _follower(self, uri: str) -> Callable[..., Coroutine[Any, Any, None]] | None:
+        """The task that holds the upstream subscription to `uri` (None: nothing to follow
+        now). It reports itself started once the upstream answered, or gave up."""
         client = self._client
         if client is None or not self.offers("resources"):
-            return
+            return None
         count, _old = self._subscriptions[uri]
         scope = anyio.CancelScope()
         self._subscriptions[uri] = (count, scope)
 
-        async def follow() -> None:
+        async def follow(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            started = False
             with scope:
                 try:
                     async with client.subscribe(resources=[uri]) as stream:
+                        started = True
+                        task_status.started()
                         async for _note in stream:
                             self._events(self, "resource", uri)
                 except (McpCliError, anyio.BrokenResourceError, TimeoutError) as exc:
                     log.debug("upstream %s: subscribe %s: %s", self.name, uri, exc)
+            if not started:
+                task_status.started()
 
-        tg.start_soon(follow)
+        return follow
 
 
 def _required(data: Any) -> list[str]:

@@ -166,7 +166,8 @@ def test_server_that_dies_before_the_handshake_exits_4(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_call_never_answered_times_out_with_124(tmp_path: Path) -> None:
-    result = parity(tmp_path, "tools", "call", "slow", "--timeout", "1", "--",
+    # --timeout also bounds the set-up (the server's start): 2 s leaves it slack on a busy machine.
+    result = parity(tmp_path, "tools", "call", "slow", "--timeout", "2", "--",
                     *fake_server("--never-answer", "--record", str(tmp_path / "record.jsonl")), runs=1)
     assert result.code == 124
     assert _SECONDS.sub("after N.Ns", result.stderr) == "mcp: error: tools/call timed out after N.Ns\n"
@@ -404,7 +405,7 @@ def test_a_server_that_stops_reading_times_out(tmp_path: Path) -> None:
     waits on the request's clock, never forever (exit 124, the server stopped), on both
     paths (the full path's shutdown once closed stdin under its parked writer: exit 1)."""
     big = '{"message": "' + "x" * 120_000 + '"}'
-    result = parity(tmp_path, "tools", "call", "echo", "--timeout", "1", "--args", big, "--",
+    result = parity(tmp_path, "tools", "call", "echo", "--timeout", "2", "--args", big, "--",
                     *fake_server("--deaf-after-list"), runs=1)
     assert (result.code, result.stdout) == (124, "")
     assert _SECONDS.sub("after N.Ns", result.stderr) == "mcp: error: tools/call timed out after N.Ns\n"

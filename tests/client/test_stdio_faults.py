@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,8 +50,10 @@ def test_garbage_on_stdout_is_reported_and_the_call_still_works() -> None:
 
 @pytest.mark.slow
 def test_timeout_exits_124_and_sends_cancellation(tmp_path: Path) -> None:
+    # --timeout also bounds the set-up, the server's start included: 2 s leaves it slack
+    # on a busy machine (so it is the call that times out).
     log = tmp_path / "received.jsonl"
-    r = mcp_in("tools", "call", "slow", "--timeout", "0.3", "--",
+    r = mcp_in("tools", "call", "slow", "--timeout", "2", "--",
                *fake_server("--never-answer", "--record", str(log)))
     assert r.code == 124, r
     assert "tools/call timed out" in r.stderr
@@ -62,9 +65,13 @@ def test_timeout_exits_124_and_sends_cancellation(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_progress_does_not_extend_past_max_timeout() -> None:
-    r = mcp_in("tools", "call", "slow", "--timeout", "0.2", "--max-timeout", "0.6", "--",
+    # Progress every 50 ms keeps restarting the 2 s timeout (with slack for a busy machine,
+    # the server's start included); the call still ends at the 3 s hard limit.
+    r = mcp_in("tools", "call", "slow", "--timeout", "2", "--max-timeout", "3", "--",
                *fake_server("--progress-forever"))
     assert r.code == 124, r
+    waited = re.search(r"tools/call timed out after (\d+\.\d)s", r.stderr)
+    assert waited and float(waited.group(1)) >= 3.0, r.stderr
 
 
 def test_oversized_message_is_refused() -> None:
@@ -207,11 +214,13 @@ def test_a_request_that_is_never_answered_times_out_on_every_command() -> None:
         assert "timed out" in r.stderr
 
 
+@pytest.mark.slow
 def test_a_listen_that_is_never_acknowledged_times_out_with_exit_124() -> None:
-    r = mcp_in("resources", "subscribe", "x://a", "--timeout", "0.3", "--",
+    # 2 s: the set-up (the server's start included) fits in it on a busy machine too.
+    r = mcp_in("resources", "subscribe", "x://a", "--timeout", "2", "--",
                *fake_server("--modern", "--listen", "silent"))
     assert r.code == 124, r
-    assert "subscriptions/listen was not acknowledged within 0.3s" in r.stderr
+    assert "subscriptions/listen was not acknowledged within 2s" in r.stderr
     assert "internal error" not in r.stderr
 
 

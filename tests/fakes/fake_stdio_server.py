@@ -29,7 +29,8 @@ Behaviour flags (any combination):
   --noisy-probe N       answer server/discover with -32602 after N lines of warnings on
                         stderr (what Python SDK 1.x servers do)
   --ask-roots           ask roots/list after initialized, apply the answer 10 ms later, and
-                        deny tools/call until then; ask again (roots-2, roots-3...) on each
+                        deny tools/call until it came (a call read while it is being applied
+                        waits for that); ask again (roots-2, roots-3...) on each
                         notifications/roots/list_changed
   --roots-tool N        add a tool `roots` whose call sends N roots/list requests at once
                         (ids rl-<call id>-<i>; none tied to the call: stdio says nothing) and
@@ -39,6 +40,7 @@ Behaviour flags (any combination):
                         (in the same write), not waiting for their answers
   --log-unasked         send log messages (info and error) before answering tools/call
   --tool-error          answer tools/call with isError: true
+  --start-delay S       read nothing for S seconds after starting (a server still starting)
   --slow-modern S       a modern server that answers server/discover only after S seconds
                         and refuses initialize with -32022 (a slow-booting 2026-07-28 server)
   --hold-discover FILE  (with --slow-modern 0) answer server/discover only once FILE exists
@@ -102,6 +104,7 @@ p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 p.add_argument("--broken-discover", action="store_true")
 p.add_argument("--typed-tools", action="store_true")
 p.add_argument("--deaf", action="store_true")
+p.add_argument("--start-delay", type=float)
 p.add_argument("--noisy-probe", type=int)
 p.add_argument("--ask-roots", action="store_true")
 p.add_argument("--roots-tool", type=int)
@@ -167,6 +170,7 @@ if opts.roots_tool:
                   "inputSchema": {"type": "object"}})
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 LISTENS: dict[object, list[str]] = {}  # open listen request id -> the uris it watches
+roots_answered = threading.Event()
 roots_applied = threading.Event()
 ROOTS_ID = "roots-1"
 ROOTS_ASKED = [1]  # how many roots/list the --ask-roots server sent (roots-N)
@@ -272,7 +276,8 @@ def handle(msg: dict) -> None:
         return
     if opts.ask_roots and isinstance(mid, str) and mid.startswith("roots-") and method is None:
         # Like the official filesystem server: roots are applied asynchronously, a little
-        # later (10 ms here, well inside the client's 50 ms settle even on a loaded machine).
+        # later (10 ms here; the client waits 50 ms after answering before its first call).
+        roots_answered.set()
         threading.Timer(0.01, roots_applied.set).start()
         return
     if method == "notifications/cancelled" and params.get("requestId") in LISTENS:
@@ -429,6 +434,11 @@ def handle(msg: dict) -> None:
             for level in ("info", "error"):
                 send({"jsonrpc": "2.0", "method": "notifications/message",
                       "params": {"level": level, "logger": "fake", "data": f"{level} note"}})
+        if opts.ask_roots and roots_answered.is_set():
+            # Read together with the answer, the call may come before the 10 ms are up in
+            # this process though the client waited its 50 ms: this process did not run
+            # meanwhile (a busy machine). Only a call before any answer is the client's fault.
+            roots_applied.wait(10)
         if opts.ask_roots and not roots_applied.is_set():
             send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
                 {"type": "text", "text": "Access denied - path outside allowed directories"}]}})
@@ -469,6 +479,8 @@ def initialize_first(msg: dict) -> None:
 
 def main() -> None:
     first = True
+    if opts.start_delay:
+        time.sleep(opts.start_delay)
     for line in sys.stdin:
         line = line.strip()
         if not line:

@@ -196,6 +196,22 @@ async def test_an_upstream_list_change_is_announced(gateway: Gateway, protocol: 
         assert "extra_000" in names
 
 
+async def test_a_tool_only_the_links_newest_listing_has_is_called_not_unknown(gateway: Gateway) -> None:
+    """Right after an upstream's list_changed, its new listing is stored at its link a moment
+    before the gateway rebuilds what it serves: a call for a tool only that listing has is
+    routed, never "Unknown tool" (a client calling right after the change hit that window)."""
+    async with gateway([demo()]) as client:
+        link = client.backend.links[0]  # type: ignore[attr-defined]
+        await client.list_tools()
+        announced: list[str] = []
+        # Hold the gateway's own re-list back: the window stays open for the test.
+        link._events = lambda link, kind, detail: announced.append(kind)
+        assert texts(await client.call_tool("grow")) == ["1 extra tools"]
+        await wait_until_async(lambda: "tools" in announced, what="the upstream's list_changed")
+        await link.listing("tools")  # what the re-list does first
+        assert texts(await client.call_tool("extra_000")) == ["extra_000"]
+
+
 async def test_a_change_announced_with_nothing_visible_changed_is_passed_on(gateway: Gateway) -> None:
     """An upstream's announcement whose list looks the same (conformance servers do this)."""
     async with gateway([demo()]) as client:
@@ -284,7 +300,9 @@ async def test_a_2026_upstream_sees_the_downstream_clients_capabilities(gateway:
 
 
 async def test_a_slow_upstream_call_times_out_as_a_tool_error(gateway: Gateway) -> None:
-    async with gateway([demo("sluggish", timeout=0.5)]) as client:
+    # The upstream's timeout also bounds its start and handshake (about half a second on
+    # a busy machine): 2 s, so it is the call that times out.
+    async with gateway([demo("sluggish", timeout=2)]) as client:
         result = await client.call_tool("slow")
         assert result["isError"] is True
         assert "sluggish" in texts(result)[0]
@@ -612,6 +630,39 @@ async def test_a_client_that_leaves_without_unsubscribing_releases_the_upstream_
                                        what="the upstream unsubscription")
 
 
+@pytest.mark.parametrize("protocol", ERAS)
+async def test_a_subscription_is_answered_once_the_upstream_follows_the_resource(
+    tmp_path: Path, protocol: str | None
+) -> None:
+    """The gateway answers a client's subscription (`resources/subscribe`, or the listen
+    stream's acknowledgement) only once its own upstream subscription is answered, so an
+    update right after it is not lost upstream."""
+    import json
+
+    from helpers import fake_server
+
+    from mcpcli.client import Client, ClientOptions
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+    from mcpcli.server import Server
+    from mcpcli.toolsfile.model import Upstream
+
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", resources=True,
+                        command=tuple(fake_server("--features", "--record", str(record))))
+
+    def upstream_got(method: str) -> list[str]:
+        lines = record.read_text().splitlines() if record.exists() else []
+        return [m["params"]["uri"] for m in map(json.loads, lines) if m.get("method") == method]
+
+    options = GatewayOptions(eager=True, log=lambda line: None, warn=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([upstream], options=options) as backend:
+            async with Server(backend) as server:
+                async with Client(server.transport(), ClientOptions(protocol=protocol)) as client:
+                    async with client.subscribe(resources=["file:///a"]):
+                        assert upstream_got("resources/subscribe") == ["file:///a"]
+
+
 async def test_an_upstream_that_never_lists_is_not_asked_again_and_again(
     gateway: Gateway, tmp_path: Path
 ) -> None:
@@ -623,8 +674,9 @@ async def test_an_upstream_that_never_lists_is_not_asked_again_and_again(
     from mcpcli.toolsfile.model import Upstream
 
     record = tmp_path / "hung.ndjson"
+    # Its timeout also bounds its start and handshake: 2 s leaves them slack on a busy machine.
     hung = Upstream(name="hung", command=tuple(fake_server("--never-list", "--record", str(record))),
-                    prefix="h_", timeout=0.5)
+                    prefix="h_", timeout=2)
 
     def received(method: str) -> int:
         lines = record.read_text().splitlines() if record.exists() else []
@@ -688,7 +740,8 @@ async def test_eager_start_survives_a_lone_upstream_whose_listing_fails(gateway:
 
     from mcpcli.toolsfile.model import Upstream
 
-    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=0.3)
+    # Its timeout also bounds its start and handshake: 2 s leaves them slack on a busy machine.
+    hung = Upstream(name="hung", command=tuple(fake_server("--never-list")), timeout=2)
     async with gateway([hung], eager=True, backoff=(60, 60)) as client:
         with pytest.raises(RPCError) as listed:
             await client.list_tools()

@@ -173,3 +173,48 @@ test "$MCP_SCRIPT" = "$(command -v mcp)" && echo same
 """))
     result = await backend.call_tool("which", {}, FakeContext())
     assert text_of(result) == f"mcpcli, version {__version__}\nsame\n"
+
+
+async def test_a_script_can_speak_the_line_protocol_itself(make_backend: Any) -> None:
+    """The README's line protocol, spoken from Python without `mcp script`: one JSON line
+    per connection, one JSON line back; several requests from one process."""
+    backend = make_backend("""
+version: 1
+tools:
+  - name: direct
+    description: talks to the side channel itself
+    run:
+      argv:
+        - "{{ mcp.python }}"
+        - -c
+        - |
+          import json, os, socket
+          def send(**request):
+              with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                  sock.connect(os.environ["MCP_SCRIPT_SOCKET"])
+                  sock.sendall(json.dumps({"token": os.environ["MCP_SCRIPT_TOKEN"], **request}).encode() + b"\\n")
+                  return json.loads(sock.makefile().readline())
+          print(json.dumps([
+              send(op="progress", progress=1, total=2, message="half"),
+              send(op="log", level="info", data={"k": 1}),
+              send(op="ask", requests={"r": {"method": "roots/list", "params": {}}}),
+              send(op="ask", requests={"e": {"method": "elicitation/create", "params": {"message": "please decline"}}}),
+              send(op="changed", kind="tools"),
+              send(op="log", level="loud", data="x"),
+              send(op="log", level="info", data="x", token="forged"),
+          ]))
+""")
+    seen: list[tuple[str, Any]] = []
+    backend.set_change_listener(lambda kind, uri: seen.append((kind, uri)))
+    ctx = FakeContext(answers=answers)
+    answered = json.loads(text_of(await backend.call_tool("direct", {}, ctx)))
+    assert answered[:3] == [
+        {"ok": True}, {"ok": True},
+        {"ok": True, "result": {"r": {"roots": [{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}]}}}]
+    assert answered[3] == {"ok": True, "result": {"e": {"action": "decline"}}}
+    assert answered[4] == {"ok": True}
+    assert [(a["ok"], a["kind"]) for a in answered[5:]] == [(False, "invalid"), (False, "invalid")]
+    assert "bad token" in answered[6]["error"]
+    assert ctx.of("progress") == [("progress", 1, 2, "half")]
+    assert ctx.of("log") == [("log", "info", {"k": 1}, "direct")]
+    assert seen == [("tools", None)]
