@@ -210,8 +210,9 @@ def test_only_a_server_that_ends_on_the_probe_is_started_again(tmp_path: Path) -
     r = mcp_in("info", "--", *fake_server("--exit-before-init", "7", "--starts", str(starts)))
     assert r.code == 4, r
     assert _starts(starts) == 2
-    assert r.stderr.count("fatal: boot failure 0") == 1
-    assert r.stderr.endswith("mcp: error: server exited with code 7; its last stderr line: fatal: boot failure 2\n")
+    assert r.stderr.splitlines().count("fatal: boot failure 0") == 1
+    assert r.stderr.endswith("mcp: error: server exited with code 7; its stderr says: fatal: boot failure 0 | "
+                             "fatal: boot failure 1 | fatal: boot failure 2\n")
 
 
 @pytest.mark.peer
