@@ -96,7 +96,7 @@ async def _names(entry: ServerEntry, options: ConnectOptions, client_options: Cl
     limit = min(PROBE_LIMIT, client_options.timeout or PROBE_LIMIT)
     probing = dataclasses.replace(
         client_options, features=declare(client_options.features, capabilities), on_notification=None,
-        on_error=None, trace=None, timeout=limit,
+        on_error=None, trace=None, timeout=limit, on_slow=None, note=None,
     )
     try:
         with anyio.fail_after(limit):
