@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
-    from mcpcli.client import ClientOptions
+    from mcpcli.client import ClientFeatures, ClientOptions
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
     from mcpcli.record import Recorder
@@ -55,6 +55,12 @@ class Connection:
     meta: tuple[str, ...] = ()
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
+    #: Set by commands that answer servers themselves (`mcp inspect`): instead of the flags'.
+    features: ClientFeatures | None = None
+    #: Set by commands: where the client's warnings go (default: a warning line on stderr).
+    on_error: Callable[[Exception], None] | None = None
+    #: Set by commands: where a stdio server's stderr goes (default: ours).
+    server_stderr: IO[bytes] | None = None
     _server_log_file: IO[bytes] | None = None
     _recorders: list[Recorder] | None = None
     _secrets: SecretValues | None = None
@@ -116,6 +122,7 @@ class Connection:
             cwd=self.cwd,
             quiet=self.quiet,
             server_log=server_log,
+            stderr=self.server_stderr,
             headers=headers,
             bearer_token=self.bearer_token,
             transport=self.transport,
@@ -156,10 +163,10 @@ class Connection:
             timeout=self.timeout,
             max_timeout=self.max_timeout,
             log_level=self.log_level,
-            features=build_features(app, self),
+            features=self.features or build_features(app, self),
             on_notification=self.on_notification
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
-            on_error=lambda exc: app.warn(str(exc)),
+            on_error=self.on_error or (lambda exc: app.warn(str(exc))),
             trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
         )

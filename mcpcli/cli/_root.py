@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "complete": ("mcpcli.cli.complete:complete", "Ask the server to complete an argument value."),
     "ping": ("mcpcli.cli.ping:ping", "Check that a server answers and time the round trip."),
     "info": ("mcpcli.cli.info:info", "Show server identity and capabilities."),
+    "inspect": ("mcpcli.cli.inspect:inspect", "Browse and call a server in a full-screen terminal UI."),
     "skill": ("mcpcli.cli.skill:skill", "Write an Agent Skill (SKILL.md) for using a server through mcp."),
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
     "session": ("mcpcli.cli.session:session", "Keep servers running between commands (persistent sessions)."),

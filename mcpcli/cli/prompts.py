@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mcpcli.args import prompt_schema as arguments_schema
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered
 from mcpcli.cli._connection import Connection
-from mcpcli.args import prompt_schema as arguments_schema
 from mcpcli.cli._options import large_result_options, target_command
 from mcpcli.errors import UsageError
 from mcpcli.output import Output

@@ -48,8 +48,10 @@ class Invocation:
             words += ["--", *self.server_command]
         return shlex.join(words)
 
-    def tool_call(self, name: str, arguments: Mapping[str, Any], schema: Any = None) -> str:
-        return self.line(("tools", "call"), (name,), argument_words(arguments, schema))
+    def tool_call(self, name: str, arguments: Mapping[str, Any], schema: Any = None,
+                  extra: Sequence[str] = ()) -> str:
+        """`tools call TARGET TOOL --arg ...`; `extra`: more of its options (`--task`)."""
+        return self.line(("tools", "call"), (name,), [*argument_words(arguments, schema), *extra])
 
     def prompt_get(self, name: str, arguments: Mapping[str, str], prompt: JSON | None = None) -> str:
         from mcpcli.args import prompt_schema

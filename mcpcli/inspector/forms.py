@@ -180,7 +180,7 @@ def read(f: Field, raw: Any) -> Any:
             return OMIT
         return picked
     if f.kind in ("choice", "boolean"):
-        if raw is OMIT or raw is None and not any(c.value is None for c in f.choices):
+        if raw is OMIT or (raw is None and not any(c.value is None for c in f.choices)):
             if f.required:
                 raise FieldError("choose one")
             return OMIT
@@ -212,11 +212,10 @@ def _number(f: Field, text: str) -> Any:
         raise FieldError(f"enter {'an integer' if f.kind == 'integer' else 'a number'}")
     if isinstance(value, float) and not math.isfinite(value):
         raise FieldError("enter a finite number")
-    if f.kind == "integer":
-        if isinstance(value, float):
-            if not value.is_integer():
-                raise FieldError("enter an integer")
-            value = int(value)
+    if f.kind == "integer" and isinstance(value, float):
+        if not value.is_integer():
+            raise FieldError("enter an integer")
+        value = int(value)
     return value
 
 

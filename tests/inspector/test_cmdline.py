@@ -9,10 +9,10 @@ import shlex
 from typing import Any
 
 import click
+from fuzz.test_args_fuzz import schema_and_object
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from fuzz.test_args_fuzz import schema_and_object
 from mcpcli.args import build_arguments, prompt_schema, read_json_source
 from mcpcli.inspector.cmdline import Invocation, arg_items
 

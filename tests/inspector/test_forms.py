@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mcpcli.inspector import forms
-from mcpcli.inspector.forms import OMIT, FieldError, Field
+from mcpcli.inspector.forms import OMIT, Field, FieldError
 from mcpcli.inspector.uritemplate import expand, variables
 
 SCHEMA = {
@@ -60,7 +60,7 @@ def test_messages_before_sending() -> None:
     fields = forms.schema_fields(SCHEMA)
     raw = {"count": "three", "level": OMIT, "tags": '{"a": 1}', "opts": "{bad", "ratio": "1e999",
            "maybe": "x"}
-    values, problems = forms.values(fields, raw)
+    _, problems = forms.values(fields, raw)
     assert problems == {"count": "enter an integer", "level": "choose one",
                         "tags": 'enter a JSON array, e.g. ["a", "b"]', "ratio": "enter a finite number",
                         "opts": problems["opts"]}
