@@ -9,6 +9,7 @@ command runs.
 from __future__ import annotations
 
 import logging
+from contextlib import asynccontextmanager
 from typing import IO, TYPE_CHECKING, cast
 
 import click
@@ -19,9 +20,13 @@ from mcpcli.cli._options import TargetCommand, connection_options, project_optio
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from mcpcli.inspector.app import InspectorApp
+    from mcpcli.inspector.bridge import Bridge
     from mcpcli.inspector.cmdline import Invocation
 
-__all__ = ["inspect"]
+__all__ = ["inspect", "opened", "wire"]
 
 #: Connection flags that may carry secrets: never repeated in a shown command line.
 SECRET_FLAGS = ("--env", "--header", "--bearer-token")
@@ -61,6 +66,38 @@ def _invocation(app: App, target: str | None, conn: Connection) -> tuple[Invocat
     return Invocation(app.prog, shown_target, tuple(app.server_command), tuple(flags)), note
 
 
+def wire(app: App, target: str | None, conn: Connection) -> tuple[Bridge, Invocation, str]:
+    """Point the connection's server requests, notifications and stderr at the inspector
+    (a `Bridge`), and say how its command lines name the server."""
+    from mcpcli.cli._features import roots_of
+    from mcpcli.inspector.bridge import Bridge
+
+    sampler = None
+    if conn.sampling_command:
+        from mcpcli.sampling import command_sampler
+
+        sampler = command_sampler(conn.sampling_command)
+    bridge = Bridge(roots=roots_of(conn.root), sampler=sampler)
+    conn.features = bridge.features()
+    conn.on_notification = bridge.on_notification
+    conn.on_error = bridge.on_error
+    conn.server_stderr = cast("IO[bytes]", bridge)  # a binary sink: write and flush
+    invocation, note = _invocation(app, target, conn)
+    return bridge, invocation, note
+
+
+@asynccontextmanager
+async def opened(app: App, target: str | None, conn: Connection, bridge: Bridge, invocation: Invocation,
+                 note: str, save_dir: str | None) -> AsyncIterator[InspectorApp]:
+    """Connect (signing in on the terminal if needed), then the app for that client; the
+    server is stopped when the block ends."""
+    from mcpcli.cli.info import server_summary
+    from mcpcli.inspector.app import Inspection, InspectorApp
+
+    async with app.client(target, conn) as client:
+        yield InspectorApp(Inspection(client, bridge, invocation, server_summary(client), save_dir, note))
+
+
 @click.command("inspect", cls=TargetCommand, context_settings=CONTEXT_SETTINGS)
 @target_argument
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
@@ -82,40 +119,24 @@ def inspect(app: App, target: str | None, save_dir: str | None, conn: Connection
     """
     if not (app.stdin_tty and app.stdout_tty):
         which = "stdin" if not app.stdin_tty else "stdout"
-        raise UsageError(f"mcp inspect needs a terminal: {which} is not one",
-                         hint="run it in a terminal; scripts use `mcp tools call` and the other commands")
+        raise UsageError(f"mcp inspect needs a terminal, and its {which} is not one "
+                         "(scripts use `mcp tools call` and the other commands)")
     if conn.trace:
         raise UsageError("--trace prints on the terminal the inspector draws on",
                          hint="use --record FILE to keep the JSON-RPC exchange")
     if conn.elicit_json is not None or conn.elicit_defaults:
         raise UsageError("--elicit-json and --elicit-defaults do not apply: the inspector asks you")
-    from mcpcli.cli._features import roots_of
-    from mcpcli.inspector.bridge import Bridge
-
-    sampler = None
-    if conn.sampling_command:
-        from mcpcli.sampling import command_sampler
-
-        sampler = command_sampler(conn.sampling_command)
-    bridge = Bridge(roots=roots_of(conn.root), sampler=sampler)
-    conn.features = bridge.features()
-    conn.on_notification = bridge.on_notification
-    conn.on_error = bridge.on_error
-    conn.server_stderr = cast("IO[bytes]", bridge)  # a binary sink: write and flush
-    invocation, note = _invocation(app, target, conn)
+    bridge, invocation, note = wire(app, target, conn)
     # Textual loads while a `--` server boots (it was started before click).
-    from mcpcli.inspector.app import Inspection, InspectorApp
+    import mcpcli.inspector.app  # noqa: F401
 
     async def go() -> None:
-        from mcpcli.cli.info import server_summary
-
-        async with app.client(target, conn) as client:
-            inspection = Inspection(client, bridge, invocation, server_summary(client), save_dir, note)
+        async with opened(app, target, conn, bridge, invocation, note, save_dir) as inspector:
             ours = logging.getLogger("mcpcli")
             handler = bridge.log_handler()
             ours.addHandler(handler)  # our warnings into the log pane, not over the screen
             try:
-                await InspectorApp(inspection).run_async()
+                await inspector.run_async()
             finally:
                 ours.removeHandler(handler)
 

@@ -138,7 +138,7 @@ class HistoryPane(Horizontal):
             return
         self.query_one("#history-command", CommandLine).set(entry.command)
         self.query_one("#history-status", Static).update(safe(f"{entry.title}: {entry.status}"))
-        for tree in self.query("#json-tree"):
+        for tree in self.query(".json-tree"):
             tree.remove()
         if entry.result is not None:
             self.query_one("#history-detail").mount(json_tree(entry.result, "result"))

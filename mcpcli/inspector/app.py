@@ -59,7 +59,7 @@ CSS = """
 #progress { margin-top: 1; }
 #command { margin-top: 1; color: $accent; }
 #result { height: 1fr; border: round $secondary; padding: 0 1; }
-#json-tree { height: auto; max-height: 30; }
+.json-tree { height: auto; max-height: 30; }
 .dialog { width: 90%; height: auto; max-height: 90%; border: thick $warning; background: $surface; padding: 1 2; }
 ElicitScreen, SamplingScreen { align: center middle; }
 #sampling-reply { height: 8; }
@@ -170,6 +170,12 @@ class InspectorApp(App[None]):
             with TabPane(TITLES["info"], id="tab-info"):
                 yield InfoPane(id="pane-info")
         yield Footer()
+
+    def on_load(self) -> None:
+        # On Python 3.12+ Textual makes the loop start tasks eagerly; the client's tasks (anyio,
+        # `taskset`) are written and tested for ordinary ones, as `run_test` leaves them.
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().set_task_factory(None)
 
     def on_mount(self) -> None:
         server = self.inspection.summary.get("serverInfo") or {}

@@ -191,8 +191,7 @@ def read(f: Field, raw: Any) -> Any:
             return OMIT
         if f.nullable:
             return None
-        if f.kind == "text":
-            return ""  # an empty string is a string; the schema check says if it is too short
+        # A required field left empty was forgotten more often than meant as "" (JSON `""` sends that).
         raise FieldError("required")
     if f.kind == "text":
         return text

@@ -352,8 +352,11 @@ class CallScreen(Screen[None]):
         if isinstance(progress, (int, float)):
             bar.update(total=float(total) if isinstance(total, (int, float)) and total > 0 else None,
                        progress=float(progress))
-        if isinstance(params.get("message"), str):
-            message.update(safe(params["message"], one_line=True))
+        counter = ""
+        if isinstance(progress, (int, float)):
+            counter = f"{progress:g}" + (f"/{total:g}" if isinstance(total, (int, float)) else "")
+        text = params.get("message") if isinstance(params.get("message"), str) else ""
+        message.update(safe(" · ".join(p for p in (counter, str(text)) if p), one_line=True))
 
     def on_result_view_open_link(self, event: ResultView.OpenLink) -> None:
         self.app.post_message(event)

@@ -43,7 +43,7 @@ def rendered(fn: Callable[..., None], *args: Any, width: int = 100) -> Text:
 
 def json_tree(value: Any, label: str = "structuredContent") -> Tree[Any]:
     """A JSON value as an expandable tree (keys and values escaped, JSON spelling)."""
-    tree: Tree[Any] = Tree(safe(label, one_line=True), id="json-tree")
+    tree: Tree[Any] = Tree(safe(label, one_line=True), classes="json-tree")
     tree.show_root = True
     count = 0
 
@@ -149,7 +149,7 @@ class ResultView(VerticalScroll):
             box.set_class(True, "error")
         else:
             box.update(Text("✓ done", style="bold"))
-        self.mount(Static(rendered(call_result, result, self._save_dir(), width=self._width()), id="result-body"))
+        self.mount(Static(rendered(call_result, result, self._save_dir(), width=self._width()), classes="result-body"))
         structured = result.get("structuredContent")
         if structured is not None:
             self.mount(json_tree(structured))
@@ -161,7 +161,7 @@ class ResultView(VerticalScroll):
         self.result = result
         self._reset(Text("✓ read", style="bold"))
         self.mount(Static(rendered(resource_contents, result, self._save_dir(), width=self._width()),
-                          id="result-body"))
+                          classes="result-body"))
 
     def show_prompt(self, result: JSON) -> None:
         from mcpcli.render.content import prompt_messages
@@ -169,7 +169,7 @@ class ResultView(VerticalScroll):
         self.result = result
         self._reset(Text("✓ rendered", style="bold"))
         self.mount(Static(rendered(prompt_messages, result, self._save_dir(), width=self._width()),
-                          id="result-body"))
+                          classes="result-body"))
         blocks: list[JSON] = []
         for message in result.get("messages") or []:
             content = message.get("content") if isinstance(message, dict) else None
@@ -190,9 +190,9 @@ class ResultView(VerticalScroll):
             return
         self.mount(Static(Text("Resource links (Enter reads one):", style="bold")))
         self.mount(OptionList(*[Option(safe(uri, one_line=True), id=str(i)) for i, uri in enumerate(self.links)],
-                              id="result-links"))
+                              classes="result-links"))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        if event.option_list.id == "result-links" and event.option.id is not None:
+        if event.option_list.has_class("result-links") and event.option.id is not None:
             event.stop()
             self.post_message(self.OpenLink(self.links[int(event.option.id)]))
