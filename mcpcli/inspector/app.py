@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Footer, Header, Input, OptionList, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Input, OptionList, TabbedContent, TabPane, TextArea
 
 from mcpcli.errors import McpCliError, NotOffered, RPCError
 from mcpcli.inspector import forms
@@ -112,14 +112,16 @@ class InspectorApp(App[None]):
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("slash", "filter", "Filter"),
+        # Priority, so the keys typed right after `/` already go to the filter (a binding
+        # found while the key bubbles up is too late for them); not while typing in a field.
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("escape", "leave_filter", "Back", show=False),
-        Binding("right_square_bracket", "next_pane", "Next pane", key_display="]"),
-        Binding("left_square_bracket", "previous_pane", "Previous pane", key_display="["),
-        Binding("s", "subscribe", "Subscribe"),
-        Binding("u", "unsubscribe", "Unsubscribe"),
-        Binding("x", "cancel_task", "Cancel task"),
-        Binding("r", "refresh", "Refresh"),
+        Binding("right_square_bracket", "next_pane", "Next pane", key_display="]", priority=True),
+        Binding("left_square_bracket", "previous_pane", "Previous pane", key_display="[", priority=True),
+        Binding("s", "subscribe", "Subscribe", priority=True),
+        Binding("u", "unsubscribe", "Unsubscribe", priority=True),
+        Binding("x", "cancel_task", "Cancel task", priority=True),
+        Binding("r", "refresh", "Refresh", priority=True),
         Binding("ctrl+y", "copy", "Copy command"),
     ]
 
@@ -446,6 +448,8 @@ class InspectorApp(App[None]):
             return True
         if self.screen is not self.screen_stack[0]:
             return False  # a call or a dialog is on top: its own keys
+        if action != "leave_filter" and isinstance(self.focused, (Input, TextArea)):
+            return False  # the key is typed
         wanted = {"filter": self.active in LISTS, "subscribe": self.active == "resources",
                   "unsubscribe": self.active == "subs", "cancel_task": self.active == "tasks",
                   "refresh": self.active in (*LISTS, "tasks"), "copy": self.active in ("history", "info")}

@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, OptionList, Static, TextArea
+from textual.widgets import Button, Footer, Input, Static, TextArea
 
 from mcpcli.errors import McpCliError
 from mcpcli.inspector import forms
@@ -34,10 +34,12 @@ class ElicitScreen(ModalScreen[JSON]):
     """
 
     BINDINGS = [
-        Binding("enter", "accept", "Accept", priority=True),
+        Binding("enter", "accept", "Accept"),
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+d", "decline", "Decline"),
         Binding("ctrl+y", "copy", "Copy URL"),
+        Binding("tab", "app.focus_next", "Next field", priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
 
     def __init__(self, params: JSON) -> None:
@@ -68,10 +70,10 @@ class ElicitScreen(ModalScreen[JSON]):
         if not self.url_mode:
             self.query_one(FieldsForm).focus_first()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "accept" and isinstance(self.focused, (Button, OptionList)):
-            return False  # Enter presses the focused button
-        return True
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_accept()
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:

@@ -26,16 +26,13 @@ from textual.screen import Screen
 from textual.suggester import Suggester
 from textual.widget import Widget
 from textual.widgets import (
-    Button,
     Checkbox,
     Footer,
     Input,
-    OptionList,
     ProgressBar,
     Select,
     SelectionList,
     Static,
-    Tree,
 )
 from textual.worker import Worker
 
@@ -50,6 +47,26 @@ __all__ = ["CallScreen", "CallSpec", "FieldsForm", "Progress", "work"]
 JSON = dict[str, Any]
 #: (argument, partial value, the other fields' values) -> suggested values.
 Completer = Callable[[str, str, dict[str, str]], Awaitable[list[str]]]
+
+
+class Choice(Select[int], inherit_bindings=False):
+    """A select whose Enter runs the form (Space and the arrows open it)."""
+
+    BINDINGS = [Binding("down,space,up", "show_overlay", "Show menu", show=False)]
+
+
+class Choices(SelectionList[int], inherit_bindings=False):
+    """A multiple choice whose Enter runs the form (Space toggles)."""
+
+    BINDINGS = [
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("pagedown", "page_down", "Page Down", show=False),
+        Binding("pageup", "page_up", "Page Up", show=False),
+        Binding("space", "select", "Toggle option", show=False),
+    ]
 
 
 class _ServerSuggester(Suggester):
@@ -116,12 +133,12 @@ class FieldsForm(VerticalScroll):
             default = next((i for i, c in enumerate(f.choices) if f.has_default and c.value == f.default), None)
             options = [(safe(c.label, one_line=True), i) for i, c in enumerate(f.choices)]
             blank = not f.required or default is None
-            return Select(options, id=wid, allow_blank=blank, prompt="(not set)",
+            return Choice(options, id=wid, allow_blank=blank, prompt="(not set)",
                           value=default if default is not None else Select.NULL)
         if f.kind == "multi":
             chosen = f.default if f.has_default and isinstance(f.default, list) else []
-            return SelectionList[int](*[(safe(c.label, one_line=True), i, c.value in chosen)
-                                        for i, c in enumerate(f.choices)], id=wid)
+            return Choices(*[(safe(c.label, one_line=True), i, c.value in chosen)
+                             for i, c in enumerate(f.choices)], id=wid)
         placeholder = {"integer": "an integer", "number": "a number", "text": ""}.get(f.kind, "JSON")
         suggester = _ServerSuggester(self, f.name) if self.complete is not None and f.kind == "text" else None
         return Input(forms.initial_text(f), placeholder=placeholder, id=wid, suggester=suggester)
@@ -228,11 +245,14 @@ class CallScreen(Screen[None]):
     """A form, its call and its result. Enter runs; Escape cancels a running call, else goes back."""
 
     BINDINGS = [
-        Binding("enter", "run", "Run", priority=True),
+        # Not a priority binding: a field's Enter is its own Submitted, handled after what was
+        # typed before it (a priority binding would run before the last keys reached the field).
+        Binding("enter", "run", "Run"),
         Binding("escape", "back", "Back / cancel"),
         Binding("ctrl+y", "copy", "Copy command"),
-        Binding("tab", "app.focus_next", "Next field", show=True),
-        Binding("shift+tab", "app.focus_previous", "Previous field", show=False),
+        # Priority (handled as the key arrives): what is typed after Tab goes to the next field.
+        Binding("tab", "app.focus_next", "Next field", priority=True),
+        Binding("shift+tab", "app.focus_previous", "Previous field", show=False, priority=True),
     ]
 
     class Progressed(Message):
@@ -276,12 +296,15 @@ class CallScreen(Screen[None]):
         return self.worker is not None and not self.worker.is_finished
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "run":
-            # Enter belongs to an open dropdown, a button, a list of links, a tree.
-            focused = self.focused
-            if isinstance(focused, (Button, OptionList, Tree, Checkbox)) or self.running:
-                return False
+        if action == "run" and self.running:
+            return False
         return True
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not self.running:
+            self.action_run()
 
     def action_copy(self) -> None:
         if self.command:

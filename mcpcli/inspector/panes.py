@@ -121,9 +121,13 @@ class ItemsPane(Vertical):
         self._refill()
 
     @on(Input.Submitted)
-    def _to_list(self, event: Input.Submitted) -> None:
+    def _open_from_filter(self, event: Input.Submitted) -> None:
+        """Enter in the filter opens the highlighted match (`/get-sum` Enter), back on the list."""
         event.stop()
         self.option_list.focus()
+        item = self.highlighted_item()
+        if item is not None:
+            self.post_message(self.Chosen(self.kind, item))
 
     @on(OptionList.OptionHighlighted)
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -146,7 +150,8 @@ class ItemsPane(Vertical):
             self.post_message(self.Chosen(self.kind, self.shown[int(event.option.id)]))
 
     def focus_filter(self) -> None:
-        self.query_one(f"#{self.kind}-filter", Input).focus()
+        # At once (`focus()` waits a turn): the keys typed right after `/` are the filter's.
+        self.screen.set_focus(self.query_one(f"#{self.kind}-filter", Input))
 
     def highlighted_item(self) -> JSON | None:
         index = self.option_list.highlighted

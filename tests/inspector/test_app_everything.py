@@ -28,8 +28,8 @@ def body(app: Any) -> str:
 
 
 async def open_tool(app: Any, pilot: Any, name: str) -> CallScreen:
-    """`/` NAME Enter Enter: filter the tools, open the first match."""
-    await pilot.press("slash", *name, "enter", "enter")
+    """`/` NAME Enter: filter the tools, open the first match."""
+    await pilot.press("slash", *name, "enter")
     await until(pilot, lambda: isinstance(app.screen, CallScreen), f"the form of {name}")
     assert app.screen.spec.title == f"tools/call {name}"
     return app.screen
@@ -45,8 +45,7 @@ async def test_filter_form_run_result_command_and_history(everything: list[str])
         assert any(t["name"] == "get-sum" for t in tools.items)
         await pilot.press("slash", "g", "e", "t", "-", "s", "u")
         await until(pilot, lambda: [t["name"] for t in tools.shown] == ["get-sum"], "the filter")
-        await pilot.press("enter")  # from the filter to the list
-        await pilot.press("enter")  # open the form
+        await pilot.press("enter")  # open the highlighted match
         await until(pilot, lambda: isinstance(app.screen, CallScreen), "the form")
         # Required marks; validation messages before anything is sent.
         await pilot.press("enter")
@@ -181,7 +180,7 @@ async def test_prompt_with_completions_and_a_template(everything: list[str]) -> 
         await pilot.press("right_square_bracket", "right_square_bracket", "right_square_bracket")
         prompts = app.query_one("#pane-prompts", ItemsPane)
         await until(pilot, lambda: app.query_one("TabbedContent").active == "tab-prompts", "the prompts")
-        await pilot.press("slash", *"completable", "enter", "enter")
+        await pilot.press("slash", *"completable", "enter")
         await until(pilot, lambda: isinstance(app.screen, CallScreen), "the prompt's form")
         screen = app.screen
         form = screen.query_one(FieldsForm)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from helpers import mcp_in, wait_until
-from inspector.driver import inspecting, until
 
+from inspector.driver import inspecting, until
 from mcpcli.inspector.formscreen import CallScreen, FieldsForm
 from mcpcli.inspector.panes import ItemsPane
 from mcpcli.inspector.results import CommandLine
@@ -49,7 +49,7 @@ def body(app: Any) -> str:
 
 
 async def call(app: Any, pilot: Any, tool: str, values: dict[str, str] | None = None) -> CallScreen:
-    await pilot.press("slash", *tool, "enter", "enter")
+    await pilot.press("slash", *tool, "enter")
     await until(pilot, lambda: isinstance(app.screen, CallScreen), f"the form of {tool}")
     screen: CallScreen = app.screen
     form = screen.query_one(FieldsForm)
