@@ -90,6 +90,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.skill": frozenset(),
     # `--record`: a session tracer writing NDJSON, and a description of the entry recorded.
     "mcpcli.record": frozenset({"mcpcli.config"}),
+    # `mcp inspect`'s Textual app: handed a connected `Client` (the CLI connects), it shows
+    # results with `render`'s renderings and follows tasks; never the CLI or `connect`.
+    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.tasks", "mcpcli.render"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
