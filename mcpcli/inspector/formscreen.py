@@ -69,6 +69,12 @@ class Choices(SelectionList[int], inherit_bindings=False):
     ]
 
 
+class FieldInput(Input):
+    """A text field whose Enter (its submit) runs the form, and says so in the footer."""
+
+    BINDINGS = [Binding("enter", "submit", "Run")]
+
+
 class _ServerSuggester(Suggester):
     """The server's `completion/complete` values for one field: the first one that extends
     what was typed is offered inline (Right accepts it), all of them listed under the field."""
@@ -141,7 +147,7 @@ class FieldsForm(VerticalScroll):
                              for i, c in enumerate(f.choices)], id=wid)
         placeholder = {"integer": "an integer", "number": "a number", "text": ""}.get(f.kind, "JSON")
         suggester = _ServerSuggester(self, f.name) if self.complete is not None and f.kind == "text" else None
-        return Input(forms.initial_text(f), placeholder=placeholder, id=wid, suggester=suggester)
+        return FieldInput(forms.initial_text(f), placeholder=placeholder, id=wid, suggester=suggester)
 
     def raw(self) -> dict[str, Any]:
         """Each field's state: text, the chosen value, or the chosen values."""
