@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import OptionList
 
 from inspector.driver import inspecting, until
 from mcpcli.inspector.activity import HistoryPane, LogPane, SubscriptionsPane, TasksPane
@@ -62,6 +63,8 @@ async def test_filter_form_run_result_command_and_history(everything: list[str])
         assert "The sum of 2 and 3 is 5." in body(app)
         command = app.screen.query_one(CommandLine).command
         assert command.startswith("mcp tools call get-sum --arg a=2 --arg b=3 -- ")
+        await pilot.press("ctrl+y")
+        assert app.clipboard == command
         await pilot.press("escape")  # back to the lists
         await until(pilot, lambda: not isinstance(app.screen, CallScreen), "the lists")
         history = app.query_one(HistoryPane)
@@ -231,12 +234,20 @@ async def test_log_level_subscriptions_and_stderr(everything: list[str]) -> None
         await until(pilot, lambda: any(subs.subs.values()), "a resource update", timeout=30)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, CallScreen), "the lists")
-        # Simulated logging at a chosen level.
+        # Simulated logging, then a chosen level: asked of the server, lower ones hidden.
         await open_tool(app, pilot, "toggle-simulated-logging")
         await pilot.press("enter")
         await finished(app, pilot)
         await until(pilot, lambda: any(e.method == "notifications/message" for _, e in log.events),
                     "a log message", timeout=30)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, CallScreen), "the lists")
+        log.query_one("#log-level").value = "error"
+        await until(pilot, lambda: app.client.options.log_level == "error", "logging/setLevel")
+        shown = [log._line(stamp, e) for stamp, e in log.events if e.method == "notifications/message"]
+        levels = [e.params.get("level") for _, e in log.events if e.method == "notifications/message"]
+        assert all((line is None) == (level not in ("error", "critical", "alert", "emergency"))
+                   for line, level in zip(shown, levels, strict=True))
 
 
 async def test_a_task_shows_with_its_status(everything: list[str]) -> None:
@@ -250,3 +261,20 @@ async def test_a_task_shows_with_its_status(everything: list[str]) -> None:
         row = next(iter(tasks.rows.values()))
         assert row.tool == "simulate-research-query" and row.status == "completed"
         assert "otters" in body(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, CallScreen), "the lists")
+        for _ in range(4):
+            await pilot.press("right_square_bracket")
+        await until(pilot, lambda: app.query_one("TabbedContent").active == "tab-tasks", "the tasks")
+        tasks.query_one(OptionList).focus()
+        await pilot.press("enter")  # its result
+        await until(pilot, lambda: isinstance(app.screen, CallScreen), "the task's result")
+        await finished(app, pilot)
+        assert "otters" in body(app)
+        assert app.screen.query_one(CommandLine).command.startswith(f"mcp tasks result {row.task_id} -- ")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, CallScreen), "the lists")
+        await pilot.press("x")  # cancel: the server answers (a finished task cannot be cancelled)
+        history = app.query_one(HistoryPane)
+        await until(pilot, lambda: history.entries[-1].title == f"tasks/cancel {row.task_id}", "tasks/cancel")
+        assert history.entries[-1].command.startswith(f"mcp tasks cancel {row.task_id} -- ")
