@@ -28,8 +28,8 @@ from typing import Any
 from mcpcli.errors import ArgumentError, UsageError
 
 __all__ = [
-    "build_arguments", "coerce", "meta_items", "parse_item", "read_json_source", "schema_types", "type_label",
-    "unknown_tool",
+    "build_arguments", "coerce", "meta_items", "parse_item", "prompt_schema", "read_json_source", "resolve_ref",
+    "schema_types", "type_label", "unknown_tool",
 ]
 
 JSON = dict[str, Any]
@@ -164,6 +164,11 @@ def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
         node = target
         depth += 1
     return node
+
+
+def resolve_ref(root: Any, node: Any) -> Any:
+    """`node` with a local `#/...` `$ref` (within `root`) followed; never the network."""
+    return _resolve(root, node)
 
 
 def _branches(schema: dict[str, Any], keyword: str) -> list[Any]:
@@ -394,6 +399,25 @@ def build_arguments(
         _set(out, path, value, append=is_array and key in seen, key=key)
         seen.add(key)
     return out
+
+
+def prompt_schema(prompt: JSON) -> JSON:
+    """A JSON Schema for a prompt's arguments: every value a string, required ones required."""
+    props: JSON = {}
+    required: list[str] = []
+    for arg in prompt.get("arguments") or []:
+        if not isinstance(arg, dict) or not isinstance(arg.get("name"), str):
+            continue
+        prop: JSON = {"type": "string"}
+        if isinstance(arg.get("description"), str):
+            prop["description"] = arg["description"]
+        props[arg["name"]] = prop
+        if arg.get("required"):
+            required.append(arg["name"])
+    schema: JSON = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
 
 
 def unknown_tool(name: str, listing: JSON) -> UsageError:

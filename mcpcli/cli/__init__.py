@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "cli", "main"]
 
 #: Commands that connect to the target server (and nothing else).
-_CONNECTING = frozenset({"tools", "resources", "prompts", "tasks", "complete", "ping", "info"})
+_CONNECTING = frozenset({"tools", "resources", "prompts", "tasks", "complete", "ping", "info", "inspect"})
 #: Options that change how a server is spawned; with any of them, wait for click.
 _SPAWN_OPTIONS = ("-e", "--env", "--cwd", "-h", "--help")
 

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.cli._progress import WaitingNotice
-    from mcpcli.client import ClientOptions
+    from mcpcli.client import ClientFeatures, ClientOptions
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
     from mcpcli.record import Recorder
@@ -59,6 +59,12 @@ class Connection:
     interactive: bool | None = None
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
+    #: Set by commands that answer servers themselves (`mcp inspect`): instead of the flags'.
+    features: ClientFeatures | None = None
+    #: Set by commands: where the client's warnings go (default: a warning line on stderr).
+    on_error: Callable[[Exception], None] | None = None
+    #: Set by commands: where a stdio server's stderr goes (default: ours).
+    server_stderr: IO[bytes] | None = None
     _server_log_file: IO[bytes] | None = None
     _recorders: list[Recorder] | None = None
     _secrets: SecretValues | None = None
@@ -120,6 +126,7 @@ class Connection:
             cwd=self.cwd,
             quiet=self.quiet,
             server_log=server_log,
+            stderr=self.server_stderr,
             headers=headers,
             bearer_token=self.bearer_token,
             transport=self.transport,
@@ -154,8 +161,9 @@ class Connection:
         probe_timeout = probe_seconds(probe)
         if probe_timeout is None:
             raise UsageError(f"MCP_PROBE_TIMEOUT={probe!r}: expected a finite number of seconds, 0 or more")
-        features = build_features(app, self)
-        waiting = _waiting_notice(app, entry)
+        features = self.features or build_features(app, self)
+        # A command that answers the server itself owns the screen (`mcp inspect`): no live line.
+        waiting = _waiting_notice(app, entry) if self.features is None else None
         if waiting is not None:
             waiting.pause_for_prompts(features)
         return ClientOptions(
@@ -167,7 +175,7 @@ class Connection:
             features=features,
             on_notification=self.on_notification
             or notification_printer(app, self.log_level, quiet=self.quiet, log_file=self.server_log_file()),
-            on_error=self._warner(app),
+            on_error=self.on_error or self._warner(app),
             trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
             on_slow=waiting,

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "snapshot": ("mcpcli.cli.snapshot:snapshot", "Write the server's surface as canonical JSON (for CI)."),
     "diff": ("mcpcli.cli.diff:diff", "Compare two surfaces and say which changes break clients."),
     "test": ("mcpcli.cli.test:test", "Run saved calls with assertions (YAML test files) against servers."),
+    "inspect": ("mcpcli.cli.inspect:inspect", "Browse and call a server in a full-screen terminal UI."),
     "skill": ("mcpcli.cli.skill:skill", "Write an Agent Skill (SKILL.md) for using a server through mcp."),
     "servers": ("mcpcli.cli.servers:servers", "Manage configured servers."),
     "session": ("mcpcli.cli.session:session", "Keep servers running between commands (persistent sessions)."),

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mcpcli.args import prompt_schema as arguments_schema
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered
 from mcpcli.cli._connection import Connection
@@ -37,25 +38,6 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
         out.emit(result, items="prompts", human=render.prompts_table)
 
     app.with_client(target, conn, go)
-
-
-def arguments_schema(prompt: JSON) -> JSON:
-    """A JSON Schema for a prompt's arguments: every value a string, required ones required."""
-    props: JSON = {}
-    required: list[str] = []
-    for arg in prompt.get("arguments") or []:
-        if not isinstance(arg, dict) or not isinstance(arg.get("name"), str):
-            continue
-        prop: JSON = {"type": "string"}
-        if isinstance(arg.get("description"), str):
-            prop["description"] = arg["description"]
-        props[arg["name"]] = prop
-        if arg.get("required"):
-            required.append(arg["name"])
-    schema: JSON = {"type": "object", "properties": props, "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
 
 
 def _find(listing: JSON, name: str) -> JSON:

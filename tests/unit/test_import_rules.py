@@ -106,6 +106,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # looks like; connecting is left to the caller.
     "mcpcli.surface": frozenset(),
     "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.targets"}),
+    # `mcp inspect`'s Textual app: handed a connected `Client` (the CLI connects), it shows
+    # results with `render`'s renderings and follows tasks; never the CLI or `connect`.
+    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.tasks", "mcpcli.render"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

@@ -12,7 +12,7 @@ from helpers import REPO
 
 #: Fixtures that start or locate a real peer (tests/conftest.py, tests/*/conftest.py).
 PEER_FIXTURES = {"peers", "everything", "sdk_server", "everything_http", "everything_sse",
-                 "sdk_http"}
+                 "sdk_http", "everything_http_url"}
 
 
 def marks(decorators: list[ast.expr]) -> set[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import fake_server, mcp, mcp_in
 
-HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio")
+HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "textual")
 
 
 def _imported_by(code: str) -> set[str]:
@@ -36,10 +36,24 @@ def test_help_loads_no_heavy_library() -> None:
     assert not loaded & set(HEAVY), loaded & set(HEAVY)
 
 
+@pytest.mark.slow
+def test_only_inspect_imports_textual(tmp_path: Path) -> None:
+    """Other commands never load Textual, even to fail; `mcp inspect` does (and needs a terminal)."""
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("version: 1\ntools:\n  - {name: t, description: d, run: {argv: [echo, hi]}}\n")
+    for args in (["tools", "list", str(tools)], ["inspect", "--help"], ["tools", "call", str(tools), "t"]):
+        status, loaded = _call_loads(*args)
+        assert status == 0, args
+        assert "textual" not in loaded, args
+    status, loaded = _call_loads("inspect", str(tools))
+    assert status == 2  # no terminal here
+    assert "textual" not in loaded  # refused before loading it
+
+
 def test_help_lists_every_command() -> None:
     r = mcp_in("--help")
     assert r.code == 0
-    for name in ("tools", "resources", "prompts", "complete", "ping", "info", "servers", "serve",
+    for name in ("tools", "resources", "prompts", "complete", "ping", "info", "inspect", "servers", "serve",
                  "auth", "completion"):
         assert f"  {name} " in r.stdout
     commands = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.startswith("  ") and line.split()]
