@@ -28,6 +28,13 @@ from helpers import Peers, peers_from_env
 
 PR_SET_CHILD_SUBREAPER = 36
 
+# A test run started in the background (a CI runner's script, `scripts/test &`) ignores SIGINT,
+# and a process that starts with SIGINT ignored passes that on to its children: Python there
+# leaves Ctrl-C unhandled, and every test that interrupts a command would hang. A handler of
+# our own is reset to the default across exec, so the tests' children get what a terminal's do.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     if sys.platform.startswith("linux"):
