@@ -42,6 +42,7 @@ from mcpcli.server.http_asgi import (
 from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
+from mcpcli.server.tracing import handle
 from mcpcli.session import log_unexpected
 from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
 
@@ -175,9 +176,9 @@ async def modern_post(
         # The server's drain is over: end the call, and say so.
         with anyio.CancelScope() as call, context.on_stop(call.cancel):
             try:
-                result = await context.server.handle_modern(
-                    message, exchange, transport="http", principal=context.principal, meta=meta
-                )
+                result = await handle(message, lambda: context.server.handle_modern(
+                    message, exchange, transport="http", principal=context.principal, meta=meta,
+                ), transport="http", version=meta.version)
                 response = Response(rid, result)
             except RPCError as exc:
                 status = exc.status if isinstance(exc, ModernError) else (
