@@ -118,7 +118,8 @@ def use(provider: Any) -> None:
 
 
 def disable() -> None:
-    """No spans in this process (the session daemon relays contexts and records nothing)."""
+    """Forget the set-up: no spans until `configure` or `use` again (tests; the session
+    daemon, which relays contexts and records nothing, never configures)."""
     with _state.lock:
         _state.service = None
         _state.tracer = None
