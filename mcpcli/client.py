@@ -577,18 +577,23 @@ class Client:
             tool = self.known_tool(name) if isinstance(name, str) else None
         return self.transport.request_headers(method, params, tool=tool)
 
-    async def _send(self, method: str, params: JSON | None, **options: Any) -> JSON:
+    def _send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
         """`session.request` for every request we make, carrying the trace it continues.
 
         The trace context (the request being handled here, else `options.trace_context`)
         goes into `_meta` as it is (`tracecontext.request_meta`: every request but a legacy
         `initialize`); with spans on, the request is a CLIENT span, its child, and `_meta`
-        names that span instead."""
+        names that span instead. Not a coroutine itself: the common case awaits the
+        session's request directly, with no frame in between."""
         parent = tracecontext.current.get() or self.options.trace_context
-        if spans.tracer() is None:
-            if parent is not None and (entries := tracecontext.request_meta(method, parent)):
-                params = with_meta(params or {}, entries)
-            return await self.session.request(method, params, **options)
+        if spans.tracer() is not None:
+            return self._send_in_span(method, params, parent, **options)
+        if parent is not None and (entries := tracecontext.request_meta(method, parent)):
+            params = with_meta(params or {}, entries)
+        return self.session.request(method, params, **options)
+
+    async def _send_in_span(self, method: str, params: JSON | None, parent: TraceContext | None,
+                            **options: Any) -> JSON:
         request_id = self.session.next_id()
         attributes = spans.request_attributes(
             method, params or {}, request_id=request_id, version=self.protocol_version or _asked_version(params),

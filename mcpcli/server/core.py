@@ -70,7 +70,7 @@ from mcpcli.server.subscriptions import (
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
-from mcpcli.server.tracing import handle
+from mcpcli.server.tracing import handle, traced
 from mcpcli.session import HandlerError, RequestContext, Session, log_unexpected, report_default
 from mcpcli.taskset import TaskSet
 from mcpcli.transports import Envelope, Streams
@@ -127,6 +127,8 @@ class ServerConnection:
         self.close_grace = 0.0
 
     async def on_request(self, request: Request, ctx: Any) -> JSON:
+        if not traced(request):
+            return await self.server._dispatch(self, request, ctx)
         return await handle(request, lambda: self.server._dispatch(self, request, ctx),
                             transport=self.transport, version=self._version(request), session_id=self.session_id)
 

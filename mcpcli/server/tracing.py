@@ -17,20 +17,26 @@ from typing import Any
 from mcpcli import spans, tracecontext
 from mcpcli.jsonrpc import Request
 
-__all__ = ["handle"]
+__all__ = ["handle", "traced"]
 
 JSON = dict[str, Any]
 
 
+def traced(request: Request) -> bool:
+    """Whether `handle` has anything to do for this request (else the caller runs it
+    directly: the common case costs no frame): a trace to continue, a stale one to
+    clear, or spans to record."""
+    params = request.params
+    meta = params.get("_meta") if params else None
+    return ((type(meta) is dict and tracecontext.META_PARENT in meta)
+            or tracecontext.current.get() is not None or spans.tracer() is not None)
+
+
 async def handle(request: Request, run: Callable[[], Awaitable[JSON]], *, transport: str,
                  version: str | None, session_id: str | None = None) -> JSON:
-    """`run()` the request within its trace (see the module's docstring)."""
+    """`run()` the request within its trace (see the module's docstring); see `traced`."""
     params = request.params or {}
-    meta = params.get("_meta")
-    carried = type(meta) is dict and tracecontext.META_PARENT in meta
-    if not carried and tracecontext.current.get() is None and spans.tracer() is None:
-        return await run()  # the common case: nothing to continue, nothing to record
-    incoming = tracecontext.from_meta(meta) if carried else None
+    incoming = tracecontext.from_meta(params.get("_meta"))
     if spans.tracer() is None:
         token = tracecontext.current.set(incoming)
         try:
