@@ -78,6 +78,23 @@ async def test_a_script_gets_the_trace_it_was_called_in(tools_yaml: Path, versio
 
 
 @pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+async def test_the_trace_is_all_that_changes_in_a_scripts_environment(tmp_path: Path, version: str) -> None:
+    path = tmp_path / "env.yaml"
+    path.write_text("version: 1\ntools:\n  - name: env\n    description: its environment\n"
+                    "    run:\n      shell: sh\n      script: env\n")
+    seen = {}
+    for trace in (None, GIVEN):
+        async with in_process(path, version, trace) as client:
+            text = printed(await client.call_tool("env", {}))
+        seen[trace is not None] = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert set(seen[True]) == set(seen[False]) | {"TRACEPARENT", "TRACESTATE"}
+    assert (seen[True]["TRACEPARENT"], seen[True]["TRACESTATE"]) == (GIVEN.traceparent, "rojo=00f067aa0ba902b7")
+    per_run = {"MCP_SCRIPT_SOCKET", "MCP_SCRIPT_TOKEN", "MCP_SCRIPT", "PATH"}  # the side channel's own
+    for name in set(seen[False]) - per_run:
+        assert seen[True][name] == seen[False][name], name
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
 async def test_without_a_trace_a_script_gets_none(tools_yaml: Path, version: str) -> None:
     async with in_process(tools_yaml, version, None) as client:
         assert printed(await client.call_tool("trace", {})) == "- -"
