@@ -446,7 +446,8 @@ def meta_items(items: Iterable[str]) -> JSON:
     """`--meta KEY=VALUE` items as a `_meta` object: VALUE is JSON when it parses as JSON
     (`n=3`, `on=true`, `o={"a":1}`), else the text itself (`NaN`, `Infinity` and `1e999`
     are no JSON numbers: they stay text, as with `--arg`). Keys the client sets itself
-    (progressToken, the 2026-07-28 protocol fields) are refused, never overridden."""
+    (progressToken, the 2026-07-28 protocol fields, the trace context) are refused, never
+    overridden."""
     from mcpcli.jsonrpc import loads as strict_loads
 
     meta: JSON = {}
@@ -454,6 +455,11 @@ def meta_items(items: Iterable[str]) -> JSON:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--meta {item!r}: expected KEY=VALUE")
+        if key in ("traceparent", "tracestate"):
+            raise UsageError(
+                f"--meta {key!r}: the client sets this _meta key itself",
+                hint="give the trace with --traceparent VALUE (or TRACEPARENT and TRACESTATE in the environment)",
+            )
         if _reserved_meta_key(key):
             raise UsageError(
                 f"--meta {key!r}: the client sets this _meta key itself",

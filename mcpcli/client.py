@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpcli import __version__
+from mcpcli import __version__, spans, tracecontext
 from mcpcli import tasks as _tasks
 from mcpcli.errors import (
     McpCliError,
@@ -57,6 +57,7 @@ from mcpcli.protocol import (
     MAX_PAGES,
     MODERN_VERSIONS,
     MRTR_METHODS,
+    PROTOCOL_VERSION_KEY,
     RELATED_TASK_KEY,
     SUBSCRIPTION_ID_KEY,
     Era,
@@ -67,6 +68,7 @@ from mcpcli.protocol import (
 )
 from mcpcli.session import ProgressHandler, RequestContext, Session, SlowHandler, Tracer
 from mcpcli.tasks import TaskOptions
+from mcpcli.tracecontext import TraceContext
 from mcpcli.transports import Envelope, Transport
 
 __all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription", "caused_by"]
@@ -145,6 +147,10 @@ class ClientOptions:
     #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
     #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
     meta: JSON = field(default_factory=dict)
+    #: The trace every request continues (`--traceparent`, `TRACEPARENT`): its
+    #: `traceparent` and `tracestate` go into each request's `_meta`, in every era. The
+    #: request being handled here (`tracecontext.current`: a gateway's) comes first.
+    trace_context: TraceContext | None = None
     #: Reuse and store what was learnt of the server's era (a cached `server/discover`
     #: result, a stdio command line remembered as legacy). False: always a live probe
     #: (`mcp check` judges the handshake itself).
@@ -474,7 +480,7 @@ class Client:
         while True:
             tried[version] = tried.get(version, 0) + 1
             try:
-                result = await self.session.request(
+                result = await self._send(
                     "server/discover",
                     {"_meta": self._meta(version)},
                     timeout=probe_timeout,
@@ -552,11 +558,11 @@ class Client:
             "capabilities": self.options.features.capabilities("legacy"),
             "clientInfo": self.options.client_info,
         }
-        result = await self.session.request("initialize", params, progress_token=False)
+        result = await self._send("initialize", params, progress_token=False)
         self._adopt(parse_initialize(result), result)
         await self.session.notify("notifications/initialized")
         if self.options.log_level is not None and "logging" in self.capabilities:
-            await self.session.request(
+            await self._send(
                 "logging/setLevel", {"level": self.options.log_level}, progress_token=False
             )
 
@@ -570,6 +576,36 @@ class Client:
             name = params.get("name")
             tool = self.known_tool(name) if isinstance(name, str) else None
         return self.transport.request_headers(method, params, tool=tool)
+
+    def _send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
+        """`session.request` for every request we make, carrying the trace it continues.
+
+        The trace context (the request being handled here, else `options.trace_context`)
+        goes into `_meta` as it is (`tracecontext.request_meta`: every request but a legacy
+        `initialize`); with spans on, the request is a CLIENT span, its child, and `_meta`
+        names that span instead. Not a coroutine itself: the common case awaits the
+        session's request directly, with no frame in between."""
+        parent = tracecontext.current.get() or self.options.trace_context
+        if spans.tracer() is not None:
+            return self._send_in_span(method, params, parent, **options)
+        if parent is not None and (entries := tracecontext.request_meta(method, parent)):
+            params = with_meta(params or {}, entries)
+        return self.session.request(method, params, **options)
+
+    async def _send_in_span(self, method: str, params: JSON | None, parent: TraceContext | None,
+                            **options: Any) -> JSON:
+        request_id = self.session.next_id()
+        attributes = spans.request_attributes(
+            method, params or {}, request_id=request_id, version=self.protocol_version or _asked_version(params),
+            transport=self.transport.name, session_id=_session_id(self.transport),
+        )
+        with spans.span("client", method, params or {}, parent=parent, attributes=attributes) as span:
+            entries = tracecontext.request_meta(method, span.context)
+            result = await self.session.request(
+                method, with_meta(params or {}, entries) if entries else params, request_id=request_id, **options
+            )
+            span.result(result)
+            return result
 
     async def request(
         self,
@@ -615,7 +651,7 @@ class Client:
             "progress_token": not own_token,
         }
         if self.era == "legacy":
-            return await self.session.request(
+            return await self._send(
                 method, params, headers=self.request_headers(method, params), **limits
             )
         base = params
@@ -625,7 +661,7 @@ class Client:
                 meta[CLIENT_CAPABILITIES_KEY] = _tasks.with_extension(meta[CLIENT_CAPABILITIES_KEY])
             sent = with_meta(base, meta)
             try:
-                result = await self.session.request(
+                result = await self._send(
                     method, sent, headers=self.request_headers(method, sent), **limits
                 )
             except UnsupportedVersionError as exc:
@@ -730,8 +766,8 @@ class Client:
         """Round trip to the server: `ping` on legacy servers, `server/discover` on modern ones."""
         start = anyio.current_time()
         if self.era == "legacy":
-            await self.session.request("ping", {"_meta": dict(self.options.meta)} if self.options.meta else None,
-                                       progress_token=False)
+            await self._send("ping", {"_meta": dict(self.options.meta)} if self.options.meta else None,
+                             progress_token=False)
             method = "ping"
         else:
             await self.request("server/discover")
@@ -1034,7 +1070,7 @@ class Client:
 
         async def listen() -> None:
             try:
-                await self.session.request(
+                await self._send(
                     "subscriptions/listen",
                     params,
                     timeout=None,
@@ -1062,6 +1098,20 @@ class Client:
                 raise sub.error
             yield
             tg.cancel_scope.cancel()
+
+
+def _asked_version(params: JSON | None) -> str | None:
+    """The revision a handshake request asks for (`server/discover`'s `_meta`, `initialize`'s)."""
+    params = params or {}
+    meta = params.get("_meta")
+    asked = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else params.get("protocolVersion")
+    return asked if isinstance(asked, str) else None
+
+
+def _session_id(transport: Transport) -> str | None:
+    """The Streamable HTTP session a request belongs to (`Mcp-Session-Id`), if any."""
+    session_id = getattr(transport, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
 
 
 def _version_of(server_info: JSON) -> str:

@@ -121,9 +121,21 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("MCPCLI_DAEMON_ARGV", raising=False)
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     for var in ("MCP_CONFIG", "MCP_BEARER_TOKEN", "MCP_TOKEN_STORE", "MCP_TIMEOUT", "FORCE_COLOR",
-                "BROWSER", "CODEX_HOME"):
+                "BROWSER", "CODEX_HOME", "TRACEPARENT", "TRACESTATE"):
         monkeypatch.delenv(var, raising=False)
+    # A CI system's trace or collector must not change what the tests send (tests/tracing sets its own).
+    for var in [name for name in os.environ if name.startswith("OTEL_")]:
+        monkeypatch.delenv(var)
     return home
+
+
+@pytest.fixture(autouse=True)
+def no_spans() -> Iterator[None]:
+    """Spans a test asked for (`spans.use`, `spans.configure`) end with it."""
+    yield
+    spans = sys.modules.get("mcpcli.spans")
+    if spans is not None:
+        spans.disable()
 
 
 @pytest.fixture(autouse=True)

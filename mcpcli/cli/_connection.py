@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mcpcli.connect import ConnectOptions
     from mcpcli.record import Recorder
     from mcpcli.text import SecretValues
+    from mcpcli.tracecontext import TraceContext
     from mcpcli.transports import Transport
 
 __all__ = ["Connection", "env_options"]
@@ -57,6 +58,7 @@ class Connection:
     #: Set by commands that must behave alike on a terminal and in CI (snapshot, diff,
     #: test): False offers the server no prompting (elicitation declined, no URL mode).
     interactive: bool | None = None
+    traceparent: str | None = None
     #: Set by commands: a progress/notification sink for this invocation.
     on_notification: Callable[[str, dict[str, Any]], None] | None = None
     #: Set by commands that answer servers themselves (`mcp inspect`): instead of the flags'.
@@ -68,6 +70,7 @@ class Connection:
     _server_log_file: IO[bytes] | None = None
     _recorders: list[Recorder] | None = None
     _secrets: SecretValues | None = None
+    _trace: tuple[TraceContext | None] | None = None
 
     def secrets(self) -> SecretValues:
         """The secret values of this connection, shared by the transports (which learn
@@ -178,6 +181,7 @@ class Connection:
             on_error=self.on_error or self._warner(app),
             trace=self._tracer(app, entry),
             meta=meta_items(self.meta),
+            trace_context=self.trace_context(app),
             on_slow=waiting,
             slow_after=_waiting_after(),
             note=app.info if self.trace else None,
@@ -195,6 +199,27 @@ class Connection:
                 app.warn(str(exc))
 
         return warn
+
+    def trace_context(self, app: App) -> TraceContext | None:
+        """The trace the command continues: --traceparent (a bad one is exit 2), else
+        TRACEPARENT with TRACESTATE (a bad one is a warning: a CI system set it, and a
+        trace must never stop a call)."""
+        if self._trace is None:
+            from mcpcli import tracecontext
+            from mcpcli.errors import UsageError
+
+            if self.traceparent is not None:
+                context = tracecontext.parse(self.traceparent)
+                if context is None:
+                    raise UsageError(f"--traceparent {self.traceparent!r}: not a W3C traceparent "
+                                     f"({tracecontext.FORMAT})")
+            else:
+                context = tracecontext.from_environ(os.environ)
+                if context is None and os.environ.get(tracecontext.ENV_PARENT):
+                    app.warn(f"{tracecontext.ENV_PARENT}={os.environ[tracecontext.ENV_PARENT]!r} is not a W3C "
+                             f"traceparent ({tracecontext.FORMAT}); requests carry no trace context")
+            self._trace = (context,)
+        return self._trace[0]
 
     def _tracer(self, app: App, entry: ServerEntry | None) -> Callable[[str, Any], None] | None:
         """--trace and --record: both see every message; a connection's recording is one run."""

@@ -356,7 +356,8 @@ class StdioServer:
 class SyncClient:
     """What `Client` and `Session` do for one tools/call, without an event loop."""
 
-    def __init__(self, server: StdioServer, prog: str, timeout: float, max_timeout: float, quiet: bool) -> None:
+    def __init__(self, server: StdioServer, prog: str, timeout: float, max_timeout: float, quiet: bool,
+                 trace: JSON | None = None) -> None:
         from mcpcli import __version__
 
         self.server = server
@@ -364,6 +365,8 @@ class SyncClient:
         self.timeout = timeout
         self.max_timeout = max_timeout
         self.quiet = quiet
+        #: The trace context requests carry in their `_meta` (`fast.trace_meta`).
+        self.trace = trace or {}
         self.ids = 0
         self.closed: ServerExited | None = None
         self.era = "legacy"
@@ -398,6 +401,11 @@ class SyncClient:
             raise self.closed
         self.ids += 1
         request_id = self.ids
+        if self.trace:
+            from mcpcli.tracecontext import carried_by
+
+            if carried_by(method):
+                params = with_meta(params or {}, self.trace)  # as `Client._send`, before the token
         if progress_token:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})

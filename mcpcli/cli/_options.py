@@ -164,6 +164,9 @@ _CONNECTION_FLAGS: list[Callable[[F], F]] = [
     click.option("--meta", multiple=True, metavar="KEY=VALUE",
                  help="Add KEY to every request's _meta (repeatable); VALUE is JSON if it parses, "
                       "else a string."),
+    click.option("--traceparent", metavar="VALUE",
+                 help="Continue this W3C trace: its traceparent goes into every request's _meta "
+                      "(default: the TRACEPARENT variable, with TRACESTATE)."),
 ]
 
 
@@ -173,6 +176,7 @@ def connection_options(f: F) -> F:
         "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
         "transport", "protocol", "insecure", "log_level", "trace", "record", "root", "sampling_command",
         "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "profile", "meta",
+        "traceparent",
     ]
 
     @functools.wraps(f)

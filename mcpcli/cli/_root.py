@@ -152,12 +152,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     args, command = split_server_command(raw)
     app = App(prog=prog, server_command=command, debug="--debug" in args)
+    if any(name.startswith("OTEL_") for name in os.environ):
+        from mcpcli import spans
+
+        spans.configure("mcpcli", app.warn)  # spans when the variables ask (imports nothing yet)
     try:
         return _main(app, args)
     finally:
         spawn = sys.modules.get("mcpcli.transports._spawn")
         if spawn is not None:
             spawn.discard_prespawned()
+        traced = sys.modules.get("mcpcli.spans")
+        if traced is not None:
+            traced.shutdown()  # the spans still queued, bounded
 
 
 def _invoke(app: App, args: list[str]) -> None:

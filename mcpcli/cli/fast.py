@@ -6,11 +6,13 @@ A warm call through a session should cost little more than starting Python, so
 prompt anyway (stdin or stderr is not one either) and every flag is one this
 module fully understands (`--arg`/`-a`, `--args JSON`, `--timeout`,
 `--max-timeout`, `--no-validate`, `--json`, `--jsonl`, `--quiet`, `--jq` with
-`-r`, `--max-chars` and `--meta`), it sends the daemon's `call` op and prints what
-`mcp tools call` prints: the result as compact JSON on stdout (or what `--jq` makes
-of it), errors as `mcp: error: ...` / `mcp: hint: ...` (or the `--json` error
-object) with the one-shot exit codes. The daemon parses and validates the arguments
-with the tool's cached schema, and reads `--meta` as the command's client would.
+`-r`, `--max-chars`, `--meta` and `--traceparent`), it sends the daemon's `call` op
+and prints what `mcp tools call` prints: the result as compact JSON on stdout (or
+what `--jq` makes of it), errors as `mcp: error: ...` / `mcp: hint: ...` (or the
+`--json` error object) with the one-shot exit codes. The daemon parses and validates
+the arguments with the tool's cached schema, reads `--meta` as the command's client
+would, and its requests carry the command's trace context (`--traceparent`,
+`TRACEPARENT`) as the full path's would.
 
 A TARGET without `@` is tried when our config file makes it a keepAlive server: the
 `call` op then carries what the daemon needs to check that the session is that
@@ -20,10 +22,12 @@ another server, another profile), the daemon says so and the full path runs.
 
 Anything else returns None and the normal path runs, unchanged: a terminal, any
 other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
-a value click would reject, an invalid `--jq` filter, no daemon, or no such session.
-Only the standard library, `mcpcli.text` (`re` only), `mcpcli.jqfilter` (jq only
-with `--jq`) and the daemon's `protocol` and `paths` are imported (a test checks): no
-click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
+a value click would reject, an invalid `--jq` filter, a malformed trace context,
+`OTEL_*` variables asking for spans (the full path records them), no daemon, or no
+such session. Only the standard library, `mcpcli.text` (`re` only),
+`mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext` (only with a trace)
+and the daemon's `protocol` and `paths` are imported (a test checks): no click,
+anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ __all__ = ["try_call"]
 
 #: Flags that take a value, and the `call` field each fills.
 _VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout",
-           "--jq": "jq", "--max-chars": "max_chars", "--meta": "meta"}
+           "--jq": "jq", "--max-chars": "max_chars", "--meta": "meta", "--traceparent": "traceparent"}
 #: Flags without a value that change nothing the fast path prints, or only the error format.
 _FLAGS = {"--json": "json_errors", "--jsonl": "jsonl", "--no-validate": "no_validate", "-q": "quiet",
           "--quiet": "quiet", "-r": "raw", "--raw": "raw"}
@@ -106,7 +110,7 @@ def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | No
     positionals: list[str] = []
     items: list[str] = []
     metas: list[str] = []
-    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None, "jq": None}
+    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None, "jq": None, "traceparent": None}
     flags: set[str] = set()
     i = 0
     while i < len(tokens):
@@ -147,6 +151,8 @@ def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | No
             if parsed["json"] is not None or value.startswith("@") or value == "-":
                 return None
             parsed["json"] = value
+        elif field == "traceparent":
+            parsed["traceparent"] = value
         else:
             seconds = _seconds(value)
             if seconds is None:
@@ -166,6 +172,10 @@ def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | No
             parsed["timeout"] = _TIMEOUT_DEFAULT
     if parsed["max_timeout"] is None:
         parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
+    trace = trace_meta(parsed.pop("traceparent"))
+    if trace is None:
+        return None
+    parsed["trace"] = trace
     parsed.update(positionals=positionals, args=items, meta=metas,
                   validate="no_validate" not in flags, quiet="quiet" in flags, raw="raw" in flags,
                   json_errors=bool(flags & {"json_errors", "jsonl"}) or parsed["jq"] is not None)
@@ -264,6 +274,24 @@ def _keep_alive(server: str) -> dict[str, Any] | None:
     profile = os.environ.get("MCP_PROFILE")  # checked by parse_flags; "default" is no profile
     return {"server": server, "config": path, "profile": None if profile in (None, "", "default") else profile,
             "env": {name: os.environ[name] for name in sorted(names) if name in os.environ}}
+
+
+def trace_meta(flag: str | None) -> dict[str, str] | None:
+    """The `_meta` entries of the trace the call continues (`--traceparent`, else
+    `TRACEPARENT` with `TRACESTATE`; {}: none), as the full path's client sends them
+    when it records no spans. None leaves the command to the full path: a value it
+    refuses or warns of, or `OTEL_*` variables asking for spans (it records them)."""
+    if any(name.startswith("OTEL_") for name in os.environ):
+        from mcpcli.spans import wanted
+
+        if wanted() is not None:
+            return None
+    if flag is None and not os.environ.get("TRACEPARENT"):
+        return {}
+    from mcpcli import tracecontext
+
+    context = tracecontext.parse(flag) if flag is not None else tracecontext.from_environ(os.environ)
+    return context.meta() if context is not None else None
 
 
 def _isatty(fd: int) -> bool:
@@ -397,10 +425,11 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
                 sock.connect(where)
             except OSError:
                 return None  # no daemon: the normal path starts none for @NAME and says so
+            trace = {"trace": call["trace"]} if call["trace"] else {}
             protocol.send(sock, protocol.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
                 timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
-                notifications=True, meta=call["meta"], keep_alive=keep_alive))
+                notifications=True, meta=call["meta"], keep_alive=keep_alive, **trace))
             try:
                 answer = _answer(protocol.LineReader(sock), call["quiet"])
             except (protocol.ProtocolViolation, OSError) as exc:

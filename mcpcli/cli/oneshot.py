@@ -151,7 +151,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
 
         err = Stderr()
         server = StdioServer(process, err, call["quiet"])
-        client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"])
+        client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"], call["trace"])
         client.respawn = lambda: _respawn(spec, err, call["quiet"])
     except BaseException as exc:
         # Interrupted this early (or a bug): the server must not outlive us.

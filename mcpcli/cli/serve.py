@@ -166,6 +166,10 @@ def serve(
     """
     if _print_only(app, print_schema, print_example):
         return
+    if any(name.startswith("OTEL_") for name in os.environ):  # as `run()`, under this service name
+        from mcpcli import spans
+
+        spans.configure("mcpcli-serve", app.warn, promptly=http is None)  # stdio: stopped soon after
     if connect and not check:
         raise UsageError("--connect applies to --check only", hint="mcp serve --check --connect FILE")
     settings = functools.partial(_http_settings, http, auth_token, no_auth, allow_hosts, allow_origins, sse_poll_after)

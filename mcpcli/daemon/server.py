@@ -49,6 +49,7 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from mcpcli import tracecontext
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, check_profile, open_transport
@@ -797,9 +798,16 @@ class Daemon:
                     "fallback": True}
         held = await self._usable(message.get("name"))
         held.call_sinks.add(sink)
+        # The command's trace (`--traceparent`, TRACEPARENT): the call's requests carry it
+        # on, as the command's own client would (the daemon records no spans).
+        trace = message.get("trace")
+        token = tracecontext.current.set(
+            tracecontext.parse(trace.get("traceparent"), trace.get("tracestate")) if isinstance(trace, dict) else None
+        )
         try:
             return await self._call(held, message)
         finally:
+            tracecontext.current.reset(token)
             held.call_sinks.discard(sink)
 
     def _joins(self, name: Any, keep_alive: Any) -> bool:

@@ -51,6 +51,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from mcpcli import tracecontext
 from mcpcli.client import ROOTS_SETTLE, Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
@@ -418,6 +419,7 @@ class Link:
         # request that happened to start it: what the upstream sends later is not its.
         _current.set(None)
         on_behalf_of.set(None)
+        tracecontext.current.set(None)  # nor its trace (the handshake is the link's own)
         first, last = self._options.backoff
         while not self.is_closed():
             up_since: float | None = None

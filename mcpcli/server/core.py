@@ -70,6 +70,7 @@ from mcpcli.server.subscriptions import (
 from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
+from mcpcli.server.tracing import handle, traced
 from mcpcli.session import HandlerError, RequestContext, Session, log_unexpected, report_default
 from mcpcli.taskset import TaskSet
 from mcpcli.transports import Envelope, Streams
@@ -115,6 +116,8 @@ class ServerConnection:
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self.session: Session | None = None
+        #: A legacy HTTP session's id (`Mcp-Session-Id`), for spans.
+        self.session_id: str | None = None
         self.sink = Sink(frozenset(), self.subscriptions)
         self.sink.active = False
         #: 2026 `subscriptions/listen` streams open on this connection.
@@ -124,7 +127,21 @@ class ServerConnection:
         self.close_grace = 0.0
 
     async def on_request(self, request: Request, ctx: Any) -> JSON:
-        return await self.server._dispatch(self, request, ctx)
+        if not traced(request):
+            return await self.server._dispatch(self, request, ctx)
+        return await handle(request, lambda: self.server._dispatch(self, request, ctx),
+                            transport=self.transport, version=self._version(request), session_id=self.session_id)
+
+    def _version(self, request: Request) -> str | None:
+        """The protocol revision a request speaks: its 2026-07-28 `_meta`, else the session's."""
+        params = request.params or {}
+        meta = params.get("_meta")
+        if type(meta) is dict and isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
+            return str(meta[PROTOCOL_VERSION_KEY])
+        if self.version is None and request.method == "initialize":
+            requested = params.get("protocolVersion")
+            return requested if isinstance(requested, str) else None
+        return self.version
 
     def quick(self, request: Request) -> JSON | None:
         """The answer to `ping`, given as it is read (the session's `quick`): ahead of the

@@ -7,9 +7,10 @@ server:
 * no `Mcp-Session-Id` and (`_meta` in the body, or an `MCP-Protocol-Version`
   header that does not name a legacy revision) ⇒ stateless 2026-07-28
   (`mcpcli.server.http_modern`);
-* `initialize` without `_meta` creates a legacy session (2025-03-26 ..
-  2025-11-25), and requests with its `Mcp-Session-Id` belong to it; 404 for
-  unknown sessions (`mcpcli.server.http_sessions`);
+* `initialize` without the 2026-07-28 `_meta` fields (a trace context alone is
+  none) creates a legacy session (2025-03-26 .. 2025-11-25), and requests with its
+  `Mcp-Session-Id` belong to it; 404 for unknown sessions
+  (`mcpcli.server.http_sessions`);
 * `GET /sse` (or a GET on the endpoint without a session) plus
   `POST /messages?sessionId=` is the 2024-11-05 HTTP+SSE transport
   (`mcpcli.server.http_legacy_sse`).
@@ -306,7 +307,8 @@ class McpHttpApp:
             await legacy_post(self.sessions, receive, send, headers, cors, session, data)
             return
         version_header = headers.get("mcp-protocol-version")
-        if isinstance(data, dict) and data.get("method") == "initialize" and meta is None:
+        if isinstance(data, dict) and data.get("method") == "initialize" and not modern_meta:
+            # Without the 2026-07-28 fields, a `_meta` (a client's trace context) is no era.
             await legacy_post(self.sessions, receive, send, headers, cors, None, data)
             return
         legacy_header = meta is None and version_header in LEGACY_VERSIONS

@@ -12,6 +12,7 @@ removed methods 404 + -32601. Closing the response stream cancels the request.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -42,6 +43,7 @@ from mcpcli.server.http_asgi import (
 from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
+from mcpcli.server.tracing import handle, traced
 from mcpcli.session import log_unexpected
 from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
 
@@ -175,9 +177,10 @@ async def modern_post(
         # The server's drain is over: end the call, and say so.
         with anyio.CancelScope() as call, context.on_stop(call.cancel):
             try:
-                result = await context.server.handle_modern(
-                    message, exchange, transport="http", principal=context.principal, meta=meta
-                )
+                run = functools.partial(context.server.handle_modern, message, exchange, transport="http",
+                                        principal=context.principal, meta=meta)
+                result = await (handle(message, run, transport="http", version=meta.version)
+                                if traced(message) else run())
                 response = Response(rid, result)
             except RPCError as exc:
                 status = exc.status if isinstance(exc, ModernError) else (

@@ -188,6 +188,7 @@ class Sessions:
         context = self.context
         conn = context.server.connection(transport, context.principal)
         session = LegacySession(self, conn, sse_transport=sse_transport)
+        conn.session_id = session.id
         self._table[session.id] = session
         assert self.tg is not None, "use `async with McpHttpApp(...)`"
         self.tg.start_soon(session.run)

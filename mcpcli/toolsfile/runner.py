@@ -17,6 +17,7 @@ from contextlib import AsyncExitStack
 
 import anyio
 
+from mcpcli import tracecontext
 from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
@@ -117,6 +118,11 @@ class Runner:
             env_extra.update(await self._client_env(ctx, mask, stack, tool_name))
         if extra_env:
             env_extra.update(extra_env)
+        trace = tracecontext.current.get()
+        if trace is not None:
+            # The request's trace, for the script's own tools to continue (OpenTelemetry's
+            # environment carrier): the serve's span when spans are on, else as received.
+            env_extra.update(trace.environ())
         prepared = build_command(spec, params, values, builtins=builtins, secrets=config.secrets,
                                  base_env=self._env(), extra_env=env_extra)
         path_value = prepared.env.get("PATH") or os.defpath

@@ -23,7 +23,8 @@ from mcpcli.cli.fast import _parse
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture: a private run dir, the real daemon
 
 #: What a fast call must not import (tests/unit/test_startup.py's list, and the CLI's own).
-HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "click")
+HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "click",
+         "opentelemetry")
 
 #: `main()` as the `mcp` entry point runs it, then which heavy modules it loaded (on PROBE_FD).
 RUN_MAIN = f"""

@@ -37,6 +37,9 @@ FOUNDATIONS = frozenset({
     # `--jq`: the jq module's filter and its error line, shared by `output` and the CLI's
     # fast paths.
     "mcpcli.jqfilter",
+    # W3C trace context (the standard library only), and the OpenTelemetry spans of
+    # requests (the optional `otel` extra, imported only when the OTEL_* variables ask).
+    "mcpcli.tracecontext", "mcpcli.spans",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.

@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 from helpers import fake_server, mcp, mcp_in
 
-HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "textual")
+HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "textual",
+         "opentelemetry")
 
 
-def _imported_by(code: str) -> set[str]:
+def _imported_by(code: str, env: dict[str, str] | None = None) -> set[str]:
+    import os
+
     out = subprocess.run(
         [sys.executable, "-c",
          code + "\nimport sys; sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)))"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env={**os.environ, **(env or {})},
     ).stderr.split("MODULES ")[-1].split()
     return {name.split(".")[0] for name in out}
 
@@ -48,6 +51,16 @@ def test_only_inspect_imports_textual(tmp_path: Path) -> None:
     status, loaded = _call_loads("inspect", str(tools))
     assert status == 2  # no terminal here
     assert "textual" not in loaded  # refused before loading it
+
+
+def test_help_loads_no_opentelemetry_even_when_the_variables_ask_for_spans() -> None:
+    """Spans are set up on the first one: a command that sends no request imports nothing."""
+    code = (
+        "import sys\nfrom mcpcli.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    )
+    loaded = _imported_by(code, env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert not loaded & set(HEAVY), loaded & set(HEAVY)
 
 
 def test_help_lists_every_command() -> None:
