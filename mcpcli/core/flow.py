@@ -1,0 +1,102 @@
+"""Protocol flows: what the core asks its drivers to do, and the one way to run a flow.
+
+A flow is a generator that decides everything about an exchange with the server
+(which requests, in what order, with which `_meta`, how to read each answer) and
+does no I/O: it yields an operation, its driver performs it and sends back the
+result, or throws in the typed error the operation ended with. The anyio `Client`
+and the synchronous one-shot client drive the same flows (the pattern of httpx's
+`auth_flow` generators), so the two cannot drift.
+
+    Send    one JSON-RPC request; the driver returns its result (or throws its error)
+    Notify  one notification; the driver returns None
+    Answer  a request of the server's (an input request of a 2026-07-28 round, or a
+            task's) to be answered with the client's features; the driver returns the
+            answer (or throws an `RPCError` the server gets as an error)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["Answer", "Flow", "Notify", "Op", "Send", "run_async", "run_sync"]
+
+JSON = dict[str, Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send one request and wait for its result.
+
+    `timeout` and `max_timeout` are seconds, None for no bound, True for the driver's
+    default; `progress_token` asks the driver to put the request's id in `_meta`
+    (progress resets `timeout`, never past `max_timeout`).
+    """
+
+    method: str
+    params: JSON | None = None
+    timeout: float | bool | None = True
+    max_timeout: float | bool | None = True
+    progress_token: bool = True
+    cancel_on_timeout: bool = True
+    on_progress: Callable[[JSON], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    method: str
+    params: JSON | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    method: str
+    params: JSON
+
+
+Op = Send | Notify | Answer
+Flow = Generator[Op, Any, T]
+
+
+def run_sync(flow: Flow[T], perform: Callable[[Op], Any]) -> T:
+    """Drive `flow` to its end with a blocking `perform`; what the flow returns.
+
+    An `Exception` from `perform` is thrown into the flow, which may handle it; a
+    `BaseException` (KeyboardInterrupt) closes the flow and propagates.
+    """
+    value: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                op = flow.send(value) if error is None else flow.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                value = perform(op)
+            except Exception as exc:
+                error = exc
+    finally:
+        flow.close()
+
+
+async def run_async(flow: Flow[T], perform: Callable[[Op], Awaitable[Any]]) -> T:
+    """`run_sync` for an awaitable `perform` (the anyio client); cancellation closes the flow."""
+    value: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                op = flow.send(value) if error is None else flow.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                value = await perform(op)
+            except Exception as exc:
+                error = exc
+    finally:
+        flow.close()
