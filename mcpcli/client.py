@@ -17,15 +17,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli import __version__, spans, tracecontext
-from mcpcli import tasks as _tasks
+from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
+from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
+from mcpcli.core.tasks import Task
 from mcpcli.errors import (
-    McpCliError,
     NotOffered,
     ProtocolError,
     RequestTimeout,
@@ -35,45 +36,21 @@ from mcpcli.errors import (
     UnsupportedVersionError,
     handshake_timeout,
 )
-from mcpcli.handshake import (
-    Handshake,
-    next_round,
-    offered_versions,
-    parse_discover,
-    parse_initialize,
-    request_meta,
-    round_kind,
-    with_meta,
-)
+from mcpcli.handshake import with_meta
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.protocol import (
-    ALL_VERSIONS,
-    CLIENT_CAPABILITIES_KEY,
-    HEADER_MISMATCH,
-    LATEST_LEGACY,
-    LATEST_MODERN,
-    LEGACY_VERSIONS,
-    MAX_INPUT_ROUNDS,
-    MAX_PAGES,
-    MODERN_VERSIONS,
-    MRTR_METHODS,
-    PROTOCOL_VERSION_KEY,
-    RELATED_TASK_KEY,
-    SUBSCRIPTION_ID_KEY,
-    Era,
-    era_of,
-    input_requests,
-    is_modern_error,
-    pick_version,
-)
+from mcpcli.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, SUBSCRIPTION_ID_KEY, Era
 from mcpcli.session import ProgressHandler, RequestContext, Session, SlowHandler, Tracer
-from mcpcli.tasks import TaskOptions
+from mcpcli.tasks import TaskOptions, TaskWaiter
 from mcpcli.tracecontext import TraceContext
 from mcpcli.transports import Envelope, Transport
 
 __all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription", "caused_by"]
 
+if TYPE_CHECKING:
+    from mcpcli.core.exchange import EraMemory
+
 log = logging.getLogger("mcpcli.client")
+T = TypeVar("T")
 
 JSON = dict[str, Any]
 Elicitor = Callable[[JSON], Awaitable[JSON]]
@@ -162,14 +139,15 @@ class ClientOptions:
     #: Told what the client did on its own that a person tracing wants to know (a server
     #: started again after it exited on the era probe); `--trace` prints it.
     note: Callable[[str], None] | None = None
-
-
-class _ExitedOnProbe(Exception):
-    """The server exited, or closed its stdout, on the era probe without answering it."""
-
-    def __init__(self, exited: ServerExited) -> None:
-        super().__init__(exited.message)
-        self.exited = exited
+    # Hooks for a client that relays for another (the gateway's upstream client):
+    #: The capabilities declared in an era, given the features' (a 2026-07-28 request
+    #: carries them, so a relay may declare its own client's).
+    declare: Callable[[Era, JSON], JSON] | None = None
+    #: Answers one 2026-07-28 input round `((key, method, params), ...)` as a whole;
+    #: None from it: answer with the features, one by one.
+    answer_round: Callable[[tuple[tuple[str, str, JSON], ...]], Awaitable[JSON | None]] | None = None
+    #: Answers the server's requests (all but `ping`) instead of the features.
+    serve_request: Callable[[str, JSON], Awaitable[JSON]] | None = None
 
 
 @dataclass
@@ -189,25 +167,23 @@ class Client:
 
     def __init__(self, transport: Transport, options: ClientOptions | None = None) -> None:
         self.transport = transport
-        self.options = options or ClientOptions()
-        self.era: Era = "legacy"
-        self.protocol_version: str = ""
-        self.server_info: JSON = {}
-        self.capabilities: JSON = {}
-        self.instructions: str | None = None
-        #: Versions the server said it supports (modern servers only).
-        self.supported_versions: list[str] = []
-        #: The raw initialize or discover result.
-        self.handshake: JSON = {}
+        self.options = options = options or ClientOptions()
+        #: The protocol, decided without I/O; this client drives its flows.
+        self.exchange = Exchange(
+            client_info=options.client_info,
+            capabilities=self._capabilities,
+            protocol=options.protocol,
+            timeout=options.timeout,
+            probe_timeout=options.probe_timeout,
+            log_level=options.log_level,
+            meta=options.meta,
+        )
         self._session: Session | None = None
         self._stack: AsyncExitStack | None = None
         #: The transport's connection and the session on it (replaced by a restart).
         self._link: AsyncExitStack | None = None
         self._subscriptions: list[Subscription] = []
         self._taps: list[NotificationTap] = []
-        self._tools: dict[str, JSON] | None = None
-        #: The era came from a cached `server/discover` result (HTTP), not a live probe.
-        self.era_from_cache = False
         #: The last `list_tools` answer came from the on-disk cache (its ttlMs allowed it).
         self.tools_from_cache = False
         #: Set once the server has asked for our roots (a legacy server does after the handshake).
@@ -274,6 +250,43 @@ class Client:
             raise RuntimeError("client is not connected")
         return self._session
 
+    # What the handshake found, kept by the exchange.
+
+    @property
+    def era(self) -> Era:
+        return self.exchange.era
+
+    @property
+    def protocol_version(self) -> str:
+        return self.exchange.protocol_version
+
+    @property
+    def server_info(self) -> JSON:
+        return self.exchange.server_info
+
+    @property
+    def capabilities(self) -> JSON:
+        return self.exchange.capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self.exchange.instructions
+
+    @property
+    def supported_versions(self) -> list[str]:
+        """Versions the server said it supports (modern servers only)."""
+        return self.exchange.supported_versions
+
+    @property
+    def handshake(self) -> JSON:
+        """The raw `initialize` or `server/discover` result."""
+        return self.exchange.handshake
+
+    @property
+    def era_from_cache(self) -> bool:
+        """The era came from a cached `server/discover` result (HTTP), not a live probe."""
+        return self.exchange.era_from_cache
+
     # -- negotiation -------------------------------------------------------------
 
     async def _negotiate_within(self, timeout: float | None) -> None:
@@ -281,9 +294,18 @@ class Client:
         (`--timeout` bounds the whole set-up, not each of its requests), a restart
         after the probe included."""
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
+        exchange = self.exchange
+        memory: EraMemory = NoMemory()
+        if self.options.remember_era:
+            from mcpcli.cache import EraRecords
+
+            traits = self.transport.traits
+            memory = EraRecords(traits.command_line, traits.cache_key)
+        probe = ProbeTraits(legacy_only=self.transport.traits.legacy_only,
+                            silence_is_legacy=self.transport.traits.probe_silence_is_legacy)
         try:
-            await self._bounded(self._negotiate, deadline, timeout)
-        except _ExitedOnProbe as exc:
+            await self._bounded(lambda: self._drive(exchange.negotiate(probe, memory)), deadline, timeout)
+        except ExitedOnProbe as exc:
             # rmcp servers (Rust) end at a first message that is not `initialize`.
             # The restart happens outside the deadline's scope: the session's own
             # scopes must not be exited inside one entered after them.
@@ -295,7 +317,7 @@ class Client:
             self.transport.release_output(drop=True)
             await self._close_link(None, None, None)
             await self._open_link(hold_output=False)
-            await self._bounded(self._initialize_after_probe, deadline, timeout)
+            await self._bounded(lambda: self._drive(exchange.initialize_after_probe()), deadline, timeout)
 
     @staticmethod
     async def _bounded(step: Callable[[], Awaitable[None]], deadline: float, timeout: float | None) -> None:
@@ -326,256 +348,49 @@ class Client:
         if not scope.cancelled_caught:
             await anyio.sleep(ROOTS_SETTLE)
 
-    async def _negotiate(self) -> None:
-        forced = self.options.protocol
-        if forced is not None:
-            self.transport.release_output()  # no probe
-            if forced not in ALL_VERSIONS:
-                raise ProtocolError(
-                    f"unknown protocol version {forced!r}",
-                    hint="known versions: " + ", ".join(ALL_VERSIONS),
-                )
-            if era_of(forced) == "modern":
-                await self._discover(forced, probe=False)
-            else:
-                await self._initialize(forced)
-            return
-        if self.transport.traits.legacy_only:
-            # HTTP+SSE (2024-11-05) predates the modern era: no probe.
-            self.transport.release_output()
-            await self._initialize(LATEST_LEGACY)
-            return
-        cached = self._cached_discover()
-        if cached is not None and self._adopt_discover(cached, LATEST_MODERN):
-            self.era_from_cache = True
-            return
-        remembered = self._remembered_legacy()
-        if remembered is not None:
-            # This command line was a legacy server last time: skip the probe, which
-            # some servers answer with pages of warnings on stderr (SDK 1.x), and some
-            # (rmcp) by exiting.
-            self.transport.release_output()
-            try:
-                await self._initialize(LATEST_LEGACY)
-            except (RPCError, ProtocolError) as exc:
-                log.debug("initialize failed on a remembered legacy server (%s); probing", exc)
-                self._remember_legacy(None)
-            else:
-                if _version_of(self.server_info) != remembered.get("version"):
-                    self._remember_legacy(None)  # upgraded: probe again next time
-                return
-        try:
-            modern = await self._discover(LATEST_MODERN, probe=True)
-        except ServerExited as exc:
-            raise _ExitedOnProbe(exc) from None
-        self.transport.release_output()
-        if modern:
-            return  # nothing to forget: a remembered legacy server returned or was forgotten above
-        await self._initialize_after_probe()
-
-    async def _initialize_after_probe(self) -> None:
-        """The probe found no modern server: `initialize`, and remember the command line."""
-        try:
-            await self._initialize(LATEST_LEGACY)
-        except UnsupportedVersionError as exc:
-            # The probe went unanswered in time (a slow-booting server) but the server
-            # is modern and refuses `initialize`: ask it again, without a probe's bound.
-            if exc.supported and pick_version(exc.supported, prefer=MODERN_VERSIONS) is None:
-                raise
-            log.debug("initialize refused (%s); the server is modern after all", exc)
-            choice = pick_version(exc.supported, prefer=MODERN_VERSIONS) or LATEST_MODERN
-            await self._discover(choice, probe=False)
-            return
-        self._remember_legacy(self.server_info)
-
-    def _probe_memory_key(self) -> str | None:
-        """The command line of a stdio server, whose era is remembered across runs."""
-        command_line = self.transport.traits.command_line
-        if not command_line or not self.options.remember_era:
-            return None
-        import json
-
-        return "stdio:" + json.dumps(list(command_line))
-
-    def _remembered_legacy(self) -> JSON | None:
-        key = self._probe_memory_key()
-        if key is None:
-            return None
-        from mcpcli import cache
-
-        record = cache.load(key, "era")
-        result = record.get("result") if record else None
-        if isinstance(result, dict) and result.get("era") == "legacy":
-            return result
-        return None
-
-    def _remember_legacy(self, server_info: JSON | None) -> None:
-        """Remember (or, with None, forget) that the probe failed on this command line."""
-        key = self._probe_memory_key()
-        if key is None:
-            return
-        from mcpcli import cache
-
-        if server_info is None:
-            cache.forget(key, "era")
-            return
-        cache.store(key, "era", {"era": "legacy", "version": _version_of(server_info)})
-
-    def _cache_key(self) -> str | None:
-        """Where this server's cacheable results live (HTTP servers only: a URL)."""
-        if not self.options.remember_era:
-            return None
-        return self.transport.traits.cache_key or None
-
-    def _cached_discover(self) -> JSON | None:
-        key = self._cache_key()
-        if key is None:
-            return None
-        from mcpcli import cache
-
-        return cache.fresh(key, "server/discover")
-
-    def _store_discover(self, result: JSON) -> None:
-        key = self._cache_key()
-        ttl = result.get("ttlMs")
-        if key is None or not isinstance(ttl, int) or ttl <= 0:
-            return
-        if result.get("cacheScope", "public") != "public":
-            return
-        from mcpcli import cache
-
-        cache.store(key, "server/discover", result)
-
     async def renegotiate(self) -> None:
         """Find the era again with a live probe (a cached era turned out wrong)."""
-        from mcpcli import cache
+        await self._drive(self.exchange.renegotiate())
 
-        key = self._cache_key()
-        if key is not None:
-            cache.store(key, "server/discover", {})  # forget it: no ttlMs, never fresh
-        self.era_from_cache = False
-        self._tools = None
-        if await self._discover(LATEST_MODERN, probe=True):
-            return
-        await self._initialize(LATEST_LEGACY)
+    def _capabilities(self, era: Era) -> JSON:
+        """What this client declares: its features', or the options' per-request hook's."""
+        caps = self.options.features.capabilities(era)
+        if self.options.declare is not None:
+            caps = self.options.declare(era, caps)
+        return caps
 
-    def _meta(self, version: str) -> JSON:
-        return request_meta(version, self.options.client_info, self.options.features.capabilities("modern"),
-                            self.options.log_level)
+    # -- driving the protocol core ---------------------------------------------------
 
-    async def _discover(self, version: str, *, probe: bool) -> bool:
-        """Try the modern era. False means the server is legacy (only when probing).
+    async def _drive(self, flow: Flow[T]) -> T:
+        """Run one of the exchange's flows on this connection."""
+        return await run_async(flow, self._perform)
 
-        Over stdio a server that stays silent is legacy; over HTTP every request
-        gets an answer, so the probe waits the normal timeout and an HTTP error
-        status (400/404/405 from a legacy server, or any other) means legacy.
-        """
-        tried: dict[str, int] = {}
-        silence_is_legacy = self.transport.traits.probe_silence_is_legacy
-        probe_timeout: float | bool | None = True
-        if probe and silence_is_legacy:
-            probe_timeout = self.options.probe_timeout
-            if self.options.timeout is not None:
-                probe_timeout = min(probe_timeout, self.options.timeout)
-        while True:
-            tried[version] = tried.get(version, 0) + 1
+    async def _perform(self, op: Op) -> Any:
+        if isinstance(op, Send):
+            if not op.probe:
+                self.transport.release_output()
             try:
                 result = await self._send(
-                    "server/discover",
-                    {"_meta": self._meta(version)},
-                    timeout=probe_timeout,
-                    progress_token=False,
-                    cancel_on_timeout=False,
+                    op.method, op.params, timeout=op.timeout, max_timeout=op.max_timeout,
+                    on_progress=op.on_progress, progress_token=op.progress_token,
+                    cancel_on_timeout=op.cancel_on_timeout,
+                    headers=self.request_headers(op.method, op.params or {}),
                 )
-            except UnsupportedVersionError as exc:
-                choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
-                # The same version may be retried once: the server may have refused
-                # something else about the first attempt (a stale gateway, a header).
-                if choice is None or tried.get(choice, 0) >= (2 if choice == version else 1):
-                    legacy = pick_version(exc.supported, prefer=LEGACY_VERSIONS)
-                    if legacy is not None and probe:
-                        # A dual-era server that does not speak our modern revision.
-                        return False
-                    raise ProtocolError(
-                        "the server supports none of our protocol versions "
-                        f"(it offers {', '.join(exc.supported) or 'none'})"
-                    ) from None
-                version = choice
-                continue
-            except RPCError as exc:
-                if not probe or is_modern_error(exc.code, exc.data):
-                    raise
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
-                return False
-            except TransportError as exc:
-                # An HTTP error status: a legacy server that does not know the method
-                # (400/404/405), or one that breaks on it; `initialize` will tell. So
-                # does a broken answer (one that names the probe but cannot be parsed).
-                broken_answer = isinstance(exc, ProtocolError) and exc.request_id is not None
-                if not probe or (exc.status is None and not broken_answer):
-                    raise
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
-                return False
-            except RequestTimeout:
-                if not probe or not silence_is_legacy:
-                    raise
-                log.debug("no answer to server/discover; falling back to initialize")
-                return False
-            if not self._adopt_discover(result, version):
-                offered = offered_versions(result)
-                if probe and (offered is None or pick_version(offered, prefer=LEGACY_VERSIONS)):
-                    return False
-                if offered is None:
-                    raise ProtocolError("server/discover result has no supportedVersions")
-                raise ProtocolError(
-                    "the server supports none of our protocol versions "
-                    f"(it offers {', '.join(offered) or 'none'})"
-                )
-            self._store_discover(result)
-            return True
-
-    def _adopt_discover(self, result: JSON, version: str) -> bool:
-        """Take a `server/discover` result as the session's; False if it has no version for us."""
-        adopted = parse_discover(result, version)
-        if adopted is None:
-            return False
-        self._adopt(adopted, result)
-        return True
-
-    def _adopt(self, adopted: Handshake, result: JSON) -> None:
-        self.era = adopted.era
-        self.protocol_version = adopted.protocol_version
-        if adopted.supported_versions is not None:
-            self.supported_versions = adopted.supported_versions
-        self.handshake = result
-        self.capabilities = adopted.capabilities
-        self.server_info = adopted.server_info
-        self.instructions = adopted.instructions
-
-    async def _initialize(self, version: str) -> None:
-        params = {
-            "protocolVersion": version,
-            "capabilities": self.options.features.capabilities("legacy"),
-            "clientInfo": self.options.client_info,
-        }
-        result = await self._send("initialize", params, progress_token=False)
-        self._adopt(parse_initialize(result), result)
-        await self.session.notify("notifications/initialized")
-        if self.options.log_level is not None and "logging" in self.capabilities:
-            await self._send(
-                "logging/setLevel", {"level": self.options.log_level}, progress_token=False
-            )
-
-    # -- requests ----------------------------------------------------------------
-
-    def request_headers(self, method: str, params: JSON) -> Mapping[str, str] | None:
-        """Extra transport headers for a request. A modern `tools/call` hands the
-        transport the tool's listed definition (HTTP mirrors its `x-mcp-header`s)."""
-        tool: JSON | None = None
-        if method == "tools/call" and self.era == "modern":
-            name = params.get("name")
-            tool = self.known_tool(name) if isinstance(name, str) else None
-        return self.transport.request_headers(method, params, tool=tool)
+            except ServerExited:
+                raise  # a probe's: what the server said is dropped, if it is started again
+            finally:
+                if op.probe and not isinstance(self.session.closed, ServerExited):
+                    self.transport.release_output()
+            return result
+        if isinstance(op, Notify):
+            self.transport.release_output()
+            await self.session.notify(op.method, op.params)
+            return None
+        if isinstance(op, Answer):
+            return await self._answer_round(op.requests)
+        if isinstance(op, ListTools):
+            return await self.list_tools()
+        raise AssertionError(f"unknown operation {op!r}")
 
     def _send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
         """`session.request` for every request we make, carrying the trace it continues.
@@ -607,6 +422,26 @@ class Client:
             span.result(result)
             return result
 
+    async def _answer_round(self, requests: tuple[tuple[str, str, JSON], ...]) -> JSON:
+        """Answer one round of input requests: the options' hook (a gateway asks its own
+        client), else one by one with this client's features."""
+        if self.options.answer_round is not None:
+            answered = await self.options.answer_round(requests)
+            if answered is not None:
+                return answered
+        return {key: await self._serve_client_request(method, params) for key, method, params in requests}
+
+    # -- requests ----------------------------------------------------------------
+
+    def request_headers(self, method: str, params: JSON) -> Mapping[str, str] | None:
+        """Extra transport headers for a request. A modern `tools/call` hands the
+        transport the tool's listed definition (HTTP mirrors its `x-mcp-header`s)."""
+        tool: JSON | None = None
+        if method == "tools/call" and self.era == "modern":
+            name = params.get("name")
+            tool = self.known_tool(name) if isinstance(name, str) else None
+        return self.transport.request_headers(method, params, tool=tool)
+
     async def request(
         self,
         method: str,
@@ -621,88 +456,32 @@ class Client:
         A `progressToken` already in `params["_meta"]` is kept (a task's progress
         outlives the request); otherwise the request's id is the token.
         """
-        limits = {"timeout": timeout, "max_timeout": max_timeout}
-        if self.era_from_cache:
-            try:
-                return await self._request(method, params, on_progress=on_progress, **limits)
-            except (RPCError, TransportError) as exc:
-                if not _looks_legacy(exc):
-                    raise
-                log.debug("%s failed (%s); the cached era may be stale: probing again", method, exc)
-                await self.renegotiate()
-        return await self._request(method, params, on_progress=on_progress, **limits)
-
-    async def _request(
-        self,
-        method: str,
-        params: JSON | None,
-        *,
-        on_progress: ProgressHandler | None,
-        timeout: float | bool | None,
-        max_timeout: float | bool | None,
-    ) -> JSON:
-        params = dict(params or {})
-        given = params.get("_meta")
-        own_token = isinstance(given, dict) and "progressToken" in given
-        if self.options.meta:
-            params["_meta"] = {**self.options.meta, **(given if isinstance(given, dict) else {})}
-        limits: dict[str, Any] = {
-            "on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout,
-            "progress_token": not own_token,
-        }
-        if self.era == "legacy":
-            return await self._send(
-                method, params, headers=self.request_headers(method, params), **limits
-            )
-        base = params
-        for _round in range(MAX_INPUT_ROUNDS):
-            meta = self._meta(self.protocol_version)
-            if method in _tasks.DECLARE_ON:
-                meta[CLIENT_CAPABILITIES_KEY] = _tasks.with_extension(meta[CLIENT_CAPABILITIES_KEY])
-            sent = with_meta(base, meta)
-            try:
-                result = await self._send(
-                    method, sent, headers=self.request_headers(method, sent), **limits
-                )
-            except UnsupportedVersionError as exc:
-                choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
-                if choice is None or choice == self.protocol_version:
-                    raise
-                self.protocol_version = choice
-                continue
-            kind = round_kind(method, result, creates_tasks=method in _tasks.TASK_CREATING_METHODS,
-                              takes_input=method in MRTR_METHODS)
-            if kind == "complete":
-                self.era_from_cache = False  # the era works
-                return result
-            if kind == "task":
-                return result  # the caller drives the task (call_tool does)
-            base = next_round(params, result, await self._fulfil(result.get("inputRequests")))
-        raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
+        return await self._drive(self.exchange.request(
+            method, params, on_progress=on_progress, timeout=timeout, max_timeout=max_timeout))
 
     async def fulfil_input_requests(self, requests: Any) -> JSON:
         """Answer a map of input requests (MRTR, or a task's) with the client's features."""
-        return await self._fulfil(requests)
-
-    async def _fulfil(self, requests: Any) -> JSON:
-        return {
-            key: await self._serve_client_request(method, params)
-            for key, method, params in input_requests(requests)
-        }
+        return await self._drive(self.exchange.fulfil(requests))
 
     async def _serve_client_request(self, method: str, params: JSON) -> JSON:
         features = self.options.features
         if method == "ping":
             return {}
+        if self.options.serve_request is not None:
+            return await self.options.serve_request(method, params)
         if method == "elicitation/create":
             return await features.elicit(params)
         if method == "sampling/createMessage" and features.sample is not None:
             return await features.sample(params)
         if method == "roots/list" and features.roots is not None:
-            if self._roots_asked is not None:
-                self._roots_asked.set()
+            self.roots_asked()
             return {"roots": features.roots}
         raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def roots_asked(self) -> None:
+        """The server has asked for our roots (the first request need wait no longer)."""
+        if self._roots_asked is not None:
+            self._roots_asked.set()
 
     async def _on_request(self, request: Request, ctx: RequestContext) -> JSON:
         token = caused_by.set(ctx.related_request_id)
@@ -750,8 +529,8 @@ class Client:
                 delivered = True
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
-        if note.method.endswith("/list_changed") and note.method.startswith("notifications/tools"):
-            self._tools = None
+        if note.method == "notifications/tools/list_changed":
+            self.exchange.tools = None
         callback = self.options.on_notification
         if callback is not None and not delivered:
             token = caused_by.set(envelope.related_request_id)
@@ -765,42 +544,12 @@ class Client:
     async def ping(self) -> tuple[str, float]:
         """Round trip to the server: `ping` on legacy servers, `server/discover` on modern ones."""
         start = anyio.current_time()
-        if self.era == "legacy":
-            await self._send("ping", {"_meta": dict(self.options.meta)} if self.options.meta else None,
-                             progress_token=False)
-            method = "ping"
-        else:
-            await self.request("server/discover")
-            method = "server/discover"
+        method = await self._drive(self.exchange.ping())
         return method, anyio.current_time() - start
 
     async def _pages(self, method: str, key: str, *, limit: int | None = None) -> JSON:
         """Follow `nextCursor` and return the first page's envelope with every item."""
-        items: list[Any] = []
-        seen: set[str] = set()
-        first: JSON | None = None
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
-            if first is None:
-                first = result
-            page = result.get(key)
-            if isinstance(page, list):
-                items.extend(page)
-            nxt = result.get("nextCursor")
-            if not isinstance(nxt, str) or (limit is not None and len(items) >= limit):
-                break
-            if nxt in seen:
-                log.warning("%s: the server repeated cursor %r; stopping", method, nxt)
-                break
-            seen.add(nxt)
-            cursor = nxt
-        else:
-            log.warning("%s: stopped after %d pages", method, MAX_PAGES)
-        out = dict(first or {})
-        out[key] = items
-        out.pop("nextCursor", None)
-        return out
+        return await self._drive(self.exchange.pages(method, key, limit=limit))
 
     async def list_tools(self, *, cache_target: str | None = None) -> JSON:
         """Every tool. With `cache_target` (the user's TARGET), a modern server's fresh
@@ -812,7 +561,7 @@ class Client:
             cached = cache.fresh(cache_target, "tools/list")
             if cached is not None and isinstance(cached.get("tools"), list):
                 self.tools_from_cache = True
-                self._set_tools(cached)
+                self.exchange.set_tools(cached)
                 return cached
         async with self._feature("tools", "tools"):
             result = await self._pages("tools/list", "tools")
@@ -823,18 +572,12 @@ class Client:
             result["tools"] = kept
         if cache_target:
             cache.remember(cache_target, "tools/list", result)
-        self._set_tools(result)
+        self.exchange.set_tools(result)
         return result
-
-    def _set_tools(self, listing: JSON) -> None:
-        tools = listing.get("tools")
-        self._tools = {
-            t["name"]: t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)
-        }
 
     def known_tool(self, name: str) -> JSON | None:
         """A tool's definition if a listing is at hand (never asks the server)."""
-        return self._tools.get(name) if self._tools is not None else None
+        return self.exchange.known_tool(name)
 
     def _warn(self, exc: Exception) -> None:
         if self.options.on_error is not None:
@@ -844,10 +587,9 @@ class Client:
 
     async def get_tool(self, name: str) -> JSON | None:
         """The tool's definition from `tools/list`, fetched once per connection."""
-        if self._tools is None:
+        if self.exchange.tools is None:
             await self.list_tools()
-        assert self._tools is not None
-        return self._tools.get(name)
+        return self.exchange.known_tool(name)
 
     async def call_tool(
         self,
@@ -867,42 +609,15 @@ class Client:
         the command's, since its session has no default), and `meta` is this call's
         `--meta` (the daemon's, for the command; a client's own is `options.meta`)."""
         options = task or TaskOptions()
-        params: JSON = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        if meta:
-            params["_meta"] = dict(meta)
-        token = await _tasks.augment(self, name, params, options)
-        result = await self._call_tool(params, on_progress, timeout=timeout, max_timeout=max_timeout)
-        created = _tasks.task_of(result, self.era)
-        if created is None or options.detach:
-            return result
-        waiter = _tasks.TaskWaiter(self, created, options, on_progress=on_progress, progress_token=token)
+        called = await self._drive(self.exchange.call_tool(
+            name, arguments, meta=meta, task_mode=options.mode, task_ttl_ms=options.ttl_ms,
+            mirrors_headers=self.transport.traits.mirrors_headers, on_progress=on_progress,
+            timeout=timeout, max_timeout=max_timeout,
+        ))
+        if called.task is None or options.detach:
+            return called.result
+        waiter = TaskWaiter(self, called.task, options, on_progress=on_progress, progress_token=called.progress_token)
         return await waiter.wait()
-
-    async def _call_tool(
-        self,
-        params: JSON,
-        on_progress: ProgressHandler | None,
-        *,
-        timeout: float | bool | None = True,
-        max_timeout: float | bool | None = True,
-    ) -> JSON:
-        mirrors = self.transport.traits.mirrors_headers
-        if mirrors and self.era == "modern" and self._tools is None:
-            # Over HTTP the tool's x-mcp-header parameters travel as headers too.
-            await self.list_tools()
-        limits: dict[str, Any] = {"timeout": timeout, "max_timeout": max_timeout}
-        try:
-            return await self.request("tools/call", params, on_progress=on_progress, **limits)
-        except RPCError as exc:
-            if exc.code != HEADER_MISMATCH or not mirrors or self.era != "modern":
-                raise
-            # The server disagrees about the Mcp-Param headers: the tool may have
-            # changed since we listed it. List again and retry once.
-            log.debug("tools/call: header mismatch (%s); listing tools again", exc)
-            await self.list_tools()
-            return await self.request("tools/call", params, on_progress=on_progress, **limits)
 
     # -- tasks -----------------------------------------------------------------------
 
@@ -920,8 +635,8 @@ class Client:
 
     async def wait_task(self, task_id: str, options: TaskOptions | None = None) -> JSON:
         """Follow an existing task to its end and return its result (`mcp tasks result`)."""
-        task = _tasks.Task.from_wire(await self.get_task(task_id))
-        return await _tasks.TaskWaiter(self, task, options or TaskOptions()).wait()
+        task = Task.from_wire(await self.get_task(task_id))
+        return await TaskWaiter(self, task, options or TaskOptions()).wait()
 
     def offers(self, capability: str) -> bool:
         """Whether the handshake declared `capability` (tools, resources, prompts, completions...)."""
@@ -991,7 +706,7 @@ class Client:
 
     async def set_log_level(self, level: str) -> None:
         """Ask for log messages at `level` and above (legacy: setLevel; modern: per request)."""
-        self.options.log_level = level
+        self.options.log_level = self.exchange.log_level = level
         if self.era == "legacy":
             await self.request("logging/setLevel", {"level": level})
 
@@ -1066,7 +781,8 @@ class Client:
             wanted["resourcesListChanged"] = True
         if resources:
             wanted["resourceSubscriptions"] = list(resources)
-        params: JSON = {"notifications": wanted, "_meta": {**self.options.meta, **self._meta(self.protocol_version)}}
+        params: JSON = {"notifications": wanted,
+                        "_meta": {**self.options.meta, **self.exchange.request_meta(self.protocol_version)}}
 
         async def listen() -> None:
             try:
@@ -1112,17 +828,3 @@ def _session_id(transport: Transport) -> str | None:
     """The Streamable HTTP session a request belongs to (`Mcp-Session-Id`), if any."""
     session_id = getattr(transport, "session_id", None)
     return session_id if isinstance(session_id, str) else None
-
-
-def _version_of(server_info: JSON) -> str:
-    """`name version` of a server, what the probe memory is keyed on besides its command."""
-    return f"{server_info.get('name', '')} {server_info.get('version', '')}".strip()
-
-
-def _looks_legacy(exc: McpCliError) -> bool:
-    """An error a legacy server gives a modern request (a cached era may be stale)."""
-    if isinstance(exc, TransportError):
-        return exc.status in (400, 404, 405)
-    if isinstance(exc, RPCError):
-        return exc.code in (-32000, -32600, -32601)
-    return False

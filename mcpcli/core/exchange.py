@@ -20,18 +20,29 @@ on-disk cache in practice), so the core itself touches nothing.
 
 from __future__ import annotations
 
-import json
+import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from mcpcli.core.flow import Answer, Flow, Notify, Send
+from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Send
+from mcpcli.core.tasks import (
+    DECLARE_ON,
+    TASK_CREATING_METHODS,
+    Task,
+    TaskMode,
+    server_accepts_tasks,
+    should_augment,
+    task_of,
+    with_extension,
+)
 from mcpcli.errors import (
     McpCliError,
     ProtocolError,
     RequestTimeout,
     RPCError,
+    ServerExited,
     TransportError,
     UnsupportedVersionError,
 )
@@ -43,11 +54,13 @@ from mcpcli.handshake import (
     parse_initialize,
     request_meta,
     round_kind,
+    version_of,
     with_meta,
 )
 from mcpcli.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
+    HEADER_MISMATCH,
     LATEST_LEGACY,
     LATEST_MODERN,
     LEGACY_VERSIONS,
@@ -55,7 +68,6 @@ from mcpcli.protocol import (
     MAX_PAGES,
     MODERN_VERSIONS,
     MRTR_METHODS,
-    TASKS_EXTENSION,
     Era,
     era_of,
     input_requests,
@@ -64,8 +76,10 @@ from mcpcli.protocol import (
 )
 
 __all__ = [
+    "Called",
     "EraMemory",
     "Exchange",
+    "ExitedOnProbe",
     "NoMemory",
     "PageRepeat",
     "ProbeTraits",
@@ -77,10 +91,27 @@ log = logging.getLogger("mcpcli.client")
 
 JSON = dict[str, Any]
 
-#: Requests that may be answered with a task (the extension supports only tools/call).
-TASK_CREATING_METHODS = frozenset({"tools/call"})
-#: Requests on which a 2026-07-28 client declares the tasks extension.
-DECLARE_TASKS_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
+_task_tokens = itertools.count(1)
+
+
+class ExitedOnProbe(Exception):
+    """The server exited, or closed its stdout, on the era probe without answering it
+    (rmcp servers end at a first message that is not `initialize`): the driver starts it
+    again and runs `initialize_after_probe`."""
+
+    def __init__(self, exited: ServerExited) -> None:
+        super().__init__(exited.message)
+        self.exited = exited
+
+
+@dataclass(frozen=True)
+class Called:
+    """What a `tools/call` came to: its result, and the task it created (if any)."""
+
+    result: JSON
+    task: Task | None = None
+    #: The progress token of a 2025-11-25 task we asked for (its progress outlives the call).
+    progress_token: str | None = None
 
 
 class PageRepeat(ProtocolError):
@@ -136,11 +167,6 @@ class ProbeTraits:
     silence_is_legacy: bool = False
 
 
-def version_of(server_info: JSON) -> str:
-    """`name version` of a server: what the remembered era is checked against."""
-    return f"{server_info.get('name', '')} {server_info.get('version', '')}".strip()
-
-
 def looks_legacy(exc: McpCliError) -> bool:
     """An error a legacy server gives a modern request (a cached era may be stale)."""
     if isinstance(exc, TransportError):
@@ -148,15 +174,6 @@ def looks_legacy(exc: McpCliError) -> bool:
     if isinstance(exc, RPCError):
         return exc.code in (-32000, -32600, -32601)
     return False
-
-
-def with_tasks_extension(capabilities: JSON) -> JSON:
-    """Client capabilities that also declare the 2026-07-28 tasks extension."""
-    caps = dict(capabilities)
-    extensions = dict(caps.get("extensions") or {})
-    extensions[TASKS_EXTENSION] = {}
-    caps["extensions"] = extensions
-    return caps
 
 
 class Exchange:
@@ -195,11 +212,17 @@ class Exchange:
         self.handshake: JSON = {}
         #: The era came from a cached `server/discover` result, not a live answer.
         self.era_from_cache = False
+        #: The tools by name, once listed (None: not yet).
+        self.tools: dict[str, JSON] | None = None
+        #: What `negotiate` was given, for finding the era again later.
+        self._traits = ProbeTraits()
+        self._memory: EraMemory = NoMemory()
 
     # -- the era ---------------------------------------------------------------------
 
     def negotiate(self, traits: ProbeTraits, memory: EraMemory) -> Flow[None]:
         """Find the era and revision, and do the handshake it needs."""
+        self._traits, self._memory = traits, memory
         forced = self.protocol
         if forced is not None:
             if forced not in ALL_VERSIONS:
@@ -208,7 +231,7 @@ class Exchange:
                     hint="known versions: " + ", ".join(ALL_VERSIONS),
                 )
             if era_of(forced) == "modern":
-                yield from self._discover(forced, traits, memory, probe=False)
+                yield from self._discover(forced, probe=False)
             else:
                 yield from self.initialize(forced)
             return
@@ -232,8 +255,16 @@ class Exchange:
                 if version_of(self.server_info) != remembered.get("version"):
                     memory.remember_legacy(None)  # upgraded: probe again next time
                 return
-        if (yield from self._discover(LATEST_MODERN, traits, memory, probe=True)):
-            return
+        try:
+            modern = yield from self._discover(LATEST_MODERN, probe=True)
+        except ServerExited as exc:
+            raise ExitedOnProbe(exc) from None
+        if not modern:
+            yield from self.initialize_after_probe()
+
+    def initialize_after_probe(self) -> Flow[None]:
+        """The probe found no modern server (or ended it): `initialize`, and remember the
+        command line as legacy."""
         try:
             yield from self.initialize(LATEST_LEGACY)
         except UnsupportedVersionError as exc:
@@ -243,22 +274,24 @@ class Exchange:
                 raise
             log.debug("initialize refused (%s); the server is modern after all", exc)
             choice = pick_version(exc.supported, prefer=MODERN_VERSIONS) or LATEST_MODERN
-            yield from self._discover(choice, traits, memory, probe=False)
+            yield from self._discover(choice, probe=False)
             return
-        memory.remember_legacy(self.server_info)
+        self._memory.remember_legacy(self.server_info)
 
-    def renegotiate(self, traits: ProbeTraits, memory: EraMemory) -> Flow[None]:
+    def renegotiate(self) -> Flow[None]:
         """Find the era again with a live probe (a cached era turned out wrong)."""
-        memory.forget_discover()
+        self._memory.forget_discover()
         self.era_from_cache = False
-        if (yield from self._discover(LATEST_MODERN, traits, memory, probe=True)):
+        self.tools = None
+        if (yield from self._discover(LATEST_MODERN, probe=True)):
             return
         yield from self.initialize(LATEST_LEGACY)
 
-    def _discover(self, version: str, traits: ProbeTraits, memory: EraMemory, *, probe: bool) -> Flow[bool]:
+    def _discover(self, version: str, *, probe: bool) -> Flow[bool]:
         """Try the modern era. False means the server is legacy (only when probing)."""
         tried: dict[str, int] = {}
         probe_timeout: float | bool | None = True
+        traits = self._traits
         if probe and traits.silence_is_legacy:
             probe_timeout = self.probe_timeout
             if self.timeout is not None:
@@ -272,6 +305,7 @@ class Exchange:
                     timeout=probe_timeout,
                     progress_token=False,
                     cancel_on_timeout=False,
+                    probe=probe,
                 )
             except UnsupportedVersionError as exc:
                 choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
@@ -318,7 +352,7 @@ class Exchange:
                 )
             ttl = result.get("ttlMs")
             if isinstance(ttl, int) and ttl > 0 and result.get("cacheScope", "public") == "public":
-                memory.store_discover(result)
+                self._memory.store_discover(result)
             return True
 
     def initialize(self, version: str) -> Flow[None]:
@@ -363,8 +397,6 @@ class Exchange:
         method: str,
         params: JSON | None = None,
         *,
-        traits: ProbeTraits | None = None,
-        memory: EraMemory | None = None,
         on_progress: Callable[[JSON], None] | None = None,
         timeout: float | bool | None = True,
         max_timeout: float | bool | None = True,
@@ -372,7 +404,7 @@ class Exchange:
         """One request in the negotiated era, to its final result.
 
         An era taken from the cache that the server's answer contradicts is found again
-        (with `traits` and `memory`) and the request sent once more. A `progressToken`
+        and the request sent once more. A `progressToken`
         already in `params["_meta"]` is kept (a task's progress outlives the request);
         otherwise the driver makes the request's id the token.
         """
@@ -383,7 +415,7 @@ class Exchange:
                 if not looks_legacy(exc):
                     raise
                 log.debug("%s failed (%s); the cached era may be stale: probing again", method, exc)
-                yield from self.renegotiate(traits or ProbeTraits(), memory or NoMemory())
+                yield from self.renegotiate()
         return (yield from self._request(method, params, on_progress, timeout, max_timeout))
 
     def _request(
@@ -405,14 +437,15 @@ class Exchange:
                         progress_token=not own_token, on_progress=on_progress)
 
         if self.era == "legacy":
-            return (yield send(params))
+            answer: JSON = yield send(params)
+            return answer
         base = params
         for _round in range(MAX_INPUT_ROUNDS):
             meta = self.request_meta(self.protocol_version)
-            if self.tasks_extension and method in DECLARE_TASKS_ON:
-                meta[CLIENT_CAPABILITIES_KEY] = with_tasks_extension(meta[CLIENT_CAPABILITIES_KEY])
+            if self.tasks_extension and method in DECLARE_ON:
+                meta[CLIENT_CAPABILITIES_KEY] = with_extension(meta[CLIENT_CAPABILITIES_KEY])
             try:
-                result = yield send(with_meta(base, meta))
+                result: JSON = yield send(with_meta(base, meta))
             except UnsupportedVersionError as exc:
                 choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
                 if choice is None or choice == self.protocol_version:
@@ -432,10 +465,69 @@ class Exchange:
 
     def fulfil(self, requests: Any) -> Flow[JSON]:
         """Answer a map of input requests (a 2026-07-28 round's, or a task's)."""
-        responses: JSON = {}
-        for key, method, params in input_requests(requests):
-            responses[key] = yield Answer(method, params)
+        asked = tuple(input_requests(requests))
+        if not asked:
+            return {}
+        responses: JSON = yield Answer(asked)
         return responses
+
+    # -- tools -----------------------------------------------------------------------
+
+    def set_tools(self, listing: JSON) -> None:
+        """Keep a `tools/list` answer's tools (for lookups and header mirroring)."""
+        tools = listing.get("tools")
+        self.tools = {t["name"]: t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("name"), str)}
+
+    def known_tool(self, name: str) -> JSON | None:
+        """A tool's definition if a listing is at hand (never asks the server)."""
+        return self.tools.get(name) if self.tools is not None else None
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: JSON | None = None,
+        *,
+        meta: JSON | None = None,
+        task_mode: TaskMode = "auto",
+        task_ttl_ms: int | None = None,
+        mirrors_headers: bool = False,
+        on_progress: Callable[[JSON], None] | None = None,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
+    ) -> Flow[Called]:
+        """`tools/call`, asking a 2025-11-25 server for a task where the tool needs (or,
+        with `task_mode` "always", allows) one, and reading the answer in either era.
+
+        `mirrors_headers` (Streamable HTTP, 2026-07-28): the tool's `x-mcp-header`
+        parameters travel as headers too, so the tool is listed first, and listed again
+        once if the server disagrees about them (HEADER_MISMATCH)."""
+        params: JSON = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if meta:
+            params["_meta"] = dict(meta)
+        token: str | None = None
+        if self.era == "legacy" and task_mode != "never" and server_accepts_tasks(self.capabilities):
+            if self.tools is None:
+                yield ListTools()
+            if should_augment(self.capabilities, self.known_tool(name), task_mode):
+                params["task"] = {"ttl": task_ttl_ms} if task_ttl_ms is not None else {}
+                token = f"mcpcli-task-{next(_task_tokens)}"
+                params["_meta"] = {**params.get("_meta", {}), "progressToken": token}
+        mirrors = mirrors_headers and self.era == "modern"
+        if mirrors and self.tools is None:
+            yield ListTools()
+        limits: JSON = {"on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout}
+        try:
+            result = yield from self.request("tools/call", params, **limits)
+        except RPCError as exc:
+            if exc.code != HEADER_MISMATCH or not mirrors:
+                raise
+            # The tool may have changed since we listed it: list again, retry once.
+            log.debug("tools/call: header mismatch (%s); listing tools again", exc)
+            yield ListTools()
+            result = yield from self.request("tools/call", params, **limits)
+        return Called(result, task_of(result, self.era), token)
 
     def ping(self) -> Flow[str]:
         """A round trip: `ping` on legacy servers, `server/discover` on modern ones
@@ -453,8 +545,6 @@ class Exchange:
         *,
         limit: int | None = None,
         on_repeat: Literal["stop", "raise"] = "stop",
-        traits: ProbeTraits | None = None,
-        memory: EraMemory | None = None,
     ) -> Flow[JSON]:
         """Follow `nextCursor`; the first page's envelope with every item.
 
@@ -466,9 +556,7 @@ class Exchange:
         first: JSON | None = None
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            result = yield from self.request(
-                method, {"cursor": cursor} if cursor is not None else None, traits=traits, memory=memory
-            )
+            result = yield from self.request(method, {"cursor": cursor} if cursor is not None else None)
             if first is None:
                 first = result
             page = result.get(key)
@@ -492,8 +580,3 @@ class Exchange:
         out[key] = items
         out.pop("nextCursor", None)
         return out
-
-
-def command_line_key(command_line: list[str] | tuple[str, ...]) -> str:
-    """The cache key under which a stdio command line's era is remembered."""
-    return "stdio:" + json.dumps(list(command_line))

@@ -9,9 +9,11 @@ and the synchronous one-shot client drive the same flows (the pattern of httpx's
 
     Send    one JSON-RPC request; the driver returns its result (or throws its error)
     Notify  one notification; the driver returns None
-    Answer  a request of the server's (an input request of a 2026-07-28 round, or a
-            task's) to be answered with the client's features; the driver returns the
-            answer (or throws an `RPCError` the server gets as an error)
+    Answer  the requests of one 2026-07-28 input round (or a task's), each `(key,
+            method, params)`, to be answered with the client's features; the driver
+            returns `{key: answer}` (or throws an `RPCError` the server gets as an error)
+    ListTools  the tool listing, as the driver keeps it (its cache, the transport's
+            filter); the driver returns it
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Answer", "Flow", "Notify", "Op", "Send", "run_async", "run_sync"]
+__all__ = ["Answer", "Flow", "ListTools", "Notify", "Op", "Send", "run_async", "run_sync"]
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -42,6 +44,9 @@ class Send:
     progress_token: bool = True
     cancel_on_timeout: bool = True
     on_progress: Callable[[JSON], None] | None = None
+    #: The era probe: what a stdio server says on stderr is held until it is answered
+    #: (a server that dies of it is started again, and that start's words are dropped).
+    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +57,15 @@ class Notify:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    method: str
-    params: JSON
+    requests: tuple[tuple[str, str, JSON], ...]
 
 
-Op = Send | Notify | Answer
+@dataclass(frozen=True, slots=True)
+class ListTools:
+    pass
+
+
+Op = Send | Notify | Answer | ListTools
 Flow = Generator[Op, Any, T]
 
 

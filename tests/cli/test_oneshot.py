@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -485,13 +486,14 @@ def test_a_handshake_request_timing_out_first_is_the_handshake_timeout(
     started a moment later) may fire before the handshake's; it must read the same."""
     from helpers import mcp_in
 
-    from mcpcli.client import Client
+    from mcpcli.core.exchange import Exchange
     from mcpcli.errors import RequestTimeout
 
-    async def late(self: Client) -> None:
+    def late(self: Exchange, *args: object) -> Iterator[object]:
         raise RequestTimeout("initialize timed out after 0.0s")
+        yield  # a flow
 
-    monkeypatch.setattr(Client, "_negotiate", late)
+    monkeypatch.setattr(Exchange, "negotiate", late)
     r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--timeout", "0.001", "--", *fake_server())
     assert r.code == 124, r
     assert r.stderr == _HANDSHAKE_TIMEOUT.format("0.001")

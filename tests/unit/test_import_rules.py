@@ -21,6 +21,8 @@ ROOT = Path(mcpcli.__file__).parent
 
 #: The foundations: any unit may import them; they import only each other.
 FOUNDATIONS = frozenset({
+    # The protocol core: what goes on the wire, decided without I/O (the standard library only).
+    "mcpcli.core",
     "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
