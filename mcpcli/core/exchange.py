@@ -21,7 +21,7 @@ on-disk cache in practice), so the core itself touches nothing.
 from __future__ import annotations
 
 import itertools
-import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -87,7 +87,14 @@ __all__ = [
     "version_of",
 ]
 
-log = logging.getLogger("mcpcli.client")
+
+
+def _log(level: str, message: str, *args: Any) -> None:
+    """Log through `mcpcli.client`'s logger when logging is in use: the one-shot fast path
+    never imports it (about 4 ms, with threading), and there nothing would show anyway."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        getattr(logging.getLogger("mcpcli.client"), level)(message, *args)
 
 JSON = dict[str, Any]
 
@@ -249,7 +256,7 @@ class Exchange:
             try:
                 yield from self.initialize(LATEST_LEGACY)
             except (RPCError, ProtocolError) as exc:
-                log.debug("initialize failed on a remembered legacy server (%s); probing", exc)
+                _log("debug", "initialize failed on a remembered legacy server (%s); probing", exc)
                 memory.remember_legacy(None)
             else:
                 if version_of(self.server_info) != remembered.get("version"):
@@ -272,7 +279,7 @@ class Exchange:
             # is modern and refuses `initialize`: ask it again, without a probe's bound.
             if exc.supported and pick_version(exc.supported, prefer=MODERN_VERSIONS) is None:
                 raise
-            log.debug("initialize refused (%s); the server is modern after all", exc)
+            _log("debug", "initialize refused (%s); the server is modern after all", exc)
             choice = pick_version(exc.supported, prefer=MODERN_VERSIONS) or LATEST_MODERN
             yield from self._discover(choice, probe=False)
             return
@@ -324,7 +331,7 @@ class Exchange:
             except RPCError as exc:
                 if not probe or is_modern_error(exc.code, exc.data):
                     raise
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
+                _log("debug", "server/discover failed (%s); falling back to initialize", exc)
                 return False
             except TransportError as exc:
                 # An HTTP error status: a legacy server that does not know the method
@@ -333,12 +340,12 @@ class Exchange:
                 broken_answer = isinstance(exc, ProtocolError) and exc.request_id is not None
                 if not probe or (exc.status is None and not broken_answer):
                     raise
-                log.debug("server/discover failed (%s); falling back to initialize", exc)
+                _log("debug", "server/discover failed (%s); falling back to initialize", exc)
                 return False
             except RequestTimeout:
                 if not probe or not traits.silence_is_legacy:
                     raise
-                log.debug("no answer to server/discover; falling back to initialize")
+                _log("debug", "no answer to server/discover; falling back to initialize")
                 return False
             if not self._adopt_discover(result, version):
                 offered = offered_versions(result)
@@ -414,7 +421,7 @@ class Exchange:
             except (RPCError, TransportError) as exc:
                 if not looks_legacy(exc):
                     raise
-                log.debug("%s failed (%s); the cached era may be stale: probing again", method, exc)
+                _log("debug", "%s failed (%s); the cached era may be stale: probing again", method, exc)
                 yield from self.renegotiate()
         return (yield from self._request(method, params, on_progress, timeout, max_timeout))
 
@@ -524,7 +531,7 @@ class Exchange:
             if exc.code != HEADER_MISMATCH or not mirrors:
                 raise
             # The tool may have changed since we listed it: list again, retry once.
-            log.debug("tools/call: header mismatch (%s); listing tools again", exc)
+            _log("debug", "tools/call: header mismatch (%s); listing tools again", exc)
             yield ListTools()
             result = yield from self.request("tools/call", params, **limits)
         return Called(result, task_of(result, self.era), token)
@@ -568,14 +575,14 @@ class Exchange:
             if nxt in seen:
                 if on_repeat == "raise":
                     raise PageRepeat(f"{method}: the server repeated cursor {nxt!r}")
-                log.warning("%s: the server repeated cursor %r; stopping", method, nxt)
+                _log("warning", "%s: the server repeated cursor %r; stopping", method, nxt)
                 break
             seen.add(nxt)
             cursor = nxt
         else:
             if on_repeat == "raise":
                 raise PageRepeat(f"{method}: stopped after {MAX_PAGES} pages")
-            log.warning("%s: stopped after %d pages", method, MAX_PAGES)
+            _log("warning", "%s: stopped after %d pages", method, MAX_PAGES)
         out = dict(first or {})
         out[key] = items
         out.pop("nextCursor", None)

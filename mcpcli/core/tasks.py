@@ -9,7 +9,6 @@ is shared by the anyio client, the daemon and the one-shot fast path.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -99,6 +98,8 @@ class Task:
         """Seconds until the next poll: the server's interval, bounded, with 10% jitter."""
         base = self.poll_interval_ms / 1000 if self.poll_interval_ms is not None else DEFAULT_POLL
         base = min(max(base, MIN_POLL), MAX_POLL)
+        import random  # only where tasks are followed: the one-shot path never is
+
         return base * random.uniform(1.0, 1.1)  # noqa: S311 - jitter, not a secret
 
 
