@@ -11,7 +11,6 @@ path's after all (nothing final yet).
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -19,6 +18,13 @@ import time
 from mcpcli import jsonrpc
 from mcpcli.core.exchange import Exchange, ExitedOnProbe, PageRepeat, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
+from mcpcli.core.requests import (
+    RequestClock,
+    cancel_notice,
+    cancels_on_giving_up,
+    outgoing_request,
+    timed_out_message,
+)
 from mcpcli.core.tasks import may_become_task, server_accepts_tasks
 from mcpcli.errors import (
     MessageTooLarge,
@@ -395,24 +401,18 @@ class SyncClient:
 
             if carried_by(method):
                 params = with_meta(params or {}, self.trace)  # as `Client._send`, before the token
-        if progress_token:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params["_meta"] = meta
-        tmo = self.timeout if timeout is True else math.inf if timeout is None else float(timeout)
+        request = outgoing_request(method, params, request_id, progress_token=progress_token)
         now = time.monotonic()
-        hard = now + (self.max_timeout if max_timeout is True else math.inf if max_timeout is None
-                      else float(max_timeout))
-        deadline = min(now + tmo, hard)
-        last_progress: list[float] = []
+        clock = RequestClock.start(now, self.timeout if timeout is True else _seconds(timeout),
+                                   self.max_timeout if max_timeout is True else _seconds(max_timeout))
+        deadline = clock.deadline
         self.write_by = deadline if self.handshake_deadline is None else min(deadline, self.handshake_deadline)
         try:
             # Inside the try: a Ctrl-C or SIGTERM landing right after the write still
             # cancels the request the server has (it may be reading it already).
-            self.server.send(jsonrpc.Request(method, params, request_id), self.write_by)
+            self.server.send(request, self.write_by)
             while True:
-                limit = deadline
+                limit = clock.deadline
                 if self.handshake_deadline is not None:
                     limit = min(limit, self.handshake_deadline)
                 self.write_by = limit
@@ -421,37 +421,33 @@ class SyncClient:
                 if item is None:
                     if self.handshake_deadline is not None and time.monotonic() >= self.handshake_deadline:
                         raise _HandshakeTimeout
-                    if time.monotonic() < deadline:
+                    if clock.remaining(time.monotonic()) > 0:
                         continue
-                    if cancel_on_timeout and method != "initialize":
+                    if cancel_on_timeout and cancels_on_giving_up(method):
                         self._cancel(request_id, "timed out")
-                    raise RequestTimeout(f"{method} timed out after {time.monotonic() - now:.1f}s")
+                    raise RequestTimeout(timed_out_message(method, time.monotonic() - now))
                 if isinstance(item, (jsonrpc.Response, jsonrpc.ErrorResponse)) and item.id == request_id \
                         and type(item.id) is type(request_id):
                     if isinstance(item, jsonrpc.Response):
                         return item.result
                     raise rpc_error_from(item.error)
                 if isinstance(item, jsonrpc.Notification) and item.method == "notifications/progress":
-                    token = (item.params or {}).get("progressToken")
-                    if _is_key(token, request_id):
-                        value = (item.params or {}).get("progress")
-                        if isinstance(value, (int, float)):
-                            if last_progress and value <= last_progress[0]:
-                                continue
-                            last_progress[:] = [float(value)]
-                        deadline = min(time.monotonic() + tmo, hard)
+                    progress = item.params or {}
+                    if _is_key(progress.get("progressToken"), request_id):
+                        clock.progressed(progress, time.monotonic())
                         continue
                 if isinstance(item, ProtocolError) and _is_key(item.request_id, request_id):
                     raise item
                 self._dispatch(item)
         except KeyboardInterrupt:
-            if method != "initialize" and self.closed is None:
+            if cancels_on_giving_up(method) and self.closed is None:
                 self._cancel(request_id, "cancelled by the user")
             raise
 
     def _cancel(self, request_id: int, reason: str) -> None:
+        notice = cancel_notice(request_id, reason)
         try:
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            self.notify(notice.method, notice.params)
         except ServerExited:
             pass
 
@@ -595,6 +591,10 @@ class SyncClient:
             cache.remember(cache_target, "tools/list", listing)
         exchange.set_tools(listing)
         return listing
+
+
+def _seconds(value: float | bool | None) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _capabilities(era: str) -> JSON:
