@@ -614,27 +614,23 @@ def _is_key(value: Any, request_id: int) -> bool:
 def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str], target: str | None,
           probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
-    from mcpcli.args import build_arguments, read_json_source
+    from mcpcli.args import UnknownTool, call_arguments, needs_listing, read_json_source
 
     tool = call["tool"]
     base = read_json_source(call["json"]) if call["json"] is not None else None
     client.negotiate(command_line, probe_timeout)
     exchange = client.exchange
-    schema = None
     validate = call["validate"]
-    if validate or call["args"]:
+    definition = None
+    if needs_listing(call["args"], validate=validate):
         client.list_tools(cache_target=target)
         definition = exchange.known_tool(tool)
-        if definition is None and validate:
-            # A capability the one-shot path never declares (sampling, URL elicitation, roots)
-            # may hide it: the full path says so (`mcpcli.hidden_tools`).
-            raise Fallback
-        schema = definition.get("inputSchema") if definition is not None else None
-    arguments = build_arguments(call["args"], schema=schema, base=base)
-    if validate and isinstance(schema, dict):
-        from mcpcli.validation import check
-
-        check(schema, arguments)
+    try:
+        arguments = call_arguments(tool, definition, call["args"], base=base, validate=validate)
+    except UnknownTool:
+        # A capability the one-shot path never declares (sampling, URL elicitation, roots)
+        # may hide it: the full path says so (`mcpcli.hidden_tools`).
+        raise Fallback from None
     if exchange.era == "legacy" and exchange.tools is None and server_accepts_tasks(exchange.capabilities):
         client.list_tools()  # whether the call asks for a task depends on the tool
     if may_become_task(exchange.era, exchange.capabilities, exchange.known_tool(tool)):
