@@ -18,7 +18,13 @@ from mcpcli.errors import (
     TransportError,
     UnsupportedVersionError,
 )
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, LATEST_LEGACY, LATEST_MODERN, PROTOCOL_VERSION_KEY, TASKS_EXTENSION
+from mcpcli.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    LATEST_LEGACY,
+    LATEST_MODERN,
+    PROTOCOL_VERSION_KEY,
+    TASKS_EXTENSION,
+)
 
 JSON = dict[str, Any]
 Reply = JSON | Exception | Callable[[Op], Any]
