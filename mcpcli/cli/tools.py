@@ -276,7 +276,7 @@ async def _call_and_print(
         task_options,
         warn_no_task,
     )
-    from mcpcli.tasks import task_of
+    from mcpcli.client.tasks import task_of
 
     if as_task or detach:
         warn_no_task(app, client, tool)

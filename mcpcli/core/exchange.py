@@ -536,6 +536,10 @@ class Exchange:
             result = yield from self.request("tools/call", params, **limits)
         return Called(result, task_of(result, self.era), token)
 
+    def listen_params(self, notifications: JSON) -> JSON:
+        """A 2026-07-28 `subscriptions/listen`'s params: what is wanted, and the request `_meta`."""
+        return {"notifications": notifications, "_meta": {**self.meta, **self.request_meta(self.protocol_version)}}
+
     def ping(self) -> Flow[str]:
         """A round trip: `ping` on legacy servers, `server/discover` on modern ones
         (2026-07-28 removed `ping`); the method used."""

@@ -1,7 +1,7 @@
 """MCP tasks as the protocol defines them, without I/O: a task's state, whether a call
 becomes one, what a finished one means.
 
-Two designs exist (see `mcpcli.tasks`, which follows a task to its end on anyio):
+Two designs exist (see `mcpcli.client.tasks`, which follows a task to its end on anyio):
 2025-11-25 core tasks, which the client asks for with `params.task`, and the 2026-07-28
 extension `io.modelcontextprotocol/tasks`, where the server decides. Everything here
 is shared by the anyio client, the daemon and the one-shot fast path.

@@ -14,15 +14,22 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import __version__, spans, tracecontext
+from mcpcli import spans, tracecontext
+from mcpcli.client.options import ClientOptions
+from mcpcli.client.subscriptions import Subscriptions
+from mcpcli.client.tasks import TaskOptions, TaskWaiter
 from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
 from mcpcli.core.tasks import Task
@@ -32,19 +39,17 @@ from mcpcli.errors import (
     RequestTimeout,
     RPCError,
     ServerExited,
-    TransportError,
     UnsupportedVersionError,
     handshake_timeout,
 )
 from mcpcli.handshake import with_meta
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, SUBSCRIPTION_ID_KEY, Era
-from mcpcli.session import ProgressHandler, RequestContext, Session, SlowHandler, Tracer
-from mcpcli.tasks import TaskOptions, TaskWaiter
+from mcpcli.protocol import RELATED_TASK_KEY, Era
+from mcpcli.session import ProgressHandler, RequestContext, Session
 from mcpcli.tracecontext import TraceContext
 from mcpcli.transports import Envelope, Transport
 
-__all__ = ["Client", "ClientFeatures", "ClientOptions", "Subscription", "caused_by"]
+__all__ = ["Client", "caused_by"]
 
 if TYPE_CHECKING:
     from mcpcli.core.exchange import EraMemory
@@ -53,9 +58,6 @@ log = logging.getLogger("mcpcli.client")
 T = TypeVar("T")
 
 JSON = dict[str, Any]
-Elicitor = Callable[[JSON], Awaitable[JSON]]
-Sampler = Callable[[JSON], Awaitable[JSON]]
-NotificationCallback = Callable[[str, JSON], None]
 #: Sees notifications before anyone else; True means it consumed the notification.
 NotificationTap = Callable[[str, JSON], bool]
 
@@ -71,95 +73,6 @@ ROOTS_WAIT = 0.3
 #: After answering `roots/list`: servers apply roots asynchronously (the official
 #: filesystem server checks each directory), so the first request waits this long.
 ROOTS_SETTLE = 0.05
-
-
-async def _decline(params: JSON) -> JSON:
-    return {"action": "decline"}
-
-
-@dataclass
-class ClientFeatures:
-    """What this client answers when a server asks: elicitation, sampling, roots.
-
-    A capability is declared only when we really answer it. Elicitation is always
-    answered (declining is an answer); sampling needs a `sample` callback and
-    roots a list.
-    """
-
-    elicit: Elicitor = _decline
-    sample: Sampler | None = None
-    roots: list[JSON] | None = None
-    #: Whether URL-mode elicitation can be shown to a person (a TTY).
-    elicit_url: bool = False
-
-    def capabilities(self, era: Era) -> JSON:
-        caps: JSON = {}
-        elicitation: JSON = {"form": {}}
-        if self.elicit_url:
-            elicitation["url"] = {}
-        caps["elicitation"] = elicitation
-        if self.sample is not None:
-            caps["sampling"] = {}
-        if self.roots is not None:
-            caps["roots"] = {} if era == "modern" else {"listChanged": False}
-        return caps
-
-
-@dataclass
-class ClientOptions:
-    client_info: JSON = field(
-        default_factory=lambda: {"name": "mcpcli", "title": "mcpcli", "version": __version__}
-    )
-    #: Force one protocol version (skips negotiation across eras).
-    protocol: str | None = None
-    timeout: float | None = 60.0
-    max_timeout: float | None = 3600.0
-    #: How long a stdio server may stay silent on the era probe before we call it legacy.
-    probe_timeout: float = 5.0
-    log_level: str | None = None
-    features: ClientFeatures = field(default_factory=ClientFeatures)
-    on_notification: NotificationCallback | None = None
-    on_error: Callable[[Exception], None] | None = None
-    trace: Tracer | None = None
-    #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
-    #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
-    meta: JSON = field(default_factory=dict)
-    #: The trace every request continues (`--traceparent`, `TRACEPARENT`): its
-    #: `traceparent` and `tracestate` go into each request's `_meta`, in every era. The
-    #: request being handled here (`tracecontext.current`: a gateway's) comes first.
-    trace_context: TraceContext | None = None
-    #: Reuse and store what was learnt of the server's era (a cached `server/discover`
-    #: result, a stdio command line remembered as legacy). False: always a live probe
-    #: (`mcp check` judges the handshake itself).
-    remember_era: bool = True
-    #: Told when a request has gone `slow_after` seconds unanswered (see `Session`): a
-    #: person at a terminal is shown what is awaited from whom.
-    on_slow: SlowHandler | None = None
-    slow_after: float = 3.0
-    #: Told what the client did on its own that a person tracing wants to know (a server
-    #: started again after it exited on the era probe); `--trace` prints it.
-    note: Callable[[str], None] | None = None
-    # Hooks for a client that relays for another (the gateway's upstream client):
-    #: The capabilities declared in an era, given the features' (a 2026-07-28 request
-    #: carries them, so a relay may declare its own client's).
-    declare: Callable[[Era, JSON], JSON] | None = None
-    #: Answers one 2026-07-28 input round `((key, method, params), ...)` as a whole;
-    #: None from it: answer with the features, one by one.
-    answer_round: Callable[[tuple[tuple[str, str, JSON], ...]], Awaitable[JSON | None]] | None = None
-    #: Answers the server's requests (all but `ping`) instead of the features.
-    serve_request: Callable[[str, JSON], Awaitable[JSON]] | None = None
-
-
-@dataclass
-class Subscription:
-    """Notifications delivered to one `subscribe` consumer."""
-
-    methods: frozenset[str]
-    send: MemoryObjectSendStream[JSON]
-    #: Modern servers tag notifications with the listen request's id, learnt from the ack.
-    subscription_id: Any = None
-    acked: anyio.Event = field(default_factory=anyio.Event)
-    error: BaseException | None = None
 
 
 class Client:
@@ -182,7 +95,7 @@ class Client:
         self._stack: AsyncExitStack | None = None
         #: The transport's connection and the session on it (replaced by a restart).
         self._link: AsyncExitStack | None = None
-        self._subscriptions: list[Subscription] = []
+        self._subscriptions = Subscriptions(self)
         self._taps: list[NotificationTap] = []
         #: The last `list_tools` answer came from the on-disk cache (its ttlMs allowed it).
         self.tools_from_cache = False
@@ -510,25 +423,7 @@ class Client:
         for tap in list(self._taps):
             if tap(note.method, params):
                 return
-        meta = params.get("_meta")
-        sid = meta.get(SUBSCRIPTION_ID_KEY) if isinstance(meta, dict) else None
-        if note.method == "notifications/subscriptions/acknowledged":
-            for sub in self._subscriptions:
-                if not sub.acked.is_set():
-                    sub.subscription_id = sid
-                    sub.acked.set()
-                    return
-        delivered = False
-        for sub in self._subscriptions:
-            if note.method not in sub.methods:
-                continue
-            if sub.subscription_id is not None and sid is not None and sid != sub.subscription_id:
-                continue
-            try:
-                sub.send.send_nowait({"method": note.method, "params": params})
-                delivered = True
-            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass
+        delivered = self._subscriptions.deliver(note.method, params)
         if note.method == "notifications/tools/list_changed":
             self.exchange.tools = None
         callback = self.options.on_notification
@@ -603,7 +498,7 @@ class Client:
         meta: JSON | None = None,
     ) -> JSON:
         """Call a tool and return its result, running it as a task where the server
-        wants one (see `mcpcli.tasks`): the task is followed to its end, unless
+        wants one (see `mcpcli.client.tasks`): the task is followed to its end, unless
         `task.detach` asks for the CreateTaskResult itself. `timeout`/`max_timeout`
         bound the `tools/call` request as `request` does (the daemon's `call` op passes
         the command's, since its session has no default), and `meta` is this call's
@@ -710,121 +605,18 @@ class Client:
         if self.era == "legacy":
             await self.request("logging/setLevel", {"level": level})
 
-    @asynccontextmanager
-    async def subscribe(
+    def subscribe(
         self,
         *,
         resources: list[str] | None = None,
         tools: bool = False,
         prompts: bool = False,
         resource_list: bool = False,
-    ) -> AsyncIterator[MemoryObjectReceiveStream[JSON]]:
-        """Yield a stream of change notifications until the block exits.
+    ) -> AbstractAsyncContextManager[MemoryObjectReceiveStream[JSON]]:
+        """A stream of change notifications until the block exits.
 
         Legacy servers get `resources/subscribe` for each URI and deliver list
         changes on their own; modern servers get one `subscriptions/listen`.
         """
-        methods = set()
-        if resources:
-            methods.add("notifications/resources/updated")
-        if tools:
-            methods.add("notifications/tools/list_changed")
-        if prompts:
-            methods.add("notifications/prompts/list_changed")
-        if resource_list:
-            methods.add("notifications/resources/list_changed")
-        send, receive = anyio.create_memory_object_stream[JSON](256)
-        sub = Subscription(frozenset(methods), send)
-        self._subscriptions.append(sub)
-        try:
-            async with send, receive:
-                if self.era == "legacy":
-                    async with self._legacy_subscribe(resources or []):
-                        yield receive
-                else:
-                    async with self._listen(sub, resources, tools, prompts, resource_list):
-                        yield receive
-        finally:
-            self._subscriptions.remove(sub)
-
-    @asynccontextmanager
-    async def _legacy_subscribe(self, uris: list[str]) -> AsyncIterator[None]:
-        # Streamable HTTP delivers unrelated server messages on a GET stream.
-        await self.transport.open_standalone_stream()
-        for uri in uris:
-            await self.request("resources/subscribe", {"uri": uri})
-        try:
-            yield
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                for uri in uris:
-                    try:
-                        await self.request("resources/unsubscribe", {"uri": uri})
-                    except (RPCError, TransportError, RequestTimeout):
-                        break
-
-    @asynccontextmanager
-    async def _listen(
-        self,
-        sub: Subscription,
-        resources: list[str] | None,
-        tools: bool,
-        prompts: bool,
-        resource_list: bool,
-    ) -> AsyncIterator[None]:
-        wanted: JSON = {}
-        if tools:
-            wanted["toolsListChanged"] = True
-        if prompts:
-            wanted["promptsListChanged"] = True
-        if resource_list:
-            wanted["resourcesListChanged"] = True
-        if resources:
-            wanted["resourceSubscriptions"] = list(resources)
-        params: JSON = {"notifications": wanted,
-                        "_meta": {**self.options.meta, **self.exchange.request_meta(self.protocol_version)}}
-
-        async def listen() -> None:
-            try:
-                await self._send(
-                    "subscriptions/listen",
-                    params,
-                    timeout=None,
-                    max_timeout=None,
-                    progress_token=False,
-                    headers=self.request_headers("subscriptions/listen", params),
-                )
-            except (RPCError, TransportError) as exc:
-                sub.error = exc
-            finally:
-                # The server ended the subscription (or it failed): end the stream.
-                sub.acked.set()
-                sub.send.close()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(listen)
-            with anyio.move_on_after(self.options.timeout):
-                await sub.acked.wait()
-            if not sub.acked.is_set():
-                # A typed timeout (exit 124), not anyio's bare TimeoutError (an "internal error").
-                raise RequestTimeout(
-                    f"subscriptions/listen was not acknowledged within {self.options.timeout:g}s"
-                )
-            if sub.error is not None:
-                raise sub.error
-            yield
-            tg.cancel_scope.cancel()
-
-
-def _asked_version(params: JSON | None) -> str | None:
-    """The revision a handshake request asks for (`server/discover`'s `_meta`, `initialize`'s)."""
-    params = params or {}
-    meta = params.get("_meta")
-    asked = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else params.get("protocolVersion")
-    return asked if isinstance(asked, str) else None
-
-
-def _session_id(transport: Transport) -> str | None:
-    """The Streamable HTTP session a request belongs to (`Mcp-Session-Id`), if any."""
-    session_id = getattr(transport, "session_id", None)
-    return session_id if isinstance(session_id, str) else None
+        return self._subscriptions.subscribe(resources=resources, tools=tools, prompts=prompts,
+                                             resource_list=resource_list)

@@ -64,7 +64,7 @@ __all__ = [
     "task_support",
 ]
 
-log = logging.getLogger("mcpcli.tasks")
+log = logging.getLogger("mcpcli.client.tasks")
 
 JSON = dict[str, Any]
 
