@@ -13,7 +13,6 @@ message intact, and a cancelled request that leaves the connection usable.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -182,12 +181,20 @@ async def test_a_cancelled_request_leaves_the_connection_usable(kind: str, reque
 
 
 def test_the_suite_covers_every_transport() -> None:
-    """A new transport joins TRANSPORTS, or this fails: each kind of `Transport` in the
-    package is exercised here (the HTTP one twice: Streamable and legacy SSE)."""
+    """A new transport joins TRANSPORTS, or this fails: every `Transport` the package defines
+    is one of those exercised here (the HTTP one twice: Streamable and legacy SSE)."""
+    import importlib
     import pkgutil
 
     import mcpcli.transports as package
+    from mcpcli.transports import Transport
 
-    modules = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
-    assert modules == {"daemon", "http", "memory", "sse", "stdio", "streamable_http"}, modules
-    assert os.path.basename(str(CONTRACT)) == "contract.yaml"
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"mcpcli.transports.{module.name}")
+
+    def subclasses(cls: type) -> set[type]:
+        return {sub for direct in cls.__subclasses__() for sub in {direct, *subclasses(direct)}}
+
+    ours = {cls.__name__ for cls in subclasses(Transport) if cls.__module__.startswith("mcpcli.transports")}
+    assert ours == {"InProcessTransport", "StdioTransport", "StreamableHttpTransport", "SseTransport",
+                    "DaemonTransport"}, ours
