@@ -36,7 +36,7 @@ from mcpcli.errors import (
     UsageError,
     handshake_timeout,
 )
-from mcpcli.handshake import rpc_error_from
+from mcpcli.handshake import rpc_error_from, with_meta
 from mcpcli.protocol import MAX_MESSAGE_BYTES, RELATED_TASK_KEY
 
 TYPE_CHECKING = False

@@ -44,7 +44,7 @@ from mcpcli.errors import (
 )
 from mcpcli.handshake import with_meta
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.protocol import RELATED_TASK_KEY, Era
+from mcpcli.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, Era
 from mcpcli.session import ProgressHandler, RequestContext, Session
 from mcpcli.tracecontext import TraceContext
 from mcpcli.transports import Envelope, Transport
@@ -620,3 +620,17 @@ class Client:
         """
         return self._subscriptions.subscribe(resources=resources, tools=tools, prompts=prompts,
                                              resource_list=resource_list)
+
+
+def _asked_version(params: JSON | None) -> str | None:
+    """The revision a handshake request asks for (`server/discover`'s `_meta`, `initialize`'s)."""
+    params = params or {}
+    meta = params.get("_meta")
+    asked = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else params.get("protocolVersion")
+    return asked if isinstance(asked, str) else None
+
+
+def _session_id(transport: Transport) -> str | None:
+    """The Streamable HTTP session a request belongs to (`Mcp-Session-Id`), if any."""
+    session_id = getattr(transport, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
