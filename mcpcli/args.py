@@ -22,14 +22,14 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from mcpcli.errors import ArgumentError, UsageError
 
 __all__ = [
-    "build_arguments", "coerce", "meta_items", "parse_item", "prompt_schema", "read_json_source", "resolve_ref",
-    "schema_types", "type_label", "unknown_tool",
+    "UnknownTool", "build_arguments", "call_arguments", "coerce", "meta_items", "needs_listing", "parse_item",
+    "prompt_schema", "read_json_source", "resolve_ref", "schema_types", "type_label", "unknown_tool",
 ]
 
 JSON = dict[str, Any]
@@ -420,15 +420,55 @@ def prompt_schema(prompt: JSON) -> JSON:
     return schema
 
 
-def unknown_tool(name: str, listing: JSON) -> UsageError:
-    """The error for a tool the listing lacks, with the closest names as the hint: one
-    place, so `mcp tools call` and the daemon's `call` op (the `@NAME` fast path) say it alike."""
-    import difflib
+class UnknownTool(UsageError):
+    """A tool the server's listing lacks (exit 2, with the closest names as the hint)."""
 
-    names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
-    close = difflib.get_close_matches(name, names, n=3)
-    hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
-    return UsageError(f"unknown tool {name!r}", hint=hint)
+    def __init__(self, name: str, listing: JSON) -> None:
+        import difflib
+
+        names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
+        super().__init__(f"unknown tool {name!r}", hint=hint)
+        self.tool = name
+
+
+def unknown_tool(name: str, listing: JSON) -> UnknownTool:
+    """The error for a tool the listing lacks: one place, so every path says it alike."""
+    return UnknownTool(name, listing)
+
+
+def needs_listing(items: Sequence[str], *, validate: bool) -> bool:
+    """Whether a tool call must list the tools first: to check the arguments, or to type
+    `--arg` values by the schema (`--args` JSON alone with --no-validate needs nothing)."""
+    return validate or bool(items)
+
+
+def call_arguments(
+    name: str,
+    definition: JSON | None,
+    items: Sequence[str],
+    *,
+    base: JSON | None,
+    validate: bool,
+    listing: JSON | None = None,
+    stdin: Callable[[], str] | None = None,
+) -> JSON:
+    """`mcp tools call`'s arguments, the same on every path (the full one, the daemon's
+    `call` op, the one-shot fast path): `--arg` items typed by the tool's input schema over
+    the `--args` `base`, then checked against it unless `validate` is off. A tool that is
+    not listed is `UnknownTool` when validating (`listing` words the hint)."""
+    if definition is None and validate:
+        raise UnknownTool(name, listing or {})
+    schema = definition.get("inputSchema") if definition is not None else None
+    arguments = build_arguments(items, schema=schema, base=base, stdin=stdin)
+    if validate and isinstance(schema, dict):
+        # Plainly valid arguments never import jsonschema (about 90 ms of CPU, more than
+        # the rest of a call's imports): `check` imports it only for a schema that needs it.
+        from mcpcli.validation import check
+
+        check(schema, arguments)
+    return arguments
 
 
 def _reserved_meta_key(key: str) -> bool:

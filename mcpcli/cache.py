@@ -117,3 +117,43 @@ def tool_names(target: str) -> list[str]:
 
 def prompt_names(target: str) -> list[str]:
     return names(target, "prompts/list", "prompts")
+
+
+class EraRecords:
+    """What era negotiation remembers across runs (`mcpcli.core.exchange.EraMemory`): a
+    stdio command line that was legacy last time, and a 2026-07-28 URL's cacheable
+    `server/discover` result. Either key may be None (nothing remembered for it)."""
+
+    def __init__(self, command_line: list[str] | tuple[str, ...] | None, url_key: str | None) -> None:
+        self._era_key = "stdio:" + json.dumps(list(command_line)) if command_line else None
+        self._url_key = url_key or None
+
+    def remembered_legacy(self) -> JSON | None:
+        if self._era_key is None:
+            return None
+        record = load(self._era_key, "era")
+        result = record.get("result") if record else None
+        if isinstance(result, dict) and result.get("era") == "legacy":
+            return result
+        return None
+
+    def remember_legacy(self, server_info: JSON | None) -> None:
+        if self._era_key is None:
+            return
+        if server_info is None:
+            forget(self._era_key, "era")
+            return
+        from mcpcli.handshake import version_of
+
+        store(self._era_key, "era", {"era": "legacy", "version": version_of(server_info)})
+
+    def cached_discover(self) -> JSON | None:
+        return fresh(self._url_key, "server/discover") if self._url_key is not None else None
+
+    def store_discover(self, result: JSON) -> None:
+        if self._url_key is not None:
+            store(self._url_key, "server/discover", result)
+
+    def forget_discover(self) -> None:
+        if self._url_key is not None:
+            store(self._url_key, "server/discover", {})  # no ttlMs: never fresh

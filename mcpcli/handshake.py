@@ -44,6 +44,7 @@ __all__ = [
     "request_meta",
     "round_kind",
     "rpc_error_from",
+    "version_of",
     "with_meta",
 ]
 
@@ -61,6 +62,11 @@ class Handshake:
     instructions: str | None
     #: The modern versions the server offered (`server/discover` only).
     supported_versions: list[str] | None = None
+
+
+def version_of(server_info: JSON) -> str:
+    """`name version` of a server: what a remembered era is checked against."""
+    return f"{server_info.get('name', '')} {server_info.get('version', '')}".strip()
 
 
 def request_meta(version: str, client_info: JSON, capabilities: JSON, log_level: str | None = None) -> JSON:

@@ -91,7 +91,7 @@ CACHEABLE_METHODS = frozenset(
 # Only these methods may answer with an InputRequiredResult (MRTR).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
-# Tasks, for the client (`mcpcli.tasks`) and the server (`mcpcli.server.tasks`).
+# Tasks, for the client (`mcpcli.client.tasks`) and the server (`mcpcli.server.tasks`).
 #: The 2026-07-28 extension's identifier (client capabilities, server/discover, -32021 data).
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: `_meta` key tying requests and results to their task (2025-11-25).

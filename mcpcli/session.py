@@ -21,6 +21,13 @@ import anyio
 from anyio.abc import TaskGroup
 
 from mcpcli import jsonrpc
+from mcpcli.core.requests import (
+    RequestClock,
+    cancel_notice,
+    cancels_on_giving_up,
+    outgoing_request,
+    timed_out_message,
+)
 from mcpcli.errors import (
     ConnectionClosed,
     McpCliError,
@@ -51,6 +58,11 @@ log = logging.getLogger("mcpcli.session")
 
 #: How much of an unexpected exception's message goes into its log line.
 _LOG_MESSAGE_MAX = 300
+
+
+def _seconds(value: float | bool | None) -> float | None:
+    """A time bound as a number of seconds (None: none)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> None:
@@ -152,25 +164,14 @@ def user_interaction() -> AbstractContextManager[None]:
 @dataclass(slots=True)
 class _Pending:
     method: str
-    timeout: float | None
-    hard_deadline: float
-    deadline: float
+    clock: RequestClock
     on_progress: ProgressHandler | None
     done: anyio.Event = field(default_factory=anyio.Event)
     result: dict[str, Any] | None = None
     error: McpCliError | None = None
-    last_progress: float | None = None
 
     def progressed(self, params: dict[str, Any]) -> None:
-        # Progress must increase; a repeated or lower value does not extend the deadline.
-        value = params.get("progress")
-        if isinstance(value, (int, float)):
-            if self.last_progress is not None and value <= self.last_progress:
-                return
-            self.last_progress = float(value)
-        if self.timeout is not None:
-            self.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
-        if self.on_progress is not None:
+        if self.clock.progressed(params, anyio.current_time()) and self.on_progress is not None:
             self.on_progress(params)
 
 
@@ -427,39 +428,26 @@ class Session:
         hard = self.max_timeout if max_timeout is True else max_timeout
         if request_id is None:
             request_id = self.next_id()
-        if progress_token:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params["_meta"] = meta
+        request = outgoing_request(method, params, request_id, progress_token=progress_token)
         now = anyio.current_time()
-        hard_deadline = now + hard if isinstance(hard, (int, float)) else math.inf
-        deadline = min(now + tmo, hard_deadline) if isinstance(tmo, (int, float)) else hard_deadline
-        pending = _Pending(
-            method,
-            float(tmo) if isinstance(tmo, (int, float)) else None,
-            hard_deadline,
-            deadline,
-            on_progress,
-        )
+        clock = RequestClock.start(now, _seconds(tmo), _seconds(hard))
+        pending = _Pending(method, clock, on_progress)
         self._pending[request_id] = pending
         paused_at_start = _CLOCK.paused_so_far()
-        bounded = tmo is not None or hard is not None
-        slow_at = now + self.slow_after if self.on_slow is not None and bounded else math.inf
+        slow_at = now + self.slow_after if self.on_slow is not None and clock.bounded else math.inf
         slow_done: Callable[[], None] | None = None
         try:
-            await self.send(Envelope(Request(method, params, request_id), related_request_id, headers))
+            await self.send(Envelope(request, related_request_id, headers))
             while not pending.done.is_set():
                 paused = _CLOCK.paused_so_far() - paused_at_start
                 current = anyio.current_time()
-                remaining = pending.deadline + paused - current
+                remaining = clock.remaining(current, paused)
                 if _CLOCK.depth:
                     remaining = max(remaining, 0.5)  # look again once the person is done
                 if remaining <= 0:
-                    if cancel_on_timeout and method != "initialize":
+                    if cancel_on_timeout and cancels_on_giving_up(method):
                         await self._cancel_remote(request_id, "timed out")
-                    waited = anyio.current_time() - now
-                    raise RequestTimeout(f"{method} timed out after {waited:.1f}s")
+                    raise RequestTimeout(timed_out_message(method, anyio.current_time() - now))
                 if slow_at != math.inf:
                     until_slow = slow_at + paused - current
                     if _CLOCK.depth:
@@ -476,7 +464,7 @@ class Session:
                     with anyio.CancelScope(deadline=current + remaining):
                         await pending.done.wait()
         except anyio.get_cancelled_exc_class():
-            if method != "initialize" and not pending.done.is_set():
+            if cancels_on_giving_up(method) and not pending.done.is_set():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                     await self._cancel_remote(request_id, "cancelled by the user")
             raise
@@ -491,9 +479,7 @@ class Session:
 
     async def _cancel_remote(self, request_id: RequestId, reason: str) -> None:
         try:
-            await self.notify(
-                "notifications/cancelled", {"requestId": request_id, "reason": reason}
-            )
+            await self.send(Envelope(cancel_notice(request_id, reason)))
         except ConnectionClosed:
             pass
 

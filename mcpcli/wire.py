@@ -30,6 +30,7 @@ __all__ = [
     "param_headers",
     "same_value",
     "standard_headers",
+    "valid_tools",
 ]
 
 ANNOTATION = "x-mcp-header"
@@ -246,3 +247,17 @@ def declared_params(schema: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[s
         if isinstance(name, str) and name:
             yield name, (*path, key)
         yield from declared_params(sub, (*path, key))
+
+
+def valid_tools(tools: list[Any]) -> tuple[list[Any], list[tuple[str, str]]]:
+    """The tools whose `x-mcp-header` annotations are valid (the 2026-07-28 spec has a client
+    drop the others), and (name, reason) for each dropped."""
+    kept: list[Any] = []
+    dropped: list[tuple[str, str]] = []
+    for tool in tools:
+        reason = invalid_tool_reason(tool) if isinstance(tool, dict) else None
+        if reason is None:
+            kept.append(tool)
+        else:
+            dropped.append((str(tool.get("name")), reason))
+    return kept, dropped

@@ -1,9 +1,12 @@
 """The one-shot stdio fast path's client (`mcpcli.cli.oneshot`): `Client` and `Session` for
 one `tools call`, synchronous, over a server process's pipes.
 
-Imported only once the server is started (it boots while this loads). Mirrors
-`mcpcli.client`, `mcpcli.session` and `StdioTransport` for the common case;
-`_Fallback` says the command is the full path's after all (nothing final yet).
+Imported only once the server is started (it boots while this loads). What goes on the
+wire is decided by the protocol core (`mcpcli.core.exchange`), whose flows this client
+drives exactly as the full path's `Client` does; what is here is the I/O: a server's
+pipes, driven with `selectors`, the session's bookkeeping of one request at a time, and
+the answers of a command without a terminal. `Fallback` says the command is the full
+path's after all (nothing final yet).
 """
 
 from __future__ import annotations
@@ -13,6 +16,16 @@ import sys
 import time
 
 from mcpcli import jsonrpc
+from mcpcli.core.exchange import Exchange, ExitedOnProbe, PageRepeat, ProbeTraits
+from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
+from mcpcli.core.requests import (
+    RequestClock,
+    cancel_notice,
+    cancels_on_giving_up,
+    outgoing_request,
+    timed_out_message,
+)
+from mcpcli.core.tasks import may_become_task, server_accepts_tasks
 from mcpcli.errors import (
     MessageTooLarge,
     ProtocolError,
@@ -20,40 +33,20 @@ from mcpcli.errors import (
     RPCError,
     ServerExited,
     StrayLine,
-    UnsupportedVersionError,
     UsageError,
     handshake_timeout,
 )
-from mcpcli.handshake import (
-    Handshake,
-    next_round,
-    parse_discover,
-    parse_initialize,
-    request_meta,
-    round_kind,
-    rpc_error_from,
-    with_meta,
-)
-from mcpcli.protocol import (
-    CLIENT_CAPABILITIES_KEY,
-    LATEST_LEGACY,
-    LATEST_MODERN,
-    MAX_INPUT_ROUNDS,
-    MAX_MESSAGE_BYTES,
-    MAX_PAGES,
-    RELATED_TASK_KEY,
-    TASKS_EXTENSION,
-    input_requests,
-    is_modern_error,
-)
+from mcpcli.handshake import rpc_error_from, with_meta
+from mcpcli.protocol import MAX_MESSAGE_BYTES, RELATED_TASK_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
-    from typing import Any, TypeAlias
+    from typing import Any, TypeAlias, TypeVar
 
     JSON: TypeAlias = dict[str, Any]
+    T = TypeVar("T")
 
 __all__ = ["GONE", "Fallback", "Stderr", "StdioServer", "SyncClient", "call_tool"]
 
@@ -369,12 +362,12 @@ class SyncClient:
         self.trace = trace or {}
         self.ids = 0
         self.closed: ServerExited | None = None
-        self.era = "legacy"
-        self.protocol_version = ""
-        self.capabilities: JSON = {}
-        self.server_info: JSON = {}
-        self.tools: dict[str, JSON] | None = None
-        self.client_info = {"name": "mcpcli", "title": "mcpcli", "version": __version__}
+        #: The protocol, decided without I/O, as the full path's `Client` decides it.
+        self.exchange = Exchange(
+            client_info={"name": "mcpcli", "title": "mcpcli", "version": __version__},
+            capabilities=_capabilities,
+            timeout=timeout,
+        )
         #: While negotiating: when --timeout runs out for the whole set-up.
         self.handshake_deadline: float | None = None
         #: How long a write may wait for a server that does not read (the request's clock).
@@ -394,9 +387,11 @@ class SyncClient:
             raise self.closed
         self.server.send(jsonrpc.Notification(method, params), self.write_by)
 
-    def request(self, method: str, params: JSON | None, *, timeout: float | None = None,
-                progress_token: bool = True, cancel_on_timeout: bool = True) -> JSON:
-        """`Session.request`: send, answer what the server asks meanwhile, return the result."""
+    def request(self, method: str, params: JSON | None, *, timeout: float | bool | None = True,
+                max_timeout: float | bool | None = True, progress_token: bool = True,
+                cancel_on_timeout: bool = True) -> JSON:
+        """`Session.request`: send, answer what the server asks meanwhile, return the result.
+        `timeout` and `max_timeout` as there: True for the command's, None for none."""
         if self.closed is not None:
             raise self.closed
         self.ids += 1
@@ -406,23 +401,18 @@ class SyncClient:
 
             if carried_by(method):
                 params = with_meta(params or {}, self.trace)  # as `Client._send`, before the token
-        if progress_token:
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = request_id
-            params["_meta"] = meta
-        tmo = self.timeout if timeout is None else timeout
+        request = outgoing_request(method, params, request_id, progress_token=progress_token)
         now = time.monotonic()
-        hard = now + self.max_timeout
-        deadline = min(now + tmo, hard)
-        last_progress: list[float] = []
+        clock = RequestClock.start(now, self.timeout if timeout is True else _seconds(timeout),
+                                   self.max_timeout if max_timeout is True else _seconds(max_timeout))
+        deadline = clock.deadline
         self.write_by = deadline if self.handshake_deadline is None else min(deadline, self.handshake_deadline)
         try:
             # Inside the try: a Ctrl-C or SIGTERM landing right after the write still
             # cancels the request the server has (it may be reading it already).
-            self.server.send(jsonrpc.Request(method, params, request_id), self.write_by)
+            self.server.send(request, self.write_by)
             while True:
-                limit = deadline
+                limit = clock.deadline
                 if self.handshake_deadline is not None:
                     limit = min(limit, self.handshake_deadline)
                 self.write_by = limit
@@ -431,37 +421,33 @@ class SyncClient:
                 if item is None:
                     if self.handshake_deadline is not None and time.monotonic() >= self.handshake_deadline:
                         raise _HandshakeTimeout
-                    if time.monotonic() < deadline:
+                    if clock.remaining(time.monotonic()) > 0:
                         continue
-                    if cancel_on_timeout and method != "initialize":
+                    if cancel_on_timeout and cancels_on_giving_up(method):
                         self._cancel(request_id, "timed out")
-                    raise RequestTimeout(f"{method} timed out after {time.monotonic() - now:.1f}s")
+                    raise RequestTimeout(timed_out_message(method, time.monotonic() - now))
                 if isinstance(item, (jsonrpc.Response, jsonrpc.ErrorResponse)) and item.id == request_id \
                         and type(item.id) is type(request_id):
                     if isinstance(item, jsonrpc.Response):
                         return item.result
                     raise rpc_error_from(item.error)
                 if isinstance(item, jsonrpc.Notification) and item.method == "notifications/progress":
-                    token = (item.params or {}).get("progressToken")
-                    if _is_key(token, request_id):
-                        value = (item.params or {}).get("progress")
-                        if isinstance(value, (int, float)):
-                            if last_progress and value <= last_progress[0]:
-                                continue
-                            last_progress[:] = [float(value)]
-                        deadline = min(time.monotonic() + tmo, hard)
+                    progress = item.params or {}
+                    if _is_key(progress.get("progressToken"), request_id):
+                        clock.progressed(progress, time.monotonic())
                         continue
                 if isinstance(item, ProtocolError) and _is_key(item.request_id, request_id):
                     raise item
                 self._dispatch(item)
         except KeyboardInterrupt:
-            if method != "initialize" and self.closed is None:
+            if cancels_on_giving_up(method) and self.closed is None:
                 self._cancel(request_id, "cancelled by the user")
             raise
 
     def _cancel(self, request_id: int, reason: str) -> None:
+        notice = cancel_notice(request_id, reason)
         try:
-            self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+            self.notify(notice.method, notice.params)
         except ServerExited:
             pass
 
@@ -521,50 +507,51 @@ class SyncClient:
             return {"action": "decline"}
         raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}")
 
+    # -- driving the protocol core ---------------------------------------------------------
+
+    def drive(self, flow: Flow[T]) -> T:
+        """Run one of the exchange's flows on this server, as `Client._drive` does."""
+        return run_sync(flow, self._perform)
+
+    def _perform(self, op: Op) -> Any:
+        if isinstance(op, Send):
+            if not op.probe:
+                self.server.release()
+            try:
+                result = self.request(op.method, op.params, timeout=op.timeout, max_timeout=op.max_timeout,
+                                      progress_token=op.progress_token, cancel_on_timeout=op.cancel_on_timeout)
+            except ServerExited:
+                raise  # a probe's: what the server said is dropped, if it is started again
+            finally:
+                if op.probe and self.closed is None:
+                    self.server.release()
+            return result
+        if isinstance(op, Notify):
+            self.server.release()
+            self.notify(op.method, op.params)
+            return None
+        if isinstance(op, Answer):
+            return {key: self._serve(method, params) for key, method, params in op.requests}
+        if isinstance(op, ListTools):
+            return self.list_tools()
+        raise AssertionError(f"unknown operation {op!r}")
+
     # -- the era ---------------------------------------------------------------------------
 
-    def _capabilities(self, *, tasks: bool = False) -> JSON:
-        caps: JSON = {"elicitation": {"form": {}}}
-        if tasks:
-            caps["extensions"] = {TASKS_EXTENSION: {}}
-        return caps
-
-    def _meta(self, version: str) -> JSON:
-        return request_meta(version, self.client_info, self._capabilities())
-
     def negotiate(self, command_line: list[str], probe_timeout: float) -> None:
-        """`Client._negotiate` for a stdio server, its common roads only (else `Fallback`)."""
-        import json
+        """`Client._negotiate_within` for a stdio server: the same flow, the whole set-up
+        bounded by --timeout, a server that ends on the probe started again."""
+        from mcpcli.cache import EraRecords
 
-        from mcpcli import cache
-
-        key = "stdio:" + json.dumps(command_line)
+        self.exchange.probe_timeout = probe_timeout
+        memory = EraRecords(command_line, None)
         self.handshake_deadline = time.monotonic() + self.timeout
         try:
-            record = cache.load(key, "era")
-            remembered = record.get("result") if record else None
-            if isinstance(remembered, dict) and remembered.get("era") == "legacy":
-                self.server.release()  # no probe
-                try:
-                    self._initialize()
-                except (RPCError, ProtocolError) as exc:
-                    raise Fallback from exc  # the full path forgets the era and probes
-                if _version_of(self.server_info) != remembered.get("version"):
-                    cache.forget(key, "era")  # upgraded: probe again next time
-                return
             try:
-                modern = self._probe(min(probe_timeout, self.timeout))
-            except ServerExited:
+                self.drive(self.exchange.negotiate(ProbeTraits(silence_is_legacy=True), memory))
+            except ExitedOnProbe:
                 self._restart()  # an rmcp server ends at a first message that is not initialize
-                modern = False
-            self.server.release()
-            if modern:
-                return
-            try:
-                self._initialize()
-            except (RPCError, ProtocolError) as exc:
-                raise Fallback from exc  # e.g. a slow modern server refusing initialize
-            cache.store(key, "era", {"era": "legacy", "version": _version_of(self.server_info)})
+                self.drive(self.exchange.initialize_after_probe())
         except _HandshakeTimeout:
             raise handshake_timeout(self.timeout) from None
         finally:
@@ -582,62 +569,7 @@ class SyncClient:
         self.closed = None
         self.ids = 0
 
-    def _probe(self, probe_timeout: float) -> bool:
-        """`Client._discover(probe=True)`: True for a modern server, False for a legacy one."""
-        try:
-            result = self.request("server/discover", {"_meta": self._meta(LATEST_MODERN)},
-                                  timeout=probe_timeout, progress_token=False, cancel_on_timeout=False)
-        except UnsupportedVersionError as exc:
-            raise Fallback from exc
-        except RPCError as exc:
-            if is_modern_error(exc.code, exc.data):
-                raise Fallback from exc
-            return False
-        except ProtocolError as exc:
-            raise Fallback from exc  # a broken answer: the full path decides
-        except RequestTimeout:
-            return False
-        adopted = parse_discover(result, LATEST_MODERN)
-        if adopted is None:
-            raise Fallback
-        self._adopt(adopted)
-        return True
-
-    def _adopt(self, adopted: Handshake) -> None:
-        self.era = adopted.era
-        self.protocol_version = adopted.protocol_version
-        self.capabilities = adopted.capabilities
-        self.server_info = adopted.server_info
-
-    def _initialize(self) -> None:
-        result = self.request("initialize", {
-            "protocolVersion": LATEST_LEGACY, "capabilities": self._capabilities(),
-            "clientInfo": self.client_info}, progress_token=False)
-        self._adopt(parse_initialize(result))
-        self.notify("notifications/initialized")
-
     # -- operations --------------------------------------------------------------------------
-
-    def era_request(self, method: str, params: JSON) -> JSON:
-        """`Client._request`: legacy as is; modern with its `_meta`, answering input requests."""
-        if self.era == "legacy":
-            return self.request(method, params)
-        base = params
-        for _round in range(MAX_INPUT_ROUNDS):
-            meta = self._meta(self.protocol_version)
-            if method == "tools/call":
-                meta[CLIENT_CAPABILITIES_KEY] = self._capabilities(tasks=True)
-            sent = with_meta(base, meta)
-            result = self.request(method, sent)
-            kind = round_kind(method, result, creates_tasks=method == "tools/call",
-                              takes_input=method == "tools/call")
-            if kind != "input":
-                return result
-            base = next_round(params, result, self._fulfil(result.get("inputRequests")))
-        raise ProtocolError(f"{method}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
-
-    def _fulfil(self, requests: Any) -> JSON:
-        return {key: self._serve(method, params) for key, method, params in input_requests(requests)}
 
     def list_tools(self, *, cache_target: str | None = None) -> JSON:
         """`Client.list_tools` (every page); a repeated or endless cursor is the full path's to
@@ -645,41 +577,30 @@ class SyncClient:
         a live one stored (for completion, and the next call)."""
         from mcpcli import cache
 
-        if cache_target and self.era == "modern":
+        exchange = self.exchange
+        if cache_target and exchange.era == "modern":
             cached = cache.fresh(cache_target, "tools/list")
             if cached is not None and isinstance(cached.get("tools"), list):
-                self._set_tools(cached["tools"])
+                exchange.set_tools(cached)
                 return cached
-        items: list[Any] = []
-        seen: set[str] = set()
-        first: JSON | None = None
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            result = self.era_request("tools/list", {"cursor": cursor} if cursor is not None else {})
-            if first is None:
-                first = result
-            page = result.get("tools")
-            if isinstance(page, list):
-                items.extend(page)
-            nxt = result.get("nextCursor")
-            if not isinstance(nxt, str):
-                break
-            if nxt in seen:
-                raise Fallback
-            seen.add(nxt)
-            cursor = nxt
-        else:
-            raise Fallback
-        listing = dict(first or {})
-        listing["tools"] = items
-        listing.pop("nextCursor", None)
+        try:
+            listing = self.drive(exchange.pages("tools/list", "tools", on_repeat="raise"))
+        except PageRepeat as exc:
+            raise Fallback from exc
         if cache_target:
             cache.remember(cache_target, "tools/list", listing)
-        self._set_tools(items)
+        exchange.set_tools(listing)
         return listing
 
-    def _set_tools(self, items: list[Any]) -> None:
-        self.tools = {t["name"]: t for t in items if isinstance(t, dict) and isinstance(t.get("name"), str)}
+
+def _seconds(value: float | bool | None) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _capabilities(era: str) -> JSON:
+    """What a command without a terminal declares (`ClientFeatures()`): form elicitation,
+    which it declines with a warning."""
+    return {"elicitation": {"form": {}}}
 
 
 def _is_key(value: Any, request_id: int) -> bool:
@@ -690,63 +611,36 @@ def _is_key(value: Any, request_id: int) -> bool:
         return False
 
 
-def _version_of(server_info: JSON) -> str:
-    return f"{server_info.get('name', '')} {server_info.get('version', '')}".strip()
-
-
-def _accepts_tasks(capabilities: JSON) -> bool:
-    """`tasks.server_accepts_tasks` (`mcpcli.tasks` imports anyio)."""
-    tasks = capabilities.get("tasks")
-    requests = tasks.get("requests") if isinstance(tasks, dict) else None
-    tools = requests.get("tools") if isinstance(requests, dict) else None
-    return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
-
-
-def _wants_task(client: SyncClient, tool: JSON | None) -> bool:
-    """A call the full path would run as a task (`tasks.should_augment` in "auto" mode, or a
-    2026-07-28 server with the tasks extension, which may answer with one)."""
-    if client.era == "modern":
-        extensions = client.capabilities.get("extensions")
-        return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
-    if not _accepts_tasks(client.capabilities):
-        return False
-    execution = tool.get("execution") if isinstance(tool, dict) else None
-    return isinstance(execution, dict) and execution.get("taskSupport") == "required"
-
-
 def call_tool(client: SyncClient, call: dict[str, Any], command_line: list[str], target: str | None,
           probe_timeout: float) -> int:
     """Negotiate, list, type and check the arguments, call, print: `mcp tools call`'s body."""
-    from mcpcli.args import build_arguments, read_json_source
+    from mcpcli.args import UnknownTool, call_arguments, needs_listing, read_json_source
 
     tool = call["tool"]
     base = read_json_source(call["json"]) if call["json"] is not None else None
     client.negotiate(command_line, probe_timeout)
-    schema = None
+    exchange = client.exchange
     validate = call["validate"]
-    if validate or call["args"]:
+    definition = None
+    if needs_listing(call["args"], validate=validate):
         client.list_tools(cache_target=target)
-        assert client.tools is not None
-        definition = client.tools.get(tool)
-        if definition is None and validate:
-            # A capability the one-shot path never declares (sampling, URL elicitation, roots)
-            # may hide it: the full path says so (`mcpcli.hidden_tools`).
-            raise Fallback
-        schema = definition.get("inputSchema") if definition is not None else None
-    arguments = build_arguments(call["args"], schema=schema, base=base)
-    if validate and isinstance(schema, dict):
-        from mcpcli.validation import check
-
-        check(schema, arguments)
-    if client.era == "legacy" and client.tools is None and _accepts_tasks(client.capabilities):
-        client.list_tools()  # `tasks.augment` looks the tool up
-    if _wants_task(client, (client.tools or {}).get(tool)):
-        raise Fallback
+        definition = exchange.known_tool(tool)
+    try:
+        arguments = call_arguments(tool, definition, call["args"], base=base, validate=validate)
+    except UnknownTool:
+        # A capability the one-shot path never declares (sampling, URL elicitation, roots)
+        # may hide it: the full path says so (`mcpcli.hidden_tools`).
+        raise Fallback from None
+    if exchange.era == "legacy" and exchange.tools is None and server_accepts_tasks(exchange.capabilities):
+        client.list_tools()  # whether the call asks for a task depends on the tool
+    if may_become_task(exchange.era, exchange.capabilities, exchange.known_tool(tool)):
+        raise Fallback  # the full path follows tasks
     client.server.err.release()  # from here on, what happens is final
-    result = client.era_request("tools/call", {"name": tool, "arguments": arguments})
-    if client.era == "modern" and result.get("resultType") == "task":
+    called = client.drive(exchange.call_tool(tool, arguments))
+    if called.task is not None:
         raise ProtocolError("the server answered with a task, which the one-shot path cannot follow",
                             hint="run it again with MCPCLI_NO_FAST_PATH=1")
+    result = called.result
     from mcpcli.cli.fast import emit
 
     try:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.tasks import Task, TaskMode, TaskOptions, cancel_current, task_support
+from mcpcli.client.tasks import Task, TaskMode, TaskOptions, cancel_current, task_support
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
@@ -77,7 +77,7 @@ def announce_detached(
 
 def warn_no_task(app: App, client: Client, tool: str) -> None:
     """`--task`/`--detach` on a 2025-11-25 server that will not run this tool as a task."""
-    from mcpcli.tasks import server_accepts_tasks
+    from mcpcli.client.tasks import server_accepts_tasks
 
     if client.era != "legacy":
         return  # 2026-07-28 servers decide per call

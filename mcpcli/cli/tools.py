@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from mcpcli.args import UnknownTool
 from mcpcli.cache import remember
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered, pass_app
 from mcpcli.cli._connection import Connection
@@ -84,16 +85,6 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
     app.run(listing_and_hidden)
 
 
-class _Unknown(UsageError):
-    """A tool the listing lacks (worded by `args.unknown_tool`), raised out of the
-    connection so that it closes before `_explained` connects again."""
-
-    def __init__(self, tool: str, listing: dict[str, Any]) -> None:
-        error = _unknown_tool(tool, listing)
-        super().__init__(error.message, hint=error.hint)
-        self.tool = tool
-
-
 async def _explained(app: App, exc: Exception) -> UsageError:
     """`exc` (from a connection) when it is not about an unknown tool; else that error, and
     when declaring a capability this command did not makes the server offer the tool, one
@@ -101,7 +92,7 @@ async def _explained(app: App, exc: Exception) -> UsageError:
     from mcpcli.hidden_tools import Hidden, revealing
 
     unknown = unwrap(exc)
-    if not isinstance(unknown, _Unknown):
+    if not isinstance(unknown, UnknownTool):
         raise exc
     capabilities = await revealing(*app.connected, unknown.tool) if app.connected is not None else None
     if capabilities is None:
@@ -263,7 +254,7 @@ def show(app: App, target: str | None, tool: str, conn: Connection, out: Output)
             async with app.client(target, conn) as client:
                 definition = await client.get_tool(tool)
                 if definition is None:
-                    raise _Unknown(tool, await client.list_tools())
+                    raise UnknownTool(tool, await client.list_tools())
                 out.emit(definition, human=render.tool_detail)
         except Exception as exc:
             raise await _explained(app, exc) from None
@@ -285,7 +276,7 @@ async def _call_and_print(
         task_options,
         warn_no_task,
     )
-    from mcpcli.tasks import task_of
+    from mcpcli.client.tasks import task_of
 
     if as_task or detach:
         warn_no_task(app, client, tool)
@@ -307,12 +298,6 @@ async def _call_and_print(
         return {}
     emit_call_result(app, out, result, save_dir)
     return result
-
-
-def _unknown_tool(name: str, listing: dict[str, Any]) -> UsageError:
-    from mcpcli.args import unknown_tool
-
-    return unknown_tool(name, listing)
 
 
 @target_command(tools, "call")
@@ -356,7 +341,7 @@ def call(
     the task); --detach prints the task instead.
     Exits 1 when the tool reports an error (isError), 5 when its task fails.
     """
-    from mcpcli.args import build_arguments, read_json_source
+    from mcpcli.args import call_arguments, needs_listing, read_json_source
 
     stdin_reader = app.stdin.read
     base = read_json_source(args_json, stdin=stdin_reader) if args_json is not None else None
@@ -364,23 +349,13 @@ def call(
     async def call_it() -> dict[str, Any]:
         try:
             async with app.client(target, conn) as client:
-                schema = None
-                # --no-validate skips the check, not the typing of --arg by the schema;
-                # with --args alone there is nothing to type, so nothing to list.
-                if not no_validate or items:
+                definition = listing = None
+                if needs_listing(items, validate=not no_validate):
                     # A 2026-07-28 server's listing is reused while its ttlMs says it is fresh.
                     listing = await client.list_tools(cache_target=target)
                     definition = await client.get_tool(tool)
-                    if definition is None and not no_validate:
-                        raise _Unknown(tool, listing)
-                    schema = definition.get("inputSchema") if definition is not None else None
-                arguments = build_arguments(items, schema=schema, base=base, stdin=stdin_reader)
-                if not no_validate and isinstance(schema, dict):
-                    # Plainly valid arguments never import jsonschema (about 90 ms of CPU, more
-                    # than the rest of a call's imports), so it is not preloaded either.
-                    from mcpcli.validation import check
-
-                    check(schema, arguments)
+                arguments = call_arguments(tool, definition, items, base=base, validate=not no_validate,
+                                           listing=listing, stdin=stdin_reader)
                 return await _call_and_print(app, client, out, target, tool, arguments,
                                              save_dir=save_dir, as_task=as_task, detach=detach)
         except Exception as exc:

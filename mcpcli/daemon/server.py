@@ -836,7 +836,7 @@ class Daemon:
         return held.same_target(resolved) and held.connect.profile == profile
 
     async def _call(self, held: Held, message: JSON) -> JSON:
-        from mcpcli.args import build_arguments, meta_items, unknown_tool
+        from mcpcli.args import call_arguments, meta_items, needs_listing
 
         client = held.client
         assert client is not None
@@ -866,22 +866,17 @@ class Daemon:
         timeout = _seconds(message.get("timeout"))
         max_timeout = _seconds(message.get("max_timeout"))
         held.touch()
-        schema = None
-        if validate or items:
+        definition = listing = None
+        if needs_listing(items, validate=validate):
             # What `mcp tools call` asks before calling, under the same bound (--timeout).
             try:
                 with anyio.fail_after(timeout):
                     definition = await client.get_tool(tool)
                     if definition is None and validate:
-                        raise unknown_tool(tool, await client.list_tools())
+                        listing = await client.list_tools()
             except TimeoutError:
                 raise RequestTimeout(f"tools/list timed out after {timeout:.1f}s") from None
-            schema = definition.get("inputSchema") if definition is not None else None
-        arguments = build_arguments(items, schema=schema, base=base)
-        if validate and isinstance(schema, dict):
-            from mcpcli.validation import check
-
-            check(schema, arguments)
+        arguments = call_arguments(tool, definition, items, base=base, validate=validate, listing=listing)
         held.calls += 1
         held.calls_in_flight += 1
         try:

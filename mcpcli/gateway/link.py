@@ -56,7 +56,7 @@ from mcpcli.client import ROOTS_SETTLE, Client, ClientFeatures, ClientOptions, c
 from mcpcli.config import Config, ServerEntry
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY, Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
@@ -233,44 +233,37 @@ class _Call:
             await tail.wait()
 
 
-class _UpstreamClient(Client):
-    """Our client, whose answers to the upstream's requests come from the downstream client."""
+class _UpstreamHooks:
+    """The `ClientOptions` hooks of an upstream's client: its answers to the upstream's
+    requests come from the downstream client whose call caused them."""
 
-    link: Link
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.client: Client | None = None
 
-    def _meta(self, version: str) -> JSON:
+    def declare(self, era: Era, capabilities: JSON) -> JSON:
         """A 2026-07-28 request declares the downstream client's capabilities (they travel
         per request), so the upstream asks only for what that client can give. Listings
         declare the gateway's own, so they do not depend on which client asked first."""
-        meta = super()._meta(version)
         call = _current.get()
-        if call is not None and call.ctx is not None and call.own:
-            theirs = call.ctx.client_capabilities
-            meta[CLIENT_CAPABILITIES_KEY] = {k: v for k, v in theirs.items() if k in _FORWARDED_CAPS}
-        return meta
+        if era != "modern" or call is None or call.ctx is None or not call.own:
+            return capabilities
+        theirs = call.ctx.client_capabilities
+        return {k: v for k, v in theirs.items() if k in _FORWARDED_CAPS}
 
-    async def _fulfil(self, requests: Any) -> JSON:
+    async def answer_round(self, requests: tuple[tuple[str, str, JSON], ...]) -> JSON | None:
         """A 2026-07-28 upstream's input requests (or a task's), asked of the downstream
         client at once and under the upstream's own keys: the rounds map one to one.
         A client that lacks a capability gets what the upstream would have said to it."""
         call = _current.get()
-        if call is None or call.ctx is None or not isinstance(requests, dict) or not all(
-            isinstance(item, dict) and item.get("method") in ASKABLE for item in requests.values()
-        ):
-            return await super()._fulfil(requests)
-        asks = {
-            str(key): {"method": item["method"],
-                       "params": item["params"] if isinstance(item.get("params"), dict) else {}}
-            for key, item in requests.items()
-        }
-        return await call.ctx.ask(asks)
+        if call is None or call.ctx is None or not all(method in ASKABLE for _, method, _ in requests):
+            return None
+        return await call.ctx.ask({key: {"method": method, "params": params} for key, method, params in requests})
 
-    async def _serve_client_request(self, method: str, params: JSON) -> JSON:
-        if method == "ping":
-            return {}
+    async def serve_request(self, method: str, params: JSON) -> JSON:
         if method == "roots/list":
-            if self._roots_asked is not None:
-                self._roots_asked.set()
+            if self.client is not None:
+                self.client.roots_asked()
             self.link.roots_asked()
         if method in ASKABLE:
             return await self.link.ask(method, params)
@@ -297,7 +290,7 @@ class Link:
         self._options = options
         self._events = events
         self._tg: anyio.abc.TaskGroup | None = None
-        self._client: _UpstreamClient | None = None
+        self._client: Client | None = None
         self._started = False
         self._closing = False
         self._attempt = anyio.Event()
@@ -361,7 +354,7 @@ class Link:
         return upstream_entry(self.upstream, self._options.config or Config())
 
     @asynccontextmanager
-    async def _connect(self) -> AsyncIterator[_UpstreamClient]:
+    async def _connect(self) -> AsyncIterator[Client]:
         from mcpcli.connect import ConnectOptions, open_transport
 
         base = self._options.connect or ConnectOptions()
@@ -369,6 +362,7 @@ class Link:
         options = dataclasses.replace(
             base, env={**base.env, **self.upstream.env}, headers=dict(self.upstream.headers), bearer_token=None
         )
+        hooks = _UpstreamHooks(self)
         client_options = ClientOptions(
             timeout=self.upstream.timeout if self.upstream.timeout is not None else self._options.timeout,
             # Every message comes to us; `ctx.log` lets through what each client asked for.
@@ -376,6 +370,9 @@ class Link:
             protocol=self._options.protocol,
             features=ClientFeatures(elicit=_never, sample=_never, roots=[], elicit_url=True),
             on_notification=self._on_notification,
+            declare=hooks.declare,
+            answer_round=hooks.answer_round,
+            serve_request=hooks.serve_request,
         )
         entry = self._entry()
         transport: Transport
@@ -385,8 +382,7 @@ class Link:
                                         gateway=self._gateway, watchdog=self._watchdog)
         else:
             transport = open_transport(entry, options)
-        client = _UpstreamClient(transport, client_options)
-        client.link = self
+        client = hooks.client = Client(transport, client_options)
         group: int | None = None
         try:
             async with client:
@@ -471,7 +467,7 @@ class Link:
     def _why_down(self) -> Exception:
         return self._error or Unavailable("the connection ended")
 
-    async def _hold(self, client: _UpstreamClient) -> None:
+    async def _hold(self, client: Client) -> None:
         """Until the upstream goes away or the link is closed: watch its list changes."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._watch_lists, client)
@@ -493,7 +489,7 @@ class Link:
 
     _held_tg: anyio.abc.TaskGroup | None = None
 
-    async def ensure(self) -> _UpstreamClient:
+    async def ensure(self) -> Client:
         """The connected client, connecting first if needed; `Unavailable` if it cannot be."""
         if self._closing:
             raise Unavailable(f"upstream {self.name} is shut down")
@@ -522,7 +518,7 @@ class Link:
     # -- requests ----------------------------------------------------------------------
 
     @asynccontextmanager
-    async def call(self, ctx: CallContext | None) -> AsyncIterator[tuple[_UpstreamClient, _Call]]:
+    async def call(self, ctx: CallContext | None) -> AsyncIterator[tuple[Client, _Call]]:
         """A connected client for one downstream request, within this upstream's limit.
 
         The call is known before connecting: a server that asks for roots right after
@@ -783,7 +779,7 @@ class Link:
         if self._roots_told is not None:
             self._roots_behind = True
 
-    async def _catch_up(self, client: _UpstreamClient, call: _Call) -> None:
+    async def _catch_up(self, client: Client, call: _Call) -> None:
         """Ask the calling client for its roots; when the upstream was told others, say
         they changed and give it `ROOTS_RECHECK` to ask again, before the call goes on."""
         ctx = call.ctx
@@ -844,7 +840,7 @@ class Link:
             self._list_failed.pop(each, None)  # worth asking again at once
         self._events(self, kind, "announced" if announced else None)
 
-    async def _watch_lists(self, client: _UpstreamClient) -> None:
+    async def _watch_lists(self, client: Client) -> None:
         """List changes: a legacy server sends them unasked (HTTP: on the standalone
         stream), a 2026-07-28 one on a `subscriptions/listen` stream."""
         caps = client.capabilities

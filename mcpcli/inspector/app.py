@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from mcpcli.client import Client
+    from mcpcli.client.tasks import Task
     from mcpcli.inspector.bridge import Bridge
     from mcpcli.inspector.cmdline import Invocation
-    from mcpcli.tasks import Task
 
 __all__ = ["Inspection", "InspectorApp"]
 
@@ -245,7 +245,7 @@ class InspectorApp(App[None]):
         return complete
 
     def _tool_spec(self, tool: JSON) -> CallSpec:
-        from mcpcli.tasks import TaskOptions, server_accepts_tasks, task_support
+        from mcpcli.client.tasks import TaskOptions, server_accepts_tasks, task_support
 
         name = str(tool.get("name", ""))
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else None
@@ -371,7 +371,7 @@ class InspectorApp(App[None]):
                                               message.tool, task.raw)
 
     def on_tasks_pane_chosen(self, event: TasksPane.Chosen) -> None:
-        from mcpcli.tasks import TaskOptions
+        from mcpcli.client.tasks import TaskOptions
 
         task_id = event.task_id
         tool = self.query_one(TasksPane).rows[task_id].tool
@@ -400,7 +400,7 @@ class InspectorApp(App[None]):
         self.query_one(TasksPane).update_task(task_id, str(status))
 
     async def _refresh_tasks(self) -> None:
-        from mcpcli.tasks import Task
+        from mcpcli.client.tasks import Task
 
         pane = self.query_one(TasksPane)
         found: list[JSON] = []

@@ -60,6 +60,23 @@ class SseChannel:
         """GET the stream and wait for its `endpoint` event (errors raise here)."""
         await tg.start(self._run)
 
+    @classmethod
+    async def fallback(
+        cls, conn: HttpConnection, deliver: Deliver, tg: TaskGroup, reason: str, *, max_message_bytes: int,
+    ) -> SseChannel:
+        """An open channel for a Streamable HTTP connection whose `initialize` was refused
+        (`reason`); failing that too, an error that says both failed."""
+        channel = cls(conn, deliver, max_message_bytes=max_message_bytes)
+        try:
+            await channel.open(tg)
+        except TransportError as exc:
+            raise TransportError(
+                f"{reason}; and as HTTP+SSE: {exc.message}",
+                status=exc.status,
+                hint="check the URL: it answers neither Streamable HTTP nor HTTP+SSE",
+            ) from None
+        return channel
+
     async def aclose(self) -> None:
         if self._scope is not None:
             self._scope.cancel()

@@ -30,7 +30,6 @@ of the whole connection is a `ConnectionClosed` item.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -45,28 +44,32 @@ from mcpcli.errors import (
     AuthError,
     ConnectionClosed,
     McpCliError,
-    MessageTooLarge,
     ProtocolError,
     TransportError,
 )
 from mcpcli.jsonrpc import (
     ErrorResponse,
-    Message,
     Notification,
     Request,
     RequestId,
     Response,
 )
-from mcpcli.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, SUBSCRIPTION_ID_KEY
+from mcpcli.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
-from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
+from mcpcli.transports._sse import SSEDecoder
 from mcpcli.transports.http import (
     HttpConnection,
     modern_version,
     snippet,
     status_text,
 )
-from mcpcli.wire import invalid_tool_reason, param_headers, standard_headers
+from mcpcli.transports.http_answers import (
+    DEFAULT_RETRY_MS,
+    AnswerReader,
+    error_response,
+    initialize_result,
+)
+from mcpcli.wire import param_headers, standard_headers, valid_tools
 
 if TYPE_CHECKING:
     from mcpcli.transports._http import ResponseStream as HttpStream
@@ -79,10 +82,6 @@ log = logging.getLogger("mcpcli.http")
 ACCEPT_BOTH = "application/json, text/event-stream"
 #: Bytes of an error body we read to show or to look for a JSON-RPC error.
 ERROR_BODY_BYTES = 64 * 1024
-#: Without a `retry` from the server, wait this long before resuming a stream.
-DEFAULT_RETRY_MS = 1000
-#: Resume attempts of one legacy stream that bring nothing new before we give up.
-MAX_RESUMES = 5
 #: Re-issues of a modern listen stream that broke (each after the retry delay).
 MAX_LISTEN_REOPENS = 5
 #: Bound on the DELETE that ends a session, and on notification POSTs.
@@ -93,7 +92,6 @@ SSE_FALLBACK_STATUSES = frozenset({400, 404, 405})
 
 Deliver = Callable[[Envelope | Exception], Awaitable[None]]
 #: The request id the GET stream's messages are read under: they belong to no request.
-STANDALONE = "\x00standalone"
 
 
 class _Active:
@@ -151,6 +149,14 @@ class StreamableHttpTransport(Transport):
         #: The GET stream is up (the server offers one).
         self._standalone_open = False
         self._reissues = 0
+        self._answers = AnswerReader(
+            connection.shown, self._deliver, max_message_bytes=max_message_bytes,
+            modern_stream=self._modern_stream, note_result=self._note_result,
+        )
+
+    def _modern_stream(self, request_id: RequestId) -> bool:
+        active = self._active.get(request_id)
+        return active is not None and active.modern
 
     def describe(self) -> str:
         return self.conn.shown
@@ -168,15 +174,7 @@ class StreamableHttpTransport(Transport):
 
     def filter_tools(self, tools: list[Any]) -> tuple[list[Any], list[tuple[str, str]]]:
         """Tools with valid `x-mcp-header` annotations, and (name, reason) for the dropped."""
-        kept: list[Any] = []
-        dropped: list[tuple[str, str]] = []
-        for tool in tools:
-            reason = invalid_tool_reason(tool) if isinstance(tool, dict) else None
-            if reason is None:
-                kept.append(tool)
-            else:
-                dropped.append((str(tool.get("name")), reason))
-        return kept, dropped
+        return valid_tools(tools)
 
     async def open_standalone_stream(self) -> None:
         """Open the GET stream for server-initiated messages (legacy era; idempotent).
@@ -450,7 +448,7 @@ class StreamableHttpTransport(Transport):
                 raise _SessionExpired()
             if not 200 <= status < 300:
                 raw = await self._read_capped(response, ERROR_BODY_BYTES, lenient=True)
-                error = _error_response(raw)
+                error = error_response(raw)
                 if (
                     sent.method == "initialize"
                     and self.sse_fallback
@@ -460,7 +458,7 @@ class StreamableHttpTransport(Transport):
                     raise _FallBack(self.conn.http_error(response, raw).message)
                 if error is not None and status < 500:
                     # A JSON-RPC error for this request (modern servers use 400/404 with one).
-                    await self._deliver_message(
+                    await self._answers.message(
                         ErrorResponse(original_id, error.error), sent.id, original_id
                     )
                     return
@@ -477,18 +475,18 @@ class StreamableHttpTransport(Transport):
             kind = response.content_type
             if kind == "text/event-stream":
                 decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
-                if not await self._read_sse(response, decoder, sent.id, original_id):
+                if not await self._answers.sse(response, decoder, sent.id, original_id):
                     raise _Broken(decoder)
                 return
             if kind == "application/json" or kind.endswith("+json"):
                 if sent.method == "subscriptions/listen":
-                    if not await self._read_ndjson(response, sent.id, original_id):
+                    if not await self._answers.ndjson(response, sent.id, original_id):
                         raise _Broken(None)
                     return
                 raw = await self._read_capped(response, self.max_message_bytes)
                 if not raw.strip():
                     raise self.conn.http_error(response, raw, context="with an empty JSON body")
-                if not await self._deliver_json(raw, sent.id, original_id, response):
+                if not await self._answers.json_body(raw, sent.id, original_id, response):
                     raise ProtocolError(
                         f"{self.conn.shown}: the JSON answer to {sent.method} holds no response "
                         "to it",
@@ -528,48 +526,6 @@ class StreamableHttpTransport(Transport):
             return bytes(body[:limit])
         return await response.read(limit)
 
-    # -- reading answers ---------------------------------------------------------
-
-    async def _deliver_message(
-        self, message: Message, sent_id: RequestId, original_id: RequestId, *, replayed: bool = False
-    ) -> bool:
-        """Deliver one message of a request's answer; True when it was that request's response."""
-        if isinstance(message, (Response, ErrorResponse)):
-            if message.id is None and isinstance(message, ErrorResponse):
-                message = ErrorResponse(original_id, message.error)
-            elif message.id == sent_id and sent_id != original_id:
-                message = (
-                    Response(original_id, message.result)
-                    if isinstance(message, Response)
-                    else ErrorResponse(original_id, message.error)
-                )
-            if message.id == original_id and isinstance(message, Response):
-                self._note_result(original_id, message.result)
-            await self._deliver(Envelope(message))
-            return message.id == original_id
-        if isinstance(message, Request):
-            active = self._active.get(original_id)
-            if active is not None and active.modern:
-                await self._deliver(
-                    ProtocolError(
-                        f"the server sent a {message.method} request on a 2026-07-28 stream "
-                        "(not allowed; ignored)"
-                    )
-                )
-                return False
-            await self._deliver(Envelope(message, _related(original_id)))
-            return False
-        if isinstance(message, Notification) and sent_id != original_id:
-            params = message.params or {}
-            meta = params.get("_meta")
-            if isinstance(meta, dict) and meta.get(SUBSCRIPTION_ID_KEY) == sent_id:
-                if message.method == "notifications/subscriptions/acknowledged":
-                    return False  # the client already has the first acknowledgement
-                meta = {**meta, SUBSCRIPTION_ID_KEY: original_id}
-                message = Notification(message.method, {**params, "_meta": meta})
-        await self._deliver(Envelope(message, _related(original_id)))
-        return False
-
     def _note_result(self, request_id: RequestId, result: dict[str, Any]) -> None:
         init = self._init_request
         if init is not None and init.id == request_id:
@@ -577,127 +533,19 @@ class StreamableHttpTransport(Transport):
             if isinstance(version, str):
                 self.protocol_version = version
 
-    async def _parse_and_deliver(self, text: str | bytes, sent_id: RequestId, original_id: RequestId) -> bool:
-        try:
-            message = jsonrpc.parse(text)
-        except jsonrpc.ParseError as exc:
-            shown = text[:200] if isinstance(text, str) else text[:200].decode("utf-8", "replace")
-            answered = jsonrpc.recover_response_id(text)
-            error = ProtocolError(
-                f"{self.conn.shown}: the server sent a message that is not JSON-RPC "
-                f"({exc}): {snippet(shown.encode())}",
-                request_id=answered,
-            )
-            if answered is not None and answered in (sent_id, original_id):
-                raise error from None  # the answer to this request is broken: fail it now
-            await self._deliver(error)
-            return False
-        assert not isinstance(message, jsonrpc.Batch)
-        return await self._deliver_message(message, sent_id, original_id)
-
-    async def _deliver_json(
-        self, raw: bytes, sent_id: RequestId, original_id: RequestId, response: HttpStream
-    ) -> bool:
-        try:
-            obj = json.loads(raw)
-        except RecursionError:
-            raise ProtocolError(
-                f"{self.conn.shown}: the server answered with JSON nested too deeply: {snippet(raw)}",
-                status=response.status,
-            ) from None
-        except (ValueError, UnicodeDecodeError):
-            obj = None
-            lines = [line for line in raw.splitlines() if line.strip()]
-            if len(lines) > 1:
-                done = False
-                for line in lines:
-                    done = await self._parse_and_deliver(line, sent_id, original_id) or done
-                return done
-            raise ProtocolError(
-                f"{self.conn.shown}: the server answered with invalid JSON: {snippet(raw)}",
-                status=response.status,
-            ) from None
-        if isinstance(obj, list):
-            done = False
-            for item in obj:
-                done = await self._deliver_obj(item, sent_id, original_id) or done
-            return done
-        return await self._deliver_obj(obj, sent_id, original_id)
-
-    async def _deliver_obj(self, obj: Any, sent_id: RequestId, original_id: RequestId) -> bool:
-        try:
-            message = jsonrpc.parse_obj(obj)
-        except jsonrpc.ParseError as exc:
-            error = ProtocolError(f"{self.conn.shown}: not a JSON-RPC message ({exc})")
-            answered = obj.get("id") if isinstance(obj, dict) and ("result" in obj or "error" in obj) else None
-            if answered is not None and answered in (sent_id, original_id):
-                raise error from None  # the answer to this request is broken: fail it now
-            await self._deliver(error)
-            return False
-        return await self._deliver_message(message, sent_id, original_id)
-
-    async def _read_sse(
-        self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
-    ) -> bool:
-        """Deliver the messages of an SSE stream; True once the response has arrived."""
-        async for chunk in _chunks_or_break(response):
-            events = decoder.feed(chunk)
-            if decoder.take_invalid_utf8():
-                await self._deliver(ProtocolError(INVALID_UTF8.format(self.conn.shown)))
-            for event in events:
-                if event.event != "message" or not event.data.strip():
-                    continue
-                if await self._parse_and_deliver(event.data, sent_id, original_id):
-                    return True
-        return False
-
-    async def _read_ndjson(self, response: HttpStream, sent_id: RequestId, original_id: RequestId) -> bool:
-        """A JSON body read line by line (listen streams some servers send that way)."""
-        buffer = bytearray()
-        async for chunk in _chunks_or_break(response):
-            buffer += chunk
-            while (newline := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:newline]).strip()
-                del buffer[: newline + 1]
-                if line and await self._parse_and_deliver(line, sent_id, original_id):
-                    return True
-            if len(buffer) > self.max_message_bytes:
-                raise MessageTooLarge(
-                    f"{self.conn.shown}: the server sent a message larger than "
-                    f"{self.max_message_bytes} bytes"
-                )
-        if buffer.strip():
-            return await self._parse_and_deliver(bytes(buffer), sent_id, original_id)
-        return False
-
     # -- legacy recovery ---------------------------------------------------------
 
     async def _resume(self, request: Request, decoder: SSEDecoder) -> None:
         """Resume a broken legacy stream with GET + Last-Event-ID until the response arrives."""
-        fruitless = 0
-        while True:
-            await anyio.sleep((decoder.retry if decoder.retry is not None else DEFAULT_RETRY_MS) / 1000)
-            before = decoder.last_event_id
-            headers = {"Accept": "text/event-stream", **self._legacy_headers()}
-            if decoder.last_event_id is not None:
-                headers["Last-Event-ID"] = decoder.last_event_id
-            async with self.conn.send("GET", headers=headers) as response:
-                if response.status in (401, 403):
-                    raise AuthError(f"{self.conn.shown}: {status_text(response.status)}")
-                if response.status != 200 or response.content_type != "text/event-stream":
-                    raw = await response.peek()
-                    raise self.conn.http_error(
-                        response, raw, context=f"when resuming the stream of {request.method}"
-                    )
-                if await self._read_sse(response, decoder, request.id, request.id):
-                    return
-            fruitless = 0 if decoder.last_event_id != before else fruitless + 1
-            if fruitless >= MAX_RESUMES:
-                raise ProtocolError(
-                    f"{self.conn.shown}: the stream of {request.method} kept ending before the "
-                    "response",
-                    status=200,
-                )
+        await self._answers.resume(self.conn, request, decoder, self._legacy_headers)
+
+    async def _standalone_stream(self, ready: anyio.Event) -> None:
+        """The legacy GET stream: server requests and notifications outside any request."""
+
+        def opened(is_open: bool) -> None:
+            self._standalone_open = is_open
+
+        await self._answers.standalone(self.conn, self._legacy_headers, opened, ready)
 
     async def _reinitialize(self) -> None:
         """The server forgot our session (404): start a new one, once per connection."""
@@ -717,7 +565,7 @@ class StreamableHttpTransport(Transport):
                     raise self.conn.http_error(response, raw, context="when starting a new session")
                 session = response.header("mcp-session-id")
                 self.session_id = session or None
-                result = await _initialize_result(response, self.max_message_bytes)
+                result = await initialize_result(response, self.max_message_bytes)
             if result is None:
                 raise ProtocolError(f"{self.conn.shown}: no answer to a new initialize")
             version = result.get("protocolVersion")
@@ -732,59 +580,10 @@ class StreamableHttpTransport(Transport):
         if self._sse is None:
             assert self._tg is not None
             log.debug("initialize failed over Streamable HTTP (%s); trying HTTP+SSE", reason)
-            channel = SseChannel(self.conn, self._deliver, max_message_bytes=self.max_message_bytes)
-            try:
-                await channel.open(self._tg)
-            except TransportError as exc:
-                raise TransportError(
-                    f"{reason}; and as HTTP+SSE: {exc.message}",
-                    status=exc.status,
-                    hint="check the URL: it answers neither Streamable HTTP nor HTTP+SSE",
-                ) from None
-            self._sse = channel
+            self._sse = await SseChannel.fallback(self.conn, self._deliver, self._tg, reason,
+                                                  max_message_bytes=self.max_message_bytes)
             self.name = "sse"  # what `mcp info` shows from now on
         await self._sse.post(request)
-
-    async def _standalone_stream(self, ready: anyio.Event) -> None:
-        """The legacy GET stream: server requests and notifications outside any request."""
-        decoder = SSEDecoder(max_event_bytes=self.max_message_bytes)
-        failures = 0
-        try:
-            while failures < MAX_RESUMES:
-                headers = {"Accept": "text/event-stream", **self._legacy_headers()}
-                if decoder.last_event_id is not None:
-                    headers["Last-Event-ID"] = decoder.last_event_id
-                try:
-                    async with self.conn.send("GET", headers=headers) as response:
-                        if response.status == 405:
-                            log.debug("the server offers no GET stream (405)")
-                            return
-                        if response.status != 200 or response.content_type != "text/event-stream":
-                            # Optional in the protocol: note it, do not bother the user.
-                            raw = await response.peek()
-                            log.debug("%s", self.conn.http_error(response, raw, context="for the GET stream"))
-                            return
-                        self._standalone_open = True
-                        ready.set()
-                        before = decoder.last_event_id
-                        await self._read_sse(response, decoder, STANDALONE, STANDALONE)
-                        failures = 0 if decoder.last_event_id != before else failures + 1
-                except TransportError as exc:
-                    failures += 1
-                    log.debug("GET stream failed: %s", exc)
-                retry = decoder.retry if decoder.retry is not None else DEFAULT_RETRY_MS
-                await anyio.sleep(retry / 1000)
-        finally:
-            self._standalone_open = False
-            ready.set()
-
-
-def _related(original_id: RequestId) -> RequestId | None:
-    """The request a server message read off a response stream belongs to (its
-    `Envelope.related_request_id`): the one whose POST opened that stream; None on the
-    GET stream, which belongs to no request."""
-    return None if original_id == STANDALONE else original_id
-
 
 class _SessionExpired(Exception):
     pass
@@ -794,47 +593,3 @@ class _FallBack(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def _error_response(raw: bytes) -> ErrorResponse | None:
-    """The JSON-RPC error in an HTTP error body, if there is one."""
-    try:
-        message = jsonrpc.parse(raw)
-    except jsonrpc.ParseError:
-        return None
-    return message if isinstance(message, ErrorResponse) else None
-
-
-async def _chunks_or_break(response: HttpStream) -> AsyncIterator[bytes]:
-    """Body chunks; a connection that breaks mid-stream just ends the iteration."""
-    try:
-        async for chunk in response.chunks():
-            yield chunk
-    except TransportError as exc:
-        log.debug("stream broke: %s", exc)
-
-
-async def _initialize_result(response: HttpStream, limit: int) -> dict[str, Any] | None:
-    """The result of a replayed initialize (JSON or SSE answer), read without delivering."""
-    found: dict[str, Any] | None = None
-
-    def take(text: str | bytes) -> None:
-        nonlocal found
-        try:
-            message = jsonrpc.parse(text)
-        except jsonrpc.ParseError:
-            return
-        if isinstance(message, Response) and message.id == "mcpcli-reinitialize":
-            found = message.result
-
-    if response.content_type == "text/event-stream":
-        decoder = SSEDecoder(max_event_bytes=limit)
-        async for chunk in _chunks_or_break(response):
-            for event in decoder.feed(chunk):
-                if event.data.strip():
-                    take(event.data)
-            if found is not None:
-                break
-    else:
-        take(await response.read(limit))
-    return found

@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -221,15 +222,16 @@ def test_a_stubborn_server_is_stopped_with_its_group(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_server_that_changed_era_between_runs(tmp_path: Path) -> None:
-    """Remembered as legacy, now modern-only: the fast path hands the command to the
-    full path, which forgets the era, probes and calls; so both say the same."""
+    """Remembered as legacy, now modern-only: both paths run the same negotiation (the
+    protocol core's), which forgets the era, probes and calls; so both say the same, and
+    the fast path no longer hands the command over."""
     era = tmp_path / "era"
     era.write_text("legacy")
     server = fake_server("--era-file", str(era))
     args = ("tools", "call", "echo", "--arg", "message=hi", "--", *server)
     assert parity(tmp_path, *args).code == 0  # both remember the command line as legacy
     era.write_text("modern")
-    changed = parity(tmp_path, *args, runs=1, fast=False)
+    changed = parity(tmp_path, *args, runs=1)
     assert changed.code == 0
     assert changed.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
     assert parity(tmp_path, *args, runs=1).code == 0  # now probed: modern, on the fast path
@@ -485,13 +487,14 @@ def test_a_handshake_request_timing_out_first_is_the_handshake_timeout(
     started a moment later) may fire before the handshake's; it must read the same."""
     from helpers import mcp_in
 
-    from mcpcli.client import Client
+    from mcpcli.core.exchange import Exchange
     from mcpcli.errors import RequestTimeout
 
-    async def late(self: Client) -> None:
+    def late(self: Exchange, *args: object) -> Iterator[object]:
         raise RequestTimeout("initialize timed out after 0.0s")
+        yield  # a flow
 
-    monkeypatch.setattr(Client, "_negotiate", late)
+    monkeypatch.setattr(Exchange, "negotiate", late)
     r = mcp_in("tools", "call", "echo", "--arg", "message=hi", "--timeout", "0.001", "--", *fake_server())
     assert r.code == 124, r
     assert r.stderr == _HANDSHAKE_TIMEOUT.format("0.001")

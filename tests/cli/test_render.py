@@ -300,7 +300,7 @@ def _task_bar() -> tuple[Any, Any]:
 
 
 def _status(on_status: Any, status: str, message: str | None = None) -> None:
-    from mcpcli.tasks import Task
+    from mcpcli.client.tasks import Task
 
     on_status(Task.from_wire({"taskId": "t1", "status": status, **({"statusMessage": message} if message else {})}))
 

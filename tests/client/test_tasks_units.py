@@ -10,15 +10,8 @@ import pytest
 
 from client.task_helpers import FAKE_TASKS
 from mcpcli.client import Client, ClientOptions
-from mcpcli.tasks import (
-    MAX_POLL,
-    MIN_POLL,
-    Task,
-    TaskOptions,
-    should_augment,
-    task_of,
-    with_extension,
-)
+from mcpcli.client.tasks import TaskOptions
+from mcpcli.core.tasks import MAX_POLL, MIN_POLL, Task, should_augment, task_of, with_extension
 from mcpcli.transports.stdio import StdioTransport
 
 LEGACY_CAPS: dict[str, Any] = {"tasks": {"requests": {"tools": {"call": {}}}}}

@@ -19,9 +19,9 @@ from mcpcli.toolsfile.model import Upstream
 @pytest.fixture(autouse=True)
 def _no_roots_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nobody here asks for roots right after the handshake: skip the client's wait for it."""
-    import mcpcli.client
+    import mcpcli.client.client
 
-    monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 0.0)
+    monkeypatch.setattr(mcpcli.client.client, "ROOTS_WAIT", 0.0)
 
 
 @pytest.fixture

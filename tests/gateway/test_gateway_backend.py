@@ -440,11 +440,11 @@ async def test_roots_asked_at_connect_come_from_the_client_whose_call_connected(
     record = tmp_path / "record.jsonl"
     upstream = Upstream(name="fs", command=tuple(fake_server("--ask-roots", "--record", str(record))))
     async with gateway([upstream]) as client:
-        import mcpcli.client
+        import mcpcli.client.client
 
         # The gateway's own client waits for the server's roots/list after the handshake
         # (as a CLI call does); it ends as soon as the question came.
-        monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 10.0)
+        monkeypatch.setattr(mcpcli.client.client, "ROOTS_WAIT", 10.0)
         result = await client.call_tool("echo", {"message": "in"})
         assert texts(result) == ["in"], result
     answers = [json.loads(line) for line in record.read_text().splitlines()]

@@ -30,9 +30,9 @@ def roots_wait(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     an upstream's roots/list after the handshake, as a CLI command does (the fake server with
     --ask-roots refuses calls until its roots are in). Only for upstreams that ask: one that
     does not (or the gateway itself, to our client) would cost the whole wait."""
-    import mcpcli.client
+    import mcpcli.client.client
 
-    return lambda: monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 10.0)
+    return lambda: monkeypatch.setattr(mcpcli.client.client, "ROOTS_WAIT", 10.0)
 
 
 def texts(result: dict[str, Any]) -> list[str]:

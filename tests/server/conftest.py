@@ -29,6 +29,6 @@ def _no_roots_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """Our test clients declare roots, and our server never asks for them after the
     handshake: the client's bounded wait for that `roots/list` (tested in
     tests/client/test_wild_servers.py) would only add 0.3 s to every test here."""
-    import mcpcli.client
+    import mcpcli.client.client
 
-    monkeypatch.setattr(mcpcli.client, "ROOTS_WAIT", 0.0)
+    monkeypatch.setattr(mcpcli.client.client, "ROOTS_WAIT", 0.0)

@@ -158,7 +158,7 @@ async def test_progress_is_strictly_increasing_and_only_with_a_token(server: Ser
 
 
 def _meta_for(client: Any) -> dict[str, Any]:
-    return {"_meta": client._meta(client.protocol_version)} if client.era == "modern" else {}
+    return {"_meta": client.exchange.request_meta(client.protocol_version)} if client.era == "modern" else {}
 
 
 @pytest.mark.parametrize("protocol", LEGACY)
@@ -186,10 +186,10 @@ async def test_modern_logging_needs_the_log_level_in_meta(server: Server) -> Non
     async with connect(server, on_notification=lambda m, p: messages.append(p)) as client:
         await client.call_tool("log")
         assert messages == []
-        client.options.log_level = "info"
+        client.exchange.log_level = "info"
         await client.call_tool("log")
         assert [p["level"] for p in messages] == ["info", "warning", "error"]
-        client.options.log_level = "noisy"
+        client.exchange.log_level = "noisy"
         with pytest.raises(RPCError) as info:
             await client.call_tool("log")
         assert info.value.code == -32602

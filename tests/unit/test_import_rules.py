@@ -21,6 +21,8 @@ ROOT = Path(mcpcli.__file__).parent
 
 #: The foundations: any unit may import them; they import only each other.
 FOUNDATIONS = frozenset({
+    # The protocol core: what goes on the wire, decided without I/O (the standard library only).
+    "mcpcli.core",
     "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
@@ -59,8 +61,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.transports": frozenset(),
     # The JSON-RPC engine serves both sides and knows neither.
     "mcpcli.session": frozenset({"mcpcli.transports"}),
-    "mcpcli.tasks": frozenset({"mcpcli.session"}),
-    "mcpcli.client": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.tasks", "mcpcli.cache"}),
+    # The client (with its subscriptions and the tasks it follows) drives the protocol core.
+    "mcpcli.client": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.cache"}),
     "mcpcli.server": frozenset({"mcpcli.session", "mcpcli.transports"}),
     # OAuth: `session` only to pause request timeouts while a person signs in.
     "mcpcli.auth": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.config"}),
@@ -111,7 +113,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.targets"}),
     # `mcp inspect`'s Textual app: handed a connected `Client` (the CLI connects), it shows
     # results with `render`'s renderings and follows tasks; never the CLI or `connect`.
-    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.tasks", "mcpcli.render"}),
+    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.render"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

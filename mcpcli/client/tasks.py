@@ -21,23 +21,32 @@ Two designs exist and the `Client` hides the difference:
 Both end with `tasks/cancel` when the caller gives up (Ctrl-C, a timeout).
 `TaskWaiter` drives one task to its end and returns what `tools/call` would
 have returned. It works on any `TaskClient` (the small protocol below, which
-`mcpcli.client.Client` satisfies), so this module does not import the client.
+`mcpcli.client.Client` satisfies), so this module does not import the client. What a
+task is and whether a call asks for one are protocol facts, in `mcpcli.core.tasks`.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import random
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from mcpcli.core.tasks import (
+    Task,
+    TaskCancelled,
+    TaskMode,
+    cancelled,
+    failure,
+    in_task,
+    server_accepts_tasks,
+    task_of,
+    task_support,
+)
 from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
-from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 if TYPE_CHECKING:
     from mcpcli.session import ProgressHandler
@@ -46,33 +55,23 @@ __all__ = [
     "Task",
     "TaskCancelled",
     "TaskClient",
+    "TaskMode",
     "TaskOptions",
     "TaskWaiter",
     "cancel_current",
+    "server_accepts_tasks",
     "task_of",
+    "task_support",
 ]
 
-log = logging.getLogger("mcpcli.tasks")
+log = logging.getLogger("mcpcli.client.tasks")
 
 JSON = dict[str, Any]
-TaskMode = Literal["auto", "always", "never"]
 
-#: Requests that may be answered with a task (the extension supports only tools/call).
-TASK_CREATING_METHODS = frozenset({"tools/call"})
-#: Requests on which a modern client declares the extension.
-DECLARE_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
-
-#: Bounds on the server's suggested poll interval, in seconds.
-MIN_POLL = 0.05
-MAX_POLL = 30.0
-#: Used when the server suggests none.
-DEFAULT_POLL = 1.0
 #: How long cancelling a task on the way out may take.
 CANCEL_GRACE = 5.0
 #: Bound on the input requests one task may make (a server that asks forever).
 MAX_INPUT_ROUNDS = 64
-
-_tokens = itertools.count(1)
 
 
 class _Limits(Protocol):
@@ -92,8 +91,6 @@ class TaskClient(Protocol):
     @property
     def options(self) -> _Limits: ...
 
-    async def get_tool(self, name: str) -> JSON | None: ...
-
     async def request(
         self,
         method: str,
@@ -109,13 +106,6 @@ class TaskClient(Protocol):
     async def fulfil_input_requests(self, requests: Any) -> JSON: ...
 
     def tap(self, tap: Callable[[str, JSON], bool]) -> AbstractContextManager[None]: ...
-
-
-class TaskCancelled(McpCliError):
-    """The task ended `cancelled` without the caller asking (someone else cancelled it)."""
-
-    exit_code = RPCError.exit_code
-    kind = "task-cancelled"
 
 
 @dataclass
@@ -142,124 +132,6 @@ class TaskOptions:
     cancel_on_exit: bool = True
     #: Filled in as soon as the server has created a task (so a caller can cancel it).
     current: Task | None = None
-
-
-@dataclass
-class Task:
-    """One task's state, the same in both eras."""
-
-    task_id: str
-    status: str
-    status_message: str | None = None
-    #: Suggested poll interval (ms), if the server gave one.
-    poll_interval_ms: float | None = None
-    ttl_ms: float | None = None
-    #: The object as the server sent it (tasks/get result, or the created task).
-    raw: JSON = field(default_factory=dict)
-    #: Set once we have sent tasks/cancel for it.
-    cancel_requested: bool = False
-
-    @classmethod
-    def from_wire(cls, obj: JSON) -> Task:
-        """A task from `tasks/get`, `tasks/list`, a status notification or a CreateTaskResult."""
-        task_id = obj.get("taskId")
-        status = obj.get("status")
-        if not isinstance(task_id, str) or not task_id:
-            raise ProtocolError("the server sent a task without a taskId")
-        if not isinstance(status, str):
-            raise ProtocolError(f"task {task_id}: no status")
-        message = obj.get("statusMessage")
-        poll = obj.get("pollIntervalMs", obj.get("pollInterval"))
-        ttl = obj.get("ttlMs", obj.get("ttl"))
-        return cls(
-            task_id=task_id,
-            status=status,
-            status_message=message if isinstance(message, str) else None,
-            poll_interval_ms=_ms(poll),
-            ttl_ms=_ms(ttl),
-            raw=obj,
-        )
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL_TASK_STATUSES
-
-    def poll_delay(self) -> float:
-        """Seconds until the next poll: the server's interval, bounded, with 10% jitter."""
-        base = self.poll_interval_ms / 1000 if self.poll_interval_ms is not None else DEFAULT_POLL
-        base = min(max(base, MIN_POLL), MAX_POLL)
-        return base * random.uniform(1.0, 1.1)  # noqa: S311 - jitter, not a secret
-
-
-def _ms(value: Any) -> float | None:
-    """A non-negative duration in milliseconds, or None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return None
-
-
-def task_of(result: JSON, era: str) -> Task | None:
-    """The task a `tools/call` result created, or None for an ordinary result."""
-    if era == "modern":
-        if result.get("resultType") != "task":
-            return None
-        return Task.from_wire(result)
-    created = result.get("task")
-    if isinstance(created, dict) and "content" not in result and "taskId" in created:
-        return Task.from_wire(created)
-    return None
-
-
-def server_accepts_tasks(capabilities: JSON) -> bool:
-    """A 2025-11-25 server's `tasks.requests.tools.call` capability."""
-    tasks = capabilities.get("tasks")
-    requests = tasks.get("requests") if isinstance(tasks, dict) else None
-    tools = requests.get("tools") if isinstance(requests, dict) else None
-    return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
-
-
-def task_support(tool: JSON | None) -> str:
-    """A tool's `execution.taskSupport` ("forbidden" when absent)."""
-    execution = tool.get("execution") if isinstance(tool, dict) else None
-    value = execution.get("taskSupport") if isinstance(execution, dict) else None
-    return value if value in ("required", "optional", "forbidden") else "forbidden"
-
-
-def should_augment(capabilities: JSON, tool: JSON | None, mode: TaskMode) -> bool:
-    """Whether a legacy `tools/call` carries `params.task`."""
-    if mode == "never" or not server_accepts_tasks(capabilities):
-        return False
-    support = task_support(tool)
-    return support == "required" or (support == "optional" and mode == "always")
-
-
-async def augment(client: TaskClient, name: str, params: JSON, options: TaskOptions) -> str | None:
-    """Ask a 2025-11-25 server for a task when the tool needs (or allows) one.
-
-    Adds `params.task` (and a progress token that outlives the request's id, so
-    the task's progress can be shown) and returns the token; None when the call
-    stays an ordinary one.
-    """
-    if client.era != "legacy" or options.mode == "never":
-        return None
-    if not server_accepts_tasks(client.capabilities):
-        return None
-    tool = await client.get_tool(name)
-    if not should_augment(client.capabilities, tool, options.mode):
-        return None
-    params["task"] = {"ttl": options.ttl_ms} if options.ttl_ms is not None else {}
-    token = f"mcpcli-task-{next(_tokens)}"
-    params["_meta"] = {"progressToken": token}
-    return token
-
-
-def with_extension(capabilities: JSON) -> JSON:
-    """Client capabilities that also declare the tasks extension."""
-    caps = dict(capabilities)
-    extensions = dict(caps.get("extensions") or {})
-    extensions[TASKS_EXTENSION] = {}
-    caps["extensions"] = extensions
-    return caps
 
 
 class TaskWaiter:
@@ -339,9 +211,9 @@ class TaskWaiter:
                     raise ProtocolError(f"task {task.task_id} completed without a result")
                 return result
             if task.status == "failed":
-                raise _failure(task)
+                raise failure(task)
             if task.status == "cancelled":
-                raise _cancelled(task)
+                raise cancelled(task)
             if task.status == "input_required":
                 await self._answer_inputs(task.raw.get("inputRequests"))
             await self._sleep(task)
@@ -389,7 +261,7 @@ class TaskWaiter:
             tg.cancel_scope.cancel()
         result = outcome[0]
         if self.task.status == "cancelled" and "content" not in result:
-            raise _cancelled(self.task)
+            raise cancelled(self.task)
         return result
 
     async def _legacy_result(self) -> JSON:
@@ -405,9 +277,9 @@ class TaskWaiter:
             except McpCliError:
                 raise exc from None
             if latest.status == "cancelled":
-                raise _cancelled(latest) from None
+                raise cancelled(latest) from None
             if latest.status == "failed":
-                raise _in_task(exc, latest) from None
+                raise in_task(exc, latest) from None
             raise
 
     # -- shared --------------------------------------------------------------------
@@ -468,24 +340,3 @@ async def cancel_current(client: TaskClient, options: TaskOptions) -> Task | Non
     return task
 
 
-def _failure(task: Task) -> McpCliError:
-    """The JSON-RPC error a failed 2026-07-28 task carries (exit 5)."""
-    error = task.raw.get("error")
-    if isinstance(error, dict) and isinstance(error.get("code"), int):
-        message = error.get("message")
-        exc = RPCError(error["code"], message if isinstance(message, str) else "task failed",
-                       error.get("data"))
-        return _in_task(exc, task)
-    detail = f": {task.status_message}" if task.status_message else ""
-    return RPCError(-32603, f"task {task.task_id} failed{detail}")
-
-
-def _in_task(exc: RPCError, task: Task) -> RPCError:
-    """The same error, its message saying which task it ended."""
-    exc.message = f"task {task.task_id} failed: {exc.message}"
-    return exc
-
-
-def _cancelled(task: Task) -> TaskCancelled:
-    detail = f" ({task.status_message})" if task.status_message else ""
-    return TaskCancelled(f"task {task.task_id} was cancelled{detail}")

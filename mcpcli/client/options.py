@@ -1,0 +1,96 @@
+"""What a `Client` is given: its options, and the features it answers a server's requests with."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpcli import __version__
+from mcpcli.protocol import Era
+from mcpcli.session import SlowHandler, Tracer
+from mcpcli.tracecontext import TraceContext
+
+__all__ = ["ClientFeatures", "ClientOptions", "Elicitor", "NotificationCallback", "Sampler"]
+
+JSON = dict[str, Any]
+Elicitor = Callable[[JSON], Awaitable[JSON]]
+Sampler = Callable[[JSON], Awaitable[JSON]]
+NotificationCallback = Callable[[str, JSON], None]
+
+
+async def _decline(params: JSON) -> JSON:
+    return {"action": "decline"}
+
+
+@dataclass
+class ClientFeatures:
+    """What this client answers when a server asks: elicitation, sampling, roots.
+
+    A capability is declared only when we really answer it. Elicitation is always
+    answered (declining is an answer); sampling needs a `sample` callback and
+    roots a list.
+    """
+
+    elicit: Elicitor = _decline
+    sample: Sampler | None = None
+    roots: list[JSON] | None = None
+    #: Whether URL-mode elicitation can be shown to a person (a TTY).
+    elicit_url: bool = False
+
+    def capabilities(self, era: Era) -> JSON:
+        caps: JSON = {}
+        elicitation: JSON = {"form": {}}
+        if self.elicit_url:
+            elicitation["url"] = {}
+        caps["elicitation"] = elicitation
+        if self.sample is not None:
+            caps["sampling"] = {}
+        if self.roots is not None:
+            caps["roots"] = {} if era == "modern" else {"listChanged": False}
+        return caps
+
+
+@dataclass
+class ClientOptions:
+    client_info: JSON = field(
+        default_factory=lambda: {"name": "mcpcli", "title": "mcpcli", "version": __version__}
+    )
+    #: Force one protocol version (skips negotiation across eras).
+    protocol: str | None = None
+    timeout: float | None = 60.0
+    max_timeout: float | None = 3600.0
+    #: How long a stdio server may stay silent on the era probe before we call it legacy.
+    probe_timeout: float = 5.0
+    log_level: str | None = None
+    features: ClientFeatures = field(default_factory=ClientFeatures)
+    on_notification: NotificationCallback | None = None
+    on_error: Callable[[Exception], None] | None = None
+    trace: Tracer | None = None
+    #: Extra `_meta` entries for every request after the handshake (`--meta`); a key the
+    #: client sets itself (progressToken, the 2026-07-28 fields) wins over these.
+    meta: JSON = field(default_factory=dict)
+    #: The trace every request continues (`--traceparent`, `TRACEPARENT`): its
+    #: `traceparent` and `tracestate` go into each request's `_meta`, in every era. The
+    #: request being handled here (`tracecontext.current`: a gateway's) comes first.
+    trace_context: TraceContext | None = None
+    #: Reuse and store what was learnt of the server's era (a cached `server/discover`
+    #: result, a stdio command line remembered as legacy). False: always a live probe
+    #: (`mcp check` judges the handshake itself).
+    remember_era: bool = True
+    #: Told when a request has gone `slow_after` seconds unanswered (see `Session`): a
+    #: person at a terminal is shown what is awaited from whom.
+    on_slow: SlowHandler | None = None
+    slow_after: float = 3.0
+    #: Told what the client did on its own that a person tracing wants to know (a server
+    #: started again after it exited on the era probe); `--trace` prints it.
+    note: Callable[[str], None] | None = None
+    # Hooks for a client that relays for another (the gateway's upstream client):
+    #: The capabilities declared in an era, given the features' (a 2026-07-28 request
+    #: carries them, so a relay may declare its own client's).
+    declare: Callable[[Era, JSON], JSON] | None = None
+    #: Answers one 2026-07-28 input round `((key, method, params), ...)` as a whole;
+    #: None from it: answer with the features, one by one.
+    answer_round: Callable[[tuple[tuple[str, str, JSON], ...]], Awaitable[JSON | None]] | None = None
+    #: Answers the server's requests (all but `ping`) instead of the features.
+    serve_request: Callable[[str, JSON], Awaitable[JSON]] | None = None
