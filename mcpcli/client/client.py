@@ -16,6 +16,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import (
     AbstractAsyncContextManager,
+    AbstractContextManager,
     AsyncExitStack,
     asynccontextmanager,
     contextmanager,
@@ -283,7 +284,7 @@ class Client:
             if not op.probe:
                 self.transport.release_output()
             try:
-                result = await self._send(
+                result = await self.send(
                     op.method, op.params, timeout=op.timeout, max_timeout=op.max_timeout,
                     on_progress=op.on_progress, progress_token=op.progress_token,
                     cancel_on_timeout=op.cancel_on_timeout,
@@ -305,8 +306,23 @@ class Client:
             return await self.list_tools()
         raise AssertionError(f"unknown operation {op!r}")
 
-    def _send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
-        """`session.request` for every request we make, carrying the trace it continues.
+    def send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
+        """Every request this client makes leaves through here (`options` are
+        `Session.request`'s): within the options' `request_sent` hook, given its id (a relay
+        notes which downstream request it was made for), and carrying the trace it continues."""
+        hook = self.options.request_sent
+        if hook is not None:
+            return self._send_told(hook, method, params, **options)
+        return self._traced(method, params, **options)
+
+    async def _send_told(self, hook: Callable[[RequestId], AbstractContextManager[object]], method: str,
+                         params: JSON | None, **options: Any) -> JSON:
+        request_id = self.session.next_id()
+        with hook(request_id):
+            return await self._traced(method, params, request_id=request_id, **options)
+
+    def _traced(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
+        """`session.request`, carrying the trace the request continues.
 
         The trace context (the request being handled here, else `options.trace_context`)
         goes into `_meta` as it is (`tracecontext.request_meta`: every request but a legacy
@@ -322,7 +338,9 @@ class Client:
 
     async def _send_in_span(self, method: str, params: JSON | None, parent: TraceContext | None,
                             **options: Any) -> JSON:
-        request_id = self.session.next_id()
+        request_id = options.pop("request_id", None)
+        if request_id is None:
+            request_id = self.session.next_id()
         attributes = spans.request_attributes(
             method, params or {}, request_id=request_id, version=self.protocol_version or _asked_version(params),
             transport=self.transport.name, session_id=_session_id(self.transport),

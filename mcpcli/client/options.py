@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpcli import __version__
+from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import Era
 from mcpcli.session import SlowHandler, Tracer
 from mcpcli.tracecontext import TraceContext
@@ -94,3 +96,6 @@ class ClientOptions:
     answer_round: Callable[[tuple[tuple[str, str, JSON], ...]], Awaitable[JSON | None]] | None = None
     #: Answers the server's requests (all but `ping`) instead of the features.
     serve_request: Callable[[str, JSON], Awaitable[JSON]] | None = None
+    #: Entered around each request the client sends, given its id: a relay notes which
+    #: downstream request it was made for (a server message tied to it goes there).
+    request_sent: Callable[[RequestId], AbstractContextManager[object]] | None = None

@@ -4,7 +4,7 @@ is `mcpcli.core.subscriptions`'s)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -45,6 +45,7 @@ class _Client(Protocol):
     options: ClientOptions
 
     async def request(self, method: str, params: JSON | None = None) -> JSON: ...
+    def send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]: ...
     def request_headers(self, method: str, params: JSON) -> Mapping[str, str] | None: ...
 
 
@@ -132,7 +133,7 @@ class Subscriptions:
 
         async def listen() -> None:
             try:
-                await client.session.request(
+                await client.send(
                     LISTEN, params, timeout=None, max_timeout=None, progress_token=False,
                     headers=client.request_headers(LISTEN, params),
                 )

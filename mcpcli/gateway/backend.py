@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -28,12 +27,13 @@ import anyio.abc
 from mcpcli import __version__
 from mcpcli.errors import McpCliError, RPCError, TransportError
 from mcpcli.jsonrpc import INVALID_PARAMS
+from mcpcli.relay.listings import Reruns
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
-from .coalesce import Reruns
-from .link import DownstreamRoots, Link, Unavailable, on_behalf_of, tool_error
+from .asking import DownstreamRoots, serving
+from .link import Link, Unavailable, tool_error
 from .options import GatewayOptions
 from .rules import tool_allowed
 
@@ -81,7 +81,7 @@ class GatewayBackend:
         #: gateway shares its outer gateway's (one helper process, closed by its owner).
         self._owns_watchdog = watchdog is None
         self._watchdog = watchdog or Watchdog()
-        #: The stdio client's roots, as the links learn them (see `mcpcli.gateway.link`).
+        #: The stdio client's roots, as the links learn them (see `mcpcli.gateway.asking`).
         self._roots = DownstreamRoots()
         self.links = [Link(up, self.options, self._on_link_event, self._watchdog, self._roots, GatewayBackend)
                       for up in upstreams]
@@ -363,7 +363,7 @@ class GatewayBackend:
         return TaskPolicy(support=support)
 
     async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
-        with _serving(ctx):
+        with serving(ctx):
             return await self._call_tool(name, arguments, ctx)
 
     async def _call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
@@ -421,7 +421,7 @@ class GatewayBackend:
         return entry
 
     async def get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> JSON:
-        with _serving(ctx):
+        with serving(ctx):
             return await self._get_prompt(name, arguments, ctx)
 
     async def _get_prompt(self, name: str, arguments: dict[str, str], ctx: CallContext) -> JSON:
@@ -499,7 +499,7 @@ class GatewayBackend:
         return candidates + list(self._resource_links())
 
     async def read_resource(self, uri: str, ctx: CallContext) -> JSON:
-        with _serving(ctx):
+        with serving(ctx):
             return await self._read_resource(uri, ctx)
 
     async def _read_resource(self, uri: str, ctx: CallContext) -> JSON:
@@ -575,16 +575,6 @@ class GatewayBackend:
         `level` up (within a call each client's own level filters them, in `ctx.log`)."""
         for link in self.links:
             link.set_log_level(level)
-
-
-@contextmanager
-def _serving(ctx: CallContext) -> Iterator[None]:
-    """While a downstream request is served, upstream requests made for it belong to it."""
-    token = on_behalf_of.set(ctx)
-    try:
-        yield
-    finally:
-        on_behalf_of.reset(token)
 
 
 async def _forwarded(link: Link, method: str, params: JSON, ctx: CallContext | None) -> JSON:

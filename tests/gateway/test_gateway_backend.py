@@ -398,13 +398,14 @@ def test_an_unattributed_request_for_input_is_never_guessed_across_clients(
 ) -> None:
     from types import SimpleNamespace
 
-    from mcpcli.gateway.link import Link, _Call
+    from mcpcli.gateway.asking import Call
+    from mcpcli.gateway.link import Link
     from mcpcli.gateway.options import GatewayOptions
 
     link = Link(demo(), GatewayOptions(), lambda *args: None)
-    calls = [_Call(SimpleNamespace(transport=t)) for t in transports]  # type: ignore[arg-type]
-    link._calls.extend(calls)
-    found = link._caller()
+    calls = [Call(SimpleNamespace(transport=t)) for t in transports]  # type: ignore[arg-type]
+    link.asking.calls.extend(calls)
+    found = link.asking.caller(asking=True, method="elicitation/create")
     assert found is (None if expected is None else calls[expected])
 
 

@@ -117,7 +117,7 @@ async def test_eager_starts_the_nested_upstreams_too(gateway: Gateway, tmp_path:
     async with gateway([team(team_file(tmp_path))], eager=True) as client:
         outer = client.backend.links[0]  # type: ignore[attr-defined]
         assert outer.connected
-        inner = outer._client.transport.backend  # the nested gateway behind the in-process link
+        inner = outer.client.transport.backend  # the nested gateway behind the in-process link
         assert [link.connected for link in inner.links] == [True]
 
 

@@ -125,3 +125,34 @@ async def test_a_legacy_subscription_opens_the_transports_standalone_stream(serv
             async with client.subscribe(resources=["mem://greeting"]):
                 assert transport.standalone_opened == 1
             assert client.server_name == "demo"
+
+
+async def test_request_sent_is_told_each_request_id_around_the_request(server: Server) -> None:
+    """A relay learns the id of every request the client sends, before it goes out and
+    until its answer is in (what the gateway routes server messages by)."""
+    from contextlib import contextmanager
+
+    wire: list[tuple[str, Any]] = []
+    told: list[tuple[str, Any]] = []
+
+    def trace(direction: str, message: Message | Batch) -> None:
+        if direction == "send" and isinstance(message, Request):
+            wire.append((message.method, message.id))
+
+    @contextmanager
+    def sent(request_id: Any) -> Any:
+        told.append(("sent", request_id))
+        pending = len(wire)
+        yield
+        told.append(("answered", request_id))
+        assert wire[pending][1] == request_id  # it went out under that id, within the block
+
+    options = ClientOptions(features=features(), trace=trace, request_sent=sent)
+    with anyio.fail_after(10):
+        async with Client(server.transport(), options) as client:
+            await client.list_tools()
+            result = await client.call_tool("echo", {"text": "hi"})
+    assert result["content"][0]["text"] == "hi"
+    ids = [request_id for _method, request_id in wire]
+    assert [method for method, _id in wire][-2:] == ["tools/list", "tools/call"]
+    assert told == [(step, request_id) for request_id in ids for step in ("sent", "answered")]

@@ -84,14 +84,20 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # Output and rendering know nothing of click or the CLI's App.
     "mcpcli.output": frozenset(),
     "mcpcli.render": frozenset({"mcpcli.output"}),
+    # One upstream `Client` served to many downstreams, for the daemon and the gateway alike:
+    # the supervised upstream, which downstream a message is for, the listings cache.
+    "mcpcli.relay": frozenset({"mcpcli.client", "mcpcli.session"}),
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
-    "mcpcli.daemon": frozenset({"mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports"}),
+    "mcpcli.daemon": frozenset({
+        "mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports",
+        "mcpcli.relay",
+    }),
     # The gateway (`mcp serve --proxy`, `servers:` in tools.yaml): upstreams reached as any
     # command reaches a server, served through the server runtime; never the CLI.
     "mcpcli.gateway": frozenset({
         "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
-        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports",
+        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports", "mcpcli.relay",
     }),
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.

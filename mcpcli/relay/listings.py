@@ -1,4 +1,9 @@
-"""Coalescing what an upstream's change notifications set off.
+"""What an upstream listed, kept until it says the list changed, and the re-listing that
+its change notifications set off, coalesced.
+
+`Listings` keeps one upstream's listings by key (a list method for the daemon, a kind for
+the gateway) and page (a cursor; None: the whole listing), each until the matching
+`list_changed` notification (or, for a 2026-07-28 result with `ttlMs`, its expiry).
 
 An upstream may send `notifications/tools/list_changed` thousands of times in a burst.
 Re-listing once per notification would send the upstream as many `tools/list` requests
@@ -8,23 +13,31 @@ one run in flight and one pending, whatever the burst:
 * `Fetches`: a listing and its generation. Each change starts a new generation; a
   caller wants a fetch that began at the generation it saw (or later), so callers
   arriving while a good enough fetch is in flight share it, and those that arrived
-  after a change share the one next fetch.
+  after a change share the one next fetch. `Listings.fetch` is one per key.
 * `Reruns`: passes of a piece of work per key (the gateway's relist-and-announce): a
   request while a pass runs only marks one more pass, which runs after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+import math
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import anyio
 import anyio.abc
 
-__all__ = ["Fetches", "Reruns"]
+__all__ = ["STALE_BY_METHOD", "Fetches", "Listings", "Reruns"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+#: The list methods whose results each list_changed notification makes stale.
+STALE_BY_METHOD: Mapping[str, tuple[str, ...]] = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
 
 
 class _Flight(Generic[T]):
@@ -111,3 +124,66 @@ class Reruns(Generic[K]):
                 flag, self._pending[key] = more, None
         finally:
             self._pending.pop(key, None)
+
+
+class Listings(Generic[T]):
+    """One upstream's listings by key and page, until they change (see the module docstring).
+
+    `stale`: the keys each list_changed notification makes stale (`STALE_BY_METHOD` for
+    keys that are list methods)."""
+
+    def __init__(self, stale: Mapping[str, Sequence[str]]) -> None:
+        self._stale = stale
+        #: (key, page) -> (expiry on the caller's clock, the listing).
+        self._entries: dict[tuple[str, str | None], tuple[float, T]] = {}
+        self._fetches: dict[str, Fetches[Any]] = {}
+        #: Each key's whole listing (page None) as last known before the changes since.
+        self.previous: dict[str, T] = {}
+
+    def get(self, key: str, page: str | None = None, *, now: float = -math.inf) -> T | None:
+        """The listing kept for `key` and `page`, unless it expired by `now`."""
+        entry = self._entries.get((key, page))
+        if entry is None or entry[0] <= now:
+            return None
+        return entry[1]
+
+    def put(self, key: str, value: T, page: str | None = None, *, expires: float = math.inf,
+            generation: int | None = None) -> bool:
+        """Keep `value` until `expires`, unless it was fetched at a `generation` a change
+        has made stale since (then False)."""
+        if generation is not None and not self.current(key, generation):
+            return False
+        self._entries[key, page] = (expires, value)
+        return True
+
+    def changed(self, notification: str) -> tuple[str, ...]:
+        """The upstream sent `notification`: forget what it makes stale (those keys)."""
+        keys = tuple(self._stale.get(notification, ()))
+        for key in keys:
+            self.forget(key)
+        return keys
+
+    def forget(self, key: str) -> None:
+        """`key` may have changed: drop its pages (its whole listing kept in `previous`), and
+        a fetch of it in flight began too early to be kept."""
+        whole = self._entries.get((key, None))
+        if whole is not None:
+            self.previous[key] = whole[1]
+        for stale in [k for k in self._entries if k[0] == key]:
+            del self._entries[stale]
+        self._flights(key).changed()
+
+    async def fetch(self, key: str, fetch: Callable[[int], Awaitable[T]]) -> T:
+        """`fetch(generation)`, coalesced per key (`Fetches.get`)."""
+        flights: Fetches[T] = self._flights(key)
+        return await flights.get(fetch)
+
+    def current(self, key: str, generation: int) -> bool:
+        """Whether `key` has not changed since `generation`."""
+        return self._flights(key).current(generation)
+
+    def _flights(self, key: str) -> Fetches[Any]:
+        flights = self._fetches.get(key)
+        if flights is None:
+            flights = self._fetches[key] = Fetches()
+        return flights

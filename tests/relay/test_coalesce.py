@@ -1,4 +1,4 @@
-"""The gateway's coalescing (mcpcli/gateway/coalesce.py): a burst of changes costs at most
+"""The relay's coalescing (mcpcli/relay/listings.py): a burst of changes costs at most
 one fetch or pass in flight and one after it, and nobody gets an answer older than the
 change they could know of."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcpcli.gateway.coalesce import Fetches, Reruns
+from mcpcli.relay.listings import Fetches, Reruns
 
 pytestmark = pytest.mark.anyio
 
