@@ -23,7 +23,9 @@ ROOT = Path(mcpcli.__file__).parent
 FOUNDATIONS = frozenset({
     # The protocol core: what goes on the wire, decided without I/O (the standard library only).
     "mcpcli.core",
-    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
+    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc",
+    # Strict JSON text in and out, on `json` alone: jsonrpc's and the local protocols'.
+    "mcpcli.jsontext", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
     "mcpcli.handshake",
