@@ -25,9 +25,10 @@ other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
 a value click would reject, an invalid `--jq` filter, a malformed trace context,
 `OTEL_*` variables asking for spans (the full path records them), no daemon, or no
 such session. Only the standard library, `mcpcli.text` (`re` only),
-`mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext` (only with a trace)
-and the daemon's `protocol` and `paths` are imported (a test checks): no click,
-anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
+`mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext` (only with a trace),
+the daemon's control protocol (`mcpcli.core.localrpc`) and run directory
+(`mcpcli.rundir`) are imported (a test checks): no click, anyio, httpx, rich or
+jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
 from __future__ import annotations
@@ -406,10 +407,11 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     import signal
     import socket
 
-    from mcpcli.daemon import paths, protocol
+    from mcpcli import rundir
+    from mcpcli.core import localrpc
 
     try:
-        where = paths.socket_file(create=False)
+        where = rundir.socket_file(create=False)
     except OSError:
         return None  # no run directory, or an unsafe one: the normal path says which
     printer = _Printer(prog, call["json_errors"])
@@ -426,13 +428,13 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             except OSError:
                 return None  # no daemon: the normal path starts none for @NAME and says so
             trace = {"trace": call["trace"]} if call["trace"] else {}
-            protocol.send(sock, protocol.request(
+            localrpc.send(sock, localrpc.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
                 timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
                 notifications=True, meta=call["meta"], keep_alive=keep_alive, **trace))
             try:
-                answer = _answer(protocol.LineReader(sock), call["quiet"])
-            except (protocol.ProtocolViolation, OSError) as exc:
+                answer = _answer(localrpc.LineReader(sock), call["quiet"])
+            except (localrpc.ProtocolViolation, OSError) as exc:
                 return printer.error("protocol", f"the session daemon sent a bad answer: {exc}", 4)
         finally:
             signal.signal(signal.SIGTERM, previous)
