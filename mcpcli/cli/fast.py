@@ -24,11 +24,12 @@ Anything else returns None and the normal path runs, unchanged: a terminal, any
 other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
 a value click would reject, an invalid `--jq` filter, a malformed trace context,
 `OTEL_*` variables asking for spans (the full path records them), no daemon, or no
-such session. Only the standard library, `mcpcli.text` (`re` only),
-`mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext` (only with a trace),
-the daemon's control protocol (`mcpcli.core.localrpc`) and run directory
-(`mcpcli.rundir`) are imported (a test checks): no click, anyio, httpx, rich or
-jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
+such session. The flags are read from their one declaration (`mcpcli.core.flags`,
+which the click options are built from). Only the standard library, `mcpcli.text`
+(`re` only), `mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`),
+`mcpcli.tracecontext` (only with a trace), the daemon's control protocol
+(`mcpcli.core.localrpc`) and run directory (`mcpcli.rundir`) are imported (a test
+checks): no click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
 from __future__ import annotations
@@ -42,41 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["try_call"]
 
-#: Flags that take a value, and the `call` field each fills.
-_VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout",
-           "--jq": "jq", "--max-chars": "max_chars", "--meta": "meta", "--traceparent": "traceparent"}
-#: Flags without a value that change nothing the fast path prints, or only the error format.
-_FLAGS = {"--json": "json_errors", "--jsonl": "jsonl", "--no-validate": "no_validate", "-q": "quiet",
-          "--quiet": "quiet", "-r": "raw", "--raw": "raw"}
-#: What --timeout and --max-timeout default to (`mcp tools call`'s click options).
-_TIMEOUT_DEFAULT = 60.0
-_MAX_TIMEOUT_DEFAULT = 3600.0
-
-
-def _seconds(text: str) -> float | None:
-    """A value the options' `seconds()` type accepts (finite, above 0); None for anything else
-    (click then reports it)."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 < value < math.inf else None
-
-
-def probe_seconds(text: str | None) -> float | None:
-    """`MCP_PROBE_TIMEOUT`: unset or empty is 5 seconds; a finite number from 0 up, else None
-    (the full path reports it: `mcpcli.cli._connection`)."""
-    import math
-
-    if not text:
-        return 5.0
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value < math.inf else None
+#: The flags of `tools call` this path reads (`core.flags`, by field), as click reads them.
+TAKEN = ("items", "args_json", "timeout", "max_timeout", "no_validate", "as_json", "jsonl", "quiet", "jq_filter",
+         "raw", "max_chars", "meta", "traceparent")
 
 
 def _plain_profile(name: str) -> bool:
@@ -107,80 +76,31 @@ def _parse(tokens: list[str]) -> dict[str, Any] | None:
 def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | None:
     """The flags of a `tools call` (and its positionals, in order), or None to leave them to
     click: shared with the one-shot stdio path (`mcpcli.cli.oneshot`), which takes the same
-    flags but `--meta` (`meta`: take it)."""
-    positionals: list[str] = []
-    items: list[str] = []
-    metas: list[str] = []
-    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None, "jq": None, "traceparent": None}
-    flags: set[str] = set()
-    i = 0
-    while i < len(tokens):
-        word = tokens[i]
-        i += 1
-        if word == "-":
-            return None  # click's, whatever it means here
-        if not word.startswith("-"):
-            positionals.append(word)
-            continue
-        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
-        if name in _FLAGS and not eq:
-            flags.add(_FLAGS[name])
-            continue
-        field = _VALUED.get(name)
-        if field is None:
-            return None  # --help, --, --jq, -aK=V, anything else: click's to handle
-        if not eq:
-            if i >= len(tokens):
-                return None
-            value = tokens[i]
-            i += 1
-        if field == "arg":
-            if "=@" in value:
-                return None  # a file (or stdin) the command reads, not the daemon
-            items.append(value)
-        elif field == "meta":
-            if not meta:
-                return None
-            metas.append(value)
-        elif field == "jq":
-            parsed["jq"] = value
-        elif field == "max_chars":
-            # It cuts human output only, never JSON: checked as click checks it, then moot.
-            if not (value.isascii() and value.isdigit()):
-                return None
-        elif field == "json":
-            if parsed["json"] is not None or value.startswith("@") or value == "-":
-                return None
-            parsed["json"] = value
-        elif field == "traceparent":
-            parsed["traceparent"] = value
-        else:
-            seconds = _seconds(value)
-            if seconds is None:
-                return None
-            parsed[field] = seconds
-    if ("json_errors" in flags and "jsonl" in flags) or ("raw" in flags and parsed["jq"] is None):
+    flags but `--meta` (`meta`: take it). `core.flags.parse` reads them as click would; what
+    is left out here is what this path does not do itself: a file or stdin to read."""
+    from mcpcli.core import flags
+
+    parsed = flags.parse(tokens, flags.by_name(name for name in TAKEN if meta or name != "meta"))
+    if parsed is None:
+        return None
+    values, positionals = parsed
+    if any("=@" in item for item in values["items"]):
+        return None  # a file (or stdin) the command reads, not the daemon
+    json_text = values["args_json"]
+    if json_text is not None and (json_text.startswith("@") or json_text == "-"):
+        return None
+    if (values["as_json"] and values["jsonl"]) or (values["raw"] and values["jq_filter"] is None):
         return None  # a usage error click words
     if not _plain_profile(os.environ.get("MCP_PROFILE") or ""):
         return None  # click's (check_profile) to word; a valid one changes nothing for a session or stdio
-    if parsed["timeout"] is None:
-        env = os.environ.get("MCP_TIMEOUT")
-        if env:
-            parsed["timeout"] = _seconds(env)
-            if parsed["timeout"] is None:
-                return None
-        else:
-            parsed["timeout"] = _TIMEOUT_DEFAULT
-    if parsed["max_timeout"] is None:
-        parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
-    trace = trace_meta(parsed.pop("traceparent"))
+    trace = trace_meta(values["traceparent"])
     if trace is None:
         return None
-    parsed["trace"] = trace
-    parsed.update(positionals=positionals, args=items, meta=metas,
-                  validate="no_validate" not in flags, quiet="quiet" in flags, raw="raw" in flags,
-                  json_errors=bool(flags & {"json_errors", "jsonl"}) or parsed["jq"] is not None)
-    return parsed
+    # --max-chars cuts human output only, never JSON: read (and checked) as click reads it, then moot.
+    return {"positionals": positionals, "args": values["items"], "json": json_text, "timeout": values["timeout"],
+            "max_timeout": values["max_timeout"], "jq": values["jq_filter"], "meta": values.get("meta", []),
+            "validate": not values["no_validate"], "quiet": values["quiet"], "raw": values["raw"], "trace": trace,
+            "json_errors": values["as_json"] or values["jsonl"] or values["jq_filter"] is not None}
 
 
 def compile_jq(call: dict[str, Any]) -> bool:

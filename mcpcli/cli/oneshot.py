@@ -59,7 +59,8 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     None: take the full path."""
     if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or args[:2] != ["tools", "call"]:
         return None
-    from mcpcli.cli.fast import _isatty, _Printer, compile_jq, parse_flags, probe_seconds
+    from mcpcli.cli.fast import _isatty, _Printer, compile_jq, parse_flags
+    from mcpcli.core import flags
 
     if _isatty(1) or _isatty(2):
         return None  # human output, a progress bar, prompts: the full path's
@@ -71,7 +72,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     if spec is None:
         return None
     call["tool"] = call["positionals"][-1]
-    probe_timeout = probe_seconds(os.environ.get("MCP_PROBE_TIMEOUT"))
+    probe_timeout = flags.probe_timeout(os.environ.get(flags.PROBE_TIMEOUT_ENV))
     if probe_timeout is None:
         return None  # the full path reports it
     if call["json"] is not None:

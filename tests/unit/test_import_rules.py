@@ -22,7 +22,7 @@ ROOT = Path(mcpcli.__file__).parent
 #: The foundations: any unit may import them; they import only each other.
 FOUNDATIONS = frozenset({
     # The protocol core: what goes on the wire, decided without I/O (the standard library only):
-    # the exchange's flows, the request clock, the
+    # the exchange's flows, the request clock, the client flags as data (`core.flags`), the
     # local line-JSON protocols (`core.localrpc`: the daemon's control protocol, scripts'
     # side channel). It stands on the foundations below (errors, jsonrpc...), which do not
     # import it.
@@ -356,3 +356,12 @@ def test_the_daemon_s_protocol_and_run_directory_live_outside_it() -> None:
     ]
     assert not problems, "\n".join(problems)
 
+
+def test_the_fast_paths_and_click_read_one_table_of_flags() -> None:
+    """The fast paths' argv reader and the click options come from `core.flags`: neither
+    `cli/fast.py` nor `cli/oneshot.py` declares a flag or a default of its own."""
+    for module in ("mcpcli.cli.fast", "mcpcli.cli.oneshot"):
+        source = MODULES[module].read_text(encoding="utf-8")
+        assert "mcpcli.core.flags" in _imports(module) or "mcpcli.core" in _imports(module), module
+        for copied in ('"--timeout"', '"--max-timeout"', "60.0", "3600.0", "5.0"):
+            assert copied not in source, (module, copied)
