@@ -25,10 +25,11 @@ other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
 a value click would reject, an invalid `--jq` filter, a malformed trace context,
 `OTEL_*` variables asking for spans (the full path records them), no daemon, or no
 such session. The flags are read from their one declaration (`mcpcli.core.flags`,
-which the click options are built from). Only the standard library, `mcpcli.text`
-(`re` only), `mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`),
-`mcpcli.tracecontext` (only with a trace), the daemon's control protocol
-(`mcpcli.core.localrpc`) and run directory (`mcpcli.rundir`) are imported (a test
+which the click options are built from) and errors printed by the one printer
+(`errors.print_error`). Only the standard library, `mcpcli.text` (`re` only),
+`mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext`
+(only with a trace), the daemon's control protocol (`mcpcli.core.localrpc`) and run
+directory (`mcpcli.rundir`), and on an error `mcpcli.errors` are imported (a test
 checks): no click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
@@ -222,57 +223,6 @@ def _isatty(fd: int) -> bool:
         return False
 
 
-class _Printer:
-    """Errors as `App.report` prints them: one line and a hint, or the `--json` object."""
-
-    def __init__(self, prog: str, json_errors: bool) -> None:
-        self.prog = prog
-        self.json_errors = json_errors
-
-    def error(self, kind: str, message: str, exit_code: int, hint: str | None = None,
-              rpc: dict[str, Any] | None = None) -> int:
-        from mcpcli.text import json_safe, one_line
-
-        if self.json_errors:
-            import json
-
-            body: dict[str, Any] = {"type": kind, "message": message, "exitCode": exit_code}
-            if hint:
-                body["hint"] = hint
-            if rpc is not None:
-                body["rpc"] = rpc
-            text = json.dumps({"error": body}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            sys.stderr.write(json_safe(text) + "\n")
-        else:
-            sys.stderr.write(f"{self.prog}: error: {one_line(message, newline=' | ')}\n")
-            if hint:
-                sys.stderr.write(f"{self.prog}: hint: {one_line(hint, newline=' | ')}\n")
-        sys.stderr.flush()
-        return exit_code
-
-    def report(self, report: Any) -> int:
-        """The daemon's error form, as `errors.from_error_report` and `App.report` show it."""
-        if not isinstance(report, dict):
-            return self.error("protocol", "the session daemon sent a malformed error", 4)
-        message = report.get("message")
-        if not isinstance(message, str) or not message:
-            message = "the session daemon reported an error"
-        hint = report.get("hint") if isinstance(report.get("hint"), str) else None
-        kind, code, exit_code = report.get("kind"), report.get("code"), report.get("exit")
-        shown_type = report.get("type")
-        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
-            exit_code = 1
-        if kind == "rpc" and isinstance(code, int) and not isinstance(code, bool):
-            rpc: dict[str, Any] = {"code": code, "message": message}
-            if report.get("data") is not None:
-                rpc["data"] = report["data"]
-            shown = message if str(code) in message else f"{message} (code {code})"
-            return self.error(shown_type if isinstance(shown_type, str) else "rpc", shown, 5, hint, rpc)
-        if not isinstance(shown_type, str):
-            shown_type = kind if isinstance(kind, str) else "error"
-        return self.error(shown_type, message, exit_code, hint)
-
-
 def _stdout_gone() -> int:
     """The reader of our stdout left: as `_root._stdout_gone`, exit 0 quietly."""
     try:
@@ -334,7 +284,6 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
         where = rundir.socket_file(create=False)
     except OSError:
         return None  # no run directory, or an unsafe one: the normal path says which
-    printer = _Printer(prog, call["json_errors"])
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the one-shot command: "interrupted", 130
@@ -355,34 +304,54 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             try:
                 answer = _answer(localrpc.LineReader(sock), call["quiet"])
             except (localrpc.ProtocolViolation, OSError) as exc:
-                return printer.error("protocol", f"the session daemon sent a bad answer: {exc}", 4)
+                from mcpcli.errors import ProtocolError
+
+                return print_error(ProtocolError(f"the session daemon sent a bad answer: {exc}"), prog, call)
         finally:
             signal.signal(signal.SIGTERM, previous)
     except KeyboardInterrupt:
-        return printer.error("interrupted", "interrupted", 130)
+        from mcpcli.errors import Interrupted
+
+        return print_error(Interrupted("interrupted"), prog, call)
     finally:
         sock.close()  # a call still in flight is cancelled on the server
     name = call["session"]
     if answer is not None and answer.get("fallback") is True:
         return None  # not this keepAlive server's session (yet): the full path opens or joins it
     if answer is None:
-        return printer.error(
-            "connection-closed", f"session {name!r} closed the connection", 4,
-            f"`mcp session list` shows its state; `mcp session restart {name}`")
+        from mcpcli.errors import ConnectionClosed
+
+        return print_error(ConnectionClosed(
+            f"session {name!r} closed the connection",
+            hint=f"`mcp session list` shows its state; `mcp session restart {name}`"), prog, call)
     if answer.get("ok") is not True:
         report = answer.get("error")
         if isinstance(report, dict) and report.get("message") == f"no session {name!r}":
             return None  # the normal path's own words for it
-        return printer.report(report)
+        return print_error(report, prog, call)  # as the daemon sent it
     result = answer.get("result")
     if not isinstance(result, dict):
-        return printer.error("protocol", "the session daemon sent a malformed answer", 4)
+        from mcpcli.errors import ProtocolError
+
+        return print_error(ProtocolError("the session daemon sent a malformed answer"), prog, call)
     try:
         failed = emit(result, call)
     except BrokenPipeError:
         return _stdout_gone()
     if failed is not None:
-        return printer.error("usage", failed, 2)
+        from mcpcli.errors import UsageError
+
+        return print_error(UsageError(failed), prog, call)
     if result.get("isError"):
-        return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
+        from mcpcli.errors import ToolError
+
+        return print_error(ToolError(f"tool {call['tool']!r} reported an error"), prog, call)
     return 0
+
+
+def print_error(error: Any, prog: str, call: dict[str, Any]) -> int:
+    """Print a typed error (or the daemon's error form, as sent) as `mcp tools call` would
+    (`errors.print_error`, the one printer) and return its exit status."""
+    from mcpcli import errors
+
+    return errors.print_error(error, prog, json_errors=call["json_errors"])
