@@ -376,15 +376,14 @@ def _keyring() -> Check:
 
 
 def _daemon() -> Check:
-    from mcpcli import sessions
-    from mcpcli.daemon import paths
+    from mcpcli import rundir, sessions
 
-    where = paths.run_dir_path()
+    where = rundir.run_dir_path()
     if not os.path.lexists(where):
         return Check("session daemon", OK, f"not running (its directory {where} is made when needed)")
     try:
-        paths.check_private_dir(where)
-    except paths.RunDirError as exc:
+        rundir.check_private_dir(where)
+    except rundir.RunDirError as exc:
         return Check("session daemon", PROBLEM, str(exc), "remove it (or make it yours: chmod 700 it)")
     try:
         sock = sessions.connect_daemon()

@@ -1,7 +1,8 @@
-"""The typed errors the library raises, and the exit code each one maps to.
+"""The typed errors the library raises, the exit code each one maps to, and how one is printed.
 
-Only `mcpcli.cli.main()` turns these into exit codes and messages; library code
-raises and never exits. The tree, with exit codes:
+Only `mcpcli.cli.main()` (and the fast paths it tries first) turns these into exit
+codes and messages, all through `print_error`; library code raises and never exits.
+The tree, with exit codes:
 
     McpCliError                      generic failure                        1
     ├── ToolError                    the tool's result has isError: true    1
@@ -60,10 +61,15 @@ __all__ = [
     "UsageError",
     "ValidationError",
     "error_report",
+    "error_text",
     "from_error_report",
     "optional_import",
+    "print_error",
     "unwrap",
 ]
+
+#: What a line break in a message becomes: errors and notes are one line on stderr.
+LINE_BREAK = " | "
 
 
 class ExitCode(enum.IntEnum):
@@ -85,7 +91,8 @@ class McpCliError(Exception):
     `hint` is an optional next step shown to the user after the message.
     """
 
-    exit_code: ExitCode = ExitCode.TOOL_ERROR
+    #: An ExitCode (an error the daemon reported keeps the status it was sent with).
+    exit_code: int = ExitCode.TOOL_ERROR
     kind: str = "error"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
@@ -357,8 +364,12 @@ def error_report(exc: McpCliError) -> dict[str, Any]:
             "code": code, "data": data}
 
 
-def from_error_report(report: Any) -> McpCliError:
-    """The typed error for the daemon's error form; a malformed one is a transport error."""
+def from_error_report(report: Any, *, as_sent: bool = False) -> McpCliError:
+    """The typed error for the daemon's error form; a malformed one is a transport error.
+
+    `as_sent`: the error keeps the `type` (the daemon's error's own kind, e.g. "validation")
+    and the exit status the daemon sent, for the fast path, which prints it as the one-shot
+    command would have printed that error."""
     if not isinstance(report, Mapping):
         return ProtocolError("the session daemon sent a malformed error")
     message = report.get("message")
@@ -366,13 +377,50 @@ def from_error_report(report: Any) -> McpCliError:
     hint = report.get("hint") if isinstance(report.get("hint"), str) else None
     kind = report.get("kind")
     code = report.get("code")
+    shown = report.get("type")
     if kind == "rpc" and isinstance(code, int) and not isinstance(code, bool):
         error: McpCliError = RPCError(code, message, report.get("data"))
         error.hint = hint
+        if as_sent and isinstance(shown, str):
+            error.kind = shown
         return error
     cls = _REPORT_KINDS.get(kind) if isinstance(kind, str) else None
+    exit_code = report.get("exit")
     if cls is None:
         by_exit = {int(c.exit_code): c for c in _REPORT_KINDS.values()}
-        exit_code = report.get("exit")
         cls = by_exit.get(exit_code, McpCliError) if isinstance(exit_code, int) else McpCliError
-    return cls(message, hint=hint)
+    error = cls(message, hint=hint)
+    if as_sent:
+        error.kind = shown if isinstance(shown, str) else kind if isinstance(kind, str) else "error"
+        error.exit_code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else 1
+    return error
+
+
+def error_text(error: McpCliError | Any, prog: str = "mcp", *, json_errors: bool = False) -> str:
+    """How `mcp` prints an error on stderr: `PROG: error: MESSAGE` and, with a hint, `PROG:
+    hint: HINT` (each one line), or under --json (--jsonl, --jq...) the error object
+    (`to_json`) on one line. `error` may also be the daemon's error form, shown as sent
+    (`from_error_report`). The one rendering: `mcpcli.cli.main()`'s and both fast paths'."""
+    from mcpcli.text import json_safe, one_line
+
+    if not isinstance(error, McpCliError):
+        error = from_error_report(error, as_sent=True)
+    if json_errors:
+        from mcpcli.jsontext import dumps
+
+        return json_safe(dumps(error.to_json())) + "\n"
+    text = f"{prog}: error: {one_line(error.message, newline=LINE_BREAK)}\n"
+    if error.hint:
+        text += f"{prog}: hint: {one_line(error.hint, newline=LINE_BREAK)}\n"
+    return text
+
+
+def print_error(error: McpCliError | Any, prog: str = "mcp", *, json_errors: bool = False,
+                stream: Any = None) -> int:
+    """Write `error_text` to `stream` (sys.stderr) and flush; returns the error's exit status."""
+    if not isinstance(error, McpCliError):
+        error = from_error_report(error, as_sent=True)
+    out = sys.stderr if stream is None else stream
+    out.write(error_text(error, prog, json_errors=json_errors))
+    out.flush()
+    return int(error.exit_code)

@@ -13,7 +13,7 @@
   noticed (the edit is done again on the new content) rather than overwritten.
 
 Standard library only, and no `pathlib` at import: the command side's fast path reaches
-`check_private_dir` through the daemon's run directory (`mcpcli.daemon.paths`).
+`check_private_dir` through the daemon's run directory (`mcpcli.rundir`).
 """
 
 from __future__ import annotations

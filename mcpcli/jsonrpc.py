@@ -8,10 +8,11 @@ pattern-match on them; `parse()` validates the envelope (not MCP semantics) and
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from mcpcli import jsontext
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -181,35 +182,15 @@ def parse_obj(obj: Any) -> Message:
     raise ParseError("neither a request, a notification nor a response", INVALID_REQUEST)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"number {text[:20]} is out of range")
-    return value
-
-
-# NaN, Infinity (Python extensions) and 1e999 (inf) would decode but never encode
-# again (`allow_nan=False`), so a message echoing them could not be sent: refuse them.
-_decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
-
-
 def loads(text: str | bytes) -> Any:
     """Strict JSON text (no NaN, Infinity or 1e999): only values `dumps` can write back.
 
     Nesting deeper than the parser's recursion allows is a ValueError too, like any
     other JSON it will not take: the one reader for JSON from outside (files, other
     programs' output), so "[[[[..." is a clean error everywhere. Bytes are decoded as
-    `json.loads` does (bad UTF-8 is a ValueError as well)."""
-    try:
-        if not isinstance(text, str):
-            text = text.decode(json.detect_encoding(text), "surrogatepass")
-        return _decoder.decode(text)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
+    `json.loads` does (bad UTF-8 is a ValueError as well). (`mcpcli.jsontext`, which
+    the local line protocols share.)"""
+    return jsontext.loads(text)
 
 
 def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
@@ -217,7 +198,7 @@ def parse(data: bytes | str, *, allow_batch: bool = False) -> Message | Batch:
     try:
         if not isinstance(data, str):
             data = data.decode(json.detect_encoding(data), "surrogatepass")  # as json.loads
-        obj = _decoder.decode(data)
+        obj = jsontext.decoder.decode(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ParseError(f"invalid JSON: {exc}") from None
     except RecursionError:  # "[[[[..." a peer can send to crash a naive reader
@@ -272,21 +253,12 @@ def recover_response_id(data: bytes | str) -> RequestId | None:
     return value if _valid_id(value) else None
 
 
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-
-
 def encode(message: Message | Batch) -> bytes:
-    """Compact UTF-8 JSON with no embedded newline (JSON escapes them)."""
-    obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
-    try:
-        return _encoder.encode(obj).encode("utf-8")
-    except UnicodeEncodeError:
-        # A lone surrogate (a peer's "\ud800" id or text, echoed back) has no UTF-8
-        # form: send it as the same JSON escape, which decodes to the same string.
-        return _ascii_encoder.encode(obj).encode("ascii")
+    """Compact UTF-8 JSON with no embedded newline (JSON escapes them); a lone surrogate
+    (a peer's "\ud800" id or text, echoed back) is sent as the same JSON escape."""
+    return jsontext.utf8(message.to_list() if isinstance(message, Batch) else message.to_dict())
 
 
 def dumps(obj: Any) -> str:
     """Compact JSON text, the same encoder the wire uses."""
-    return _encoder.encode(obj)
+    return jsontext.dumps(obj)

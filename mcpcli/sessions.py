@@ -1,13 +1,13 @@
 """The command side of persistent sessions: find or start the daemon, and ask it.
 
 `mcp session ...`, `@NAME` targets and keepAlive servers all go through here: a
-blocking unix socket to the daemon (`mcpcli.daemon.paths`), one request line and
-one answer line in the control protocol (`mcpcli.daemon.protocol`), the daemon's
+blocking unix socket to the daemon (`mcpcli.rundir`), one request line and
+one answer line in the control protocol (`mcpcli.core.localrpc`), the daemon's
 error form raised again as the typed error a one-shot command would raise, so
 exit codes match. When no daemon answers, `ensure_daemon` takes the start lock,
 removes a dead socket and starts `python -m mcpcli.daemon` detached, then waits
 (bounded) until it accepts connections. Light on purpose: the standard library,
-`errors`, `config` and the daemon's stdlib-only modules.
+`errors`, `config`, `rundir` and `core.localrpc`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli import files
+from mcpcli import files, rundir
 from mcpcli.config import ServerEntry
-from mcpcli.daemon import paths, protocol
+from mcpcli.core import localrpc
 from mcpcli.errors import (
     ConnectionClosed,
     McpCliError,
@@ -166,8 +166,8 @@ MAX_SOCKET_PATH = 103
 def run_dir() -> Path:
     """The daemon's private run directory; an unsafe one is refused (exit 4)."""
     try:
-        return paths.run_dir()
-    except paths.RunDirError as exc:
+        return rundir.run_dir()
+    except rundir.RunDirError as exc:
         raise TransportError(
             str(exc), hint="remove it (or make it yours: chmod 700) and try again"
         ) from None
@@ -175,11 +175,11 @@ def run_dir() -> Path:
 
 def socket_file(directory: Path | None = None) -> Path:
     """The daemon's socket, in the checked run directory."""
-    path = paths.socket_path(directory or run_dir())
+    path = rundir.socket_path(directory or run_dir())
     if len(os.fsencode(path)) > MAX_SOCKET_PATH:
         raise TransportError(
             f"the session socket path is too long for a unix socket: {path}",
-            hint=f"set {paths.RUNTIME_DIR_ENV} to a shorter directory",
+            hint=f"set {rundir.RUNTIME_DIR_ENV} to a shorter directory",
         )
     return path
 
@@ -217,7 +217,7 @@ def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT
         sock.close()
         raise TransportError(
             f"the session daemon at {path} did not accept a connection within {timeout:g}s",
-            hint=f"its log is {paths.daemon_log(path.parent)}",
+            hint=f"its log is {rundir.daemon_log(path.parent)}",
         ) from None
     except OSError as exc:
         sock.close()
@@ -225,7 +225,7 @@ def connect_daemon(path: Path | None = None, *, timeout: float = CONNECT_TIMEOUT
             return None
         raise TransportError(
             f"cannot reach the session daemon at {path}: {exc.strerror}",
-            hint=f"its log is {paths.daemon_log(path.parent)}",
+            hint=f"its log is {rundir.daemon_log(path.parent)}",
         ) from None
     return sock
 
@@ -237,7 +237,7 @@ def _lock(lock: Path) -> int:
     except files.LockBusy:
         raise TransportError(
             "another command has been starting the session daemon for too long",
-            hint=f"its log is {paths.daemon_log(lock.parent)}",
+            hint=f"its log is {rundir.daemon_log(lock.parent)}",
         ) from None
     except files.UnsafePath as exc:
         raise TransportError(str(exc)) from None
@@ -250,7 +250,7 @@ def _start(run: Path) -> int:
     for it, so there is no Popen object to complain that its child still runs.
     """
     argv = daemon_argv()
-    log = paths.daemon_log(run)
+    log = rundir.daemon_log(run)
     fd = files.open_regular(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         return os.posix_spawnp(
@@ -307,7 +307,7 @@ def _exit_code(pid: int) -> int | None:
 
 
 def _daemon_failed(run: Path, code: int | None) -> TransportError:
-    log = paths.daemon_log(run)
+    log = rundir.daemon_log(run)
     tail = ""
     try:
         lines = [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
@@ -331,7 +331,7 @@ def ensure_daemon(*, timeout: float = READY_TIMEOUT) -> socket.socket:
     sock = connect_daemon(sock_path)
     if sock is not None:
         return sock
-    fd = _lock(paths.lock_path(run))
+    fd = _lock(rundir.lock_path(run))
     try:
         sock = connect_daemon(sock_path)
         if sock is not None:
@@ -369,11 +369,11 @@ def answer_of(line: bytes | None) -> JSON:
     if line is None:
         raise ConnectionClosed(
             "the session daemon closed the connection without answering",
-            hint=f"its log is {paths.daemon_log(run_dir())}",
+            hint=f"its log is {rundir.daemon_log(run_dir())}",
         )
     try:
-        answer = protocol.decode(line)
-    except protocol.ProtocolViolation as exc:
+        answer = localrpc.decode(line)
+    except localrpc.ProtocolViolation as exc:
         raise ProtocolError(f"the session daemon sent a bad answer: {exc}") from None
     if answer.get("ok") is True:
         return answer
@@ -389,13 +389,13 @@ def ask(message: JSON, *, start: bool = False, timeout: float | None = None) -> 
     with sock:
         sock.settimeout(timeout)
         try:
-            protocol.send(sock, message)
-            line = protocol.LineReader(sock).read_line()
+            localrpc.send(sock, message)
+            line = localrpc.LineReader(sock).read_line()
         except TimeoutError:
             raise RequestTimeout(
                 f"the session daemon did not answer within {timeout:g}s"
             ) from None
-        except protocol.ProtocolViolation as exc:
+        except localrpc.ProtocolViolation as exc:
             raise ProtocolError(f"the session daemon sent a bad answer: {exc}") from None
         except OSError as exc:
             raise ConnectionClosed(f"lost the session daemon: {exc.strerror or exc}") from None
@@ -435,7 +435,7 @@ def open_request(
     connect_fields = dict(connect or {})
     if resolved.transport in ("stdio", "yaml") and not connect_fields.get("cwd") and not resolved.cwd:
         connect_fields["cwd"] = os.getcwd()  # relative commands and files, as the one-shot form sees them
-    return protocol.request(
+    return localrpc.request(
         "open", name=name, entry=fields, connect=connect_fields, client=dict(client or {}),
         idle_timeout=idle_timeout, restart=restart, join=join,
     )
@@ -450,7 +450,7 @@ def open_session(request: JSON, *, timeout: float | None = OPEN_TIMEOUT) -> Sess
 
 def list_sessions(*, timeout: float = CONTROL_TIMEOUT) -> list[SessionInfo]:
     """Every session the daemon holds; none when no daemon runs (none is started)."""
-    answer = ask(protocol.request("list"), timeout=timeout)
+    answer = ask(localrpc.request("list"), timeout=timeout)
     if answer is None:
         return []
     sessions = answer.get("sessions")
@@ -462,12 +462,12 @@ def list_sessions(*, timeout: float = CONTROL_TIMEOUT) -> list[SessionInfo]:
 def close_sessions(name: str | None = None, *, all: bool = False, timeout: float = CONTROL_TIMEOUT) -> list[str]:
     """Close session `name` (or every one): the names closed."""
     if all:
-        answer = ask(protocol.request("close", all=True), timeout=timeout)
+        answer = ask(localrpc.request("close", all=True), timeout=timeout)
         if answer is None:
             return []
     else:
         assert name is not None
-        answer = ask(protocol.request("close", name=check_name(name)), timeout=timeout)
+        answer = ask(localrpc.request("close", name=check_name(name)), timeout=timeout)
         if answer is None:
             raise no_session(name)
     closed = answer.get("closed")
@@ -476,7 +476,7 @@ def close_sessions(name: str | None = None, *, all: bool = False, timeout: float
 
 def restart_session(name: str, *, timeout: float | None = OPEN_TIMEOUT) -> SessionInfo:
     """Restart session `name`'s server (a crashed one included); returns once it is ready."""
-    answer = ask(protocol.request("restart", name=check_name(name)), timeout=timeout)
+    answer = ask(localrpc.request("restart", name=check_name(name)), timeout=timeout)
     if answer is None:
         raise no_session(name)
     return _session_of(answer)
@@ -484,7 +484,7 @@ def restart_session(name: str, *, timeout: float | None = OPEN_TIMEOUT) -> Sessi
 
 def session_logs(name: str, *, timeout: float = CONTROL_TIMEOUT) -> SessionLogs:
     """Session `name`'s server stderr; read from its ring file when no daemon runs."""
-    answer = ask(protocol.request("logs", name=check_name(name)), timeout=timeout)
+    answer = ask(localrpc.request("logs", name=check_name(name)), timeout=timeout)
     if answer is None:
         path = run_dir() / "sessions" / f"{name}.log"
         try:

@@ -16,7 +16,7 @@ server-everything over stdio, and times, interleaved in the same run:
 * `mcp tools call ka echo ...`: a server configured with `"keepAlive": true`, called
   by its name (its session opened by the first call), on the fast path and on the
   normal path; target (issue 22): at most 3x `python -c pass`, as `@ev`;
-* a fresh interpreter that imports only `mcpcli.daemon.protocol` and makes one
+* a fresh interpreter that imports only `mcpcli.core.localrpc` and makes one
   `call` op: the floor of the fast path;
 * when installed (benchmark only, never by scripts/test), the peers' session
   calls on the same server: mcporter's daemon (`npm install --prefix
@@ -53,7 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mcpcli.daemon import protocol  # noqa: E402
+from mcpcli.core import localrpc as protocol  # noqa: E402
 
 EVERYTHING = Path(os.environ.get(
     "MCPCLI_TEST_SERVER_EVERYTHING",
@@ -66,7 +66,7 @@ MCPC = REPO / ".cache/mcpc/node_modules/@apify/mcpc/bin/mcpc"
 
 ONE_CALL = """
 import socket, sys
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
 protocol.send(s, protocol.request("call", name="ev", tool="echo", args=["message=hi"],

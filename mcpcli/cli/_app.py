@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from mcpcli.errors import ExitCode, Interrupted, McpCliError
+from mcpcli.errors import LINE_BREAK, ExitCode, Interrupted, McpCliError, UsageError, print_error
 from mcpcli.text import one_line
 
 if TYPE_CHECKING:
@@ -39,8 +39,6 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 
 #: Placeholder for the TARGET positional when the server command came after `--`.
 NO_TARGET = "\x00--"
-#: What a line break in a message becomes: errors and notes are one line on stderr.
-LINE_BREAK = " | "
 #: Bound on the interrupt hooks run on the first Ctrl-C.
 INTERRUPT_GRACE = 5.0
 
@@ -155,8 +153,8 @@ class App:
     # -- messages on stderr ------------------------------------------------------
 
     def error_line(self, message: str) -> None:
-        self.stderr.write(f"{self.prog}: error: {one_line(message, newline=LINE_BREAK)}\n")
-        self.stderr.flush()
+        """An error line without a hint, never JSON (Ctrl-C, an aborted prompt)."""
+        print_error(McpCliError(message), self.prog, stream=self.stderr)
 
     def wind_down(self) -> None:
         """Say that only clean-up is left (see `winding_down`)."""
@@ -171,29 +169,15 @@ class App:
         self.stderr.flush()
 
     def report(self, exc: McpCliError) -> None:
-        """Print an error: one line (plus a hint line), or a JSON object under --json."""
-        if self.json_errors:
-            from mcpcli.jsonrpc import dumps
-            from mcpcli.text import json_safe
-
-            self.stderr.write(json_safe(dumps(exc.to_json())) + "\n")
-        else:
-            self.stderr.write(f"{self.prog}: error: {one_line(exc.message, newline=LINE_BREAK)}\n")
-            if exc.hint:
-                self.stderr.write(f"{self.prog}: hint: {one_line(exc.hint, newline=LINE_BREAK)}\n")
-        self.stderr.flush()
+        """Print an error: one line (plus a hint line), or a JSON object under --json
+        (`errors.print_error`, which the fast paths print with too)."""
+        print_error(exc, self.prog, json_errors=self.json_errors, stream=self.stderr)
 
     def usage_error(self, exc: click.UsageError) -> None:
         ctx = exc.ctx
         path = ctx.command_path if ctx is not None else self.prog
-        if self.json_errors:
-            from mcpcli.errors import UsageError
-
-            self.report(UsageError(exc.format_message()))
-            return
-        self.stderr.write(f"{self.prog}: error: {one_line(exc.format_message(), newline=LINE_BREAK)}\n")
-        self.stderr.write(f"{self.prog}: hint: see `{path} --help`\n")
-        self.stderr.flush()
+        hint = None if self.json_errors else f"see `{path} --help`"
+        self.report(UsageError(exc.format_message(), hint=hint))
 
     # -- running async work ------------------------------------------------------
 

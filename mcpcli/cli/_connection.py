@@ -3,7 +3,8 @@
 A command's connection flags arrive as one `Connection`; it turns them into the
 library's `ConnectOptions` (how to reach the server) and `ClientOptions` (how
 the client behaves: timeouts, notifications, sampling, elicitation, roots). The
-click options that fill it are in `_options`.
+flags are declared in `mcpcli.core.flags` (its `CONNECTION` are this class's fields);
+`_options` makes them click options.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
+
+from mcpcli.core import flags
 
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
@@ -32,8 +35,8 @@ __all__ = ["Connection", "env_options"]
 class Connection:
     """The connection flags of one command invocation."""
 
-    timeout: float = 60.0
-    max_timeout: float = 3600.0
+    timeout: float = flags.TIMEOUT
+    max_timeout: float = flags.MAX_TIMEOUT
     env: tuple[str, ...] = ()
     cwd: str | None = None
     quiet: bool = False
@@ -156,14 +159,13 @@ class Connection:
         from mcpcli.args import meta_items
         from mcpcli.cli._features import build_features
         from mcpcli.cli._notify import notification_printer
-        from mcpcli.cli.fast import probe_seconds
         from mcpcli.client import ClientOptions
         from mcpcli.errors import UsageError
 
-        probe = os.environ.get("MCP_PROBE_TIMEOUT")
-        probe_timeout = probe_seconds(probe)
+        probe = os.environ.get(flags.PROBE_TIMEOUT_ENV)
+        probe_timeout = flags.probe_timeout(probe)
         if probe_timeout is None:
-            raise UsageError(f"MCP_PROBE_TIMEOUT={probe!r}: expected a finite number of seconds, 0 or more")
+            raise UsageError(f"{flags.PROBE_TIMEOUT_ENV}={probe!r}: expected a finite number of seconds, 0 or more")
         features = self.features or build_features(app, self)
         # A command that answers the server itself owns the screen (`mcp inspect`): no live line.
         waiting = _waiting_notice(app, entry) if self.features is None else None

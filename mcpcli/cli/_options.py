@@ -1,5 +1,8 @@
 """The click decorators every command shares: TARGET, the connection flags, the output flags.
 
+The flags themselves (names, kinds, defaults, help) are data in `mcpcli.core.flags`, which
+the fast paths read too; `flag_option` makes each one a click option.
+
 `target_command` makes a command that talks to a server: TARGET first (or the
 server command after `--`), then the command's own parameters, then the
 connection and output flags, which arrive as one `Connection` and one `Output`.
@@ -17,12 +20,15 @@ import click
 from mcpcli.cli._app import CONTEXT_SETTINGS, NO_TARGET, App, pass_app
 from mcpcli.cli._connection import Connection, env_options
 from mcpcli.cli._types import seconds
+from mcpcli.core import flags
+from mcpcli.core.flags import Flag
 from mcpcli.errors import McpCliError
 
 __all__ = [
     "TargetCommand",
     "connection_options",
     "explicit_json",
+    "flag_option",
     "large_result_options",
     "output_options",
     "project_option",
@@ -108,84 +114,48 @@ def target_argument(f: F) -> F:
     return click.argument("target", metavar="TARGET", shell_complete=_complete_target)(f)
 
 
-def _log_level_choices() -> list[str]:
-    from mcpcli.protocol import LOG_LEVELS
-
-    return list(LOG_LEVELS)
-
-
-_CONNECTION_FLAGS: list[Callable[[F], F]] = [
-    click.option("--timeout", type=seconds(), default=60.0,
-                 show_default=True, envvar="MCP_TIMEOUT", metavar="SECONDS",
-                 help="Wait this long for each response; progress notifications restart the clock."),
-    click.option("--max-timeout", type=seconds(), default=3600.0,
-                 show_default=True, metavar="SECONDS",
-                 help="Hard limit per request, however much progress is reported."),
-    click.option("--env", "-e", multiple=True, metavar="KEY[=VALUE]",
-                 help="Set a variable for a stdio server (KEY alone passes ours through)."),
-    click.option("--cwd", type=click.Path(file_okay=False), help="Working directory of a stdio server."),
-    click.option("--quiet", "-q", is_flag=True,
-                 help="Drop what the server says unasked: its stderr and log messages "
-                      "(--log-level ones still show)."),
-    click.option("--server-log", type=click.Path(dir_okay=False), metavar="FILE",
-                 help="Move the server's stderr and log messages to FILE (appended), off the terminal."),
-    click.option("--header", "-H", multiple=True, metavar="'NAME: VALUE'",
-                 help="Extra HTTP header (repeatable)."),
-    click.option("--bearer-token", envvar="MCP_BEARER_TOKEN", metavar="TOKEN",
-                 help="Static bearer token for HTTP servers (prefer the MCP_BEARER_TOKEN variable)."),
-    click.option("--transport", type=click.Choice(["auto", "http", "sse"]), default="auto",
-                 show_default=True, help="HTTP transport: Streamable HTTP, legacy SSE, or detect."),
-    click.option("--protocol", metavar="VERSION",
-                 help="Force a protocol version instead of negotiating (e.g. 2025-06-18)."),
-    click.option("--insecure", is_flag=True, help="Do not verify TLS certificates."),
-    click.option("--log-level", type=click.Choice(_log_level_choices()), metavar="LEVEL",
-                 help="Ask the server for log messages at LEVEL and above (default: only "
-                      "warnings and worse it sends unasked are shown)."),
-    click.option("--trace", is_flag=True, help="Print the JSON-RPC traffic on stderr (secrets redacted)."),
-    click.option("--record", type=click.Path(dir_okay=False), metavar="FILE",
-                 help="Append the JSON-RPC exchange to FILE (0600) as NDJSON, with secret-looking "
-                      "keys and the connection's secret values redacted (a tool result may hold "
-                      "others: check before sharing); replay it with `mcp serve --replay FILE`."),
-    click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-                 help="Offer DIR as a root to the server (repeatable)."),
-    click.option("--sampling-command", metavar="CMD",
-                 help="Answer sampling requests with CMD (request JSON on stdin, reply on stdout)."),
-    click.option("--elicit-json", metavar="JSON",
-                 help="Answer elicitation requests with this JSON object."),
-    click.option("--elicit-defaults", is_flag=True,
-                 help="Answer elicitation requests with the schema's defaults."),
-    click.option("--no-auth", is_flag=True, help="Never sign in; fail on 401."),
-    click.option("--stored-auth-only", is_flag=True,
-                 help="Use stored tokens (refreshing them) but never open a sign-in."),
-    click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
-                 help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file."),
-    click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
-                 help="Use the sign-in of this account (one of several on a server; see `mcp auth login --profile`)."),
-    click.option("--meta", multiple=True, metavar="KEY=VALUE",
-                 help="Add KEY to every request's _meta (repeatable); VALUE is JSON if it parses, "
-                      "else a string."),
-    click.option("--traceparent", metavar="VALUE",
-                 help="Continue this W3C trace: its traceparent goes into every request's _meta "
-                      "(default: the TRACEPARENT variable, with TRACESTATE)."),
-]
+def flag_option(flag: Flag, *, names: tuple[str, ...] | None = None, **overrides: Any) -> Callable[[F], F]:
+    """The click option of a flag declared in `mcpcli.core.flags` (which the fast paths read
+    too); `overrides` are click's own (a command's help for it, a completer), `names` the
+    names to use instead of the flag's."""
+    kwargs: dict[str, Any] = {"help": flag.help}
+    if flag.kind == "flag":
+        kwargs["is_flag"] = True
+    elif flag.kind == "seconds":
+        kwargs["type"] = seconds()
+    elif flag.kind == "choice":
+        kwargs["type"] = click.Choice(list(flag.choices))
+    elif flag.kind == "dir":
+        kwargs["type"] = click.Path(file_okay=False)
+    elif flag.kind == "file":
+        kwargs["type"] = click.Path(dir_okay=False)
+    elif flag.kind == "count":
+        kwargs["type"] = click.IntRange(min=0)
+    if flag.repeated:
+        kwargs["multiple"] = True
+    if flag.default is not None:
+        kwargs["default"] = flag.default
+    if flag.show_default:
+        kwargs["show_default"] = True
+    if flag.envvar:
+        kwargs["envvar"] = flag.envvar
+    if flag.metavar:
+        kwargs["metavar"] = flag.metavar
+    kwargs.update(overrides)
+    return click.option(*(flag.names if names is None else names), flag.dest, **kwargs)
 
 
 def connection_options(f: F) -> F:
     """Add the connection flags; the command receives them as `conn: Connection`."""
-    names = [
-        "timeout", "max_timeout", "env", "cwd", "quiet", "server_log", "header", "bearer_token",
-        "transport", "protocol", "insecure", "log_level", "trace", "record", "root", "sampling_command",
-        "elicit_json", "elicit_defaults", "no_auth", "stored_auth_only", "token_store", "profile", "meta",
-        "traceparent",
-    ]
+    names = [flag.dest for flag in flags.CONNECTION]
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         kwargs["conn"] = Connection(**{name: kwargs.pop(name) for name in names})
         return f(*args, **kwargs)
 
-    for option in reversed(_CONNECTION_FLAGS):
-        wrapper = option(wrapper)
+    for flag in reversed(flags.CONNECTION):
+        wrapper = flag_option(flag)(wrapper)
     return wrapper  # type: ignore[return-value]
 
 
@@ -235,17 +205,11 @@ def output_options(f: F | None = None, *, short_compact: bool = True) -> Any:
             compact=compact)
         return f(*args, **kwargs)
 
-    wrapper = click.option("--compact", *(("-c",) if short_compact else ()), "compact", is_flag=True,
-                           help="JSON on one line per value, even on a terminal (jq's -c); "
-                                "implies JSON output.")(wrapper)
-    wrapper = click.option("--raw", "-r", is_flag=True,
-                           help="With --jq, print strings without JSON quotes.")(wrapper)
-    wrapper = click.option("--jq", "jq_filter", metavar="FILTER",
-                           help="Filter the JSON result with a jq expression.")(wrapper)
-    wrapper = click.option("--jsonl", is_flag=True,
-                           help="One JSON value per line (list items, stream events).")(wrapper)
-    wrapper = click.option("--json", "as_json", is_flag=True,
-                           help="Print the result as JSON (the default when stdout is not a TTY).")(wrapper)
+    for flag in reversed(flags.OUTPUT):
+        if flag.dest == "compact" and not short_compact:
+            wrapper = flag_option(flag, names=("--compact",))(wrapper)
+        else:
+            wrapper = flag_option(flag)(wrapper)
     return wrapper
 
 
@@ -274,14 +238,8 @@ def large_result_options(f: F) -> F:
         return f(*args, **kwargs)
 
     wrapper.__dict__["__click_params__"] = list(f.__dict__.get("__click_params__", []))
-    wrapper = click.option(
-        "--spill", metavar="DIR", envvar="MCP_SPILL_DIR", type=click.Path(file_okay=False),
-        help="Write a result longer than --max-chars (default 20000) to a file in DIR and print "
-             "a one-line pointer (size, type, path) instead [env: MCP_SPILL_DIR].")(wrapper)
-    wrapper = click.option(
-        "--max-chars", type=click.IntRange(min=0), metavar="N",
-        help="Cut human output after N characters, with a marker saying how much was cut "
-             "(0: no limit; JSON output is never cut).")(wrapper)
+    for flag in reversed(flags.LARGE_RESULT):
+        wrapper = flag_option(flag)(wrapper)
     return wrapper  # type: ignore[return-value]
 
 

@@ -24,10 +24,13 @@ Anything else returns None and the normal path runs, unchanged: a terminal, any
 other flag, `KEY=@FILE` and `--args @FILE|-` (read in the command's directory),
 a value click would reject, an invalid `--jq` filter, a malformed trace context,
 `OTEL_*` variables asking for spans (the full path records them), no daemon, or no
-such session. Only the standard library, `mcpcli.text` (`re` only),
-`mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext` (only with a trace)
-and the daemon's `protocol` and `paths` are imported (a test checks): no click,
-anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
+such session. The flags are read from their one declaration (`mcpcli.core.flags`,
+which the click options are built from) and errors printed by the one printer
+(`errors.print_error`). Only the standard library, `mcpcli.text` (`re` only),
+`mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext`
+(only with a trace), the daemon's control protocol (`mcpcli.core.localrpc`) and run
+directory (`mcpcli.rundir`), and on an error `mcpcli.errors` are imported (a test
+checks): no click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
 """
 
 from __future__ import annotations
@@ -41,41 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["try_call"]
 
-#: Flags that take a value, and the `call` field each fills.
-_VALUED = {"--arg": "arg", "-a": "arg", "--args": "json", "--timeout": "timeout", "--max-timeout": "max_timeout",
-           "--jq": "jq", "--max-chars": "max_chars", "--meta": "meta", "--traceparent": "traceparent"}
-#: Flags without a value that change nothing the fast path prints, or only the error format.
-_FLAGS = {"--json": "json_errors", "--jsonl": "jsonl", "--no-validate": "no_validate", "-q": "quiet",
-          "--quiet": "quiet", "-r": "raw", "--raw": "raw"}
-#: What --timeout and --max-timeout default to (`mcp tools call`'s click options).
-_TIMEOUT_DEFAULT = 60.0
-_MAX_TIMEOUT_DEFAULT = 3600.0
-
-
-def _seconds(text: str) -> float | None:
-    """A value the options' `seconds()` type accepts (finite, above 0); None for anything else
-    (click then reports it)."""
-    import math
-
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 < value < math.inf else None
-
-
-def probe_seconds(text: str | None) -> float | None:
-    """`MCP_PROBE_TIMEOUT`: unset or empty is 5 seconds; a finite number from 0 up, else None
-    (the full path reports it: `mcpcli.cli._connection`)."""
-    import math
-
-    if not text:
-        return 5.0
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if 0 <= value < math.inf else None
+#: The flags of `tools call` this path reads (`core.flags`, by field), as click reads them.
+TAKEN = ("items", "args_json", "timeout", "max_timeout", "no_validate", "as_json", "jsonl", "quiet", "jq_filter",
+         "raw", "max_chars", "meta", "traceparent")
 
 
 def _plain_profile(name: str) -> bool:
@@ -106,80 +77,31 @@ def _parse(tokens: list[str]) -> dict[str, Any] | None:
 def parse_flags(tokens: list[str], *, meta: bool = False) -> dict[str, Any] | None:
     """The flags of a `tools call` (and its positionals, in order), or None to leave them to
     click: shared with the one-shot stdio path (`mcpcli.cli.oneshot`), which takes the same
-    flags but `--meta` (`meta`: take it)."""
-    positionals: list[str] = []
-    items: list[str] = []
-    metas: list[str] = []
-    parsed: dict[str, Any] = {"json": None, "timeout": None, "max_timeout": None, "jq": None, "traceparent": None}
-    flags: set[str] = set()
-    i = 0
-    while i < len(tokens):
-        word = tokens[i]
-        i += 1
-        if word == "-":
-            return None  # click's, whatever it means here
-        if not word.startswith("-"):
-            positionals.append(word)
-            continue
-        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
-        if name in _FLAGS and not eq:
-            flags.add(_FLAGS[name])
-            continue
-        field = _VALUED.get(name)
-        if field is None:
-            return None  # --help, --, --jq, -aK=V, anything else: click's to handle
-        if not eq:
-            if i >= len(tokens):
-                return None
-            value = tokens[i]
-            i += 1
-        if field == "arg":
-            if "=@" in value:
-                return None  # a file (or stdin) the command reads, not the daemon
-            items.append(value)
-        elif field == "meta":
-            if not meta:
-                return None
-            metas.append(value)
-        elif field == "jq":
-            parsed["jq"] = value
-        elif field == "max_chars":
-            # It cuts human output only, never JSON: checked as click checks it, then moot.
-            if not (value.isascii() and value.isdigit()):
-                return None
-        elif field == "json":
-            if parsed["json"] is not None or value.startswith("@") or value == "-":
-                return None
-            parsed["json"] = value
-        elif field == "traceparent":
-            parsed["traceparent"] = value
-        else:
-            seconds = _seconds(value)
-            if seconds is None:
-                return None
-            parsed[field] = seconds
-    if ("json_errors" in flags and "jsonl" in flags) or ("raw" in flags and parsed["jq"] is None):
+    flags but `--meta` (`meta`: take it). `core.flags.parse` reads them as click would; what
+    is left out here is what this path does not do itself: a file or stdin to read."""
+    from mcpcli.core import flags
+
+    parsed = flags.parse(tokens, flags.by_name(name for name in TAKEN if meta or name != "meta"))
+    if parsed is None:
+        return None
+    values, positionals = parsed
+    if any("=@" in item for item in values["items"]):
+        return None  # a file (or stdin) the command reads, not the daemon
+    json_text = values["args_json"]
+    if json_text is not None and (json_text.startswith("@") or json_text == "-"):
+        return None
+    if (values["as_json"] and values["jsonl"]) or (values["raw"] and values["jq_filter"] is None):
         return None  # a usage error click words
     if not _plain_profile(os.environ.get("MCP_PROFILE") or ""):
         return None  # click's (check_profile) to word; a valid one changes nothing for a session or stdio
-    if parsed["timeout"] is None:
-        env = os.environ.get("MCP_TIMEOUT")
-        if env:
-            parsed["timeout"] = _seconds(env)
-            if parsed["timeout"] is None:
-                return None
-        else:
-            parsed["timeout"] = _TIMEOUT_DEFAULT
-    if parsed["max_timeout"] is None:
-        parsed["max_timeout"] = _MAX_TIMEOUT_DEFAULT
-    trace = trace_meta(parsed.pop("traceparent"))
+    trace = trace_meta(values["traceparent"])
     if trace is None:
         return None
-    parsed["trace"] = trace
-    parsed.update(positionals=positionals, args=items, meta=metas,
-                  validate="no_validate" not in flags, quiet="quiet" in flags, raw="raw" in flags,
-                  json_errors=bool(flags & {"json_errors", "jsonl"}) or parsed["jq"] is not None)
-    return parsed
+    # --max-chars cuts human output only, never JSON: read (and checked) as click reads it, then moot.
+    return {"positionals": positionals, "args": values["items"], "json": json_text, "timeout": values["timeout"],
+            "max_timeout": values["max_timeout"], "jq": values["jq_filter"], "meta": values.get("meta", []),
+            "validate": not values["no_validate"], "quiet": values["quiet"], "raw": values["raw"], "trace": trace,
+            "json_errors": values["as_json"] or values["jsonl"] or values["jq_filter"] is not None}
 
 
 def compile_jq(call: dict[str, Any]) -> bool:
@@ -301,57 +223,6 @@ def _isatty(fd: int) -> bool:
         return False
 
 
-class _Printer:
-    """Errors as `App.report` prints them: one line and a hint, or the `--json` object."""
-
-    def __init__(self, prog: str, json_errors: bool) -> None:
-        self.prog = prog
-        self.json_errors = json_errors
-
-    def error(self, kind: str, message: str, exit_code: int, hint: str | None = None,
-              rpc: dict[str, Any] | None = None) -> int:
-        from mcpcli.text import json_safe, one_line
-
-        if self.json_errors:
-            import json
-
-            body: dict[str, Any] = {"type": kind, "message": message, "exitCode": exit_code}
-            if hint:
-                body["hint"] = hint
-            if rpc is not None:
-                body["rpc"] = rpc
-            text = json.dumps({"error": body}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-            sys.stderr.write(json_safe(text) + "\n")
-        else:
-            sys.stderr.write(f"{self.prog}: error: {one_line(message, newline=' | ')}\n")
-            if hint:
-                sys.stderr.write(f"{self.prog}: hint: {one_line(hint, newline=' | ')}\n")
-        sys.stderr.flush()
-        return exit_code
-
-    def report(self, report: Any) -> int:
-        """The daemon's error form, as `errors.from_error_report` and `App.report` show it."""
-        if not isinstance(report, dict):
-            return self.error("protocol", "the session daemon sent a malformed error", 4)
-        message = report.get("message")
-        if not isinstance(message, str) or not message:
-            message = "the session daemon reported an error"
-        hint = report.get("hint") if isinstance(report.get("hint"), str) else None
-        kind, code, exit_code = report.get("kind"), report.get("code"), report.get("exit")
-        shown_type = report.get("type")
-        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
-            exit_code = 1
-        if kind == "rpc" and isinstance(code, int) and not isinstance(code, bool):
-            rpc: dict[str, Any] = {"code": code, "message": message}
-            if report.get("data") is not None:
-                rpc["data"] = report["data"]
-            shown = message if str(code) in message else f"{message} (code {code})"
-            return self.error(shown_type if isinstance(shown_type, str) else "rpc", shown, 5, hint, rpc)
-        if not isinstance(shown_type, str):
-            shown_type = kind if isinstance(kind, str) else "error"
-        return self.error(shown_type, message, exit_code, hint)
-
-
 def _stdout_gone() -> int:
     """The reader of our stdout left: as `_root._stdout_gone`, exit 0 quietly."""
     try:
@@ -406,13 +277,13 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     import signal
     import socket
 
-    from mcpcli.daemon import paths, protocol
+    from mcpcli import rundir
+    from mcpcli.core import localrpc
 
     try:
-        where = paths.socket_file(create=False)
+        where = rundir.socket_file(create=False)
     except OSError:
         return None  # no run directory, or an unsafe one: the normal path says which
-    printer = _Printer(prog, call["json_errors"])
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the one-shot command: "interrupted", 130
@@ -426,41 +297,61 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             except OSError:
                 return None  # no daemon: the normal path starts none for @NAME and says so
             trace = {"trace": call["trace"]} if call["trace"] else {}
-            protocol.send(sock, protocol.request(
+            localrpc.send(sock, localrpc.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
                 timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
                 notifications=True, meta=call["meta"], keep_alive=keep_alive, **trace))
             try:
-                answer = _answer(protocol.LineReader(sock), call["quiet"])
-            except (protocol.ProtocolViolation, OSError) as exc:
-                return printer.error("protocol", f"the session daemon sent a bad answer: {exc}", 4)
+                answer = _answer(localrpc.LineReader(sock), call["quiet"])
+            except (localrpc.ProtocolViolation, OSError) as exc:
+                from mcpcli.errors import ProtocolError
+
+                return print_error(ProtocolError(f"the session daemon sent a bad answer: {exc}"), prog, call)
         finally:
             signal.signal(signal.SIGTERM, previous)
     except KeyboardInterrupt:
-        return printer.error("interrupted", "interrupted", 130)
+        from mcpcli.errors import Interrupted
+
+        return print_error(Interrupted("interrupted"), prog, call)
     finally:
         sock.close()  # a call still in flight is cancelled on the server
     name = call["session"]
     if answer is not None and answer.get("fallback") is True:
         return None  # not this keepAlive server's session (yet): the full path opens or joins it
     if answer is None:
-        return printer.error(
-            "connection-closed", f"session {name!r} closed the connection", 4,
-            f"`mcp session list` shows its state; `mcp session restart {name}`")
+        from mcpcli.errors import ConnectionClosed
+
+        return print_error(ConnectionClosed(
+            f"session {name!r} closed the connection",
+            hint=f"`mcp session list` shows its state; `mcp session restart {name}`"), prog, call)
     if answer.get("ok") is not True:
         report = answer.get("error")
         if isinstance(report, dict) and report.get("message") == f"no session {name!r}":
             return None  # the normal path's own words for it
-        return printer.report(report)
+        return print_error(report, prog, call)  # as the daemon sent it
     result = answer.get("result")
     if not isinstance(result, dict):
-        return printer.error("protocol", "the session daemon sent a malformed answer", 4)
+        from mcpcli.errors import ProtocolError
+
+        return print_error(ProtocolError("the session daemon sent a malformed answer"), prog, call)
     try:
         failed = emit(result, call)
     except BrokenPipeError:
         return _stdout_gone()
     if failed is not None:
-        return printer.error("usage", failed, 2)
+        from mcpcli.errors import UsageError
+
+        return print_error(UsageError(failed), prog, call)
     if result.get("isError"):
-        return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
+        from mcpcli.errors import ToolError
+
+        return print_error(ToolError(f"tool {call['tool']!r} reported an error"), prog, call)
     return 0
+
+
+def print_error(error: Any, prog: str, call: dict[str, Any]) -> int:
+    """Print a typed error (or the daemon's error form, as sent) as `mcp tools call` would
+    (`errors.print_error`, the one printer) and return its exit status."""
+    from mcpcli import errors
+
+    return errors.print_error(error, prog, json_errors=call["json_errors"])

@@ -17,6 +17,7 @@ import click
 from mcpcli.cli._app import CONTEXT_SETTINGS, NO_TARGET, App, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import TargetCommand, connection_options, project_option, target_argument
+from mcpcli.core.flags import MAX_TIMEOUT, TIMEOUT
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -49,9 +50,9 @@ def _invocation(app: App, target: str | None, conn: Connection) -> tuple[Invocat
             flags += [option, value]
     if conn.insecure:
         flags.append("--insecure")
-    if conn.timeout != 60.0:
+    if conn.timeout != TIMEOUT:
         flags += ["--timeout", f"{conn.timeout:g}"]
-    if conn.max_timeout != 3600.0:
+    if conn.max_timeout != MAX_TIMEOUT:
         flags += ["--max-timeout", f"{conn.max_timeout:g}"]
     for root in conn.root:
         flags += ["--root", root]

@@ -25,7 +25,7 @@ listed schema and checked by `mcpcli.validation` (jsonschema only when
 needed), server requests answered as the full path answers them without a
 terminal (ping; elicitation declined with the same warning; sampling and
 roots "Method not found"), log messages and server stderr shown as it shows
-them, the same errors and exit codes (`fast._Printer`), and the server stopped
+them, the same errors and exit codes (`errors.print_error`), and the server stopped
 as `StdioTransport` stops it (its group: EOF, TERM, KILL, same graces).
 
 Until `tools/call` is sent nothing is final: what would go to stderr is held,
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from mcpcli.cli._oneshot_client import Stderr, StdioServer
-    from mcpcli.cli.fast import _Printer
     from mcpcli.transports._spawn import Launch
 
 __all__ = ["try_call"]
@@ -59,7 +58,8 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     None: take the full path."""
     if os.environ.get("MCPCLI_NO_FAST_PATH") or sys.platform == "win32" or args[:2] != ["tools", "call"]:
         return None
-    from mcpcli.cli.fast import _isatty, _Printer, compile_jq, parse_flags, probe_seconds
+    from mcpcli.cli.fast import _isatty, compile_jq, parse_flags
+    from mcpcli.core import flags
 
     if _isatty(1) or _isatty(2):
         return None  # human output, a progress bar, prompts: the full path's
@@ -71,7 +71,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     if spec is None:
         return None
     call["tool"] = call["positionals"][-1]
-    probe_timeout = probe_seconds(os.environ.get("MCP_PROBE_TIMEOUT"))
+    probe_timeout = flags.probe_timeout(os.environ.get(flags.PROBE_TIMEOUT_ENV))
     if probe_timeout is None:
         return None  # the full path reports it
     if call["json"] is not None:
@@ -83,7 +83,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
         except McpCliError:
             return None  # the full path words it (before starting anything)
     target = call["positionals"][0] if len(call["positionals"]) == 2 else None
-    return _run(call, spec, target, probe_timeout, _Printer(prog, call["json_errors"]), prog)
+    return _run(call, spec, target, probe_timeout, prog)
 
 
 def _launch(positionals: list[str], command: list[str] | None) -> Launch | None:
@@ -119,10 +119,10 @@ def _launch(positionals: list[str], command: list[str] | None) -> Launch | None:
         return None  # a broken config or an unset variable: the full path says which
 
 
-def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: float, printer: _Printer,
-         prog: str) -> int | None:
+def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: float, prog: str) -> int | None:
     import signal
 
+    from mcpcli.cli.fast import print_error
     from mcpcli.transports._spawn import SpawnError, spawn
 
     def terminated(signum: int, frame: object) -> None:
@@ -136,7 +136,9 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         return None  # the full path says why, in its words
     except KeyboardInterrupt:
         signal.signal(signal.SIGTERM, previous)
-        return printer.error("interrupted", "interrupted", 130)
+        from mcpcli.errors import Interrupted
+
+        return print_error(Interrupted("interrupted"), prog, call)
     try:
         # The rest of the client loads while the server boots.
         from mcpcli.cli._oneshot_client import (
@@ -147,7 +149,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
             SyncClient,
             call_tool,
         )
-        from mcpcli.errors import Interrupted, McpCliError, RPCError
+        from mcpcli.errors import Interrupted, McpCliError, ToolError
 
         err = Stderr()
         server = StdioServer(process, err, call["quiet"])
@@ -162,7 +164,9 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
             pass
         process.wait()
         if isinstance(exc, KeyboardInterrupt):
-            return printer.error("interrupted", "interrupted", 130)
+            from mcpcli.errors import Interrupted
+
+            return print_error(Interrupted("interrupted"), prog, call)
         raise
     error: McpCliError | None = None
     status: int | None = None
@@ -192,18 +196,13 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         signal.signal(signal.SIGTERM, previous)
     err.release()
     if error is not None:
-        rpc = None
-        if isinstance(error, RPCError):
-            rpc = {"code": error.code, "message": error.rpc_message}
-            if error.data is not None:
-                rpc["data"] = error.data
-        return printer.error(error.kind, error.message, int(error.exit_code), error.hint, rpc)
+        return print_error(error, prog, call)
     if status == GONE:
         from mcpcli.cli.fast import _stdout_gone
 
         return _stdout_gone()
     if status == 1:
-        return printer.error("tool-error", f"tool {call['tool']!r} reported an error", 1)
+        return print_error(ToolError(f"tool {call['tool']!r} reported an error"), prog, call)
     return status
 
 

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, pass_app
-from mcpcli.cli._options import output_options, project_option
+from mcpcli.cli._options import flag_option, output_options, project_option
 from mcpcli.cli._types import seconds
+from mcpcli.core.flags import FLAGS
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
 
@@ -59,12 +60,6 @@ def _duration(value: str | None) -> float | None:
         raise UsageError(exc.message) from None
 
 
-def _log_levels() -> list[str]:
-    from mcpcli.protocol import LOG_LEVELS
-
-    return list(LOG_LEVELS)
-
-
 @session.command("open")
 @click.argument("name")
 @click.argument("target", required=False)
@@ -75,28 +70,20 @@ def _log_levels() -> list[str]:
               help="Restart the server when it crashes (default: the server's restart, else no).")
 @click.option("--timeout", type=seconds(), default=120.0, show_default=True,
               metavar="SECONDS", help="Wait this long for the server to be ready.")
-@click.option("--env", "-e", multiple=True, metavar="KEY[=VALUE]",
-              help="Set a variable for a stdio server (KEY alone passes ours through).")
-@click.option("--cwd", type=click.Path(file_okay=False), help="Working directory of a stdio server.")
-@click.option("--header", "-H", multiple=True, metavar="'NAME: VALUE'", help="Extra HTTP header (repeatable).")
-@click.option("--bearer-token", envvar="MCP_BEARER_TOKEN", metavar="TOKEN",
-              help="Static bearer token for HTTP servers (prefer the MCP_BEARER_TOKEN variable).")
-@click.option("--transport", type=click.Choice(["auto", "http", "sse"]), default="auto", show_default=True,
-              help="HTTP transport: Streamable HTTP, legacy SSE, or detect.")
-@click.option("--insecure", is_flag=True, help="Do not verify TLS certificates.")
-@click.option("--protocol", metavar="VERSION",
-              help="Force a protocol version instead of negotiating (e.g. 2025-06-18).")
-@click.option("--root", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Offer DIR as a root to the server (repeatable).")
-@click.option("--log-level", type=click.Choice(_log_levels()), metavar="LEVEL",
-              help="Ask the server for log messages at LEVEL and above (they go to the session log).")
-@click.option("--no-auth", is_flag=True, help="Never sign in; fail on 401.")
-@click.option("--stored-auth-only", is_flag=True,
-              help="Use stored tokens (refreshing them) but never open a sign-in.")
-@click.option("--token-store", type=click.Choice(["keyring", "file"]), envvar="MCP_TOKEN_STORE",
-              help="Where OAuth sign-ins are kept: the OS keyring (default) or a 0600 file.")
-@click.option("--profile", envvar="MCP_PROFILE", metavar="NAME",
-              help="Use this account's sign-in (`mcp auth login --profile`); each profile is its own session.")
+@flag_option(FLAGS["env"])
+@flag_option(FLAGS["cwd"])
+@flag_option(FLAGS["header"])
+@flag_option(FLAGS["bearer_token"])
+@flag_option(FLAGS["transport"])
+@flag_option(FLAGS["insecure"])
+@flag_option(FLAGS["protocol"])
+@flag_option(FLAGS["root"])
+@flag_option(FLAGS["log_level"], help="Ask the server for log messages at LEVEL and above (they go to the session log).")
+@flag_option(FLAGS["no_auth"])
+@flag_option(FLAGS["stored_auth_only"])
+@flag_option(FLAGS["token_store"])
+@flag_option(FLAGS["profile"],
+             help="Use this account's sign-in (`mcp auth login --profile`); each profile is its own session.")
 @project_option
 @output_options
 @pass_app

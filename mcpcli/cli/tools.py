@@ -13,12 +13,14 @@ from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, offered, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import (
     _complete_target,
+    flag_option,
     large_result_options,
     output_options,
     project_option,
     target_command,
 )
 from mcpcli.cli._types import seconds
+from mcpcli.core.flags import FLAGS
 from mcpcli.errors import ExitCode, McpCliError, ToolError, TransportError, UsageError, unwrap
 from mcpcli.output import Output
 
@@ -302,13 +304,9 @@ async def _call_and_print(
 
 @target_command(tools, "call")
 @click.argument("tool", shell_complete=_tool_name_completion)
-@click.option("--arg", "-a", "items", multiple=True, metavar="KEY=VALUE", shell_complete=_arg_completion,
-              help="An argument: key=value (typed by the schema), key:=json, key=@file, key=@- (stdin).")
-@click.option("--args", "args_json", metavar="JSON|@FILE|-",
-              help="The whole arguments object: JSON text, @file.json, or - for stdin.")
-@click.option("--no-validate", is_flag=True,
-              help="Send the arguments without checking them against the tool's schema "
-                   "(--arg values are still typed by it).")
+@flag_option(FLAGS["items"], shell_complete=_arg_completion)
+@flag_option(FLAGS["args_json"])
+@flag_option(FLAGS["no_validate"])
 @click.option("--save-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Save images, audio and blobs in the result to DIR.")
 @click.option("--task", "as_task", is_flag=True,

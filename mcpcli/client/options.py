@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpcli import __version__
+from mcpcli.core import flags
 from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import Era
 from mcpcli.session import SlowHandler, Tracer
@@ -60,10 +61,10 @@ class ClientOptions:
     )
     #: Force one protocol version (skips negotiation across eras).
     protocol: str | None = None
-    timeout: float | None = 60.0
-    max_timeout: float | None = 3600.0
+    timeout: float | None = flags.TIMEOUT
+    max_timeout: float | None = flags.MAX_TIMEOUT
     #: How long a stdio server may stay silent on the era probe before we call it legacy.
-    probe_timeout: float = 5.0
+    probe_timeout: float = flags.PROBE_TIMEOUT
     log_level: str | None = None
     features: ClientFeatures = field(default_factory=ClientFeatures)
     on_notification: NotificationCallback | None = None

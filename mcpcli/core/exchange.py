@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from mcpcli.core import flags
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Send
 from mcpcli.core.tasks import (
     DECLARE_ON,
@@ -192,8 +193,8 @@ class Exchange:
         client_info: JSON,
         capabilities: Callable[[Era], JSON],
         protocol: str | None = None,
-        timeout: float | None = 60.0,
-        probe_timeout: float = 5.0,
+        timeout: float | None = flags.TIMEOUT,
+        probe_timeout: float = flags.PROBE_TIMEOUT,
         log_level: str | None = None,
         meta: Mapping[str, Any] | None = None,
         tasks_extension: bool = True,

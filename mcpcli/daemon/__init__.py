@@ -1,8 +1,9 @@
-"""The session daemon (issue 11) and its control protocol.
+"""The session daemon (issue 11).
 
 One background process per user holds live connections to MCP servers (named
 sessions) so that many `mcp` commands share one server. It may import `connect`,
-`client`, `transports`, `session`, `config`, `relay`, `errors`, `text` and its own
-`protocol`; never `cli`. `protocol` is stdlib only: the command side's fast path
-imports it before anything heavy.
+`client`, `transports`, `session`, `config`, `relay` and the foundations; never `cli`.
+Its control protocol (`mcpcli.core.localrpc`) and run directory (`mcpcli.rundir`) are
+foundations outside this package: the command side and its fast path import them before
+anything heavy, and never import the daemon.
 """

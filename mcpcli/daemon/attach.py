@@ -27,7 +27,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli.client import Client
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import McpCliError, RPCError
 from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpcli.protocol import LOG_LEVEL_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION

@@ -20,7 +20,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli import tracecontext
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import (
     ConnectionClosed,
     McpCliError,

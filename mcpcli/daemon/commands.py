@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from anyio.abc import SocketStream
 
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import RPCError
 from mcpcli.jsonrpc import METHOD_NOT_FOUND, RequestId
 

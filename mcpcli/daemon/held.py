@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from mcpcli import rundir as paths
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions
-from mcpcli.daemon import groups, paths
+from mcpcli.daemon import groups
 from mcpcli.errors import McpCliError, TransportError, unwrap
 from mcpcli.relay.listings import STALE_BY_METHOD, Listings
 from mcpcli.relay.routing import NOBODY, Message, Nobody, Router

@@ -12,9 +12,10 @@ import os
 import sys
 from typing import IO, Any, cast
 
+from mcpcli import rundir as paths
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, check_profile
-from mcpcli.daemon import paths, protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import McpCliError, UsageError
 from mcpcli.transports.stdio import quote_stderr
 

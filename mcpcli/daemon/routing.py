@@ -21,8 +21,9 @@ import contextlib
 import logging
 from typing import Any, cast
 
+from mcpcli import rundir as paths
 from mcpcli.client import caused_by
-from mcpcli.daemon import paths, protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.jsonrpc import RequestId
 from mcpcli.protocol import SUBSCRIPTION_ID_KEY
 from mcpcli.relay.routing import Message

@@ -1,7 +1,7 @@
 """The session daemon: a unix-socket listener holding one connected `Client` per session.
 
 Each accepted connection is checked (the peer's uid must be ours: `peercred`) before
-a byte is read. Its first line is a control request (`mcpcli.daemon.protocol`): an op on
+a byte is read. Its first line is a control request (`mcpcli.core.localrpc`): an op on
 the sessions (`ops`), a tool call (`call`), or `attach`, which turns the connection into
 a JSON-RPC relay onto the session's held connection (`attach`; what the server sends
 back is routed to the command that caused it by `routing`).
@@ -27,7 +27,9 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcpcli.daemon import groups, paths, peercred, protocol
+from mcpcli import rundir as paths
+from mcpcli.core import localrpc as protocol
+from mcpcli.daemon import groups, peercred
 from mcpcli.errors import (
     AuthError,
     McpCliError,

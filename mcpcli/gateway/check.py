@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.core import flags
 from mcpcli.errors import McpCliError, RPCError, unwrap
 from mcpcli.gateway.rules import tool_allowed, upstream_entry
 from mcpcli.toolsfile.build_servers import MAX_TOOL_NAME
@@ -203,7 +204,7 @@ async def _reach(upstream: Upstream, entry: ServerEntry, loaded: Any, options: C
     from mcpcli.connect import connect
 
     # The whole check of an upstream is bounded by `limit` (fail_after); its requests never outlive it.
-    client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(5.0, limit), on_error=warn)
+    client_options = ClientOptions(timeout=limit + 1, probe_timeout=min(flags.PROBE_TIMEOUT, limit), on_error=warn)
     if entry.transport == "yaml" and entry.path is not None:
         return await _reach_file(upstream, entry.path, loaded, options, client_options, limit, config, chain)
     # A check connects directly: it must not start the session daemon for a keepAlive server.

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mcpcli.core import flags
+
 if TYPE_CHECKING:
     from mcpcli.config import Config
     from mcpcli.connect import ConnectOptions
@@ -27,8 +29,8 @@ class GatewayOptions:
     eager: bool = False
     connect: ConnectOptions | None = None
     config: Config | None = None
-    #: Per-request timeout of an upstream without its own `timeout`.
-    timeout: float | None = 60.0
+    #: Per-request timeout of an upstream without its own `timeout` (the CLI's --timeout default).
+    timeout: float | None = flags.TIMEOUT
     #: With several upstreams (or local content), how long a list request waits for one
     #: upstream's listing (one still starting is left out, and announced when it arrives).
     list_wait: float = 5.0

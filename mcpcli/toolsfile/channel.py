@@ -3,14 +3,19 @@
 The server listens on one private unix socket (in a 0700 directory it owns);
 each call that runs a process gets a random token, valid while the call runs.
 Both are in the child's environment as `MCP_SCRIPT_SOCKET` and `MCP_SCRIPT_TOKEN`. `mcp script progress|log|elicit|
-sample|roots|ask` connects, sends one JSON line, and reads one JSON line back:
+sample|roots|ask` connects, sends one JSON line, and reads one JSON line back, in the
+line-JSON framing and error form of `mcpcli.core.localrpc` (which the session daemon's
+control protocol speaks too):
 
-    -> {"token": "...", "op": "progress", "progress": 50, "total": 100, "message": "..."}
+    -> {"mcpcli": 1, "token": "...", "op": "progress", "progress": 50, "total": 100, "message": "..."}
     <- {"ok": true}
-    -> {"token": "...", "op": "ask", "requests": {"name": {"method": "elicitation/create", "params": {...}}}}
+    -> {"mcpcli": 1, "token": "...", "op": "ask", "requests": {"name": {"method": "elicitation/create", "params": {...}}}}
     <- {"ok": true, "result": {"name": {"action": "accept", "content": {...}}}}
-    <- {"ok": false, "error": "...", "kind": "declined" | "invalid" | "failed"}
-    -> {"token": "...", "op": "changed", "kind": "tools" | "prompts" | "resources" | "resource", "uri": ...}
+    <- {"ok": false, "error": {"message": "...", "kind": "declined" | "invalid" | "failed", "exit": 4, ...}}
+    -> {"mcpcli": 1, "token": "...", "op": "changed", "kind": "tools" | "prompts" | "resources" | "resource", "uri": ...}
+
+A request without `"mcpcli"` (the form the README first documented, which scripts may
+speak) gets a failure as `{"ok": false, "kind": ..., "error": "..."}` (`localrpc.flat_error`).
 
 The operations map to `CallContext.progress/log/ask`, so elicitation, sampling
 and roots work in every protocol era (the runtime turns `ask` into a server
@@ -24,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import secrets
 import shutil
@@ -34,13 +38,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import localrpc
 from mcpcli.protocol import LOG_LEVELS
 from mcpcli.server.backend import CallContext, InputDeclined
 
 __all__ = ["ASK_METHODS", "ChannelDirectory", "ChannelServer"]
 
-MAX_LINE = 4 * 1024 * 1024
 ASK_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
@@ -115,12 +118,12 @@ class _Handler:
         try:
             return await self.dispatch(request)
         except InputDeclined as exc:
-            return {"ok": False, "kind": "declined", "error": str(exc) or "the client cannot answer this"}
+            return localrpc.error(str(exc) or "the client cannot answer this", kind="declined")
         except _Invalid as exc:
-            return {"ok": False, "kind": "invalid", "error": str(exc)}
+            return localrpc.error(str(exc), kind="invalid")
         except Exception as exc:  # the client answered with an error, or the runtime failed
             message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-            return {"ok": False, "kind": "failed", "error": message}
+            return localrpc.error(message, kind="failed")
 
     async def dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -222,7 +225,8 @@ class ChannelServer:
                 sock.close()
                 raise
             self._socket = sock
-            self._server = await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_LINE)
+            self._server = await asyncio.start_unix_server(self._connection, sock=sock,
+                                                           limit=localrpc.MAX_MESSAGE_BYTES)
             self._loop = loop
             self._path = path
         assert self._path is not None
@@ -246,23 +250,21 @@ class ChannelServer:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         handler: _Handler | None = None
         task = asyncio.current_task()
+        request: dict[str, Any] = {}
         try:
             try:
-                line = await reader.readuntil(b"\n")
-                request = jsonrpc.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("not an object")
-            except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                await _reply(writer, {"ok": False, "kind": "invalid", "error": "malformed request"})
+                request = localrpc.decode(await reader.readuntil(b"\n"))
+            except (localrpc.ProtocolViolation, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                await _reply(writer, request, localrpc.error("malformed request", kind="invalid"))
                 return
             handler = self._calls.get(str(request.get("token", "")))
             if handler is None:
-                await _reply(writer, {"ok": False, "kind": "invalid",
-                                      "error": "bad token (is this call still running?)"})
+                await _reply(writer, request,
+                             localrpc.error("bad token (is this call still running?)", kind="invalid"))
                 return
             if task is not None:
                 handler.tasks.add(task)
-            await _reply(writer, await handler.answer(request))
+            await _reply(writer, request, await handler.answer(request))
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -297,6 +299,19 @@ class ChannelServer:
                 pending.cancel()
 
 
-async def _reply(writer: asyncio.StreamWriter, payload: dict[str, Any]) -> None:
-    writer.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+async def _reply(writer: asyncio.StreamWriter, request: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Write the answer to `request` (an answer too large for a line becomes a failure)."""
+    try:
+        line = localrpc.encode(_shaped(request, answer))
+    except localrpc.ProtocolViolation as exc:
+        line = localrpc.encode(_shaped(request, localrpc.error(str(exc), kind="failed")))
+    writer.write(line)
     await writer.drain()
+
+
+def _shaped(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """A failure in the error form when the request carries `"mcpcli"`, else in the form
+    first documented (a script may speak it)."""
+    if answer.get("ok") is True or request.get("mcpcli") == localrpc.VERSION:
+        return answer
+    return localrpc.flat_error(answer)

@@ -97,36 +97,29 @@ def _parser() -> Any:
 
 
 def _send(payload: dict[str, Any]) -> dict[str, Any]:
+    from mcpcli.core import localrpc
+
     path = os.environ.get("MCP_SCRIPT_SOCKET")
     token = os.environ.get("MCP_SCRIPT_TOKEN")
     if not path or not token:
         raise _Exit(USAGE, "not inside a call served by `mcp serve` (MCP_SCRIPT_SOCKET is not set)")
-    payload["token"] = token
-    data = json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n"
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(path)
-            sock.sendall(data)
-            buffer = bytearray()
-            while b"\n" not in buffer:
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                buffer.extend(chunk)
+            localrpc.send(sock, {"mcpcli": localrpc.VERSION, "token": token, **payload})
+            reply = localrpc.LineReader(sock).read()
     except OSError as exc:
         raise _Exit(UNAVAILABLE, f"cannot reach the server's side channel ({exc.strerror or exc}); "
                     "is the call still running?") from None
-    if not buffer:
-        raise _Exit(UNAVAILABLE, "the server closed the side channel (the call was cancelled?)")
-    try:
-        reply = json.loads(bytes(buffer).split(b"\n", 1)[0])
-    except ValueError:
+    except localrpc.ProtocolViolation:
         raise _Exit(UNAVAILABLE, "malformed reply from the server") from None
-    if not reply.get("ok"):
-        kind = reply.get("kind")
-        code = {"declined": UNAVAILABLE, "invalid": USAGE}.get(kind, FAILED)
-        raise _Exit(code, str(reply.get("error") or "failed"))
-    return dict(reply)
+    if reply is None:
+        raise _Exit(UNAVAILABLE, "the server closed the side channel (the call was cancelled?)")
+    if reply.get("ok") is not True:
+        error = localrpc.answer_error(reply)
+        code = error.get("exit")
+        raise _Exit(code if code in (USAGE, UNAVAILABLE, FAILED) else FAILED, str(error.get("message") or "failed"))
+    return reply
 
 
 def _ask(key: str, method: str, params: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ the daemon answers both from what it cached.
 It is handed the socket path and, for a keepAlive server, `prepare`: the blocking
 open-or-join (`mcpcli.sessions`, which starts the daemon if needed) that `connect`
 builds; it runs in a worker thread, so Ctrl-C still cancels the wait. Imports
-foundations and `mcpcli.daemon.protocol` (stdlib only), never the daemon itself.
+foundations (the control protocol is `mcpcli.core.localrpc`), never the daemon itself.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, SocketStream
 
 from mcpcli import jsonrpc
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc
 from mcpcli.errors import (
     ConnectionClosed,
     MessageTooLarge,
@@ -78,7 +78,7 @@ class DaemonTransport(Transport):
         socket_path: Path,
         *,
         prepare: Callable[[], Any] | None = None,
-        max_message_bytes: int = protocol.MAX_MESSAGE_BYTES,
+        max_message_bytes: int = localrpc.MAX_MESSAGE_BYTES,
     ) -> None:
         self.session = session
         self.socket_path = socket_path
@@ -110,13 +110,13 @@ class DaemonTransport(Transport):
             ) from None
         lines = _Lines(stream, self.max_message_bytes)
         try:
-            await stream.send(protocol.encode(protocol.request("attach", name=self.session)))
+            await stream.send(localrpc.encode(localrpc.request("attach", name=self.session)))
             line = await lines.next()
             if line is None:
                 raise ConnectionClosed("the session daemon closed the connection without answering")
             try:
-                answer = protocol.decode(line)
-            except protocol.ProtocolViolation as exc:
+                answer = localrpc.decode(line)
+            except localrpc.ProtocolViolation as exc:
                 raise ProtocolError(f"the session daemon sent a bad answer: {exc}") from None
             if answer.get("ok") is not True:
                 raise from_error_report(answer.get("error"))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from helpers import wait_until
 
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.transports import Transport
 
 

@@ -182,7 +182,7 @@ def control_or_none(run_dir: Path) -> dict[str, Any] | None:
 
 
 def test_unknown_ops_and_bad_lines_get_a_usage_error(daemon: DaemonProcess) -> None:
-    from mcpcli.daemon import protocol
+    from mcpcli.core import localrpc as protocol
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(daemon.run_dir / "daemon.sock"))
@@ -220,7 +220,7 @@ def test_the_server_sees_one_subscription_per_uri_until_the_last_subscriber_leav
 
 
 def test_a_call_whose_command_hangs_up_is_cancelled_on_the_server(daemon: DaemonProcess, tmp_path: Path) -> None:
-    from mcpcli.daemon import protocol
+    from mcpcli.core import localrpc as protocol
 
     record = tmp_path / "record.jsonl"
     assert daemon.control("open", **open_request("f", fake_server("--never-answer", "--record", str(record))))["ok"]
@@ -384,7 +384,8 @@ def test_requests_through_a_session_have_no_limit_but_their_own(run_dir: Path) -
 
 
 def test_a_connection_that_says_nothing_is_closed(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpcli.daemon import protocol, server
+    from mcpcli.core import localrpc as protocol
+    from mcpcli.daemon import server
 
     monkeypatch.setattr(server, "FIRST_LINE_TIMEOUT", 0.05)
     with in_process(run_dir), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -417,7 +418,7 @@ def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
 ) -> None:
     """`"notifications": true`: the call's log messages come first, as JSON-RPC lines, in
     order; without it the answer is the only line and they go to the session's log."""
-    from mcpcli.daemon import protocol
+    from mcpcli.core import localrpc as protocol
 
     assert daemon.control("open", **open_request("lg", fake_server("--log-unasked")))["ok"]
     fields = {"name": "lg", "tool": "echo", "args": ["message=hi"], "json": None, "timeout": 30,

@@ -218,3 +218,42 @@ tools:
     assert ctx.of("progress") == [("progress", 1, 2, "half")]
     assert ctx.of("log") == [("log", "info", {"k": 1}, "direct")]
     assert seen == [("tools", None)]
+
+
+async def test_a_request_with_the_protocol_version_gets_the_shared_error_form(make_backend: Any) -> None:
+    """`"mcpcli": 1` (as `mcp script` sends it) asks for the error form of `core.localrpc`, the
+    session daemon's too; lines are bounded alike (a 5 MiB log message passes)."""
+    backend = make_backend("""
+version: 1
+tools:
+  - name: direct
+    description: talks to the side channel itself
+    run:
+      argv:
+        - "{{ mcp.python }}"
+        - -c
+        - |
+          import json, os, socket
+          def send(**request):
+              with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                  sock.connect(os.environ["MCP_SCRIPT_SOCKET"])
+                  request = {"mcpcli": 1, "token": os.environ["MCP_SCRIPT_TOKEN"], **request}
+                  sock.sendall(json.dumps(request).encode() + b"\\n")
+                  return json.loads(sock.makefile().readline())
+          print(json.dumps([
+              send(op="log", level="loud", data="x"),
+              send(op="log", level="info", data="x", token="forged"),
+              send(op="ask", requests={"e": {"method": "elicitation/create", "params": {"message": "hi"}}}),
+              send(op="log", level="info", data="y" * (5 * 1024 * 1024)),
+          ]))
+""")
+    ctx = FakeContext(capabilities={})
+    invalid, forged, declined, big = json.loads(text_of(await backend.call_tool("direct", {}, ctx)))
+    assert invalid == {"ok": False, "error": {
+        "message": "level must be one of debug, info, notice, warning, error, critical, alert, emergency",
+        "hint": None, "exit": 2, "kind": "invalid", "code": None, "data": None}}
+    assert (forged["error"]["kind"], forged["error"]["exit"]) == ("invalid", 2)
+    assert "bad token" in forged["error"]["message"]
+    assert (declined["error"]["kind"], declined["error"]["exit"]) == ("declined", 4)
+    assert big == {"ok": True}
+    assert len(ctx.of("log")[0][2]) == 5 * 1024 * 1024

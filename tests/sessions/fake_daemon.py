@@ -7,7 +7,7 @@ stdio sessions only (legacy era: it does the `initialize` handshake itself and a
 commands' `initialize` from that), ids rewritten per command on `attach`, and the ops
 open/list/close/restart/logs. It records every first line in `requests.jsonl` and its pid
 in `daemon.pid` (one line per start, in `starts`), and exits when its last session closes
-or on SIGTERM, ending its servers' process groups. Stdlib only (and mcpcli.daemon.protocol).
+or on SIGTERM, ending its servers' process groups. Stdlib only (and mcpcli.core.localrpc).
 
 Flags: --exit-at-once N (exit with code N before listening, after a line on stderr).
 """
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 
 RUN = Path(os.environ["MCPCLI_RUNTIME_DIR"])
 SOCKET = RUN / "daemon.sock"

@@ -220,7 +220,7 @@ def test_the_daemon_is_started_detached_in_its_own_session(run: Run) -> None:
     assert str(run.dir / "daemon.lock") not in held
 
 
-# -- the run directory (its rules: tests/daemon/test_paths.py) ------------------------------
+# -- the run directory (its rules: tests/unit/test_rundir.py) ------------------------------
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o770, 0o701])
@@ -337,7 +337,7 @@ def test_close_all_ends_every_server_and_the_daemon(run: Run) -> None:
 
 
 def test_the_command_side_library_imports_nothing_heavy() -> None:
-    code = ("import sys, mcpcli.sessions, mcpcli.daemon.paths, mcpcli.daemon.protocol;"
+    code = ("import sys, mcpcli.sessions, mcpcli.rundir, mcpcli.core.localrpc;"
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'anyio', 'click', 'httpx', 'rich', 'jsonschema', 'keyring', 'yaml', 'asyncio'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

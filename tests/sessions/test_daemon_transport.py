@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcpcli.client import Client, ClientOptions
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import ConnectionClosed, RPCError, TransportError, UsageError
 from mcpcli.protocol import LATEST_MODERN, SERVER_INFO_KEY
 from mcpcli.transports.daemon import DaemonTransport

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpcli.daemon import protocol
+from mcpcli.core import localrpc as protocol
 from mcpcli.errors import (
     AuthError,
     ConfigError,

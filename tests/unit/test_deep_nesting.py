@@ -114,7 +114,7 @@ def test_a_prompt_commands_output() -> None:
 
 
 def test_a_daemon_control_line() -> None:
-    from mcpcli.daemon.protocol import ProtocolViolation, decode
+    from mcpcli.core.localrpc import ProtocolViolation, decode
 
     with pytest.raises(ProtocolViolation, match="nested too deeply"):
         decode(DEEP.encode())

@@ -21,15 +21,21 @@ ROOT = Path(mcpcli.__file__).parent
 
 #: The foundations: any unit may import them; they import only each other.
 FOUNDATIONS = frozenset({
-    # The protocol core: what goes on the wire, decided without I/O (the standard library only).
+    # The protocol core: what goes on the wire, decided without I/O (the standard library only):
+    # the exchange's flows, the request clock, the client flags as data (`core.flags`), the
+    # local line-JSON protocols (`core.localrpc`: the daemon's control protocol, scripts'
+    # side channel). It stands on the foundations below (errors, jsonrpc...), which do not
+    # import it.
     "mcpcli.core",
-    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc", "mcpcli.protocol", "mcpcli.wire",
+    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc",
+    # Strict JSON text in and out, on `json` alone: jsonrpc's and the local protocols'.
+    "mcpcli.jsontext", "mcpcli.protocol", "mcpcli.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
     "mcpcli.handshake",
-    # The session daemon's control protocol and run directory: the standard library only,
-    # shared by the daemon, the command side and its fast path.
-    "mcpcli.daemon.protocol", "mcpcli.daemon.paths",
+    # The session daemon's run directory: the standard library only, shared by the daemon,
+    # the command side, its fast path and `doctor`.
+    "mcpcli.rundir",
     # Cheap per-message tasks on anyio, shared by the session (requests) and the server
     # runtime (2026 calls).
     "mcpcli.taskset",
@@ -124,12 +130,6 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
 
-#: Modules of a package that are foundations of their own, below the rest of it: the
-#: daemon's protocol and run directory, which the command side's transport imports while
-#: the daemon itself imports `connect` (and through it the transports).
-OWN_UNITS = frozenset({"mcpcli.daemon.protocol", "mcpcli.daemon.paths"})
-
-
 def _modules() -> dict[str, Path]:
     found = {}
     for path in ROOT.rglob("*.py"):
@@ -172,9 +172,8 @@ def _imports(module: str) -> set[str]:
 
 
 def unit_of(module: str) -> str:
-    """`mcpcli.transports.http` -> `mcpcli.transports`; `mcpcli.client` stays itself."""
-    if module in OWN_UNITS:
-        return module
+    """`mcpcli.transports.http` -> `mcpcli.transports`; `mcpcli.client` stays itself: a unit
+    is always a top-level package or module, so the circle test below is about them."""
     parts = module.split(".")
     if len(parts) <= 2:
         return module
@@ -229,6 +228,8 @@ def _cycles(graph: dict[str, set[str]], nodes: set[str] | None = None) -> list[l
 
 
 def test_no_import_circle_spans_two_units() -> None:
+    """No two top-level packages or modules import each other, however indirectly (a lazy
+    import counts): each layer stands on the ones below it only."""
     graph, why = _unit_graph()
     problems = []
     for component in _cycles(graph):
@@ -341,14 +342,26 @@ def test_the_checker_sees_lazy_and_type_only_imports() -> None:
     assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
 
 
-def test_transports_reach_the_daemon_only_through_its_protocol_and_paths() -> None:
-    """`DaemonTransport` speaks the control protocol; the daemon's server (which imports
-    `connect`, and so the transports) stays out of reach."""
+def test_the_daemon_s_protocol_and_run_directory_live_outside_it() -> None:
+    """Everything that finds or speaks to the daemon without being it (`sessions`,
+    `transports/daemon.py`, the fast path, `doctor`) imports foundations (`core.localrpc`,
+    `rundir`), never the daemon package: the daemon imports `connect`, and through it the
+    transports, so anything of the daemon below them would be a circle."""
     problems = [
         f"{module} -> {target}"
         for module in MODULES
-        if unit_of(module) == "mcpcli.transports"
+        if unit_of(module) not in ("mcpcli.daemon", "mcpcli.cli", "mcpcli.__main__")
         for target in sorted(_imports(module))
-        if target.startswith("mcpcli.daemon") and target not in OWN_UNITS | {"mcpcli.daemon"}
+        if unit_of(target) == "mcpcli.daemon"
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_fast_paths_and_click_read_one_table_of_flags() -> None:
+    """The fast paths' argv reader and the click options come from `core.flags`: neither
+    `cli/fast.py` nor `cli/oneshot.py` declares a flag or a default of its own."""
+    for module in ("mcpcli.cli.fast", "mcpcli.cli.oneshot"):
+        source = MODULES[module].read_text(encoding="utf-8")
+        assert "mcpcli.core.flags" in _imports(module) or "mcpcli.core" in _imports(module), module
+        for copied in ('"--timeout"', '"--max-timeout"', "60.0", "3600.0", "5.0"):
+            assert copied not in source, (module, copied)

@@ -3,6 +3,7 @@ started before click loads is the one used, or killed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,22 @@ def test_arguments_a_simple_schema_rejects_are_still_checked_by_jsonschema() -> 
     status, loaded = _call_loads("tools", "call", "echo", "--args", "{}", "--", *fake_server())
     assert status == 2
     assert "jsonschema" in loaded
+
+
+def test_the_session_fast_path_loads_no_typing(tmp_path: Path) -> None:
+    """The `@NAME` fast path reads its flags (`core.flags`), speaks the daemon's protocol and
+    prints through `text` without `typing` (milliseconds of its start-up); nothing listens
+    here, so it gives the call back to the full path (None) after loading all of that."""
+    code = (
+        "import sys\nfrom mcpcli.cli.fast import try_call\n"
+        "status = try_call(['tools', 'call', '@ev', 'echo', '--arg', 'message=hi', '--json'])\n"
+        "import mcpcli.text\n"
+        "print(status, sorted(m for m in sys.modules if m in ('typing', 'mcpcli.core.flags', "
+        "'mcpcli.core.localrpc', 'mcpcli.rundir')))"
+    )
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "MCPCLI_NO_FAST_PATH"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         stdin=subprocess.DEVNULL, env={**env, "MCPCLI_RUNTIME_DIR": str(run)})
+    assert out.stdout.split(None, 1) == ["None", "['mcpcli.core.flags', 'mcpcli.core.localrpc', 'mcpcli.rundir']\n"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpcli.daemon import paths
+from mcpcli import rundir as paths
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_the_fast_paths_helpers_load_no_pathlib(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys; import mcpcli.daemon.paths as p, mcpcli.daemon.protocol; "
+    code = ("import sys; import mcpcli.rundir as p, mcpcli.core.localrpc; "
             "print(p.socket_file(), 'pathlib' in sys.modules)")
     env = {**os.environ, paths.RUNTIME_DIR_ENV: str(tmp_path / "run")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

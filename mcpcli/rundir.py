@@ -1,4 +1,4 @@
-"""Where the daemon lives: its private run directory, socket, start lock and logs.
+"""Where the session daemon lives: its private run directory, socket, start lock and logs.
 
 The run directory is `$XDG_RUNTIME_DIR/mcpcli` when XDG_RUNTIME_DIR is a directory we
 own, else `/tmp/mcpcli-<uid>`; `MCPCLI_RUNTIME_DIR` overrides both (tests, unusual
@@ -7,6 +7,10 @@ mode 0700: anyone who can write there could plant a socket and receive our reque
 so a directory that fails the check is refused rather than repaired. Stdlib only, and
 `pathlib` only when a `Path` is asked for: the command side's fast path calls
 `socket_file()`, which needs `os` alone.
+
+A foundation, outside `daemon/`: the daemon, the command side (`sessions`,
+`transports/daemon.py`, the fast path) and `doctor` all find the daemon here, and none of
+them may import the daemon package (which imports `connect`, and through it the transports).
 """
 
 from __future__ import annotations
@@ -121,7 +125,7 @@ class start_lock:
     so that two commands starting one at once make one. Waits at most `timeout` seconds
     (a short backoff; the holder is only ever starting a process), then raises RunDirError.
 
-        with paths.start_lock(run_dir_name()):
+        with rundir.start_lock(run_dir_name()):
             ...connect again; if still nothing, remove a dead socket and start the daemon...
     """
 
