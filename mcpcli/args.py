@@ -57,7 +57,7 @@ def _read_text(source: str, *, what: str, stdin: Callable[[], str] | None = None
 
 
 def _loads(text: str, *, what: str) -> Any:
-    from mcpcli.jsonrpc import loads  # strict: a NaN could be parsed but never sent
+    from mcpcli.core.jsonrpc import loads  # strict: a NaN could be parsed but never sent
 
     try:
         return loads(text)
@@ -488,7 +488,7 @@ def meta_items(items: Iterable[str]) -> JSON:
     are no JSON numbers: they stay text, as with `--arg`). Keys the client sets itself
     (progressToken, the 2026-07-28 protocol fields, the trace context) are refused, never
     overridden."""
-    from mcpcli.jsonrpc import loads as strict_loads
+    from mcpcli.core.jsonrpc import loads as strict_loads
 
     meta: JSON = {}
     for item in items:

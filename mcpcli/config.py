@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.errors import ConfigError, UsageError
 
 __all__ = [

@@ -299,7 +299,7 @@ def _parse(text: str, fmt: str) -> Any:
 
 def _loads_lenient(text: str) -> Any:
     """JSON, or JSON with comments and trailing commas (VS Code writes JSONC)."""
-    from mcpcli.jsonrpc import loads  # strict, and "[[[[..." is a ValueError, not a crash
+    from mcpcli.core.jsonrpc import loads  # strict, and "[[[[..." is a ValueError, not a crash
 
     try:
         return loads(text)

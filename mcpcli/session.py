@@ -20,7 +20,18 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.handshake import rpc_error_from
+from mcpcli.core.jsonrpc import (
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
 from mcpcli.core.requests import (
     RequestClock,
     cancel_notice,
@@ -36,21 +47,10 @@ from mcpcli.errors import (
     RPCError,
     unwrap,
 )
-from mcpcli.handshake import rpc_error_from
-from mcpcli.jsonrpc import (
-    Batch,
-    ErrorObject,
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-)
 from mcpcli.taskset import TaskSet
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
-from mcpcli.transports._lines import FrameReader
+from mcpcli.transports.lines import FrameReader
 
 __all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import MissingExtra, RequestTimeout, RPCError, optional_import
-from mcpcli.tracecontext import TraceContext
 
 __all__ = [
     "FLUSH_BOUND",

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcli.check.findings import Report
 from mcpcli.check.shapes import Shapes
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from mcpcli.errors import ConnectionClosed, ProtocolError, RequestTimeout, RPCError, TransportError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 
 if TYPE_CHECKING:
     from mcpcli.client import Client

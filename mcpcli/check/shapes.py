@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpcli.protocol import SERVER_INFO_KEY
+from mcpcli.core.protocol import SERVER_INFO_KEY
 
 __all__ = ["Problem", "Shapes", "at_least", "json_type"]
 

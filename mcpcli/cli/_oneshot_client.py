@@ -15,9 +15,11 @@ import os
 import sys
 import time
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.core.exchange import Exchange, ExitedOnProbe, PageRepeat, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
+from mcpcli.core.handshake import rpc_error_from, with_meta
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES, RELATED_TASK_KEY
 from mcpcli.core.requests import (
     RequestClock,
     cancel_notice,
@@ -36,8 +38,6 @@ from mcpcli.errors import (
     UsageError,
     handshake_timeout,
 )
-from mcpcli.handshake import rpc_error_from, with_meta
-from mcpcli.protocol import MAX_MESSAGE_BYTES, RELATED_TASK_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class StdioServer:
         import selectors
         from collections import deque
 
-        from mcpcli.transports._spawn import STDERR_HELD_MAX, STDERR_TAIL_LINES
+        from mcpcli.transports.spawn import STDERR_HELD_MAX, STDERR_TAIL_LINES
 
         assert process.stdin is not None
         assert process.stdout is not None
@@ -216,7 +216,7 @@ class StdioServer:
         if self.lines.overflow:
             import signal
 
-            from mcpcli.transports._spawn import KILL_GRACE
+            from mcpcli.transports.spawn import KILL_GRACE
 
             self.items.append(MessageTooLarge(f"server sent a message larger than {MAX_MESSAGE_BYTES} bytes"))
             self.signal_group(signal.SIGKILL)
@@ -226,7 +226,7 @@ class StdioServer:
     def _ended(self, when: str, *, flush: bool = True) -> None:
         """The server's stdout ended: what it left, then how it went (`StdioTransport._exited`)."""
         from mcpcli.transports import line_item
-        from mcpcli.transports._spawn import FLUSH_GRACE
+        from mcpcli.transports.spawn import FLUSH_GRACE
 
         rest = self.lines.rest()
         if flush and rest.strip():
@@ -237,7 +237,7 @@ class StdioServer:
         if flush:
             self.wait_exit(FLUSH_GRACE)
         self.drain_stderr()
-        from mcpcli.transports._spawn import exit_message
+        from mcpcli.transports.spawn import exit_message
 
         code = self.process.returncode
         self.items.append(ServerExited(exit_message(code, when, self.tail), returncode=code))
@@ -317,7 +317,7 @@ class StdioServer:
         `StdioTransport.shutdown`), then end whatever it left in the group."""
         import signal
 
-        from mcpcli.transports._spawn import EOF_GRACE, TERM_GRACE
+        from mcpcli.transports.spawn import EOF_GRACE, TERM_GRACE
 
         if self.stopped:
             return
@@ -397,7 +397,7 @@ class SyncClient:
         self.ids += 1
         request_id = self.ids
         if self.trace:
-            from mcpcli.tracecontext import carried_by
+            from mcpcli.core.tracecontext import carried_by
 
             if carried_by(method):
                 params = with_meta(params or {}, self.trace)  # as `Client._send`, before the token

@@ -27,13 +27,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import spans, tracecontext
+from mcpcli import spans
 from mcpcli.client.options import ClientOptions
 from mcpcli.client.subscriptions import Subscriptions
 from mcpcli.client.tasks import TaskOptions, TaskWaiter
+from mcpcli.core import tracecontext
 from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
+from mcpcli.core.handshake import with_meta
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
+from mcpcli.core.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, Era
 from mcpcli.core.tasks import Task
+from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import (
     NotOffered,
     ProtocolError,
@@ -43,11 +48,7 @@ from mcpcli.errors import (
     UnsupportedVersionError,
     handshake_timeout,
 )
-from mcpcli.handshake import with_meta
-from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, Era
 from mcpcli.session import ProgressHandler, RequestContext, Session
-from mcpcli.tracecontext import TraceContext
 from mcpcli.transports import Envelope, Transport
 
 __all__ = ["Client", "caused_by"]

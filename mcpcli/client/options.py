@@ -9,10 +9,10 @@ from typing import Any
 
 from mcpcli import __version__
 from mcpcli.core import flags
-from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import Era
+from mcpcli.core.jsonrpc import RequestId
+from mcpcli.core.protocol import Era
+from mcpcli.core.tracecontext import TraceContext
 from mcpcli.session import SlowHandler, Tracer
-from mcpcli.tracecontext import TraceContext
 
 __all__ = ["ClientFeatures", "ClientOptions", "Elicitor", "NotificationCallback", "Sampler"]
 

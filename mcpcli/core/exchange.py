@@ -28,6 +28,34 @@ from typing import Any, Literal, Protocol
 
 from mcpcli.core import flags
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Send
+from mcpcli.core.handshake import (
+    Handshake,
+    next_round,
+    offered_versions,
+    parse_discover,
+    parse_initialize,
+    request_meta,
+    round_kind,
+    version_of,
+    with_meta,
+)
+from mcpcli.core.protocol import (
+    ALL_VERSIONS,
+    CLIENT_CAPABILITIES_KEY,
+    HEADER_MISMATCH,
+    LATEST_LEGACY,
+    LATEST_MODERN,
+    LEGACY_VERSIONS,
+    MAX_INPUT_ROUNDS,
+    MAX_PAGES,
+    MODERN_VERSIONS,
+    MRTR_METHODS,
+    Era,
+    era_of,
+    input_requests,
+    is_modern_error,
+    pick_version,
+)
 from mcpcli.core.tasks import (
     DECLARE_ON,
     TASK_CREATING_METHODS,
@@ -46,34 +74,6 @@ from mcpcli.errors import (
     ServerExited,
     TransportError,
     UnsupportedVersionError,
-)
-from mcpcli.handshake import (
-    Handshake,
-    next_round,
-    offered_versions,
-    parse_discover,
-    parse_initialize,
-    request_meta,
-    round_kind,
-    version_of,
-    with_meta,
-)
-from mcpcli.protocol import (
-    ALL_VERSIONS,
-    CLIENT_CAPABILITIES_KEY,
-    HEADER_MISMATCH,
-    LATEST_LEGACY,
-    LATEST_MODERN,
-    LEGACY_VERSIONS,
-    MAX_INPUT_ROUNDS,
-    MAX_PAGES,
-    MODERN_VERSIONS,
-    MRTR_METHODS,
-    Era,
-    era_of,
-    input_requests,
-    is_modern_error,
-    pick_version,
 )
 
 __all__ = [

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcpcli.core.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 from mcpcli.errors import McpCliError, ProtocolError, RPCError
-from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 __all__ = [
     "DECLARE_ON",

@@ -28,9 +28,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli.client import Client
 from mcpcli.core import localrpc as protocol
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import LOG_LEVEL_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 from mcpcli.errors import McpCliError, RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import LOG_LEVEL_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 from mcpcli.relay.listings import STALE_BY_METHOD
 
 from .commands import Attached

@@ -27,8 +27,8 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import Backend
 from mcpcli.server.calls import Continuation
 from mcpcli.server.subscriptions import Sink

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from mcpcli.core.jsonrpc import Request
+from mcpcli.core.protocol import Era
 from mcpcli.errors import ConnectionClosed
-from mcpcli.jsonrpc import Request
-from mcpcli.protocol import Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.server.subscriptions import Sink

@@ -37,15 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpcli.errors import ConnectionClosed, RPCError
-from mcpcli.jsonrpc import (
+from mcpcli.core.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Notification,
     Request,
 )
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CACHEABLE_METHODS,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
@@ -54,6 +53,7 @@ from mcpcli.protocol import (
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
 )
+from mcpcli.errors import ConnectionClosed, RPCError
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import Backend
 from mcpcli.server.calls import IncomingRequest, Outlet

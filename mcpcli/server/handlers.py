@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import ResourceNotFound
 from mcpcli.server.calls import Call, Handler, IncomingRequest

@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
+from mcpcli.core.jsonrpc import INVALID_REQUEST, PARSE_ERROR
+from mcpcli.core.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
     Disconnected,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcpcli.jsonrpc import INVALID_REQUEST
+from mcpcli.core.jsonrpc import INVALID_REQUEST
 from mcpcli.server.http_asgi import (
     SERVER_BUSY,
     Headers,

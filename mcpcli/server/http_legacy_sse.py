@@ -9,8 +9,8 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,

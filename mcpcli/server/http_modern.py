@@ -18,9 +18,8 @@ from typing import Any
 
 import anyio
 
-from mcpcli import jsonrpc
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import (
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -31,7 +30,9 @@ from mcpcli.jsonrpc import (
     Request,
     Response,
 )
-from mcpcli.protocol import HEADER_MISMATCH
+from mcpcli.core.protocol import HEADER_MISMATCH
+from mcpcli.core.wire import NAME_FIELDS, declared_params, decode_value, same_value
+from mcpcli.errors import RPCError
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -45,7 +46,6 @@ from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
 from mcpcli.session import log_unexpected
-from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
 
 __all__ = ["modern_post"]
 

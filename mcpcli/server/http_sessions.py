@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import (
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
     INVALID_REQUEST,
     Batch,
     ErrorResponse,
@@ -34,7 +34,7 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.protocol import ALL_VERSIONS
+from mcpcli.core.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,

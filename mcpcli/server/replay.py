@@ -36,9 +36,9 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, loads
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import RPCError, UsageError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, loads
-from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.server.core import Server, ServerConnection
 from mcpcli.text import REDACTED
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.model import JSON, Config, PromptArg, RunSpec
 from mcpcli.toolsfile.process import SpawnError

@@ -15,9 +15,9 @@ import mimetypes
 from contextlib import AsyncExitStack
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined, ResourceNotFound
 from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.contents import file_contents, read_file_bytes, render

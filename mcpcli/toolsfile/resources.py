@@ -17,8 +17,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, ResourceNotFound
 from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.contents import MAX_RESOURCE_BYTES, bytes_contents, file_contents, render_text

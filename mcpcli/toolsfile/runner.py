@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 
 import anyio
 
-from mcpcli import tracecontext
+from mcpcli.core import tracecontext
 from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer

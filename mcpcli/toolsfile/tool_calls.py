@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.toolsfile.arguments import ArgumentProblems, check_arguments
 from mcpcli.toolsfile.contents import render_text

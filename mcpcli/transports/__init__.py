@@ -41,9 +41,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import Batch, Message, RequestId
 from mcpcli.errors import ProtocolError, StrayLine
-from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
     from mcpcli.errors import McpCliError

@@ -219,7 +219,7 @@ tools:
 async def test_stored_results_and_errors_never_hold_a_masked_secret(make_backend: Any, tmp_path: Path) -> None:
     import anyio
 
-    from mcpcli.protocol import (
+    from mcpcli.core.protocol import (
         CLIENT_CAPABILITIES_KEY,
         CLIENT_INFO_KEY,
         PROTOCOL_VERSION_KEY,

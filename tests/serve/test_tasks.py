@@ -17,7 +17,7 @@ import anyio
 import pytest
 from helpers import wait_until_async
 
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     PROTOCOL_VERSION_KEY,

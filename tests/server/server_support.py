@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from mcpcli.client import Client, ClientFeatures, ClientOptions
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from mcpcli.core.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 from mcpcli.server import Server
 from mcpcli.session import Session
 from mcpcli.transports.memory import memory_pair

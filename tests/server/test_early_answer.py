@@ -30,7 +30,7 @@ from helpers import OpenFds, wait_until, wait_until_async
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
-from mcpcli.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
+from mcpcli.core.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
 from mcpcli.server import Server
 from mcpcli.server.backend import CallContext
 from mcpcli.server.stdio import serve_stdio, stdio_streams
@@ -621,7 +621,7 @@ def _gone(pid: int) -> bool:
 async def test_end_of_input_still_answers_a_retry_in_flight() -> None:
     """`printf ... | mcp serve` with a retry: input ends while the resumed call (in its
     first request's task) works for the retry; the retry is answered before the exit."""
-    from mcpcli.transports._lines import LineSplitter
+    from mcpcli.transports.lines import LineSplitter
 
     backend = Watched()
     server = Server(backend)

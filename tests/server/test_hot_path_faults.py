@@ -14,13 +14,13 @@ import anyio
 import pytest
 from helpers import fake_server
 
+from mcpcli.core.jsonrpc import Request
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import Request
 from mcpcli.server.stdio import stdio_streams
 from mcpcli.session import RequestContext, Session
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports import stdio as stdio_transport
-from mcpcli.transports._lines import PipeWriter
+from mcpcli.transports.lines import PipeWriter
 from mcpcli.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ import pytest
 from server_backends import DemoBackend
 from server_support import ALL, LEGACY, connect, features, raw
 
+from mcpcli.core.protocol import CACHEABLE_METHODS, SERVER_INFO_KEY
 from mcpcli.errors import RPCError
-from mcpcli.protocol import CACHEABLE_METHODS, SERVER_INFO_KEY
 from mcpcli.server import Server
 
 pytestmark = pytest.mark.anyio

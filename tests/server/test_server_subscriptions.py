@@ -9,8 +9,8 @@ import pytest
 from server_backends import DemoBackend
 from server_support import LEGACY, connect, modern_meta, raw
 
-from mcpcli.jsonrpc import Notification
-from mcpcli.protocol import SUBSCRIPTION_ID_KEY
+from mcpcli.core.jsonrpc import Notification
+from mcpcli.core.protocol import SUBSCRIPTION_ID_KEY
 from mcpcli.server import Server
 from mcpcli.session import Session
 from mcpcli.transports import Envelope

@@ -12,9 +12,9 @@ import pytest
 from server_backends import DemoBackend, TaskBackend
 from server_support import modern_meta, raw
 
+from mcpcli.core.jsonrpc import Notification
+from mcpcli.core.protocol import TASKS_EXTENSION
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import Notification
-from mcpcli.protocol import TASKS_EXTENSION
 from mcpcli.server import Server
 from mcpcli.server.backend import TaskPolicy
 from mcpcli.session import Session

@@ -18,8 +18,8 @@ import pytest
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
+from mcpcli.core.protocol import TASKS_EXTENSION
 from mcpcli.errors import RPCError, TransportError
-from mcpcli.protocol import TASKS_EXTENSION
 from mcpcli.server import Server
 from mcpcli.server.backend import TaskPolicy
 from mcpcli.server.tasks.records import RESTARTED, MemoryRecords

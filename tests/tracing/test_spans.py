@@ -14,12 +14,12 @@ import pytest
 
 from mcpcli import spans
 from mcpcli.client import Client, ClientOptions
+from mcpcli.core.tracecontext import TraceContext, parse
 from mcpcli.errors import RPCError
 from mcpcli.gateway import GatewayBackend, GatewayOptions
 from mcpcli.server import Server
 from mcpcli.toolsfile.backend import ToolsBackend
 from mcpcli.toolsfile.model import Upstream
-from mcpcli.tracecontext import TraceContext, parse
 
 pytestmark = pytest.mark.anyio
 

@@ -27,12 +27,12 @@ FOUNDATIONS = frozenset({
     # side channel). It stands on the foundations below (errors, jsonrpc...), which do not
     # import it.
     "mcpcli.core",
-    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc",
+    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.core.jsonrpc",
     # Strict JSON text in and out, on `json` alone: jsonrpc's and the local protocols'.
-    "mcpcli.jsontext", "mcpcli.protocol", "mcpcli.wire",
+    "mcpcli.jsontext", "mcpcli.core.protocol", "mcpcli.core.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
-    "mcpcli.handshake",
+    "mcpcli.core.handshake",
     # The session daemon's run directory: the standard library only, shared by the daemon,
     # the command side, its fast path and `doctor`.
     "mcpcli.rundir",
@@ -47,7 +47,7 @@ FOUNDATIONS = frozenset({
     "mcpcli.jqfilter",
     # W3C trace context (the standard library only), and the OpenTelemetry spans of
     # requests (the optional `otel` extra, imported only when the OTEL_* variables ask).
-    "mcpcli.tracecontext", "mcpcli.spans",
+    "mcpcli.core.tracecontext", "mcpcli.spans",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.
@@ -251,7 +251,7 @@ KNOWN_MODULE_CYCLES: dict[str, tuple[frozenset[str], ...]] = {
     # `machine`, which type the flow they report to.
     "mcpcli.auth": (frozenset({"mcpcli.auth.authcode", "mcpcli.auth.machine", "mcpcli.auth.signin"}),),
     # httpx and the plain HTTP/1.1 client share one response interface; `_http` picks one.
-    "mcpcli.transports": (frozenset({"mcpcli.transports._http", "mcpcli.transports._http1"}),),
+    "mcpcli.transports": (frozenset({"mcpcli.transports.http_io", "mcpcli.transports._http1"}),),
 }
 
 PACKAGES = sorted(m for m, path in MODULES.items() if path.name == "__init__.py" and m != "mcpcli")
@@ -334,12 +334,12 @@ def test_httpx_is_imported_in_one_place() -> None:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         )
     )
-    assert importers == ["mcpcli.transports._http"]
+    assert importers == ["mcpcli.transports.http_io"]
 
 
 def test_the_checker_sees_lazy_and_type_only_imports() -> None:
     """The rules would be hollow if function-level imports were missed."""
-    assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
+    assert "mcpcli.transports.spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
 
 
 def test_the_daemon_s_protocol_and_run_directory_live_outside_it() -> None:

@@ -15,9 +15,9 @@ import anyio.lowlevel
 import pytest
 from helpers import OpenFds, wait_until_async
 
-from mcpcli.jsonrpc import Notification
+from mcpcli.core.jsonrpc import Notification
 from mcpcli.transports import Envelope
-from mcpcli.transports._lines import (
+from mcpcli.transports.lines import (
     BACKLOG_LIMIT,
     INBOX_LIMIT,
     FrameInbox,
@@ -534,7 +534,7 @@ class _Sink:
         pass
 
     async def next_request(self) -> Any:
-        from mcpcli.jsonrpc import Request
+        from mcpcli.core.jsonrpc import Request
 
         while not any(isinstance(m, Request) for m in self.sent):
             self.more = anyio.Event()
@@ -548,7 +548,7 @@ async def test_a_response_waits_behind_a_notification_being_dispatched() -> None
     """A response is taken in the callback only when the receive loop is idle: behind a
     notification whose handler is still running, it waits its turn (a progress update is
     shown before the answer it precedes)."""
-    from mcpcli.jsonrpc import Response
+    from mcpcli.core.jsonrpc import Response
     from mcpcli.session import Session
 
     reader, sink = _Fed(), _Sink()
@@ -588,7 +588,7 @@ async def test_a_response_waits_behind_a_notification_being_dispatched() -> None
 
 
 async def test_a_request_waits_behind_a_notification_being_dispatched() -> None:
-    from mcpcli.jsonrpc import Request
+    from mcpcli.core.jsonrpc import Request
     from mcpcli.session import RequestContext, Session
 
     reader, sink = _Fed(), _Sink()

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpcli.core.jsonrpc import Notification, Request
 from mcpcli.errors import ConnectionClosed, RequestTimeout, RPCError
-from mcpcli.jsonrpc import Notification, Request
 from mcpcli.session import RequestContext, Session
 from mcpcli.transports import Envelope
 from mcpcli.transports.memory import memory_pair
@@ -135,7 +135,7 @@ async def test_notifications_and_stray_responses_are_handled_without_crashing() 
 
     with anyio.fail_after(5):
         async with memory_pair() as (a, b), Session(a, on_notification=on_note) as client:
-            from mcpcli.jsonrpc import Response
+            from mcpcli.core.jsonrpc import Response
 
             await b[1].send(Envelope(Response(999, {})))  # nobody asked
             await b[1].send(Envelope(Notification("notifications/message", {"level": "info"})))
@@ -170,8 +170,8 @@ async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> No
 async def test_a_transport_failure_fails_its_request_with_the_typed_error() -> None:
     """`RequestFailed` (an HTTP error status) ends that request with the transport's own
     error, exit code included, not a JSON-RPC error; one naming nobody is dropped."""
+    from mcpcli.core.jsonrpc import Batch, Message
     from mcpcli.errors import AuthError, ExitCode, TransportError
-    from mcpcli.jsonrpc import Batch, Message
     from mcpcli.transports import RequestFailed
 
     failures = {"one": TransportError("HTTP 502", status=502), "two": AuthError("HTTP 401")}

@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.protocol import (
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcpcli.core.protocol import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     TASKS_EXTENSION,
     TERMINAL_TASK_STATUSES,
 )
+from mcpcli.errors import RPCError
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
