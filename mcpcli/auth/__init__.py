@@ -6,7 +6,7 @@ and authorization server metadata, the sign-in grants, the token store, and
 satisfies `mcpcli.transports.http.Authenticator`). It may import the shared
 modules (`errors`, `text`, `config` for the state directory and `${VAR}`
 interpolation), `mcpcli.transports.http_io` (its HTTP client) and
-`mcpcli.transports.http` (URL helpers), and `mcpcli.session` for one thing: the
+`mcpcli.transports.http` (URL helpers), and `mcpcli.rpc.peer` for one thing: the
 user's time in the browser pauses every request's timeout clock. It never
 imports `connect`, `client` or `cli`: `mcpcli.connect` builds the settings
 (`AuthSettings`) and the authenticator, and hands them to the transport;

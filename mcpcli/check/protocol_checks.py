@@ -140,7 +140,7 @@ class Probe:
         if self.client.options.timeout is not None:
             timeout = min(timeout, self.client.options.timeout)
         try:
-            result = await self.client.session.request("ping", None, timeout=timeout, progress_token=False)
+            result = await self.client.peer.request("ping", None, timeout=timeout, progress_token=False)
         except RequestTimeout:
             self.report.add(check_id, "error", "ping", f"ping was not answered within {timeout:g}s", title=title)
             return

@@ -338,7 +338,7 @@ class Asking:
             return
         self._roots_reasked = reasked = anyio.Event()
         try:
-            await client.session.notify("notifications/roots/list_changed")
+            await client.peer.notify("notifications/roots/list_changed")
             with anyio.move_on_after(ROOTS_RECHECK):
                 await reasked.wait()
                 # Servers apply the answer asynchronously (as after the handshake).

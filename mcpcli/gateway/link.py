@@ -278,7 +278,7 @@ class Link:
                     if follow is not None:
                         tg.start_soon(follow)
                 self._held_tg = tg
-                await client.session.wait_closed()
+                await client.peer.wait_closed()
                 tg.cancel_scope.cancel()
         finally:
             self._held_tg = None

@@ -33,6 +33,7 @@ from mcpcli.core.jsonrpc import (
 from mcpcli.core.protocol import HEADER_MISMATCH
 from mcpcli.core.wire import NAME_FIELDS, declared_params, decode_value, same_value
 from mcpcli.errors import RPCError
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -45,7 +46,6 @@ from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
-from mcpcli.session import log_unexpected
 
 __all__ = ["modern_post"]
 

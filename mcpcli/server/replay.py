@@ -362,8 +362,8 @@ class ReplayServer(Server):
         if request.method == "initialize":
             version = result.get("protocolVersion")
             conn.version = version if isinstance(version, str) else None
-            if conn.session is not None:
-                conn.session.allow_batch = version == "2025-03-26"
+            if conn.peer is not None:
+                conn.peer.allow_batch = version == "2025-03-26"
         return result
 
     async def handle_modern(self, request: Request, outlet: Any, **_: Any) -> JSON:

@@ -35,8 +35,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from mcpcli.core import jsonrpc
 from mcpcli.core.jsonrpc import ErrorObject, ErrorResponse
 from mcpcli.core.protocol import MAX_MESSAGE_BYTES
-from mcpcli.session import log_unexpected
-from mcpcli.taskset import running_asyncio_loop
+from mcpcli.jobs import running_asyncio_loop
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports.lines import FrameReader, FrameWriter, LineSplitter
 

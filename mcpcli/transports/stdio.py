@@ -28,7 +28,7 @@ import anyio
 
 from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
-from mcpcli.taskset import running_asyncio_loop
+from mcpcli.jobs import running_asyncio_loop
 from mcpcli.transports import Streams, Transport, TransportTraits, line_item
 from mcpcli.transports.lines import FrameReader, LineSplitter, PipeWriter
 from mcpcli.transports.spawn import (  # the shutdown timings are shared with the one-shot path

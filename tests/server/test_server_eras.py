@@ -151,7 +151,7 @@ async def test_progress_is_strictly_increasing_and_only_with_a_token(server: Ser
         await client.call_tool("progress", on_progress=lambda p: seen.append(p["progress"]))
         assert seen == [0, 50, 100]
         # Without a progress token, no progress is sent (the session would drop unknown ones anyway).
-        result = await client.session.request(
+        result = await client.peer.request(
             "tools/call", {"name": "progress", **_meta_for(client)}, progress_token=False
         )
         assert result["content"][0]["text"] == "done"
@@ -268,7 +268,7 @@ async def test_ping_is_answered_in_every_era(server: Server) -> None:
         assert set(result) <= {"resultType", "_meta"}
         # A 2026 ping whose _meta is wrong is still told so.
         with pytest.raises(RPCError) as info:
-            await client.session.request("ping", {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})
+            await client.peer.request("ping", {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})
         assert info.value.code in (-32602, -32022)
 
 

@@ -36,9 +36,9 @@ FOUNDATIONS = frozenset({
     # The session daemon's run directory: the standard library only, shared by the daemon,
     # the command side, its fast path and `doctor`.
     "mcpcli.rundir",
-    # Cheap per-message tasks on anyio, shared by the session (requests) and the server
-    # runtime (2026 calls).
-    "mcpcli.taskset",
+    # Jobs: the cheap per-message tasks on anyio (a plain event-loop task in its own cancel
+    # scope), shared by the JSON-RPC peer (requests) and the server runtime (2026 calls).
+    "mcpcli.jobs",
     # Files written where someone else may have been first (private directories, no-follow
     # opens, locked edits): the standard library only, below the daemon's run directory.
     "mcpcli.files",
@@ -66,21 +66,21 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # A transport is handed everything (a launch or URL, headers, an authenticator, limits).
     "mcpcli.transports": frozenset(),
     # The JSON-RPC engine serves both sides and knows neither.
-    "mcpcli.session": frozenset({"mcpcli.transports"}),
+    "mcpcli.rpc": frozenset({"mcpcli.transports"}),
     # The client (with its subscriptions and the tasks it follows) drives the protocol core.
-    "mcpcli.client": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.cache"}),
-    "mcpcli.server": frozenset({"mcpcli.session", "mcpcli.transports"}),
+    "mcpcli.client": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.cache"}),
+    "mcpcli.server": frozenset({"mcpcli.rpc", "mcpcli.transports"}),
     # OAuth: `session` only to pause request timeouts while a person signs in.
-    "mcpcli.auth": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.config"}),
+    "mcpcli.auth": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.config"}),
     # tools.yaml builds a Backend for the runtime and serves it in-process.
-    "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.session", "mcpcli.transports"}),
+    "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.rpc", "mcpcli.transports"}),
     # TARGET to entry to launch; light enough to run before the client loads.
     "mcpcli.targets": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.trust", "mcpcli.transports"}),
     # A configured server's headersHelper (a command printing headers): foundations alone.
     "mcpcli.headers_helper": frozenset(),
     # The one place that knows config entries, CLI options and auth together.
     "mcpcli.connect": frozenset({
-        "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
+        "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.rpc", "mcpcli.client",
         "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions", "mcpcli.headers_helper",
     }),
     # `mcp doctor`'s checks: the config, other clients' files, the daemon, the token store.
@@ -92,18 +92,18 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.render": frozenset({"mcpcli.output"}),
     # One upstream `Client` served to many downstreams, for the daemon and the gateway alike:
     # the supervised upstream, which downstream a message is for, the listings cache.
-    "mcpcli.relay": frozenset({"mcpcli.client", "mcpcli.session"}),
+    "mcpcli.relay": frozenset({"mcpcli.client", "mcpcli.rpc"}),
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
     "mcpcli.daemon": frozenset({
-        "mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports",
+        "mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.rpc", "mcpcli.transports",
         "mcpcli.relay",
     }),
     # The gateway (`mcp serve --proxy`, `servers:` in tools.yaml): upstreams reached as any
     # command reaches a server, served through the server runtime; never the CLI.
     "mcpcli.gateway": frozenset({
         "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
-        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports", "mcpcli.relay",
+        "mcpcli.toolsfile", "mcpcli.rpc", "mcpcli.transports", "mcpcli.relay",
     }),
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
@@ -125,7 +125,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.targets"}),
     # `mcp inspect`'s Textual app: handed a connected `Client` (the CLI connects), it shows
     # results with `render`'s renderings and follows tasks; never the CLI or `connect`.
-    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.render"}),
+    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.rpc", "mcpcli.render"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})

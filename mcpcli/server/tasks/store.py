@@ -46,6 +46,7 @@ from mcpcli.core.protocol import (
     TERMINAL_TASK_STATUSES,
 )
 from mcpcli.errors import RPCError
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
@@ -57,7 +58,6 @@ from mcpcli.server.tasks.records import (
     TaskRecords,
     principal_key,
 )
-from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
     from mcpcli.server.calls import Continuation, IncomingRequest

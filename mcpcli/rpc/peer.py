@@ -1,6 +1,6 @@
 """The JSON-RPC engine: one symmetric peer over a transport's stream pair.
 
-Both the client and the server run on `Session`. It owns request ids and their
+Both the client and the server run on `Peer`. It owns request ids and their
 correlation, concurrent outgoing requests, timeouts that progress notifications
 reset (up to a hard maximum), cancellation in both directions, and dispatch of
 incoming requests and notifications to the handlers it was given.
@@ -47,14 +47,14 @@ from mcpcli.errors import (
     RPCError,
     unwrap,
 )
-from mcpcli.taskset import TaskSet
+from mcpcli.jobs import JobSet
 from mcpcli.text import one_line
 from mcpcli.transports import Envelope, RequestFailed, Streams
 from mcpcli.transports.lines import FrameReader
 
-__all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
+__all__ = ["Peer", "RequestContext", "rpc_error_from", "user_interaction"]
 
-log = logging.getLogger("mcpcli.session")
+log = logging.getLogger("mcpcli.rpc.peer")
 
 #: How much of an unexpected exception's message goes into its log line.
 _LOG_MESSAGE_MAX = 300
@@ -178,12 +178,12 @@ class _Pending:
 class RequestContext:
     """What a handler of an incoming request can do while it runs."""
 
-    __slots__ = ("_scope", "_session", "answered", "context", "related_request_id", "request")
+    __slots__ = ("_peer", "_scope", "answered", "context", "related_request_id", "request")
 
     def __init__(
-        self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
+        self, peer: Peer, request: Request, context: Any, related_request_id: RequestId | None = None
     ) -> None:
-        self._session = session
+        self._peer = peer
         self.request = request
         #: The transport's facts about the request (HTTP headers, principal).
         self.context = context
@@ -199,23 +199,23 @@ class RequestContext:
     def can_answer_now(self) -> bool:
         """Whether `answer_now` may be used: the request runs in a task of its own (not
         inside a batch, whose one response holds every answer) that can be handed over."""
-        requests = self._session._requests
+        requests = self._peer._requests
         return self._scope is not None and requests is not None and requests.can_hand_over
 
-    async def answer_now(self, result: dict[str, Any], *, keep_in: TaskSet | None = None) -> None:
+    async def answer_now(self, result: dict[str, Any], *, keep_in: JobSet | None = None) -> None:
         """Answer the request before its handler returns; the handler goes on (a 2026
         call parked for input runs on in the task that received it). From now on the
         peer's `notifications/cancelled` for this id no longer reaches the handler, and
         with `keep_in` (the server's own tasks) neither does this connection's end: the
         call may be resumed from another one."""
-        session = self._session
+        peer = self._peer
         # Sent first: if that fails, nothing changed (the handler's own answer still goes out).
-        await session.send(Envelope(Response(self.request.id, result), self.request.id))
-        session._incoming.pop(self.request.id, None)
+        await peer.send(Envelope(Response(self.request.id, result), self.request.id))
+        peer._incoming.pop(self.request.id, None)
         self.answered = True
-        session._done()  # what goes on is not this request any more (EOF need not wait for it)
-        if keep_in is not None and self._scope is not None and session._requests is not None:
-            session._requests.hand_over(self._scope, keep_in)
+        peer._done()  # what goes on is not this request any more (EOF need not wait for it)
+        if keep_in is not None and self._scope is not None and peer._requests is not None:
+            peer._requests.hand_over(self._scope, keep_in)
 
     @property
     def id(self) -> RequestId:
@@ -234,7 +234,7 @@ class RequestContext:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification tied to this request (it travels on its HTTP stream)."""
-        await self._session.notify(method, params, related_request_id=self.request.id)
+        await self._peer.notify(method, params, related_request_id=self.request.id)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -259,7 +259,7 @@ class RequestContext:
         progress_token: bool = False,
     ) -> dict[str, Any]:
         """Ask the peer something while handling this request (legacy-era sampling etc.)."""
-        return await self._session.request(
+        return await self._peer.request(
             method,
             params,
             timeout=timeout,
@@ -269,7 +269,7 @@ class RequestContext:
         )
 
 
-class Session:
+class Peer:
     """A JSON-RPC 2.0 peer. Use as an async context manager around a stream pair."""
 
     def __init__(
@@ -313,16 +313,16 @@ class Session:
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
         #: The tasks answering incoming requests (cheaper than the task group's).
-        self._requests: TaskSet | None = None
+        self._requests: JobSet | None = None
         #: The receive loop is handling a message (what arrives meanwhile waits for it).
         self._dispatching = False
 
     # -- lifecycle -------------------------------------------------------------
 
-    async def __aenter__(self) -> Session:
+    async def __aenter__(self) -> Peer:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
-        self._requests = TaskSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
+        self._requests = JobSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
         if isinstance(self._read, FrameReader):
             self._read.take_at_once(self._take_at_once)
         self._tg.start_soon(self._receive_loop)
