@@ -45,15 +45,9 @@ from typing import Any
 
 from mcpcli import files, jsonedit
 from mcpcli.config import ServerEntry
+from mcpcli.config_formats import loads_lenient, toml_loads
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.other_clients import (
-    SOURCES,
-    _loads_lenient,
-    app_config_dir,
-    codex_dir,
-    toml_loads,
-    zed_settings,
-)
+from mcpcli.other_clients import SOURCES, app_config_dir, codex_dir, zed_settings
 from mcpcli.text import SecretValues, entry_secrets
 
 __all__ = ["CLIENTS", "Change", "client_entry", "plan_install", "plan_uninstall", "target_file"]
@@ -353,7 +347,7 @@ def _cannot(path: Path, why: str) -> ConfigError:
 def _load_json(text: str | None) -> Any:
     if text is None or not text.strip(" \t\r\n\ufeff"):
         return {}
-    return _loads_lenient(text.lstrip("\ufeff"))
+    return loads_lenient(text.lstrip("\ufeff"))
 
 
 def _dig(doc: Any, keys: tuple[str, ...]) -> Any:

@@ -57,11 +57,13 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.config": frozenset(),
     # Remembered consent to run a project file's servers (`mcp servers trust`).
     "mcpcli.trust": frozenset({"mcpcli.config"}),
-    "mcpcli.other_clients": frozenset({"mcpcli.config", "mcpcli.trust"}),
+    # Other clients' file formats and entry dialects, read and translated (pure text to data).
+    "mcpcli.config_formats": frozenset(),
+    "mcpcli.other_clients": frozenset({"mcpcli.config", "mcpcli.config_formats", "mcpcli.trust"}),
     # Minimal text edits of JSON with comments: the standard library only.
     "mcpcli.jsonedit": frozenset(),
     # Writing one server into another client's file (`servers install`).
-    "mcpcli.install": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.jsonedit"}),
+    "mcpcli.install": frozenset({"mcpcli.config", "mcpcli.config_formats", "mcpcli.other_clients", "mcpcli.jsonedit"}),
     "mcpcli.cache": frozenset({"mcpcli.config"}),
     # A transport is handed everything (a launch or URL, headers, an authenticator, limits).
     "mcpcli.transports": frozenset(),
