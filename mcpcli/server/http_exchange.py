@@ -75,7 +75,7 @@ class Replay:
 
 class StreamOwner(Protocol):
     """The legacy session a response streams for, as the exchange needs it
-    (`http_sessions.LegacySession`): where its events are recorded, and whether to prime."""
+    (`http_stateful.StatefulConnection`): where its events are recorded, and whether to prime."""
 
     @property
     def sse_transport(self) -> bool:
