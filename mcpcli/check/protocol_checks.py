@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from mcpcli.check.findings import Report
 from mcpcli.check.shapes import Shapes
 from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import TOOLS_CALL
 from mcpcli.errors import ConnectionClosed, ProtocolError, RequestTimeout, RPCError, TransportError
 
 if TYPE_CHECKING:
@@ -271,7 +272,7 @@ class Probe:
             tool = f"mcpcli-no-such-tool-{secrets.token_hex(4)}"
         self.report.check(check_id, title)
         try:
-            await self.ask(name, "tools/call", {"name": tool, "arguments": {}})
+            await self.ask(name, TOOLS_CALL, {"name": tool, "arguments": {}})
         except RPCError as exc:
             if exc.code != INVALID_PARAMS:
                 self.report.add(check_id, "warning", "unknown-tool",

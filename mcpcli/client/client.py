@@ -36,7 +36,7 @@ from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
 from mcpcli.core.handshake import with_meta
 from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.core.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, Era
+from mcpcli.core.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, TOOLS_CALL, Era
 from mcpcli.core.tasks import Task
 from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import (
@@ -369,7 +369,7 @@ class Client:
         """Extra transport headers for a request. A modern `tools/call` hands the
         transport the tool's listed definition (HTTP mirrors its `x-mcp-header`s)."""
         tool: JSON | None = None
-        if method == "tools/call" and self.era == "modern":
+        if method == TOOLS_CALL and self.era == "modern":
             name = params.get("name")
             tool = self.known_tool(name) if isinstance(name, str) else None
         return self.transport.request_headers(method, params, tool=tool)

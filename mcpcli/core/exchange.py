@@ -50,6 +50,7 @@ from mcpcli.core.protocol import (
     MAX_PAGES,
     MODERN_VERSIONS,
     MRTR_METHODS,
+    TOOLS_CALL,
     Era,
     era_of,
     input_requests,
@@ -527,14 +528,14 @@ class Exchange:
             yield ListTools()
         limits: JSON = {"on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout}
         try:
-            result = yield from self.request("tools/call", params, **limits)
+            result = yield from self.request(TOOLS_CALL, params, **limits)
         except RPCError as exc:
             if exc.code != HEADER_MISMATCH or not mirrors:
                 raise
             # The tool may have changed since we listed it: list again, retry once.
             _log("debug", "tools/call: header mismatch (%s); listing tools again", exc)
             yield ListTools()
-            result = yield from self.request("tools/call", params, **limits)
+            result = yield from self.request(TOOLS_CALL, params, **limits)
         return Called(result, task_of(result, self.era), token)
 
     def listen_params(self, notifications: JSON) -> JSON:

@@ -30,7 +30,7 @@ from mcpcli.core.jsonrpc import (
     Request,
     Response,
 )
-from mcpcli.core.protocol import HEADER_MISMATCH
+from mcpcli.core.protocol import HEADER_MISMATCH, TOOLS_CALL
 from mcpcli.core.wire import NAME_FIELDS, declared_params, decode_value, same_value
 from mcpcli.errors import RPCError
 from mcpcli.rpc.peer import log_unexpected
@@ -95,7 +95,7 @@ def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str
 
 async def _check_param_headers(context: HttpContext, headers: Headers, message: Request) -> str | None:
     """Why the Mcp-Param-* headers do not match the tool call's arguments, or None."""
-    if message.method != "tools/call":
+    if message.method != TOOLS_CALL:
         return None
     params = message.params or {}
     name = params.get("name")

@@ -47,7 +47,7 @@ from mcpcli.core.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.core.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, TOOLS_CALL
 from mcpcli.core.wire import param_headers, standard_headers, valid_tools
 from mcpcli.errors import (
     AuthError,
@@ -167,7 +167,7 @@ class StreamableHttpTransport(Transport):
         self, method: str, params: Mapping[str, Any], *, tool: Mapping[str, Any] | None = None
     ) -> dict[str, str]:
         """`Mcp-Param-*` for a modern `tools/call`, from the tool's `x-mcp-header`s."""
-        if method != "tools/call" or tool is None:
+        if method != TOOLS_CALL or tool is None:
             return {}
         arguments = params.get("arguments")
         return param_headers(tool.get("inputSchema"), arguments if isinstance(arguments, dict) else None)
