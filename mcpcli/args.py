@@ -151,16 +151,11 @@ def _subschema(schema: Any, path: list[str]) -> Any:
 def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
     """Resolve a local `#/...` `$ref`; network references are never followed."""
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 16:
-        ref = node["$ref"]
-        if not ref.startswith("#"):
+        from mcpcli.validation import local_target
+
+        found, target = local_target(root, node["$ref"])
+        if not found:
             return node
-        target: Any = root
-        for token in ref[1:].split("/")[1:] if ref != "#" else []:
-            token = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and token in target:
-                target = target[token]
-            else:
-                return node
         node = target
         depth += 1
     return node

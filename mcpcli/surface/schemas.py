@@ -31,6 +31,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.validation import local_target
+
 __all__ = ["compare_schemas"]
 
 #: Report one change: (kind, path, detail).
@@ -332,18 +334,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
 
 def _pointer(root: Any, ref: str) -> Any:
     """The local target of `ref` (`#`, `#/$defs/x`), or None (another document, not found)."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for part in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    return local_target(root, ref)[1]
 
 
 def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:

@@ -45,6 +45,8 @@ FOUNDATIONS = frozenset({
     # `--jq`: the jq module's filter and its error line, shared by `output` and the CLI's
     # fast paths.
     "mcpcli.jqfilter",
+    # JUnit XML for CI (`mcp check --junit`, `mcp test --junit`): the standard library only.
+    "mcpcli.junit",
     # W3C trace context (the standard library only), and the OpenTelemetry spans of
     # requests (the optional `otel` extra, imported only when the OTEL_* variables ask).
     "mcpcli.core.tracecontext", "mcpcli.spans",
