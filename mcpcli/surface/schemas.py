@@ -31,6 +31,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.args import json_type
 from mcpcli.validation import local_target
 
 __all__ = ["compare_schemas"]
@@ -347,22 +348,8 @@ def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
         return tuple(sorted(set(value)))
     values = _enum(schema)
     if values:
-        return tuple(sorted({_type_of(v) for v in values}))
+        return tuple(sorted({json_type(v) for v in values}))
     return None
-
-
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _accepts(types: tuple[str, ...] | None, name: str) -> bool:
