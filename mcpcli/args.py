@@ -57,7 +57,7 @@ def _read_text(source: str, *, what: str, stdin: Callable[[], str] | None = None
 
 
 def _loads(text: str, *, what: str) -> Any:
-    from mcpcli.jsonrpc import loads  # strict: a NaN could be parsed but never sent
+    from mcpcli.core.jsonrpc import loads  # strict: a NaN could be parsed but never sent
 
     try:
         return loads(text)
@@ -151,16 +151,11 @@ def _subschema(schema: Any, path: list[str]) -> Any:
 def _resolve(root: Any, node: Any, depth: int = 0) -> Any:
     """Resolve a local `#/...` `$ref`; network references are never followed."""
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth < 16:
-        ref = node["$ref"]
-        if not ref.startswith("#"):
+        from mcpcli.validation import local_target
+
+        found, target = local_target(root, node["$ref"])
+        if not found:
             return node
-        target: Any = root
-        for token in ref[1:].split("/")[1:] if ref != "#" else []:
-            token = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and token in target:
-                target = target[token]
-            else:
-                return node
         node = target
         depth += 1
     return node
@@ -488,7 +483,7 @@ def meta_items(items: Iterable[str]) -> JSON:
     are no JSON numbers: they stay text, as with `--arg`). Keys the client sets itself
     (progressToken, the 2026-07-28 protocol fields, the trace context) are refused, never
     overridden."""
-    from mcpcli.jsonrpc import loads as strict_loads
+    from mcpcli.core.jsonrpc import loads as strict_loads
 
     meta: JSON = {}
     for item in items:

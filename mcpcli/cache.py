@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 
 __all__ = ["forget", "fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
 
@@ -143,7 +143,7 @@ class EraRecords:
         if server_info is None:
             forget(self._era_key, "era")
             return
-        from mcpcli.handshake import version_of
+        from mcpcli.core.handshake import version_of
 
         store(self._era_key, "era", {"era": "legacy", "version": version_of(server_info)})
 

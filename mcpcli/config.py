@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.errors import ConfigError, UsageError
 
 __all__ = [
@@ -430,14 +431,25 @@ class Config:
                 return None
             return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
-        try:
+        with edit_errors(self.path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             return files.locked_edit(self.path, edit)
-        except files.ChangedMeanwhile:
-            raise ConfigError(f"cannot write {self.path}: it kept changing while mcp edited it "
-                              "(another program writes it); nothing was changed") from None
-        except files.LockBusy:
-            raise ConfigError(f"cannot write {self.path}: another mcp command has been editing it "
-                              "for too long; nothing was changed") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None
+        raise AssertionError("unreachable")  # pragma: no cover - edit_errors raises or returns
+
+
+@contextmanager
+def edit_errors(path: Path) -> Iterator[None]:
+    """A locked edit of `path` (ours, or another client's config) that fails is a
+    `ConfigError` naming the file and saying nothing was changed."""
+    from mcpcli import files
+
+    try:
+        yield
+    except files.ChangedMeanwhile:
+        raise ConfigError(f"cannot write {path}: it kept changing while mcp edited it "
+                          "(another program writes it); nothing was changed") from None
+    except files.LockBusy:
+        raise ConfigError(f"cannot write {path}: another mcp command has been editing it "
+                          "for too long; nothing was changed") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}; nothing was changed") from None

@@ -17,7 +17,7 @@ import signal
 import subprocess
 from typing import TYPE_CHECKING
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.errors import AuthError
 
 if TYPE_CHECKING:

@@ -44,16 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli import files, jsonedit
-from mcpcli.config import ServerEntry
+from mcpcli.config import ServerEntry, edit_errors
+from mcpcli.config_formats import loads_lenient, toml_loads
 from mcpcli.errors import ConfigError, UsageError
-from mcpcli.other_clients import (
-    SOURCES,
-    _loads_lenient,
-    app_config_dir,
-    codex_dir,
-    toml_loads,
-    zed_settings,
-)
+from mcpcli.other_clients import SOURCES, app_config_dir, codex_dir, zed_settings
 from mcpcli.text import SecretValues, entry_secrets
 
 __all__ = ["CLIENTS", "Change", "client_entry", "plan_install", "plan_uninstall", "target_file"]
@@ -268,16 +262,9 @@ class Change:
         A write that fails (read-only or immutable directory, full disk, a file that keeps
         changing) is a `ConfigError` naming the file, and FILE itself is left as it was.
         """
-        try:
+        with edit_errors(self.path):
             return self._apply()
-        except files.ChangedMeanwhile:
-            raise ConfigError(f"cannot write {self.path}: it kept changing while mcp edited it "
-                              "(another program writes it); nothing was changed") from None
-        except files.LockBusy:
-            raise ConfigError(f"cannot write {self.path}: another mcp command has been editing it "
-                              "for too long; nothing was changed") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot write {self.path}: {exc.strerror or exc}; nothing was changed") from None
+        raise AssertionError("unreachable")  # pragma: no cover - edit_errors raises or returns
 
     def _apply(self) -> Path | None:
         real = Path(os.path.realpath(self.path))
@@ -353,7 +340,7 @@ def _cannot(path: Path, why: str) -> ConfigError:
 def _load_json(text: str | None) -> Any:
     if text is None or not text.strip(" \t\r\n\ufeff"):
         return {}
-    return _loads_lenient(text.lstrip("\ufeff"))
+    return loads_lenient(text.lstrip("\ufeff"))
 
 
 def _dig(doc: Any, keys: tuple[str, ...]) -> Any:

@@ -8,7 +8,7 @@ as bytes, a lone surrogate (a peer's "\\ud800", echoed back) written as the same
 escape since it has no UTF-8 form.
 
 The one reader and writer for JSON that crosses a process boundary: JSON-RPC messages
-(`mcpcli.jsonrpc`) and the local line protocols (`mcpcli.core.localrpc`), which the
+(`mcpcli.core.jsonrpc`) and the local line protocols (`mcpcli.core.localrpc`), which the
 fast paths load before anything else, so nothing heavier than `json` is imported here.
 """
 

@@ -27,7 +27,7 @@ from mcpcli.text import redact
 
 if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
-    from mcpcli.jsonrpc import Batch, Message
+    from mcpcli.core.jsonrpc import Batch, Message
     from mcpcli.text import SecretValues
 
 __all__ = ["Recorder", "describe_target"]
@@ -68,7 +68,7 @@ class Recorder:
                      "msg": {"recorded": recorded, "target": target, "mcpcli": __version__}})
 
     def __call__(self, direction: str, message: Message | Batch) -> None:
-        from mcpcli.jsonrpc import Batch
+        from mcpcli.core.jsonrpc import Batch
 
         now = time.monotonic()
         if self._start is None:

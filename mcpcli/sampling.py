@@ -14,9 +14,9 @@ import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import INTERNAL_ERROR
 from mcpcli.errors import RPCError, UsageError
-from mcpcli.jsonrpc import INTERNAL_ERROR
 
 __all__ = ["command_sampler"]
 

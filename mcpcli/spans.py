@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from mcpcli.core.protocol import TOOLS_CALL
+from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import MissingExtra, RequestTimeout, RPCError, optional_import
-from mcpcli.tracecontext import TraceContext
 
 __all__ = [
     "FLUSH_BOUND",
@@ -255,7 +256,7 @@ def shutdown(bound: float = FLUSH_BOUND) -> None:
 
 def span_name(method: str, params: Mapping[str, Any]) -> str:
     """`{mcp.method.name} {target}`: the tool or prompt a request names, else the method."""
-    if method in ("tools/call", "prompts/get"):
+    if method in (TOOLS_CALL, "prompts/get"):
         name = params.get("name")
         if isinstance(name, str) and name:
             return f"{method} {name}"
@@ -276,7 +277,7 @@ def request_attributes(method: str, params: Mapping[str, Any], *, request_id: An
     if transport is not None:
         attributes.update(_NETWORK.get(transport, {}))
     name = params.get("name")
-    if method == "tools/call" and isinstance(name, str):
+    if method == TOOLS_CALL and isinstance(name, str):
         attributes["gen_ai.tool.name"] = name
         attributes["gen_ai.operation.name"] = "execute_tool"
     elif method == "prompts/get" and isinstance(name, str):

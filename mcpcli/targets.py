@@ -27,7 +27,7 @@ from mcpcli.errors import ConfigError, UntrustedServer, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.other_clients import Found
-    from mcpcli.transports._spawn import Launch
+    from mcpcli.transports.spawn import Launch
 
 __all__ = [
     "SESSION_PREFIX", "YAML_SUFFIXES", "consent_error", "is_session", "is_url", "resolve_target", "stdio_launch",
@@ -126,7 +126,7 @@ def stdio_launch(entry: ServerEntry, env: Mapping[str, str | None], cwd: str | N
     Raises `UsageError` for `--env KEY` naming a variable we do not have, and
     `ConfigError` for a `${VAR}` in the entry that is not set.
     """
-    from mcpcli.transports._spawn import UnsetVariable, launch
+    from mcpcli.transports.spawn import UnsetVariable, launch
 
     entry = entry.resolved()
     if entry.transport != "stdio" or entry.command is None:

@@ -118,7 +118,7 @@ def json_safe(encoded: str) -> str:
     return _ESCAPE.sub(_json_escape, encoded)
 
 
-#: The MCP log levels, least severe first (`mcpcli.protocol` re-exports them).
+#: The MCP log levels, least severe first (`mcpcli.core.protocol` re-exports them).
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 #: Log messages a server sends without being asked (no --log-level) are shown from here up.
 UNASKED_LOG_FLOOR = "warning"

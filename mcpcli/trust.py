@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mcpcli import files, jsonrpc
+from mcpcli import files
 from mcpcli.config import state_dir
+from mcpcli.core import jsonrpc
 from mcpcli.errors import UsageError
 
 __all__ = ["CHANGED", "TRUSTED", "UNTRUSTED", "TrustStore", "digest", "store_path"]

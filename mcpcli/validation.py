@@ -14,7 +14,7 @@ from typing import Any
 
 from mcpcli.errors import ValidationError
 
-__all__ = ["Validator", "check", "compile_schema", "errors"]
+__all__ = ["Validator", "check", "compile_schema", "errors", "local_target"]
 
 Validator = Any
 
@@ -232,3 +232,29 @@ def check(
         errors=problems,
         hint=hint,
     )
+
+
+
+def local_target(root: Any, ref: str) -> tuple[bool, Any]:
+    """Where a local `$ref` (`#`, `#/$defs/x`, percent-encoded as a URI fragment) points
+    in `root`: (True, the node), or (False, None) when it is not local or names nothing.
+    References to other documents are never followed (no network)."""
+    if not ref.startswith("#"):
+        return False, None
+    from urllib.parse import unquote
+
+    fragment = ref[1:]
+    if fragment == "":
+        return True, root
+    if not fragment.startswith("/"):
+        return False, None
+    node = root
+    for raw in fragment[1:].split("/"):
+        token = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False, None
+    return True, node

@@ -107,7 +107,7 @@ async def _calls(url: str, total: int, concurrency: int) -> float:
     """calls/s of 2026-07-28 `tools/call trivial` (one POST each) at `concurrency`."""
     import httpx
 
-    from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+    from mcpcli.core.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
     meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "bench", "version": "0"},
             CLIENT_CAPABILITIES_KEY: {}}

@@ -125,7 +125,7 @@ class _NullOutlet:
 
 async def dispatch_only(backend: BenchBackend, protocol: str, requests: int) -> dict[str, float]:
     """The server's own work per request: dispatch to the backend and back, no framing."""
-    from mcpcli.jsonrpc import Notification, Request
+    from mcpcli.core.jsonrpc import Notification, Request
     from mcpcli.server import Server
     from mcpcli.transports import Envelope
 

@@ -59,7 +59,7 @@ def rss_mib(pid: int) -> float:
 
 def modern(method: str, params: dict[str, Any], token: str, rid: int) -> tuple[dict[str, Any], dict[str, str]]:
     """A 2026-07-28 request body and its headers."""
-    from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+    from mcpcli.core.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
     meta = {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_INFO_KEY: {"name": "bench", "version": "0"},
             CLIENT_CAPABILITIES_KEY: {}}

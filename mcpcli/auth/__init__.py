@@ -5,8 +5,8 @@ and authorization server metadata, the sign-in grants, the token store, and
 `OAuthAuthenticator`, the object an HTTP transport asks for credentials (it
 satisfies `mcpcli.transports.http.Authenticator`). It may import the shared
 modules (`errors`, `text`, `config` for the state directory and `${VAR}`
-interpolation), `mcpcli.transports._http` (its HTTP client) and
-`mcpcli.transports.http` (URL helpers), and `mcpcli.session` for one thing: the
+interpolation), `mcpcli.transports.http_io` (its HTTP client) and
+`mcpcli.transports.http` (URL helpers), and `mcpcli.rpc.peer` for one thing: the
 user's time in the browser pauses every request's timeout clock. It never
 imports `connect`, `client` or `cli`: `mcpcli.connect` builds the settings
 (`AuthSettings`) and the authenticator, and hands them to the transport;
@@ -61,7 +61,7 @@ def check_profile(name: str | None) -> str | None:
 def has_stored_sign_in(server_url: str, profile: str | None = None) -> bool:
     """Is there a stored sign-in for this exact server URL (and profile)? (Reads the index only.)"""
     from mcpcli.config import state_dir
-    from mcpcli.jsonrpc import loads
+    from mcpcli.core.jsonrpc import loads
 
     path = state_dir() / "auth" / "servers.json"
     try:

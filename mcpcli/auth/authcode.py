@@ -179,7 +179,7 @@ async def wait_for_callback(ui: AuthUI, settings: AuthSettings, url: str, listen
         ui.notice("waiting for the browser to come back to " + listener.redirect_uri)
     if launch:
         open_browser(url)
-    from mcpcli.session import user_interaction
+    from mcpcli.rpc.peer import user_interaction
 
     result: list[Callback] = []
     # The user's time in the browser does not count against the request that hit the 401.

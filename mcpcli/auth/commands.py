@@ -24,7 +24,7 @@ from mcpcli.errors import AuthError, UsageError
 from mcpcli.text import verbatim
 
 if TYPE_CHECKING:
-    from mcpcli.transports._http import HttpResponse
+    from mcpcli.transports.http_io import HttpResponse
 
 __all__ = ["access_token", "login", "logout", "probe_challenge", "sign_in_needed"]
 
@@ -66,7 +66,7 @@ async def sign_in_needed(server_url: str, *, insecure: bool = False) -> bool | N
 
 async def _probe(fetcher: Fetcher, server_url: str) -> HttpResponse | None:
     """The answer to an unauthenticated `initialize` POST; None when there is none."""
-    from mcpcli.transports._http import fetch
+    from mcpcli.transports.http_io import fetch
 
     body = {
         "jsonrpc": "2.0",

@@ -10,7 +10,7 @@
   metadata at all it falls back to the 2025-03-26 rules: metadata at the server's
   origin, else `/authorize`, `/token`, `/register` there.
 
-All requests go through `mcpcli.transports._http.fetch` (no redirects followed
+All requests go through `mcpcli.transports.http_io.fetch` (no redirects followed
 automatically; GETs follow at most three, each hop re-checked).
 """
 
@@ -191,7 +191,7 @@ class Fetcher:
 
     async def get_json(self, url: str, what: str) -> tuple[int, JSON | None]:
         """(status, object) for a GET; the object is None unless a 200 with a JSON object."""
-        from mcpcli.transports._http import fetch
+        from mcpcli.transports.http_io import fetch
 
         hops = 0
         while True:
@@ -227,7 +227,7 @@ class Fetcher:
         self, url: str, what: str, data: Mapping[str, str], headers: Mapping[str, str] | None = None
     ) -> tuple[int, JSON | None, str]:
         """(status, parsed body, raw text) for a form POST (token, revocation endpoints)."""
-        from mcpcli.transports._http import fetch
+        from mcpcli.transports.http_io import fetch
 
         await self.guard(url, what)
         self.log.append(f"POST {url}")
@@ -240,7 +240,7 @@ class Fetcher:
         return resp.status, _parse_body(resp.body, resp.header("content-type")), _text(resp.body)
 
     async def post_json(self, url: str, what: str, body: JSON) -> tuple[int, JSON | None, str]:
-        from mcpcli.transports._http import fetch
+        from mcpcli.transports.http_io import fetch
 
         await self.guard(url, what)
         self.log.append(f"POST {url}")

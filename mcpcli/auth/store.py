@@ -31,9 +31,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from mcpcli import jsonrpc
 from mcpcli.auth.keyring_secrets import KeyringSecrets
 from mcpcli.auth.lock import FileLock, ensure_private_dir
+from mcpcli.core import jsonrpc
 from mcpcli.errors import AuthError, UsageError
 
 __all__ = [

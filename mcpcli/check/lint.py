@@ -62,7 +62,7 @@ def lint_tools(report: Report, tools: list[Any], *, revision: str, modern: bool)
         if "outputSchema" in tool:
             _lint_output(report, check_id, tool["outputSchema"], name, revision=revision, modern=modern)
         if modern and isinstance(schema, dict):
-            from mcpcli.wire import invalid_tool_reason
+            from mcpcli.core.wire import invalid_tool_reason
 
             reason = invalid_tool_reason(tool)
             if reason is not None:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcpcli.check.findings import Report
 from mcpcli.check.shapes import Shapes
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import TOOLS_CALL
 from mcpcli.errors import ConnectionClosed, ProtocolError, RequestTimeout, RPCError, TransportError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 
 if TYPE_CHECKING:
     from mcpcli.client import Client
@@ -140,7 +141,7 @@ class Probe:
         if self.client.options.timeout is not None:
             timeout = min(timeout, self.client.options.timeout)
         try:
-            result = await self.client.session.request("ping", None, timeout=timeout, progress_token=False)
+            result = await self.client.peer.request("ping", None, timeout=timeout, progress_token=False)
         except RequestTimeout:
             self.report.add(check_id, "error", "ping", f"ping was not answered within {timeout:g}s", title=title)
             return
@@ -271,7 +272,7 @@ class Probe:
             tool = f"mcpcli-no-such-tool-{secrets.token_hex(4)}"
         self.report.check(check_id, title)
         try:
-            await self.ask(name, "tools/call", {"name": tool, "arguments": {}})
+            await self.ask(name, TOOLS_CALL, {"name": tool, "arguments": {}})
         except RPCError as exc:
             if exc.code != INVALID_PARAMS:
                 self.report.add(check_id, "warning", "unknown-tool",

@@ -11,22 +11,19 @@ both streams to its command manager).
 
 from __future__ import annotations
 
-import os
-import tempfile
-import xml.etree.ElementTree as ET
 from typing import Any
 
 from mcpcli.check.findings import Check, Finding, Report
+from mcpcli.junit import Case, Suite, document, safe
 from mcpcli.text import one_line
 
-__all__ = ["github_annotations", "junit_xml", "write_junit"]
+__all__ = ["github_annotations", "junit_xml"]
 
 
 def _text(value: Any) -> str:
-    """Server-controlled text as one safe line: no control characters, lone surrogates or
-    U+FFFE/U+FFFF (XML 1.0 refuses them; JSON strings can carry them)."""
-    text = one_line(str(value)).encode("utf-8", "backslashreplace").decode("utf-8")
-    return text.replace("\ufffe", "\\ufffe").replace("\uffff", "\\uffff")
+    """Server-controlled text as one safe line (`junit.safe`: XML 1.0 refuses what JSON
+    strings can carry)."""
+    return safe(one_line(str(value)))
 
 
 def _area(check: Check) -> str:
@@ -39,49 +36,23 @@ def _line(finding: Finding) -> str:
     return _text(f"{finding.severity} {finding.code}: {subject}{finding.message}")
 
 
-def junit_xml(report: Report, *, strict: bool = False) -> str:
+def junit_xml(report: Report, *, strict: bool = False) -> bytes:
     """The report as JUnit XML, one testcase per check."""
     name = _text(report.server.get("name") or "server")
-    checks = list(report.checks.values())
-    statuses = [c.status(strict=strict) for c in checks]
-    counts = {"tests": str(len(checks)), "failures": str(statuses.count("failed")), "errors": "0",
-              "skipped": str(statuses.count("skipped"))}
-    suites = ET.Element("testsuites", {"name": "mcp check", **counts})
-    suite = ET.SubElement(suites, "testsuite", {"name": f"mcp check {name}", **counts})
-    for check, status in zip(checks, statuses, strict=True):
-        case = ET.SubElement(suite, "testcase", {"classname": f"mcp-check.{_area(check)}",
-                                                 "name": _text(check.title)})
-        failing = {"error", "warning"} if strict else {"error"}
+    failing = {"error", "warning"} if strict else {"error"}
+    cases = []
+    for check in report.checks.values():
         failures = [f for f in check.findings if f.severity in failing]
         others = [f for f in check.findings if f.severity not in failing]
-        if status == "skipped":
-            ET.SubElement(case, "skipped", {"message": _text(check.skipped or "")})
+        case = Case(f"mcp-check.{_area(check)}", _text(check.title),
+                    output="\n".join(_line(f) for f in others))
+        if check.status(strict=strict) == "skipped":
+            case.outcome, case.message = "skipped", _text(check.skipped or "")
         elif failures:
-            failure = ET.SubElement(case, "failure", {"type": failures[0].code,
-                                                      "message": _text(failures[0].message)})
-            failure.text = "\n".join(_line(f) for f in failures)
-        if others:
-            ET.SubElement(case, "system-out").text = "\n".join(_line(f) for f in others)
-    ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
-
-
-def write_junit(path: str, text: str) -> None:
-    """Write `text` to `path` through a new file renamed over it: a symlink at `path` is
-    replaced, never followed. OSError when it cannot be written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".mcp-check-", suffix=".xml", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            case.outcome, case.type, case.message = "failure", failures[0].code, _text(failures[0].message)
+            case.text = "\n".join(_line(f) for f in failures)
+        cases.append(case)
+    return document("mcp check", [Suite(f"mcp check {name}", cases)])
 
 
 def _escape_data(text: str) -> str:

@@ -23,6 +23,7 @@ from mcpcli.check.lint import lint_prompts, lint_resources, lint_tools
 from mcpcli.check.protocol_checks import CheckOptions, ConnectionLost, Listing, Probe
 from mcpcli.check.providers import check_providers
 from mcpcli.check.traffic import Traffic
+from mcpcli.core.protocol import LEGACY_VERSIONS, MODERN_VERSIONS, era_of, pick_version
 from mcpcli.errors import (
     AuthError,
     McpCliError,
@@ -32,7 +33,6 @@ from mcpcli.errors import (
     UsageError,
     unwrap,
 )
-from mcpcli.protocol import LEGACY_VERSIONS, MODERN_VERSIONS, era_of, pick_version
 
 if TYPE_CHECKING:
     from mcpcli.client import Client

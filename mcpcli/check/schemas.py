@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import unquote
+
+from mcpcli.validation import local_target
 
 __all__ = ["MAX_DEPTH", "describe", "refs", "subschemas"]
 
@@ -67,20 +68,7 @@ def describe(path: str) -> str:
 
 def _pointer(root: Any, fragment: str) -> bool:
     """Whether the JSON pointer `fragment` (after `#`) names something in `root`."""
-    if fragment == "":
-        return True
-    if not fragment.startswith("/"):
-        return False
-    node = root
-    for raw in fragment[1:].split("/"):
-        token = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return False
-    return True
+    return local_target(root, "#" + fragment)[0]
 
 
 def refs(root: JSON) -> list[tuple[str, str, str]]:

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpcli.protocol import SERVER_INFO_KEY
+from mcpcli.args import json_type
+from mcpcli.core.protocol import SERVER_INFO_KEY
 
 __all__ = ["Problem", "Shapes", "at_least", "json_type"]
+
 
 JSON = dict[str, Any]
 
@@ -43,25 +45,6 @@ CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resourc
 def at_least(revision: str, since: str) -> bool:
     """Whether `revision` includes what `since` introduced (revisions are dates)."""
     return revision >= since
-
-
-def json_type(value: Any) -> str:
-    """The JSON name of a value's type (what a message says was found)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 _KINDS: dict[str, Callable[[Any], bool]] = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcpcli.check.findings import Report
-from mcpcli.jsonrpc import Batch, ErrorResponse, Message, Notification, Request, Response
-from mcpcli.protocol import LOG_LEVEL_KEY
+from mcpcli.core.jsonrpc import Batch, ErrorResponse, Message, Notification, Request, Response
+from mcpcli.core.protocol import LOG_LEVEL_KEY
 
 __all__ = ["Traffic"]
 

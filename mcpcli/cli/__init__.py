@@ -4,14 +4,14 @@ A one-shot call to a stdio server spends most of its time waiting for the
 server to boot. So when the server command is right there on the command line
 (after `--`), `main()` starts it before importing click, anyio or anything
 else, and the rest of mcpcli loads while the server boots; the stdio transport
-adopts the process later (`mcpcli.transports._spawn`). Everything else lives in
+adopts the process later (`mcpcli.transports.spawn`). Everything else lives in
 `mcpcli.cli._root`.
 
 The package owns the command line: parsing (click), the injected `App`, option
 groups, prompts on the terminal, and mapping errors to exit codes. Commands only
 parse, call the library and render; they may import any of mcpcli, and nothing
 in mcpcli imports them. This module itself imports only the standard library and,
-lazily, `mcpcli.transports._spawn`, `mcpcli.cli.fast` (`tools call @NAME` through
+lazily, `mcpcli.transports.spawn`, `mcpcli.cli.fast` (`tools call @NAME` through
 the session daemon without loading the CLI; start-up time is measured) and
 `mcpcli.cli.oneshot` (`tools call TOOL -- CMD`, synchronously, without click or anyio).
 """
@@ -46,7 +46,7 @@ def _early_spawn(args: list[str]) -> None:
         return
     if any("${" in token for token in command):
         return  # interpolated from the environment first (`targets.stdio_launch`): leave it to click
-    from mcpcli.transports._spawn import launch, prespawn
+    from mcpcli.transports.spawn import launch, prespawn
 
     prespawn(launch(command[0], command[1:]))
 

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
     from mcpcli.client import ClientFeatures, ClientOptions
     from mcpcli.config import ServerEntry
     from mcpcli.connect import ConnectOptions
+    from mcpcli.core.tracecontext import TraceContext
     from mcpcli.record import Recorder
     from mcpcli.text import SecretValues
-    from mcpcli.tracecontext import TraceContext
     from mcpcli.transports import Transport
 
 __all__ = ["Connection", "env_options"]
@@ -207,7 +207,7 @@ class Connection:
         TRACEPARENT with TRACESTATE (a bad one is a warning: a CI system set it, and a
         trace must never stop a call)."""
         if self._trace is None:
-            from mcpcli import tracecontext
+            from mcpcli.core import tracecontext
             from mcpcli.errors import UsageError
 
             if self.traceparent is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpcli import jsonrpc
 from mcpcli.client import ClientFeatures
+from mcpcli.core import jsonrpc
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:

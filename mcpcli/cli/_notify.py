@@ -12,7 +12,7 @@ from mcpcli.text import printable, redact
 if TYPE_CHECKING:
     from mcpcli.cli._app import App
     from mcpcli.cli._progress import ProgressBar
-    from mcpcli.jsonrpc import Batch, Message
+    from mcpcli.core.jsonrpc import Batch, Message
     from mcpcli.text import SecretValues
 
 __all__ = ["notification_printer", "progress_printer", "trace_printer"]
@@ -26,7 +26,7 @@ def trace_printer(app: App, secrets: SecretValues | None = None) -> Callable[[st
     (secret-looking keys, and the connection's known secret values wherever they appear)."""
 
     def trace(direction: str, message: Message | Batch) -> None:
-        from mcpcli.jsonrpc import Batch
+        from mcpcli.core.jsonrpc import Batch
 
         obj = message.to_list() if isinstance(message, Batch) else message.to_dict()
         arrow = "→" if direction == "send" else "←"

@@ -81,7 +81,7 @@ def _prespawn(ctx: click.Context) -> None:
     if not app.server_command and (not isinstance(target, str) or "://" in target):
         return
     from mcpcli.targets import stdio_launch
-    from mcpcli.transports._spawn import SpawnError, prespawn
+    from mcpcli.transports.spawn import SpawnError, prespawn
 
     try:
         entry = app.resolve(target)

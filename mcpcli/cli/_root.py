@@ -159,7 +159,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(app, args)
     finally:
-        spawn = sys.modules.get("mcpcli.transports._spawn")
+        spawn = sys.modules.get("mcpcli.transports.spawn")
         if spawn is not None:
             spawn.discard_prespawned()
         traced = sys.modules.get("mcpcli.spans")

@@ -19,7 +19,7 @@ import click
 from mcpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from mcpcli.toolsfile.model import Config
+    from mcpcli.toolsfile.model import ToolsFile
 
 __all__ = ["TaskFlags", "default_state_dir", "task_flags", "task_options"]
 
@@ -34,7 +34,7 @@ class TaskFlags:
     per_client: int | None
     max_result: int
 
-    def open(self, file: str, config: Config, warn: Callable[[str], None]) -> Any:
+    def open(self, file: str, config: ToolsFile, warn: Callable[[str], None]) -> Any:
         """The `TaskRecords`: SQLite when FILE has task tools, unless --task-store says otherwise.
 
         Editors start one stdio server per window, often of the same FILE: when the

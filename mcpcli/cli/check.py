@@ -82,7 +82,8 @@ def check(app: App, target: str | None, strict: bool, no_calls: bool, junit: str
     """
     from mcpcli import render
     from mcpcli.check import CheckOptions, run_check
-    from mcpcli.check.report import github_annotations, junit_xml, write_junit
+    from mcpcli.check.report import github_annotations, junit_xml
+    from mcpcli.files import replace_file
 
     if junit is not None:
         parent = os.path.dirname(os.path.abspath(junit))
@@ -111,7 +112,7 @@ def check(app: App, target: str | None, strict: bool, no_calls: bool, junit: str
         app.stderr.flush()
     if junit is not None:
         try:
-            write_junit(junit, junit_xml(report, strict=strict))
+            replace_file(junit, junit_xml(report, strict=strict))
         except OSError as exc:
             raise UsageError(f"--junit {junit}: cannot write it: {exc.strerror or exc}") from None
     if not report.ok(strict=strict):

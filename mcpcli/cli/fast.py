@@ -27,7 +27,7 @@ a value click would reject, an invalid `--jq` filter, a malformed trace context,
 such session. The flags are read from their one declaration (`mcpcli.core.flags`,
 which the click options are built from) and errors printed by the one printer
 (`errors.print_error`). Only the standard library, `mcpcli.text` (`re` only),
-`mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.tracecontext`
+`mcpcli.core.flags`, `mcpcli.jqfilter` (jq only with `--jq`), `mcpcli.core.tracecontext`
 (only with a trace), the daemon's control protocol (`mcpcli.core.localrpc`) and run
 directory (`mcpcli.rundir`), and on an error `mcpcli.errors` are imported (a test
 checks): no click, anyio, httpx, rich or jsonschema. `MCPCLI_NO_FAST_PATH=1` turns it off.
@@ -210,7 +210,7 @@ def trace_meta(flag: str | None) -> dict[str, str] | None:
             return None
     if flag is None and not os.environ.get("TRACEPARENT"):
         return {}
-    from mcpcli import tracecontext
+    from mcpcli.core import tracecontext
 
     context = tracecontext.parse(flag) if flag is not None else tracecontext.from_environ(os.environ)
     return context.meta() if context is not None else None

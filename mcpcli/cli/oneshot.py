@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from mcpcli.cli._oneshot_client import Stderr, StdioServer
-    from mcpcli.transports._spawn import Launch
+    from mcpcli.transports.spawn import Launch
 
 __all__ = ["try_call"]
 
@@ -95,7 +95,7 @@ def _launch(positionals: list[str], command: list[str] | None) -> Launch | None:
     found only in another client's file, a project file's above all, takes the full
     path, where a project file's server must be trusted (or --project, which this path
     does not take) before anything starts."""
-    from mcpcli.transports._spawn import launch
+    from mcpcli.transports.spawn import launch
 
     if command is not None:
         if len(positionals) != 1 or not command or any("${" in token for token in command):
@@ -123,7 +123,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     import signal
 
     from mcpcli.cli.fast import print_error
-    from mcpcli.transports._spawn import SpawnError, spawn
+    from mcpcli.transports.spawn import SpawnError, spawn
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the full path: "interrupted", 130
@@ -212,7 +212,7 @@ def _respawn(spec: Launch, err: Stderr, quiet: bool) -> StdioServer:
 
     from mcpcli.cli._oneshot_client import StdioServer
     from mcpcli.errors import TransportError
-    from mcpcli.transports._spawn import SpawnError, spawn
+    from mcpcli.transports.spawn import SpawnError, spawn
 
     try:
         process = spawn(spec.command, spec.args, spec.env, spec.cwd)

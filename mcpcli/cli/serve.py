@@ -20,7 +20,7 @@ from mcpcli.errors import ConfigError, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from mcpcli.gateway.check import Reached
-    from mcpcli.toolsfile.model import Config, Upstream
+    from mcpcli.toolsfile.model import ToolsFile, Upstream
     from mcpcli.toolsfile.yamlstrict import Problem
 
 __all__ = ["parse_http_address", "serve"]
@@ -223,7 +223,7 @@ def _file_to_serve(file: str | None, example: bool) -> str:
     return file
 
 
-def _load(app: App, file: str, check: bool, connect: bool = False) -> Config | None:
+def _load(app: App, file: str, check: bool, connect: bool = False) -> ToolsFile | None:
     """The checked file (its warnings printed), or None once its problems are printed (exit 2).
 
     The targets of `servers:` entries are resolved too (before serving as well), and
@@ -246,7 +246,7 @@ def _load(app: App, file: str, check: bool, connect: bool = False) -> Config | N
     return config
 
 
-def _counts(config: Config) -> str:
+def _counts(config: ToolsFile) -> str:
     """What a file serves, counted: "3 tools, 1 resource, 0 prompts" (and its servers)."""
     counts = (f"{len(config.tools)} tool{'s' * (len(config.tools) != 1)}, "
               f"{len(config.resources)} resource{'s' * (len(config.resources) != 1)}, "
@@ -271,7 +271,7 @@ def _say_stdio_on_a_terminal(app: App, what: str, try_it: list[str] | None) -> N
     app.stderr.flush()
 
 
-def _servers_ok(app: App, config: Config, *, connect: bool) -> bool:
+def _servers_ok(app: App, config: ToolsFile, *, connect: bool) -> bool:
     """Resolve the `servers:` targets (and with `connect` reach them); print each problem."""
     from mcpcli.gateway.serve_file import check_file_servers
 
@@ -325,7 +325,7 @@ def _http_settings(http: str | None, token: str | None, no_auth: bool, allow_hos
                  replica(http))
 
 
-def _serve(app: App, file: str, config: Config, http: _Http | None, *, watch: bool, quiet: bool,
+def _serve(app: App, file: str, config: ToolsFile, http: _Http | None, *, watch: bool, quiet: bool,
            eager: bool) -> None:
     from mcpcli.cli._proxy import gateway_options, stdin_reserved
     from mcpcli.toolsfile.backend import ToolsBackend

@@ -161,7 +161,7 @@ def _print_problems(app: App, exc: TestFileError) -> None:
     """Every problem of every file: one `file:line:col: error: ...` line each (a JSON error
     with all of them under --json)."""
     if app.json_errors:
-        from mcpcli.jsonrpc import dumps
+        from mcpcli.core.jsonrpc import dumps
 
         report = exc.to_json()
         report["error"]["problems"] = [problem.format(None) for problem in exc.problems]

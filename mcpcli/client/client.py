@@ -1,6 +1,6 @@
 """The MCP client: era negotiation, the operations of every primitive, client features.
 
-`Client` wraps a transport and a `Session`. On entry it finds out which era the
+`Client` wraps a transport and a `Peer`. On entry it finds out which era the
 server speaks: it probes with `server/discover` (modern, stateless 2026-07-28)
 and falls back to the `initialize` handshake (legacy, 2024-11-05 .. 2025-11-25)
 on any answer that is not recognisably modern (a stdio server that ends on the
@@ -27,13 +27,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import spans, tracecontext
+from mcpcli import spans
 from mcpcli.client.options import ClientOptions
 from mcpcli.client.subscriptions import Subscriptions
 from mcpcli.client.tasks import TaskOptions, TaskWaiter
+from mcpcli.core import tracecontext
 from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
+from mcpcli.core.handshake import with_meta
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
+from mcpcli.core.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, TOOLS_CALL, Era
 from mcpcli.core.tasks import Task
+from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import (
     NotOffered,
     ProtocolError,
@@ -43,11 +48,7 @@ from mcpcli.errors import (
     UnsupportedVersionError,
     handshake_timeout,
 )
-from mcpcli.handshake import with_meta
-from mcpcli.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, Era
-from mcpcli.session import ProgressHandler, RequestContext, Session
-from mcpcli.tracecontext import TraceContext
+from mcpcli.rpc.peer import Peer, ProgressHandler, RequestContext
 from mcpcli.transports import Envelope, Transport
 
 __all__ = ["Client", "caused_by"]
@@ -92,7 +93,7 @@ class Client:
             log_level=options.log_level,
             meta=options.meta,
         )
-        self._session: Session | None = None
+        self._peer: Peer | None = None
         self._stack: AsyncExitStack | None = None
         #: The transport's connection and the session on it (replaced by a restart).
         self._link: AsyncExitStack | None = None
@@ -132,8 +133,8 @@ class Client:
         link = AsyncExitStack()
         self._link = link
         streams = await link.enter_async_context(self.transport.connect())
-        self._session = await link.enter_async_context(
-            Session(
+        self._peer = await link.enter_async_context(
+            Peer(
                 streams,
                 on_request=self._on_request,
                 on_notification=self._on_notification,
@@ -159,10 +160,10 @@ class Client:
         return bool(await stack.__aexit__(*exc_info))
 
     @property
-    def session(self) -> Session:
-        if self._session is None:
+    def peer(self) -> Peer:
+        if self._peer is None:
             raise RuntimeError("client is not connected")
-        return self._session
+        return self._peer
 
     # What the handshake found, kept by the exchange.
 
@@ -293,12 +294,12 @@ class Client:
             except ServerExited:
                 raise  # a probe's: what the server said is dropped, if it is started again
             finally:
-                if op.probe and not isinstance(self.session.closed, ServerExited):
+                if op.probe and not isinstance(self.peer.closed, ServerExited):
                     self.transport.release_output()
             return result
         if isinstance(op, Notify):
             self.transport.release_output()
-            await self.session.notify(op.method, op.params)
+            await self.peer.notify(op.method, op.params)
             return None
         if isinstance(op, Answer):
             return await self._answer_round(op.requests)
@@ -308,7 +309,7 @@ class Client:
 
     def send(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
         """Every request this client makes leaves through here (`options` are
-        `Session.request`'s): within the options' `request_sent` hook, given its id (a relay
+        `Peer.request`'s): within the options' `request_sent` hook, given its id (a relay
         notes which downstream request it was made for), and carrying the trace it continues."""
         hook = self.options.request_sent
         if hook is not None:
@@ -317,7 +318,7 @@ class Client:
 
     async def _send_told(self, hook: Callable[[RequestId], AbstractContextManager[object]], method: str,
                          params: JSON | None, **options: Any) -> JSON:
-        request_id = self.session.next_id()
+        request_id = self.peer.next_id()
         with hook(request_id):
             return await self._traced(method, params, request_id=request_id, **options)
 
@@ -334,20 +335,20 @@ class Client:
             return self._send_in_span(method, params, parent, **options)
         if parent is not None and (entries := tracecontext.request_meta(method, parent)):
             params = with_meta(params or {}, entries)
-        return self.session.request(method, params, **options)
+        return self.peer.request(method, params, **options)
 
     async def _send_in_span(self, method: str, params: JSON | None, parent: TraceContext | None,
                             **options: Any) -> JSON:
         request_id = options.pop("request_id", None)
         if request_id is None:
-            request_id = self.session.next_id()
+            request_id = self.peer.next_id()
         attributes = spans.request_attributes(
             method, params or {}, request_id=request_id, version=self.protocol_version or _asked_version(params),
             transport=self.transport.name, session_id=_session_id(self.transport),
         )
         with spans.span("client", method, params or {}, parent=parent, attributes=attributes) as span:
             entries = tracecontext.request_meta(method, span.context)
-            result = await self.session.request(
+            result = await self.peer.request(
                 method, with_meta(params or {}, entries) if entries else params, request_id=request_id, **options
             )
             span.result(result)
@@ -368,7 +369,7 @@ class Client:
         """Extra transport headers for a request. A modern `tools/call` hands the
         transport the tool's listed definition (HTTP mirrors its `x-mcp-header`s)."""
         tool: JSON | None = None
-        if method == "tools/call" and self.era == "modern":
+        if method == TOOLS_CALL and self.era == "modern":
             name = params.get("name")
             tool = self.known_tool(name) if isinstance(name, str) else None
         return self.transport.request_headers(method, params, tool=tool)

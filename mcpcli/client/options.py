@@ -9,10 +9,10 @@ from typing import Any
 
 from mcpcli import __version__
 from mcpcli.core import flags
-from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import Era
-from mcpcli.session import SlowHandler, Tracer
-from mcpcli.tracecontext import TraceContext
+from mcpcli.core.jsonrpc import RequestId
+from mcpcli.core.protocol import Era
+from mcpcli.core.tracecontext import TraceContext
+from mcpcli.rpc.peer import SlowHandler, Tracer
 
 __all__ = ["ClientFeatures", "ClientOptions", "Elicitor", "NotificationCallback", "Sampler"]
 
@@ -81,7 +81,7 @@ class ClientOptions:
     #: result, a stdio command line remembered as legacy). False: always a live probe
     #: (`mcp check` judges the handshake itself).
     remember_era: bool = True
-    #: Told when a request has gone `slow_after` seconds unanswered (see `Session`): a
+    #: Told when a request has gone `slow_after` seconds unanswered (see `Peer`): a
     #: person at a terminal is shown what is awaited from whom.
     on_slow: SlowHandler | None = None
     slow_after: float = 3.0

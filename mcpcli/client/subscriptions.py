@@ -25,7 +25,7 @@ from mcpcli.errors import RequestTimeout, RPCError, TransportError
 if TYPE_CHECKING:
     from mcpcli.client.options import ClientOptions
     from mcpcli.core.exchange import Exchange
-    from mcpcli.session import Session
+    from mcpcli.rpc.peer import Peer
     from mcpcli.transports import Transport
 
 __all__ = ["Subscription", "Subscriptions"]
@@ -39,7 +39,7 @@ class _Client(Protocol):
     @property
     def era(self) -> str: ...
     @property
-    def session(self) -> Session: ...
+    def peer(self) -> Peer: ...
     transport: Transport
     exchange: Exchange
     options: ClientOptions

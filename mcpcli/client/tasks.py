@@ -49,7 +49,7 @@ from mcpcli.core.tasks import (
 from mcpcli.errors import McpCliError, ProtocolError, RequestTimeout, RPCError, TransportError
 
 if TYPE_CHECKING:
-    from mcpcli.session import ProgressHandler
+    from mcpcli.rpc.peer import ProgressHandler
 
 __all__ = [
     "Task",

@@ -28,6 +28,35 @@ from typing import Any, Literal, Protocol
 
 from mcpcli.core import flags
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Send
+from mcpcli.core.handshake import (
+    Handshake,
+    next_round,
+    offered_versions,
+    parse_discover,
+    parse_initialize,
+    request_meta,
+    round_kind,
+    version_of,
+    with_meta,
+)
+from mcpcli.core.protocol import (
+    ALL_VERSIONS,
+    CLIENT_CAPABILITIES_KEY,
+    HEADER_MISMATCH,
+    LATEST_LEGACY,
+    LATEST_MODERN,
+    LEGACY_VERSIONS,
+    MAX_INPUT_ROUNDS,
+    MAX_PAGES,
+    MODERN_VERSIONS,
+    MRTR_METHODS,
+    TOOLS_CALL,
+    Era,
+    era_of,
+    input_requests,
+    is_modern_error,
+    pick_version,
+)
 from mcpcli.core.tasks import (
     DECLARE_ON,
     TASK_CREATING_METHODS,
@@ -46,34 +75,6 @@ from mcpcli.errors import (
     ServerExited,
     TransportError,
     UnsupportedVersionError,
-)
-from mcpcli.handshake import (
-    Handshake,
-    next_round,
-    offered_versions,
-    parse_discover,
-    parse_initialize,
-    request_meta,
-    round_kind,
-    version_of,
-    with_meta,
-)
-from mcpcli.protocol import (
-    ALL_VERSIONS,
-    CLIENT_CAPABILITIES_KEY,
-    HEADER_MISMATCH,
-    LATEST_LEGACY,
-    LATEST_MODERN,
-    LEGACY_VERSIONS,
-    MAX_INPUT_ROUNDS,
-    MAX_PAGES,
-    MODERN_VERSIONS,
-    MRTR_METHODS,
-    Era,
-    era_of,
-    input_requests,
-    is_modern_error,
-    pick_version,
 )
 
 __all__ = [
@@ -527,14 +528,14 @@ class Exchange:
             yield ListTools()
         limits: JSON = {"on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout}
         try:
-            result = yield from self.request("tools/call", params, **limits)
+            result = yield from self.request(TOOLS_CALL, params, **limits)
         except RPCError as exc:
             if exc.code != HEADER_MISMATCH or not mirrors:
                 raise
             # The tool may have changed since we listed it: list again, retry once.
             _log("debug", "tools/call: header mismatch (%s); listing tools again", exc)
             yield ListTools()
-            result = yield from self.request("tools/call", params, **limits)
+            result = yield from self.request(TOOLS_CALL, params, **limits)
         return Called(result, task_of(result, self.era), token)
 
     def listen_params(self, notifications: JSON) -> JSON:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mcpcli.jsonrpc import Notification, Request, RequestId
+from mcpcli.core.jsonrpc import Notification, Request, RequestId
 
 __all__ = ["RequestClock", "cancel_notice", "cancels_on_giving_up", "outgoing_request", "timed_out_message"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpcli.protocol import SUBSCRIPTION_ID_KEY
+from mcpcli.core.protocol import SUBSCRIPTION_ID_KEY
 
 __all__ = ["ACKNOWLEDGED", "LISTEN", "notification_methods", "subscription_id", "takes", "wanted"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcpcli.core.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES, TOOLS_CALL
 from mcpcli.errors import McpCliError, ProtocolError, RPCError
-from mcpcli.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES
 
 __all__ = [
     "DECLARE_ON",
@@ -36,9 +36,9 @@ JSON = dict[str, Any]
 TaskMode = Literal["auto", "always", "never"]
 
 #: Requests that may be answered with a task (the extension supports only tools/call).
-TASK_CREATING_METHODS = frozenset({"tools/call"})
+TASK_CREATING_METHODS = frozenset({TOOLS_CALL})
 #: Requests on which a 2026-07-28 client declares the extension.
-DECLARE_ON = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel"})
+DECLARE_ON = frozenset({TOOLS_CALL, "tasks/get", "tasks/update", "tasks/cancel"})
 
 #: Bounds on the server's suggested poll interval, in seconds.
 MIN_POLL = 0.05

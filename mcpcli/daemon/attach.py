@@ -28,9 +28,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcpcli.client import Client
 from mcpcli.core import localrpc as protocol
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import LOG_LEVEL_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 from mcpcli.errors import McpCliError, RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import LOG_LEVEL_KEY, SHUTTING_DOWN, UNSUPPORTED_PROTOCOL_VERSION
 from mcpcli.relay.listings import STALE_BY_METHOD
 
 from .commands import Attached
@@ -136,7 +136,7 @@ def _from_command(held: Held, attached: Attached, message: JSON, tg: anyio.abc.T
 
 async def _forward_notification(client: Client, method: str, params: Any) -> None:
     with contextlib.suppress(McpCliError):
-        await client.session.notify(method, params if isinstance(params, dict) else None)
+        await client.peer.notify(method, params if isinstance(params, dict) else None)
 
 
 def handshake_answer(held: Held, method: str, params: JSON) -> JSON | None:
@@ -180,7 +180,7 @@ async def _forward(
                     token = f"mcpcli-p{next(attached.ids)}"
                     held.tokens[token] = (attached, meta["progressToken"])
                     sent["_meta"] = {**meta, "progressToken": token}
-                ours = client.session.next_id()
+                ours = client.peer.next_id()
                 attached.theirs[ours] = request_id
                 if isinstance(meta, dict) and meta.get(LOG_LEVEL_KEY) is not None:
                     attached.logged.add(ours)
@@ -191,7 +191,7 @@ async def _forward(
                 waiting = held.router.waiting(task_id, attached) if isinstance(task_id, str) else None
                 try:
                     with held.router.sent(ours, attached), waiting or contextlib.nullcontext():
-                        result = await client.session.request(
+                        result = await client.peer.request(
                             method, sent, timeout=None, max_timeout=None, progress_token=False,
                             headers=client.request_headers(method, sent), request_id=ours,
                         )
@@ -245,7 +245,7 @@ async def _subscribe(held: Held, attached: Attached, params: JSON, client: Clien
     subscribers = held.subscribers.setdefault(uri, set())
     if not subscribers:
         try:
-            await client.session.request("resources/subscribe", params, timeout=None,
+            await client.peer.request("resources/subscribe", params, timeout=None,
                                          max_timeout=None, progress_token=False)
         except BaseException:
             held.subscribers.pop(uri, None)
@@ -265,7 +265,7 @@ async def _unsubscribe(held: Held, attached: Attached, uri: str, client: Client 
         del held.subscribers[uri]
         if client is not None:
             with contextlib.suppress(McpCliError):
-                await client.session.request("resources/unsubscribe", {"uri": uri}, timeout=10,
+                await client.peer.request("resources/unsubscribe", {"uri": uri}, timeout=10,
                                              progress_token=False)
     return {}
 

@@ -19,8 +19,8 @@ import anyio
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from mcpcli import tracecontext
 from mcpcli.core import localrpc as protocol
+from mcpcli.core import tracecontext
 from mcpcli.errors import (
     ConnectionClosed,
     McpCliError,

@@ -18,8 +18,8 @@ import anyio
 from anyio.abc import SocketStream
 
 from mcpcli.core import localrpc as protocol
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, RequestId
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import METHOD_NOT_FOUND, RequestId
 
 __all__ = ["OUTBOX_SIZE", "Attached", "CallSink", "declined"]
 

@@ -84,7 +84,7 @@ class _Upkeep(Owner):
         held = self.held
         # The handshake was bounded; a command's requests carry their own limits (the
         # relay's are the command's, `call` sends its timeout).
-        client.session.default_timeout = None
+        client.peer.default_timeout = None
         held.state = "ready"
         held.error = None
         held.started = time.time()
@@ -96,7 +96,7 @@ class _Upkeep(Owner):
         held = self.held
         async with anyio.create_task_group() as tg:
             async def closed() -> None:
-                await client.session.wait_closed()
+                await client.peer.wait_closed()
                 tg.cancel_scope.cancel()
 
             tg.start_soon(closed)

@@ -24,8 +24,8 @@ from typing import Any, cast
 from mcpcli import rundir as paths
 from mcpcli.client import caused_by
 from mcpcli.core import localrpc as protocol
-from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import SUBSCRIPTION_ID_KEY
+from mcpcli.core.jsonrpc import RequestId
+from mcpcli.core.protocol import SUBSCRIPTION_ID_KEY
 from mcpcli.relay.routing import Message
 
 from .commands import Attached, declined

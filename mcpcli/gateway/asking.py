@@ -43,9 +43,9 @@ import anyio
 import anyio.abc
 
 from mcpcli.client import ROOTS_SETTLE, Client, caused_by
+from mcpcli.core.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
+from mcpcli.core.protocol import Era
 from mcpcli.errors import McpCliError, RPCError
-from mcpcli.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
-from mcpcli.protocol import Era
 from mcpcli.relay.routing import Message, Router
 from mcpcli.server.backend import CallContext, InputDeclined
 
@@ -338,7 +338,7 @@ class Asking:
             return
         self._roots_reasked = reasked = anyio.Event()
         try:
-            await client.session.notify("notifications/roots/list_changed")
+            await client.peer.notify("notifications/roots/list_changed")
             with anyio.move_on_after(ROOTS_RECHECK):
                 await reasked.wait()
                 # Servers apply the answer asynchronously (as after the handshake).

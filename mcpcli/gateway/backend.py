@@ -25,8 +25,8 @@ import anyio
 import anyio.abc
 
 from mcpcli import __version__
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import McpCliError, RPCError, TransportError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.relay.listings import Reruns
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
 from mcpcli.toolsfile.model import Upstream

@@ -26,12 +26,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from mcpcli import tracecontext
 from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import Config, ServerEntry
+from mcpcli.core import tracecontext
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND
+from mcpcli.core.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
-from mcpcli.jsonrpc import METHOD_NOT_FOUND
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.relay.listings import Listings
 from mcpcli.relay.upstream import Backoff, Owner, Policy, Supervisor
 from mcpcli.server.backend import CallContext, InputDeclined
@@ -278,7 +278,7 @@ class Link:
                     if follow is not None:
                         tg.start_soon(follow)
                 self._held_tg = tg
-                await client.session.wait_closed()
+                await client.peer.wait_closed()
                 tg.cancel_scope.cancel()
         finally:
             self._held_tg = None

@@ -31,7 +31,7 @@ from .options import GatewayOptions
 
 if TYPE_CHECKING:
     from mcpcli.server.backend import Backend
-    from mcpcli.toolsfile.model import Config, Upstream
+    from mcpcli.toolsfile.model import ToolsFile, Upstream
     from mcpcli.toolsfile.watchdog import Watchdog
     from mcpcli.transports import Streams
 
@@ -48,9 +48,9 @@ class NestingError(ConfigError):
     """A tools.yaml upstream would include a file already above it, or nest too deep."""
 
 
-def nested_config(path: str, chain: tuple[str, ...]) -> tuple[Config, tuple[str, ...]]:
+def nested_config(path: str, chain: tuple[str, ...]) -> tuple[ToolsFile, tuple[str, ...]]:
     """Load the tools.yaml at `path`, included below the files of `chain` (real paths, outermost
-    first): its `Config` and the chain its own upstreams are below. Raises `NestingError` for
+    first): its `ToolsFile` and the chain its own upstreams are below. Raises `NestingError` for
     a cycle or a chain too long, `ConfigError` (`ToolsFileError`) for a file that does not load."""
     from mcpcli.toolsfile.load import load_config
 
@@ -65,7 +65,7 @@ def nested_config(path: str, chain: tuple[str, ...]) -> tuple[Config, tuple[str,
     return load_config(path), (*chain, real)
 
 
-def has_own_content(config: Config) -> bool:
+def has_own_content(config: ToolsFile) -> bool:
     """Whether the file serves tools, resources or prompts of its own besides its upstreams."""
     return bool(config.tools or config.resources or config.prompts)
 
@@ -100,7 +100,7 @@ class NestedTransport(Transport):
     name = "in-process"
 
     def __init__(self, path: str, options: GatewayOptions, *, gateway: MakeGateway,
-                 watchdog: Watchdog | None = None, config: Config | None = None) -> None:
+                 watchdog: Watchdog | None = None, config: ToolsFile | None = None) -> None:
         self.path = path
         #: Loaded already (checked against `options.chain`): used for the first connection.
         self._config = config

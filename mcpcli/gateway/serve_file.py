@@ -16,22 +16,22 @@ from mcpcli.gateway.check import Reached, check_upstreams
 from mcpcli.gateway.nested import has_own_content
 
 if TYPE_CHECKING:
-    from mcpcli.config import Config as UserConfig
+    from mcpcli.config import Config
     from mcpcli.gateway.nested import NestedTransport
     from mcpcli.gateway.options import GatewayOptions
     from mcpcli.server.backend import Backend
     from mcpcli.toolsfile.backend import ToolsBackend
-    from mcpcli.toolsfile.model import Config
+    from mcpcli.toolsfile.model import ToolsFile
     from mcpcli.toolsfile.yamlstrict import Problem
 
 __all__ = ["check_file_servers", "file_transport", "has_own_content", "served_backend"]
 
 
 async def check_file_servers(
-    config: Config,
+    config: ToolsFile,
     *,
     connect: bool,
-    user_config: UserConfig | None = None,
+    user_config: Config | None = None,
     on_reached: Callable[[Reached], None] | None = None,
     on_warning: Callable[[Problem], None] | None = None,
 ) -> list[Problem]:

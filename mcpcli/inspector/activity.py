@@ -16,9 +16,9 @@ from textual.message import Message
 from textual.widgets import OptionList, RichLog, Select, Static
 from textual.widgets.option_list import Option
 
+from mcpcli.core.protocol import LOG_LEVELS
 from mcpcli.inspector.bridge import Event
 from mcpcli.inspector.results import CommandLine, json_tree, safe
-from mcpcli.protocol import LOG_LEVELS
 from mcpcli.text import log_line, log_rank, printable
 
 __all__ = ["Entry", "HistoryPane", "LogPane", "SubscriptionsPane", "TasksPane"]

@@ -28,7 +28,7 @@ from mcpcli.inspector.formscreen import CallScreen, CallSpec, Progress, work
 from mcpcli.inspector.panes import InfoPane, ItemsPane
 from mcpcli.inspector.results import ResultView
 from mcpcli.inspector.uritemplate import expand
-from mcpcli.session import user_interaction
+from mcpcli.rpc.peer import user_interaction
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -219,7 +219,7 @@ def _number(f: Field, text: str) -> Any:
 
 
 def _json_value(f: Field, text: str) -> Any:
-    from mcpcli.jsonrpc import loads  # strict: NaN and 1e999 could not be sent
+    from mcpcli.core.jsonrpc import loads  # strict: NaN and 1e999 could not be sent
 
     try:
         value = loads(text)

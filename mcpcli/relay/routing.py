@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from mcpcli.jsonrpc import RequestId
-from mcpcli.protocol import RELATED_TASK_KEY
+from mcpcli.core.jsonrpc import RequestId
+from mcpcli.core.protocol import RELATED_TASK_KEY
 
 __all__ = ["NOBODY", "Message", "Nobody", "Router", "Rule"]
 

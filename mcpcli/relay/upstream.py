@@ -103,7 +103,7 @@ class Owner:
 
     async def hold(self, client: Client) -> None:
         """Until the connection should end (a restart or `close` cancels it)."""
-        await client.session.wait_closed()
+        await client.peer.wait_closed()
 
     def disconnected(self) -> None:
         """The connection is gone, or was never made (also when the supervisor is cancelled)."""
@@ -247,7 +247,7 @@ class Supervisor:
                         self._hold_scope.cancel()
                     await self._owner.hold(client)
                 self._hold_scope = None
-                reason = client.session.closed
+                reason = client.peer.closed
         except Exception as exc:  # the upstream's failure, whatever its shape
             inner = unwrap(exc)
             reason = inner if isinstance(inner, Exception) else exc

@@ -23,10 +23,10 @@ has one owner, the `Runtime` in `_state`, which `core.Server` creates and hands
 to `handlers`, `mrtr` and the `tasks` package, so none of them sees the `Server`;
 `calls` is the request and the `CallContext` a backend gets; `meta`,
 `subscriptions` and `backend` are leaves; `stdio` and the `http*` modules are the
-transports' server ends. What it may import: `mcpcli.session` (the JSON-RPC
+transports' server ends. What it may import: `mcpcli.rpc.peer` (the JSON-RPC
 engine), `mcpcli.transports` (`Envelope`, `Streams`, the in-memory pair behind
-`Server.transport()`), `mcpcli.protocol`, `mcpcli.jsonrpc`, `mcpcli.errors` and
-`mcpcli.wire` (the 2026 HTTP header codec `http_modern` checks requests with);
+`Server.transport()`), `mcpcli.core.protocol`, `mcpcli.core.jsonrpc`, `mcpcli.errors` and
+`mcpcli.core.wire` (the 2026 HTTP header codec `http_modern` checks requests with);
 never `client`, `connect`, `auth` or `cli` (tests/unit/test_import_rules.py).
 The tools.yaml server builds on this package, not the other way round.
 """

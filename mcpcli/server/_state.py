@@ -27,8 +27,8 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import Backend
 from mcpcli.server.calls import Continuation
 from mcpcli.server.subscriptions import Sink
@@ -36,7 +36,7 @@ from mcpcli.server.subscriptions import Sink
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from mcpcli.taskset import TaskSet
+    from mcpcli.jobs import JobSet
 
 __all__ = ["Runtime", "Signer", "request_digest"]
 
@@ -166,7 +166,7 @@ class Runtime:
         self.tg: TaskGroup | None = None
         #: The tasks of 2026 calls that outlive their request (parked for input, or run
         #: apart from it: see `mrtr`), in `tg`'s lifetime (cheaper than its tasks).
-        self.calls: TaskSet | None = None
+        self.calls: JobSet | None = None
 
     def task_group(self) -> TaskGroup:
         """The running server's task group (the task store's work runs there)."""
@@ -174,7 +174,7 @@ class Runtime:
             raise RuntimeError("the server is not running (use `async with server:`)")
         return self.tg
 
-    def call_tasks(self) -> TaskSet:
+    def call_tasks(self) -> JobSet:
         """Where a 2026 call runs, so that it can outlive its request (MRTR, tasks)."""
         if self.calls is None:
             raise RuntimeError("the server is not running (use `async with server:`)")

@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
+from mcpcli.core.protocol import Era
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
-from mcpcli.protocol import Era
 
 __all__ = [
     "Backend",

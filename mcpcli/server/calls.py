@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from mcpcli.core.jsonrpc import Request
+from mcpcli.core.protocol import Era
 from mcpcli.errors import ConnectionClosed
-from mcpcli.jsonrpc import Request
-from mcpcli.protocol import Era
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.server.subscriptions import Sink
 
 if TYPE_CHECKING:
-    from mcpcli.taskset import TaskSet
+    from mcpcli.jobs import JobSet
 
 __all__ = [
     "Call",
@@ -61,7 +61,7 @@ _ASK_CAPABILITY = {
 class Outlet(Protocol):
     """Where messages related to one request go (its stdio session, its HTTP stream).
 
-    `mcpcli.session.RequestContext` is one; the stateless HTTP path has its own.
+    `mcpcli.rpc.peer.RequestContext` is one; the stateless HTTP path has its own.
     """
 
     async def notify(self, method: str, params: JSON | None = None) -> None: ...
@@ -139,7 +139,7 @@ class IncomingRequest:
         self.principal = principal
         #: The connection a request arrived on, in either era (None: stateless HTTP).
         self.channel: Connection | None = conn
-        #: Answers the request before its handler returns (`Session`'s early answer, with
+        #: Answers the request before its handler returns (`Peer`'s early answer, with
         #: the server's own fields added); None where the connection ends with the request
         #: (stateless HTTP), so a call parked for input cannot stay in the request's task.
         self.answer_now: Callable[[JSON], Awaitable[None]] | None = None
@@ -320,7 +320,7 @@ class Continuation:
         with self.scope:
             await self._body(invoke)
 
-    def start(self, tasks: TaskSet, invoke: Invoke) -> None:
+    def start(self, tasks: JobSet, invoke: Invoke) -> None:
         """Run the call in a task of `tasks` (the runtime's), inside its scope."""
         tasks.start(self._body, invoke, scope=self.scope)
 

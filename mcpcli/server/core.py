@@ -11,10 +11,10 @@ both eras at once, per request:
   2025-11-25): capabilities, `logging/setLevel`, `resources/subscribe`, server to
   client requests, `list_changed` notifications, batches under 2025-03-26.
 
-Connections are JSON-RPC `Session`s (stdio, in-memory, a legacy HTTP session);
+Connections are JSON-RPC `Peer`s (stdio, in-memory, a legacy HTTP session);
 the stateless HTTP path calls `handle_modern` directly. The runtime owns
 pagination (opaque signed cursors), log-level filtering, strictly increasing
-progress, cancellation (the Session cancels the handler task; parked 2026 calls
+progress, cancellation (the Peer cancels the handler task; parked 2026 calls
 are cancelled with their continuation) and the MRTR continuations.
 
 This module is the dispatcher, the lifecycle and the connection state. What the
@@ -37,15 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpcli.errors import ConnectionClosed, RPCError
-from mcpcli.jsonrpc import (
+from mcpcli.core.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     Notification,
     Request,
 )
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CACHEABLE_METHODS,
     LATEST_LEGACY,
     LEGACY_VERSIONS,
@@ -54,6 +53,9 @@ from mcpcli.protocol import (
     SERVER_INFO_KEY,
     TASKS_EXTENSION,
 )
+from mcpcli.errors import ConnectionClosed, RPCError
+from mcpcli.jobs import JobSet
+from mcpcli.rpc.peer import HandlerError, Peer, RequestContext, log_unexpected, report_default
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import Backend
 from mcpcli.server.calls import IncomingRequest, Outlet
@@ -71,8 +73,6 @@ from mcpcli.server.tasks.handlers import TaskHandlers
 from mcpcli.server.tasks.legacy import TASKS_VERSION, LegacyTasks
 from mcpcli.server.tasks.store import TaskStore
 from mcpcli.server.tracing import handle, traced
-from mcpcli.session import HandlerError, RequestContext, Session, log_unexpected, report_default
-from mcpcli.taskset import TaskSet
 from mcpcli.transports import Envelope, Streams
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class ServerConnection:
         self.initialized = False
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
-        self.session: Session | None = None
+        self.peer: Peer | None = None
         #: A legacy HTTP session's id (`Mcp-Session-Id`), for spans.
         self.session_id: str | None = None
         self.sink = Sink(frozenset(), self.subscriptions)
@@ -172,11 +172,11 @@ class ServerConnection:
             # An optional Backend hook (the gateway's): a way to ask this client outside any
             # request (its roots, when an upstream asks for them unprompted).
             ready = getattr(self.server.backend, "client_ready", None)
-            session = self.session
-            if callable(ready) and session is not None:
+            peer = self.peer
+            if callable(ready) and peer is not None:
 
                 async def ask(method: str, params: JSON) -> JSON:
-                    return await session.request(method, params)
+                    return await peer.request(method, params)
 
                 ready(self.transport, self.client_capabilities, ask)
         elif note.method == "notifications/roots/list_changed" and self.initialized:
@@ -188,11 +188,11 @@ class ServerConnection:
     async def drain(self) -> None:
         """Deliver change notifications to a legacy client (on HTTP: the GET stream)."""
         async for method, params in self.sink.receive:
-            session = self.session
-            if session is None:
+            peer = self.peer
+            if peer is None:
                 continue
             try:
-                await session.notify(method, params)
+                await peer.notify(method, params)
             except ConnectionClosed:
                 return
 
@@ -274,7 +274,7 @@ class Server:
         if self._depth == 0:
             self._tg_cm = anyio.create_task_group()
             self.runtime.tg = await self._tg_cm.__aenter__()
-            self.runtime.calls = TaskSet(self.runtime.tg, _call_task_failed)
+            self.runtime.calls = JobSet(self.runtime.tg, _call_task_failed)
             self.runtime.tg.start_soon(self.tasks.sweeper)
             self._loop_thread = threading.get_ident()
             try:
@@ -331,26 +331,26 @@ class Server:
             await self._serve(streams, connection or self.connection(transport))
 
     async def _serve(self, streams: Streams, conn: ServerConnection) -> None:
-        async with Session(
+        async with Peer(
             streams,
             on_request=conn.on_request,
             on_notification=conn.on_notification,
             on_error=self._transport_warning,
             quick=conn.quick,
-        ) as session:
-            conn.session = session
+        ) as peer:
+            conn.peer = peer
             self.runtime.sinks.add(conn.sink)
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(conn.drain)
-                    await session.wait_closed()
+                    await peer.wait_closed()
                     for sink in list(conn.listens):
                         sink.close()  # listen streams end with their final result
                     if conn.close_grace > 0:
                         # Quick answers still go out (`printf '...' | mcp serve`); then the
                         # rest is cancelled, as a shutdown should.
                         with anyio.move_on_after(conn.close_grace):
-                            await session.wait_idle()
+                            await peer.wait_idle()
                     tg.cancel_scope.cancel()
             finally:
                 self.runtime.sinks.discard(conn.sink)
@@ -515,8 +515,8 @@ class Server:
         conn.client_capabilities = caps if isinstance(caps, dict) else {}
         conn.client_info = info if isinstance(info, dict) else {}
         conn.version = version
-        if conn.session is not None:
-            conn.session.allow_batch = version == "2025-03-26"
+        if conn.peer is not None:
+            conn.peer.allow_batch = version == "2025-03-26"
         result: JSON = {
             "protocolVersion": version,
             "capabilities": self.capabilities(version),

@@ -15,9 +15,9 @@ from typing import Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY, TOOLS_CALL
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_ID_KEY
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import ResourceNotFound
 from mcpcli.server.calls import Call, Handler, IncomingRequest
@@ -58,7 +58,7 @@ class Handlers:
             "ping": self.ping,
             "logging/setLevel": self.set_level,
             "tools/list": self.tools_list,
-            "tools/call": self.tools_call,
+            TOOLS_CALL: self.tools_call,
             "prompts/list": self.prompts_list,
             "prompts/get": self.prompts_get,
             "resources/list": self.resources_list,
@@ -76,7 +76,7 @@ class Handlers:
             # Removed in 2026-07-28, still sent by real clients: answered (but see http_modern).
             "ping": self.ping,
             "tools/list": self.tools_list,
-            "tools/call": self.tools_call,
+            TOOLS_CALL: self.tools_call,
             "prompts/list": self.prompts_list,
             "prompts/get": self.prompts_get,
             "resources/list": self.resources_list,

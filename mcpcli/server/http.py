@@ -5,12 +5,12 @@ imported only there. It binds the socket itself (a clear error instead of
 uvicorn's exit) and refuses to listen beyond loopback without a bearer token.
 
 The protocol side lives in `http_app` (routing, Host/Origin/token checks),
-`http_modern` (the stateless 2026-07-28 path), `http_sessions` (legacy sessions,
+`http_modern` (the stateless 2026-07-28 path), `http_stateful` (legacy sessions,
 their streams and resumption), `http_legacy_sse` (the 2024-11-05 transport),
 `http_exchange` (one response as JSON or SSE), `http_context` (what the routes
 share with the app, and `HttpOptions`) and `http_asgi` (ASGI helpers). They
 import in one direction: the app routes to the others, which are handed an
-`HttpContext` (or the `Sessions` table), never the app.
+`HttpContext` (or the `StatefulConnections` table), never the app.
 
 Responses are JSON unless a request-related notification comes first, in which
 case the response becomes an SSE stream (with `:` keep-alive comments while it

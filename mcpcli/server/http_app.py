@@ -10,7 +10,7 @@ server:
 * `initialize` without the 2026-07-28 `_meta` fields (a trace context alone is
   none) creates a legacy session (2025-03-26 .. 2025-11-25), and requests with its
   `Mcp-Session-Id` belong to it; 404 for unknown sessions
-  (`mcpcli.server.http_sessions`);
+  (`mcpcli.server.http_stateful`);
 * `GET /sse` (or a GET on the endpoint without a session) plus
   `POST /messages?sessionId=` is the 2024-11-05 HTTP+SSE transport
   (`mcpcli.server.http_legacy_sse`).
@@ -18,12 +18,12 @@ server:
 Every request first passes the DNS-rebinding checks (Host and Origin against
 allow-lists, loopback names by default: 403), the bearer token when one is set
 (constant-time compare: 401) and the body cap (413). The app holds the legacy
-session table (`http_sessions.Sessions`: bounded, the oldest idle session
+session table (`http_stateful.StatefulConnections`: bounded, the oldest idle session
 evicted when full, sessions idle longer than their lifetime closed).
 
 Layering (imports go one way): this app at the top; the route modules below it
-(`http_modern`, `http_legacy_sse` -> `http_sessions`), handed an `HttpContext`
-or the `Sessions` table, never the app; at the bottom `http_exchange` (one
+(`http_modern`, `http_legacy_sse` -> `http_stateful`), handed an `HttpContext`
+or the `StatefulConnections` table, never the app; at the bottom `http_exchange` (one
 response, and its `Replay`), `http_context` (`HttpContext`, `HttpOptions`) and
 `http_asgi` (ASGI plumbing).
 """
@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from mcpcli.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
+from mcpcli.core.jsonrpc import INVALID_REQUEST, PARSE_ERROR
+from mcpcli.core.protocol import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY
 from mcpcli.server.core import Server
 from mcpcli.server.http_asgi import (
     Disconnected,
@@ -58,7 +58,7 @@ from mcpcli.server.http_asgi import (
 from mcpcli.server.http_context import HttpContext, HttpOptions
 from mcpcli.server.http_legacy_sse import sse_message, sse_open
 from mcpcli.server.http_modern import modern_post
-from mcpcli.server.http_sessions import Sessions, delete, get, legacy_post
+from mcpcli.server.http_stateful import StatefulConnections, delete, get, legacy_post
 
 __all__ = ["LOOPBACK_NAMES", "McpHttpApp", "is_loopback"]
 
@@ -97,7 +97,7 @@ class McpHttpApp:
         #: What the routes share with the app (they are handed this, never the app).
         self.context = HttpContext(server, options, principal)
         #: The legacy sessions (bounded; idle ones are reaped).
-        self.sessions = Sessions(self.context)
+        self.sessions = StatefulConnections(self.context)
         #: POSTs being handled (a drain ends early when none is left).
         self.inflight = 0
 

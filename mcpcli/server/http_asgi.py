@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import ErrorObject, ErrorResponse, RequestId
-from mcpcli.protocol import SHUTTING_DOWN, SHUTTING_DOWN_DATA, SHUTTING_DOWN_MESSAGE
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import ErrorObject, ErrorResponse, RequestId
+from mcpcli.core.protocol import SHUTTING_DOWN, SHUTTING_DOWN_DATA, SHUTTING_DOWN_MESSAGE
 
 __all__ = [
     "JSON",

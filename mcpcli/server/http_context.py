@@ -1,7 +1,7 @@
 """What the HTTP routes share with the app that runs them (`HttpContext`), and its options.
 
 The bottom of the HTTP front: `McpHttpApp` (`http_app`) creates one
-`HttpContext` and hands it to the route modules (`http_modern`, `http_sessions`,
+`HttpContext` and hands it to the route modules (`http_modern`, `http_stateful`,
 `http_legacy_sse`), as `core.Server` hands its `Runtime` to its helpers. The
 routes depend on it, never on the app, so the modules import in one direction.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcpcli.jsonrpc import INVALID_REQUEST
+from mcpcli.core.jsonrpc import INVALID_REQUEST
 from mcpcli.server.http_asgi import (
     SERVER_BUSY,
     Headers,

@@ -19,9 +19,8 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpcli import jsonrpc
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import (
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
     INTERNAL_ERROR,
     Batch,
     ErrorResponse,
@@ -30,6 +29,7 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
+from mcpcli.errors import RPCError
 from mcpcli.server.http_asgi import JSON, Send
 
 __all__ = ["REPLAY_EVENTS", "Exchange", "Replay", "StreamOwner"]
@@ -75,7 +75,7 @@ class Replay:
 
 class StreamOwner(Protocol):
     """The legacy session a response streams for, as the exchange needs it
-    (`http_sessions.LegacySession`): where its events are recorded, and whether to prime."""
+    (`http_stateful.StatefulConnection`): where its events are recorded, and whether to prime."""
 
     @property
     def sse_transport(self) -> bool:

@@ -9,8 +9,8 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import INVALID_REQUEST, PARSE_ERROR, Batch, Request
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -20,7 +20,7 @@ from mcpcli.server.http_asgi import (
     is_json,
     plain,
 )
-from mcpcli.server.http_sessions import Sessions, stream
+from mcpcli.server.http_stateful import StatefulConnections, stream
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
@@ -28,7 +28,7 @@ __all__ = ["sse_message", "sse_open"]
 
 
 async def sse_open(
-    sessions: Sessions, scope: Scope, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
+    sessions: StatefulConnections, scope: Scope, receive: Receive, send: Send, cors: list[tuple[bytes, bytes]]
 ) -> None:
     """Start a session and stream to it until the client leaves."""
     session = sessions.open("sse", sse_transport=True)
@@ -40,7 +40,7 @@ async def sse_open(
 
 
 async def sse_message(
-    sessions: Sessions, scope: Scope, receive: Receive, send: Send, headers: Headers,
+    sessions: StatefulConnections, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: list[tuple[bytes, bytes]],
 ) -> None:
     """A message for a session: 202 at once, the answer goes out on the stream."""

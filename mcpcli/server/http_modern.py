@@ -18,9 +18,8 @@ from typing import Any
 
 import anyio
 
-from mcpcli import jsonrpc
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import (
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -31,7 +30,10 @@ from mcpcli.jsonrpc import (
     Request,
     Response,
 )
-from mcpcli.protocol import HEADER_MISMATCH
+from mcpcli.core.protocol import HEADER_MISMATCH, TOOLS_CALL
+from mcpcli.core.wire import NAME_FIELDS, declared_params, decode_value, same_value
+from mcpcli.errors import RPCError
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -44,8 +46,6 @@ from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
-from mcpcli.session import log_unexpected
-from mcpcli.wire import NAME_FIELDS, declared_params, decode_value, same_value
 
 __all__ = ["modern_post"]
 
@@ -95,7 +95,7 @@ def _check_headers(headers: Headers, message: Request, meta: RequestMeta) -> str
 
 async def _check_param_headers(context: HttpContext, headers: Headers, message: Request) -> str | None:
     """Why the Mcp-Param-* headers do not match the tool call's arguments, or None."""
-    if message.method != "tools/call":
+    if message.method != TOOLS_CALL:
         return None
     params = message.params or {}
     name = params.get("name")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
-from mcpcli.protocol import (
+from mcpcli.core.jsonrpc import INVALID_PARAMS
+from mcpcli.core.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -24,6 +23,7 @@ from mcpcli.protocol import (
     PROTOCOL_VERSION_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from mcpcli.errors import RPCError
 
 __all__ = ["LEVEL_RANK", "ModernError", "RequestMeta", "check_version", "parse_meta"]
 

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
+from mcpcli.core.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.server._state import Runtime, request_digest
 from mcpcli.server.backend import InputDeclined
 from mcpcli.server.calls import Call, Continuation, IncomingRequest, Invoke

@@ -36,9 +36,9 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, loads
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import RPCError, UsageError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Request, loads
-from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.server.core import Server, ServerConnection
 from mcpcli.text import REDACTED
 
@@ -362,8 +362,8 @@ class ReplayServer(Server):
         if request.method == "initialize":
             version = result.get("protocolVersion")
             conn.version = version if isinstance(version, str) else None
-            if conn.session is not None:
-                conn.session.allow_batch = version == "2025-03-26"
+            if conn.peer is not None:
+                conn.peer.allow_batch = version == "2025-03-26"
         return result
 
     async def handle_modern(self, request: Request, outlet: Any, **_: Any) -> JSON:

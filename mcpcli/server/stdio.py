@@ -13,7 +13,7 @@ running calls are cancelled at once.
 Pipes and sockets (the usual case: a client spawned us) are read and written
 with the event loop's non-blocking pipe transports, with no task between them and
 the session: stdin's bytes are parsed in the loop's callback (a request starts its
-task right there, see `mcpcli.transports._lines`) and a reply is handed to the
+task right there, see `mcpcli.transports.lines`) and a reply is handed to the
 pipe transport at once. Terminals and regular files are read and written with
 blocking calls in worker threads (a writer task), so their shared descriptor flags
 are never changed.
@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import ErrorObject, ErrorResponse
-from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.session import log_unexpected
-from mcpcli.taskset import running_asyncio_loop
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import ErrorObject, ErrorResponse
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
+from mcpcli.jobs import running_asyncio_loop
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.transports import Envelope, Streams
-from mcpcli.transports._lines import FrameReader, FrameWriter, LineSplitter
+from mcpcli.transports.lines import FrameReader, FrameWriter, LineSplitter
 
 if TYPE_CHECKING:
     from mcpcli.server.core import Server
@@ -180,7 +180,7 @@ class _StdoutWriter(FrameWriter):
 class _Reader(FrameReader):
     """The session's read stream: stdin split into lines as it arrives, each turned
     into an Envelope, or answered with an error reply when it is not JSON-RPC (see
-    `mcpcli.transports._lines`)."""
+    `mcpcli.transports.lines`)."""
 
     def __init__(self, io: Any, outbox: Any, cap: int, on_eof: Callable[[], None] | None = None) -> None:
         super().__init__()

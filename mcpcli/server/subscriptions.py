@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 
 __all__ = [
     "LIST_CHANGED",

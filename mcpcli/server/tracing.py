@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcpcli import spans, tracecontext
-from mcpcli.jsonrpc import Request
+from mcpcli import spans
+from mcpcli.core import tracecontext
+from mcpcli.core.jsonrpc import Request
 
 __all__ = ["handle", "traced"]
 

@@ -31,6 +31,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from mcpcli.args import json_type
+from mcpcli.validation import local_target
+
 __all__ = ["compare_schemas"]
 
 #: Report one change: (kind, path, detail).
@@ -332,18 +335,7 @@ def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
 
 def _pointer(root: Any, ref: str) -> Any:
     """The local target of `ref` (`#`, `#/$defs/x`), or None (another document, not found)."""
-    if not ref.startswith("#"):
-        return None
-    node = root
-    for part in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    return local_target(root, ref)[1]
 
 
 def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
@@ -356,22 +348,8 @@ def _types(schema: dict[str, Any]) -> tuple[str, ...] | None:
         return tuple(sorted(set(value)))
     values = _enum(schema)
     if values:
-        return tuple(sorted({_type_of(v) for v in values}))
+        return tuple(sorted({json_type(v) for v in values}))
     return None
-
-
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def _accepts(types: tuple[str, ...] | None, name: str) -> bool:

@@ -19,8 +19,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND
 from mcpcli.errors import NotOffered, RPCError, UsageError
-from mcpcli.jsonrpc import METHOD_NOT_FOUND
 
 __all__ = ["FORMAT", "FORMAT_KEY", "Lister", "canonical", "collect", "dumps", "load_file", "loads", "strip_volatile"]
 
@@ -154,7 +154,7 @@ def dumps(surface: JSON) -> str:
 
 def loads(data: bytes | str, name: str) -> JSON:
     """A snapshot read back from `name` (a file, or `-`); UsageError if it is not one."""
-    from mcpcli.jsonrpc import loads as json_loads
+    from mcpcli.core.jsonrpc import loads as json_loads
 
     try:
         value = json_loads(data)

@@ -42,44 +42,21 @@ def human(outcomes: list[Outcome], elapsed: float) -> str:
 
 
 def junit_xml(outcomes: list[Outcome], elapsed: float) -> bytes:
-    """The run as a JUnit XML document (UTF-8, with its declaration)."""
-    import xml.etree.ElementTree as ET
+    """The run as a JUnit XML document (UTF-8, with its declaration): a suite per file."""
+    from mcpcli.junit import Case, Suite, document
 
-    report = summary(outcomes, elapsed)
-    root = ET.Element("testsuites", {
-        "name": "mcp test", "tests": str(len(outcomes)), "failures": str(report["failed"]),
-        "errors": str(report["errors"]), "time": _seconds(elapsed),
-    })
-    files: dict[str, list[Outcome]] = {}
+    suites: dict[str, Suite] = {}
     for outcome in outcomes:
-        files.setdefault(outcome.suite.path, []).append(outcome)
-    for path, items in files.items():
-        suite = ET.SubElement(root, "testsuite", {
-            "name": _xml(path), "tests": str(len(items)),
-            "failures": str(sum(1 for o in items if o.status == "failed")),
-            "errors": str(sum(1 for o in items if o.status == "error")),
-            "time": _seconds(sum(o.duration for o in items)),
-        })
-        for outcome in items:
-            case = ET.SubElement(suite, "testcase", {
-                "classname": _xml(path), "name": _xml(outcome.case.name), "time": _seconds(outcome.duration),
-            })
-            if outcome.status != "passed":
-                tag = "failure" if outcome.status == "failed" else "error"
-                first = outcome.failures[0] if outcome.failures else tag
-                element = ET.SubElement(case, tag, {"message": _xml(first), "type": tag})
-                element.text = _xml("\n".join(outcome.failures))
-    ET.indent(root)
-    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    return document + b"\n"
-
-
-def _xml(text: str) -> str:
-    """Text XML 1.0 can carry: control characters shown as escapes, no lone surrogates."""
-    from mcpcli.text import printable
-
-    shown = printable(text)
-    return shown.encode("utf-8", "backslashreplace").decode("utf-8")
+        path = outcome.suite.path
+        suite = suites.setdefault(path, Suite(path, time=0.0))
+        suite.time = (suite.time or 0.0) + outcome.duration
+        case = Case(path, outcome.case.name, time=outcome.duration)
+        if outcome.status != "passed":
+            case.outcome = "failure" if outcome.status == "failed" else "error"
+            case.message = outcome.failures[0] if outcome.failures else case.outcome
+            case.text = "\n".join(outcome.failures)
+        suite.cases.append(case)
+    return document("mcp test", list(suites.values()), time=elapsed)
 
 
 def _seconds(value: float) -> str:

@@ -34,7 +34,7 @@ class Snapshots:
 
     def load(self) -> None:
         """Read the stored answers (none yet is fine); a broken file is a TestFileError."""
-        from mcpcli.jsonrpc import loads
+        from mcpcli.core.jsonrpc import loads
 
         data = read_file(self.path, "the snapshots")
         if data is None:

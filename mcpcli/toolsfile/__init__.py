@@ -11,10 +11,10 @@ that ends them if the server dies). It may import `mcpcli.server` (the
 checks this). The protocol itself (eras, transports, sessions) is
 `mcpcli.server`'s job.
 
-* `load` loads and checks a tools.yaml file into an immutable `model.Config`
+* `load` loads and checks a tools.yaml file into an immutable `model.ToolsFile`
   (strict YAML in `yamlstrict`, the format's JSON Schema in `tools.schema.json`
   checked by `structure`, then the `build*` modules check the meaning);
-* `backend.ToolsBackend` serves a `Config` as a `mcpcli.server.backend.Backend`,
+* `backend.ToolsBackend` serves a `ToolsFile` as a `mcpcli.server.backend.Backend`,
   one module per feature doing the work: `tool_calls`, `resources`, `prompts`,
   `completion` (with `contents` for rendered text and file contents);
   `transport.YamlTransport` serves it in-process to our own client;

@@ -1,6 +1,6 @@
 """`ToolsBackend`: a tools.yaml file as a `mcpcli.server.backend.Backend`.
 
-The backend holds one immutable `Config` snapshot at a time; every request reads
+The backend holds one immutable `ToolsFile` snapshot at a time; every request reads
 the snapshot current when it starts (so list and call always agree, and a reload
 never changes a call in flight). `reload()` swaps in a new snapshot only when
 the file is valid, and reports what changed to the runtime's change listener.
@@ -23,7 +23,7 @@ from mcpcli.errors import ConfigError
 from mcpcli.server.backend import CallContext, ChangeListener, TaskPolicy
 from mcpcli.toolsfile import completion, prompts, resources, tool_calls
 from mcpcli.toolsfile.load import load_config
-from mcpcli.toolsfile.model import JSON, Config, Upstream
+from mcpcli.toolsfile.model import JSON, ToolsFile, Upstream
 from mcpcli.toolsfile.runner import Runner
 
 __all__ = ["ToolsBackend"]
@@ -39,7 +39,7 @@ class ToolsBackend:
         log: Callable[[str], None] | None = None,
         warn: Callable[[str], None] | None = None,
         environ: dict[str, str] | None = None,
-        config: Config | None = None,
+        config: ToolsFile | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self._environ = environ
@@ -56,7 +56,7 @@ class ToolsBackend:
     # -- identity and capabilities -----------------------------------------------------
 
     @property
-    def config(self) -> Config:
+    def config(self) -> ToolsFile:
         return self._config
 
     def server_info(self) -> JSON:
@@ -201,7 +201,7 @@ class ToolsBackend:
         return await completion.complete(self._runner, self._config, ref, argument, context, self._problem)
 
 
-def _upstreams(config: Config) -> list[Upstream]:
+def _upstreams(config: ToolsFile) -> list[Upstream]:
     """The `servers:` entries without their positions (moving an entry changes nothing)."""
     return [dataclasses.replace(u, line=0, col=0) for u in config.servers]
 

@@ -1,4 +1,4 @@
-"""Build the `Config` from a structurally valid tools.yaml document, checking its meaning.
+"""Build the `ToolsFile` from a structurally valid tools.yaml document, checking its meaning.
 
 `build_config` resolves the secrets, then builds every tool (`build_tools`),
 resource (`build_resources`), prompt (`build_prompts`) and upstream server
@@ -18,14 +18,14 @@ from mcpcli.toolsfile.build_prompts import build_prompt
 from mcpcli.toolsfile.build_resources import build_resource
 from mcpcli.toolsfile.build_servers import build_servers
 from mcpcli.toolsfile.build_tools import build_tool
-from mcpcli.toolsfile.model import JSON, Config, Prompt, Resource, Tool
+from mcpcli.toolsfile.model import JSON, Prompt, Resource, Tool, ToolsFile
 from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem
 
 __all__ = ["build_config"]
 
 
 def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str], *, reported: bool = False,
-                 bad: set[Path] | None = None) -> tuple[Config, list[Problem]]:
+                 bad: set[Path] | None = None) -> tuple[ToolsFile, list[Problem]]:
     """The model of `raw` (read from `path`), and the problems found (empty when it is valid).
 
     `reported`: problems were found before (the document may not have the checked form);
@@ -42,7 +42,7 @@ def build_config(raw: JSON, marks: Marks, path: str, env: dict[str, str], *, rep
     resources = _resources(ctx)
     prompts = _prompts(ctx)
     servers = build_servers(ctx)
-    config = Config(
+    config = ToolsFile(
         path=ctx.file,
         base_dir=ctx.base_dir,
         server=info,

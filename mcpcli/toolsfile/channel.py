@@ -39,7 +39,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcpcli.core import localrpc
-from mcpcli.protocol import LOG_LEVELS
+from mcpcli.core.protocol import LOG_LEVELS
 from mcpcli.server.backend import CallContext, InputDeclined
 
 __all__ = ["ASK_METHODS", "ChannelDirectory", "ChannelServer"]

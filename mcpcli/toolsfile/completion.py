@@ -13,10 +13,10 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.toolsfile.arguments import ArgumentProblems
-from mcpcli.toolsfile.model import JSON, Config, PromptArg, RunSpec
+from mcpcli.toolsfile.model import JSON, PromptArg, RunSpec, ToolsFile
 from mcpcli.toolsfile.process import SpawnError
 from mcpcli.toolsfile.results import Masker
 from mcpcli.toolsfile.runner import Runner
@@ -26,7 +26,7 @@ __all__ = ["complete"]
 MAX_COMPLETIONS = 100
 
 
-async def complete(runner: Runner, config: Config, ref: JSON, argument: JSON, context: JSON,
+async def complete(runner: Runner, config: ToolsFile, ref: JSON, argument: JSON, context: JSON,
                    problem: Callable[[str], None]) -> JSON:
     """The CompleteResult; `problem` hears about a completion command that could not run."""
     arg_name = str(argument.get("name", ""))
@@ -46,7 +46,7 @@ async def complete(runner: Runner, config: Config, ref: JSON, argument: JSON, co
     return {"completion": {"values": values, "total": len(matches), "hasMore": len(matches) > len(values)}}
 
 
-def _source(config: Config, ref: JSON, arg_name: str) -> Any:
+def _source(config: ToolsFile, ref: JSON, arg_name: str) -> Any:
     """Where the candidates for this argument come from: a list, a `RunSpec`, or None."""
     ref_type = ref.get("type")
     if ref_type == "ref/prompt":
@@ -68,7 +68,7 @@ def _source(config: Config, ref: JSON, arg_name: str) -> Any:
     raise RPCError(INVALID_PARAMS, f"Unknown completion reference type: {ref_type}")
 
 
-async def _complete_command(runner: Runner, config: Config, spec: RunSpec, name: str, value: str,
+async def _complete_command(runner: Runner, config: ToolsFile, spec: RunSpec, name: str, value: str,
                             others: JSON, problem: Callable[[str], None]) -> list[str]:
     env = {"MCP_COMPLETE_ARG": name, "MCP_COMPLETE_VALUE": value}
     for key, other in others.items():

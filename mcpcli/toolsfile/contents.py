@@ -13,8 +13,8 @@ import mimetypes
 import os
 from typing import Any
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR
 from mcpcli.server.backend import ResourceNotFound
 from mcpcli.toolsfile import templating
 from mcpcli.toolsfile.model import JSON

@@ -1,4 +1,4 @@
-"""Load a tools.yaml file into an immutable, fully checked `Config` snapshot.
+"""Load a tools.yaml file into an immutable, fully checked `ToolsFile` snapshot.
 
 Steps: strict YAML (`yamlstrict`), `${VAR}` interpolation, structural validation
 against the published JSON Schema (`structure`, `tools.schema.json`), then
@@ -17,7 +17,7 @@ from typing import Any
 
 from mcpcli.errors import ConfigError
 from mcpcli.toolsfile.build import build_config
-from mcpcli.toolsfile.model import Config
+from mcpcli.toolsfile.model import ToolsFile
 from mcpcli.toolsfile.structure import schema_problems
 from mcpcli.toolsfile.yamlstrict import Marks, Path, Problem, YamlProblems
 from mcpcli.toolsfile.yamlstrict import read as read_yaml
@@ -39,7 +39,7 @@ class ToolsFileError(ConfigError):
         self.problems = problems
 
 
-def load_config(path: str | os.PathLike[str], *, environ: dict[str, str] | None = None) -> Config:
+def load_config(path: str | os.PathLike[str], *, environ: dict[str, str] | None = None) -> ToolsFile:
     """Read and check a tools.yaml file; raise `ToolsFileError` listing every problem."""
     shown = os.fspath(path)
     try:
@@ -56,7 +56,7 @@ def load_config(path: str | os.PathLike[str], *, environ: dict[str, str] | None 
     return parse_config(data, shown, environ=environ)
 
 
-def parse_config(data: bytes | str, path: str, *, environ: dict[str, str] | None = None) -> Config:
+def parse_config(data: bytes | str, path: str, *, environ: dict[str, str] | None = None) -> ToolsFile:
     """Check a tools.yaml document; raise `ToolsFileError` listing every problem, in file order.
 
     Each step goes on after the problems of the one before (a value one step refused is

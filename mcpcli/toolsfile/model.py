@@ -1,12 +1,12 @@
-"""The tools.yaml model: the immutable `Config` snapshot and what it is made of.
+"""The tools.yaml model: the immutable `ToolsFile` snapshot and what it is made of.
 
-`load.load_config` reads a tools.yaml file into a `Config`: strict YAML,
+`load.load_config` reads a tools.yaml file into a `ToolsFile`: strict YAML,
 `${VAR}` interpolation, structural validation against `tools.schema.json`
 (`structure`), then the `build*` modules check the meaning and build these
 objects. This module holds the dataclasses, the format's defaults and the small
 value parsers they share.
 
-A `Config` is never mutated: a reload builds a new one and swaps it, and a call
+A `ToolsFile` is never mutated: a reload builds a new one and swaps it, and a call
 keeps using the snapshot it started with.
 """
 
@@ -24,13 +24,13 @@ from mcpcli.toolsfile.yamlstrict import Problem
 __all__ = [
     "DEFAULT_INHERIT_ENV",
     "MISSING",
-    "Config",
     "Param",
     "Prompt",
     "Resource",
     "RunSpec",
     "Tool",
     "ToolFilter",
+    "ToolsFile",
     "Upstream",
     "format_size",
     "parse_duration",
@@ -422,7 +422,7 @@ class Upstream:
 
 
 @dataclass(frozen=True)
-class Config:
+class ToolsFile:
     """One loaded tools.yaml: immutable."""
 
     path: str

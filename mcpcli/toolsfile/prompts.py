@@ -15,13 +15,13 @@ import mimetypes
 from contextlib import AsyncExitStack
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined, ResourceNotFound
 from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.contents import file_contents, read_file_bytes, render
-from mcpcli.toolsfile.model import JSON, MISSING, Config, Param, Prompt
+from mcpcli.toolsfile.model import JSON, MISSING, Param, Prompt, ToolsFile
 from mcpcli.toolsfile.process import SpawnError, signal_name
 from mcpcli.toolsfile.resources import read_resource
 from mcpcli.toolsfile.results import Masker
@@ -31,7 +31,7 @@ from mcpcli.toolsfile.tool_calls import missing_capabilities
 __all__ = ["get_prompt"]
 
 
-async def get_prompt(runner: Runner, config: Config, name: str, arguments: dict[str, str],
+async def get_prompt(runner: Runner, config: ToolsFile, name: str, arguments: dict[str, str],
                      ctx: CallContext) -> JSON:
     """The GetPromptResult of prompt `name` in this snapshot of the file."""
     prompt = config.prompts.get(name)
@@ -54,7 +54,7 @@ async def get_prompt(runner: Runner, config: Config, name: str, arguments: dict[
     return result
 
 
-async def _message_content(runner: Runner, config: Config, message: Any, values: JSON, ctx: CallContext) -> JSON:
+async def _message_content(runner: Runner, config: ToolsFile, message: Any, values: JSON, ctx: CallContext) -> JSON:
     kind = message.kind
     if kind == "text":
         return {"type": "text", "text": render(message.text, values)}
@@ -86,7 +86,7 @@ def _file_message(message: Any, kind: str) -> JSON:
     return {"type": "text", "text": data.decode("utf-8", "replace")}
 
 
-async def _run_prompt(runner: Runner, config: Config, prompt: Prompt, values: JSON, ctx: CallContext,
+async def _run_prompt(runner: Runner, config: ToolsFile, prompt: Prompt, values: JSON, ctx: CallContext,
                       mask: Masker) -> JSON:
     assert prompt.run is not None
     params = {n: Param(n, "string", a.required, a.default if a.default is not None else MISSING,

@@ -17,12 +17,12 @@ from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote, unquote
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 from mcpcli.server.backend import CallContext, ResourceNotFound
 from mcpcli.toolsfile.arguments import ArgumentProblems
 from mcpcli.toolsfile.contents import MAX_RESOURCE_BYTES, bytes_contents, file_contents, render_text
-from mcpcli.toolsfile.model import JSON, Config, Param, Resource, RunSpec
+from mcpcli.toolsfile.model import JSON, Param, Resource, RunSpec, ToolsFile
 from mcpcli.toolsfile.process import SpawnError, signal_name
 from mcpcli.toolsfile.results import Masker
 from mcpcli.toolsfile.runner import Runner
@@ -32,7 +32,7 @@ __all__ = ["list_resources", "list_templates", "read_resource"]
 MAX_DIRECTORY_FILES = 1000
 
 
-def list_resources(config: Config) -> list[JSON]:
+def list_resources(config: ToolsFile) -> list[JSON]:
     out: list[JSON] = []
     for res in config.resources:
         if res.kind == "static":
@@ -42,11 +42,11 @@ def list_resources(config: Config) -> list[JSON]:
     return out
 
 
-def list_templates(config: Config) -> list[JSON]:
+def list_templates(config: ToolsFile) -> list[JSON]:
     return [res.listing() for res in config.resources if res.kind == "template"]
 
 
-async def read_resource(runner: Runner, config: Config, uri: str, ctx: CallContext) -> JSON:
+async def read_resource(runner: Runner, config: ToolsFile, uri: str, ctx: CallContext) -> JSON:
     """The ReadResourceResult for `uri`; `ResourceNotFound` when nothing serves it."""
     for res in config.resources:
         if res.kind == "static" and res.uri == uri:
@@ -62,7 +62,7 @@ async def read_resource(runner: Runner, config: Config, uri: str, ctx: CallConte
     raise ResourceNotFound(uri)
 
 
-async def _read_static(runner: Runner, config: Config, res: Resource, uri: str, ctx: CallContext) -> JSON:
+async def _read_static(runner: Runner, config: ToolsFile, res: Resource, uri: str, ctx: CallContext) -> JSON:
     if res.source == "text":
         assert res.text is not None
         return {"contents": [{"uri": uri, "mimeType": res.mime_type or "text/plain", "text": res.text.source}]}
@@ -73,7 +73,7 @@ async def _read_static(runner: Runner, config: Config, res: Resource, uri: str, 
     return await _read_command(runner, config, res, res.command, {}, {}, uri, ctx)
 
 
-async def _read_template(runner: Runner, config: Config, res: Resource, uri: str, raw: dict[str, str],
+async def _read_template(runner: Runner, config: ToolsFile, res: Resource, uri: str, raw: dict[str, str],
                          ctx: CallContext) -> JSON:
     values: JSON = {}
     problems: list[str] = []
@@ -111,7 +111,7 @@ def _read_template_file(res: Resource, uri: str, values: JSON) -> JSON:
     return {"contents": [file_contents(uri, real, res.mime_type)]}
 
 
-async def _read_command(runner: Runner, config: Config, res: Resource, spec: RunSpec, params: dict[str, Param],
+async def _read_command(runner: Runner, config: ToolsFile, res: Resource, spec: RunSpec, params: dict[str, Param],
                         values: JSON, uri: str, ctx: CallContext) -> JSON:
     mask = Masker(config.secret_values())
     async with AsyncExitStack() as stack:

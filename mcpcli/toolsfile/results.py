@@ -19,7 +19,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.errors import RPCError
 from mcpcli.toolsfile.model import FileSpec, OutputSpec, format_size
 from mcpcli.toolsfile.process import RunResult, signal_name

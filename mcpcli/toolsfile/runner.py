@@ -17,11 +17,11 @@ from contextlib import AsyncExitStack
 
 import anyio
 
-from mcpcli import tracecontext
+from mcpcli.core import tracecontext
 from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
-from mcpcli.toolsfile.model import JSON, Config, Param, RunSpec
+from mcpcli.toolsfile.model import JSON, Param, RunSpec, ToolsFile
 from mcpcli.toolsfile.process import RunResult, SpawnError, Starts, run_process
 from mcpcli.toolsfile.results import Masker
 from mcpcli.toolsfile.watchdog import Watchdog
@@ -37,7 +37,7 @@ class _Slots:
         self.global_sem = anyio.Semaphore(1)
         self.per_key: dict[str, tuple[int, anyio.Semaphore]] = {}
 
-    def configure(self, config: Config) -> None:
+    def configure(self, config: ToolsFile) -> None:
         if config.limits.max_concurrent != self.global_limit:
             self.global_limit = config.limits.max_concurrent
             self.global_sem = anyio.Semaphore(self.global_limit)
@@ -67,7 +67,7 @@ class Runner:
         self._watchdog = Watchdog()  # ends the process groups if the server is killed
         self._starts = Starts()  # one process start per event-loop turn
 
-    def configure(self, config: Config) -> None:
+    def configure(self, config: ToolsFile) -> None:
         """Follow a (re)loaded file's limits."""
         self._slots.configure(config)
 
@@ -79,7 +79,7 @@ class Runner:
     def _env(self) -> Mapping[str, str]:
         return os.environ if self._environ is None else self._environ
 
-    async def acquire(self, stack: AsyncExitStack, config: Config, key: str, limit: int) -> bool:
+    async def acquire(self, stack: AsyncExitStack, config: ToolsFile, key: str, limit: int) -> bool:
         """Take a per-key slot and a global slot within the queue timeout (released by `stack`)."""
         semaphores = (self._slots.for_key(key, limit), self._slots.global_sem)
         waiting: list[anyio.Semaphore] = []
@@ -99,7 +99,7 @@ class Runner:
             return True
         return False
 
-    async def spawn(self, config: Config, spec: RunSpec, params: dict[str, Param], values: JSON,
+    async def spawn(self, config: ToolsFile, spec: RunSpec, params: dict[str, Param], values: JSON,
                     ctx: CallContext | None, mask: Masker, stack: AsyncExitStack, *, tool_name: str,
                     output_dir: str | None, max_bytes: int, kill_on_overflow: bool = False,
                     extra_env: dict[str, str] | None = None) -> RunResult:

@@ -18,12 +18,12 @@ from typing import Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS
 from mcpcli.server.backend import CallContext, InputDeclined
 from mcpcli.toolsfile.arguments import ArgumentProblems, check_arguments
 from mcpcli.toolsfile.contents import render_text
-from mcpcli.toolsfile.model import JSON, Config, RunSpec, Tool
+from mcpcli.toolsfile.model import JSON, RunSpec, Tool, ToolsFile
 from mcpcli.toolsfile.process import RunResult, SpawnError, signal_name
 from mcpcli.toolsfile.results import Masker, error_result, tool_result
 from mcpcli.toolsfile.runner import Runner
@@ -33,7 +33,7 @@ __all__ = ["call_tool", "missing_capabilities"]
 Audit = Callable[[str], None]
 
 
-async def call_tool(runner: Runner, config: Config, name: str, arguments: JSON, ctx: CallContext,
+async def call_tool(runner: Runner, config: ToolsFile, name: str, arguments: JSON, ctx: CallContext,
                     audit: Audit) -> JSON:
     """The CallToolResult of tool `name` in this snapshot of the file."""
     tool = config.tools.get(name)
@@ -82,7 +82,7 @@ def _mock(tool: Tool, values: JSON, mask: Masker) -> JSON:
             "structuredContent": structured}
 
 
-async def _run_tool(runner: Runner, config: Config, tool: Tool, spec: RunSpec, values: JSON, ctx: CallContext,
+async def _run_tool(runner: Runner, config: ToolsFile, tool: Tool, spec: RunSpec, values: JSON, ctx: CallContext,
                     mask: Masker, started: float, audit: Audit) -> JSON:
     async with AsyncExitStack() as stack:
         if not await runner.acquire(stack, config, f"tool:{tool.name}", spec.concurrency):

@@ -27,7 +27,7 @@ does not fit it (`describe`, `request_headers`, `filter_tools`,
 definition of the tool being called), so a transport never calls back into it.
 
 Transports know framing and connection management only; the JSON-RPC engine
-(`mcpcli.session`) knows ids, correlation, timeouts and cancellation. This
+(`mcpcli.rpc.peer`) knows ids, correlation, timeouts and cancellation. This
 package imports from `mcpcli` (its version), `errors`, `jsonrpc`, `protocol`, `text`
 and `wire`, and nothing from `auth/`, `cli/`, `connect`, `client`, `config`, `server/` or
 `session`.
@@ -41,9 +41,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import Batch, Message, RequestId
 from mcpcli.errors import ProtocolError, StrayLine
-from mcpcli.jsonrpc import Batch, Message, RequestId
 
 if TYPE_CHECKING:
     from mcpcli.errors import McpCliError

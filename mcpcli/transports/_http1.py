@@ -5,7 +5,7 @@ local server. For plain http:// without a proxy, this module speaks HTTP/1.1
 itself on anyio sockets: one connection per request (`Connection: close`),
 bodies by Content-Length, chunked encoding, or until the server closes. It
 offers the same interface as `_http.HttpStream` and `HttpClient.open`; TLS,
-proxies and everything else go through httpx (`mcpcli.transports._http`).
+proxies and everything else go through httpx (`mcpcli.transports.http_io`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from mcpcli.errors import MessageTooLarge, TransportError
-from mcpcli.transports._http import HeaderLookup
+from mcpcli.transports.http_io import HeaderLookup
 
 __all__ = ["PlainClient", "PlainStream"]
 

@@ -26,8 +26,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, SocketStream
 
-from mcpcli import jsonrpc
-from mcpcli.core import localrpc
+from mcpcli.core import jsonrpc, localrpc
 from mcpcli.errors import (
     ConnectionClosed,
     MessageTooLarge,

@@ -27,13 +27,13 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from mcpcli.core.protocol import PROTOCOL_VERSION_KEY
 from mcpcli.errors import AuthError, TransportError, UsageError
-from mcpcli.protocol import PROTOCOL_VERSION_KEY
 from mcpcli.text import one_line
 
 if TYPE_CHECKING:
-    from mcpcli.transports._http import HttpClient
-    from mcpcli.transports._http import ResponseStream as HttpStream
+    from mcpcli.transports.http_io import HttpClient
+    from mcpcli.transports.http_io import ResponseStream as HttpStream
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -196,7 +196,7 @@ class HttpConnection:
     @property
     def client(self) -> HttpClient:
         if self._client is None:
-            from mcpcli.transports._http import HttpClient
+            from mcpcli.transports.http_io import HttpClient
 
             self._client = HttpClient(
                 url=self.url,

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import ErrorResponse, Message, Notification, Request, RequestId, Response
+from mcpcli.core.protocol import SUBSCRIPTION_ID_KEY
 from mcpcli.errors import AuthError, MessageTooLarge, ProtocolError, TransportError
-from mcpcli.jsonrpc import ErrorResponse, Message, Notification, Request, RequestId, Response
-from mcpcli.protocol import SUBSCRIPTION_ID_KEY
 from mcpcli.transports import Envelope
-from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import HttpConnection, snippet, status_text
+from mcpcli.transports.sse_events import INVALID_UTF8, SSEDecoder
 
 if TYPE_CHECKING:
-    from mcpcli.transports._http import ResponseStream as HttpStream
+    from mcpcli.transports.http_io import ResponseStream as HttpStream
 
 __all__ = ["STANDALONE", "AnswerReader", "chunks_or_break", "error_response", "initialize_result", "related"]
 

@@ -23,12 +23,11 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import Message, Request
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
-from mcpcli.jsonrpc import Message, Request
-from mcpcli.protocol import MAX_MESSAGE_BYTES
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
-from mcpcli.transports._sse import INVALID_UTF8, SSEDecoder
 from mcpcli.transports.http import (
     HttpConnection,
     display_url,
@@ -36,6 +35,7 @@ from mcpcli.transports.http import (
     snippet,
     status_text,
 )
+from mcpcli.transports.sse_events import INVALID_UTF8, SSEDecoder
 
 __all__ = ["SseChannel", "SseTransport"]
 

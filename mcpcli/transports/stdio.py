@@ -26,12 +26,12 @@ from typing import IO, Any
 
 import anyio
 
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import MessageTooLarge, ServerExited, TransportError
-from mcpcli.protocol import MAX_MESSAGE_BYTES
-from mcpcli.taskset import running_asyncio_loop
+from mcpcli.jobs import running_asyncio_loop
 from mcpcli.transports import Streams, Transport, TransportTraits, line_item
-from mcpcli.transports._lines import FrameReader, LineSplitter, PipeWriter
-from mcpcli.transports._spawn import (  # the shutdown timings are shared with the one-shot path
+from mcpcli.transports.lines import FrameReader, LineSplitter, PipeWriter
+from mcpcli.transports.spawn import (  # the shutdown timings are shared with the one-shot path
     EOF_GRACE,
     FLUSH_GRACE,
     KILL_GRACE,
@@ -84,7 +84,7 @@ class _Pipe:
 
 class _ServerReader(FrameReader):
     """The session's read stream: the server's stdout, split and parsed as it arrives
-    (see `mcpcli.transports._lines`). It ends after a `ServerExited` when the server
+    (see `mcpcli.transports.lines`). It ends after a `ServerExited` when the server
     closes stdout, or sends a line over the cap (the server is killed then)."""
 
     def __init__(self, transport: StdioTransport, pipe: _Pipe) -> None:

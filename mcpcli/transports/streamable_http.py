@@ -39,7 +39,16 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
+    ErrorResponse,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, TOOLS_CALL
+from mcpcli.core.wire import param_headers, standard_headers, valid_tools
 from mcpcli.errors import (
     AuthError,
     ConnectionClosed,
@@ -47,16 +56,7 @@ from mcpcli.errors import (
     ProtocolError,
     TransportError,
 )
-from mcpcli.jsonrpc import (
-    ErrorResponse,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-)
-from mcpcli.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
-from mcpcli.transports._sse import SSEDecoder
 from mcpcli.transports.http import (
     HttpConnection,
     modern_version,
@@ -69,10 +69,10 @@ from mcpcli.transports.http_answers import (
     error_response,
     initialize_result,
 )
-from mcpcli.wire import param_headers, standard_headers, valid_tools
+from mcpcli.transports.sse_events import SSEDecoder
 
 if TYPE_CHECKING:
-    from mcpcli.transports._http import ResponseStream as HttpStream
+    from mcpcli.transports.http_io import ResponseStream as HttpStream
     from mcpcli.transports.sse import SseChannel
 
 __all__ = ["StreamableHttpTransport"]
@@ -167,7 +167,7 @@ class StreamableHttpTransport(Transport):
         self, method: str, params: Mapping[str, Any], *, tool: Mapping[str, Any] | None = None
     ) -> dict[str, str]:
         """`Mcp-Param-*` for a modern `tools/call`, from the tool's `x-mcp-header`s."""
-        if method != "tools/call" or tool is None:
+        if method != TOOLS_CALL or tool is None:
             return {}
         arguments = params.get("arguments")
         return param_headers(tool.get("inputSchema"), arguments if isinstance(arguments, dict) else None)

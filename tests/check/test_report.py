@@ -13,7 +13,8 @@ import pytest
 from helpers import fake_server, mcp_in
 
 from mcpcli.check.findings import Report
-from mcpcli.check.report import github_annotations, junit_xml, write_junit
+from mcpcli.check.report import github_annotations, junit_xml
+from mcpcli.files import replace_file
 
 SERVER = Path(__file__).resolve().parent / "broken_server.py"
 
@@ -71,7 +72,7 @@ def test_write_junit_replaces_a_symlink_instead_of_following_it(tmp_path: Path) 
     victim.write_text("keep me")
     link = tmp_path / "report.xml"
     link.symlink_to(victim)
-    write_junit(str(link), "<testsuites/>\n")
+    replace_file(str(link), b"<testsuites/>\n")
     assert victim.read_text() == "keep me"
     assert not link.is_symlink() and link.read_text() == "<testsuites/>\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".mcp-check-")] == []

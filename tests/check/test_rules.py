@@ -13,7 +13,7 @@ from mcpcli.check.providers import PROVIDERS, check_providers
 from mcpcli.check.schemas import refs
 from mcpcli.check.shapes import Shapes
 from mcpcli.check.traffic import Traffic
-from mcpcli.jsonrpc import Notification, Request, Response
+from mcpcli.core.jsonrpc import Notification, Request, Response
 
 OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import mcp, mcp_in
 
-from mcpcli import other_clients
+from mcpcli import config_formats, other_clients
 from mcpcli.install import CLIENTS, target_file
 
 
@@ -158,7 +158,7 @@ def test_a_duplicate_is_refused_without_force_and_replaced_with_it(isolated_env:
     assert mcp_in("servers", "install", "ev", "--into", "codex", "--", "new").code == 2
     assert mcp_in("servers", "install", "ev", "--into", "codex", "-f", "--", "new").code == 0
     assert codex.read_text().count("[mcp_servers.ev]") == 1
-    assert other_clients.toml_loads(codex.read_text())["mcp_servers"] == {
+    assert config_formats.toml_loads(codex.read_text())["mcp_servers"] == {
         "ev": {"command": "new"}, "z": {"command": "z"}}
 
 
@@ -188,7 +188,7 @@ def test_the_server_comes_from_our_config_or_a_discovered_one(isolated_env: Path
                      "env": {"GITHUB_TOKEN": "${env:GITHUB_TOKEN}"}, "cwd": "/srv"}
     r = mcp_in("servers", "install", "gh", "--into", "codex")
     assert r.code == 0, r
-    assert other_clients.toml_loads(path_of("codex").read_text())["mcp_servers"]["gh"] == {
+    assert config_formats.toml_loads(path_of("codex").read_text())["mcp_servers"]["gh"] == {
         "command": "github-mcp", "args": ["stdio"], "env_vars": ["GITHUB_TOKEN"], "cwd": "/srv"}
     r = mcp_in("servers", "install", "gh", "--into", "cursor")
     assert r.code == 0, r
@@ -294,7 +294,7 @@ def test_a_discovered_server_with_any_name_is_copied_as_it_reads(config_home: Pa
           '{"servers": {"My Server": {"type": "stdio", "command": "ms", "env": {"T": "${env:MY_T}"}}}}')
     r = mcp_in("servers", "install", "My Server", "--into", "codex")
     assert r.code == 0, r
-    entry = other_clients.toml_loads(path_of("codex").read_text())["mcp_servers"]["My Server"]
+    entry = config_formats.toml_loads(path_of("codex").read_text())["mcp_servers"]["My Server"]
     assert entry == {"command": "ms", "env": {"T": "${env:MY_T}"}}
     assert "Codex does not expand ${VAR} in env values: env T" in r.stderr
     # An env reference of the same name is forwarded (env_vars) and reads back as ours.

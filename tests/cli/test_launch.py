@@ -14,8 +14,9 @@ import pytest
 from helpers import FAKES
 
 from mcpcli.cli._root import run
-from mcpcli.transports import _spawn, stdio
-from mcpcli.transports._spawn import UnsetVariable, launch
+from mcpcli.transports import spawn as _spawn
+from mcpcli.transports import stdio
+from mcpcli.transports.spawn import UnsetVariable, launch
 
 
 def test_launch_layers_options_over_the_configuration(monkeypatch: pytest.MonkeyPatch) -> None:

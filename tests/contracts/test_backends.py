@@ -19,8 +19,8 @@ import pytest
 from helpers import mcp_in
 
 from mcpcli.client import Client, ClientOptions
+from mcpcli.core.protocol import LATEST_LEGACY, LATEST_MODERN
 from mcpcli.errors import RPCError
-from mcpcli.protocol import LATEST_LEGACY, LATEST_MODERN
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -26,8 +26,8 @@ from helpers import free_port, listening, mcp_in
 from mcpcli.client import Client, ClientFeatures, ClientOptions
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, connect
+from mcpcli.core.protocol import LATEST_LEGACY, LATEST_MODERN
 from mcpcli.errors import RPCError
-from mcpcli.protocol import LATEST_LEGACY, LATEST_MODERN
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -10,6 +10,13 @@ import pytest
 
 from mcpcli.core.exchange import Called, Exchange, ExitedOnProbe, NoMemory, PageRepeat, ProbeTraits
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
+from mcpcli.core.protocol import (
+    CLIENT_CAPABILITIES_KEY,
+    LATEST_LEGACY,
+    LATEST_MODERN,
+    PROTOCOL_VERSION_KEY,
+    TASKS_EXTENSION,
+)
 from mcpcli.errors import (
     ProtocolError,
     RequestTimeout,
@@ -17,13 +24,6 @@ from mcpcli.errors import (
     ServerExited,
     TransportError,
     UnsupportedVersionError,
-)
-from mcpcli.protocol import (
-    CLIENT_CAPABILITIES_KEY,
-    LATEST_LEGACY,
-    LATEST_MODERN,
-    PROTOCOL_VERSION_KEY,
-    TASKS_EXTENSION,
 )
 
 JSON = dict[str, Any]

@@ -203,7 +203,7 @@ class AttachTransport(Transport):
             import anyio
             from anyio.streams.buffered import BufferedByteReceiveStream
 
-            from mcpcli import jsonrpc
+            from mcpcli.core import jsonrpc
             from mcpcli.transports import Envelope
 
             sock = await anyio.connect_unix(str(self.run_dir / "daemon.sock"))

@@ -28,7 +28,7 @@ from mcpcli.auth.metadata import (
 )
 from mcpcli.auth.tokens import ClientInfo, OAuthError, request_token
 from mcpcli.errors import AuthError
-from mcpcli.transports._http import HttpResponse
+from mcpcli.transports.http_io import HttpResponse
 
 TOKEN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+.^_`|~-"
 TOKEN = st.text(st.sampled_from(TOKEN_CHARS), min_size=1, max_size=10)
@@ -210,7 +210,7 @@ def test_discovery_follows_server_urls(metadata: str, location: str, status: int
             fetcher, "https://mcp.example/mcp", Challenge("Bearer", {"resource_metadata": metadata})
         )
 
-    with mock.patch("mcpcli.transports._http.fetch", fake_fetch):
+    with mock.patch("mcpcli.transports.http_io.fetch", fake_fetch):
         try:
             anyio.run(run)
         except AuthError:

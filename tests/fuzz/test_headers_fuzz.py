@@ -17,8 +17,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import ANY_CHAR
+from mcpcli.core.wire import decode_value, encode_value, param_headers, same_value, standard_headers
 from mcpcli.server.http_asgi import Headers
-from mcpcli.wire import decode_value, encode_value, param_headers, same_value, standard_headers
 
 MAX_SAFE = 2**53 - 1
 #: Valid strings (no lone surrogates: those cannot travel as UTF-8 at all).

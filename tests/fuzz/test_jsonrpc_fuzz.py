@@ -1,4 +1,4 @@
-"""JSON-RPC decoding (`mcpcli.jsonrpc.parse`) against random and hostile input.
+"""JSON-RPC decoding (`mcpcli.core.jsonrpc.parse`) against random and hostile input.
 
 Properties: `parse` returns a message or raises `ParseError` (nothing else, for
 any bytes); whatever it accepts can be encoded again (one line of valid UTF-8)
@@ -16,8 +16,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, dumps, json_values, messages, mutated, odd_ids
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import ErrorObject, ErrorResponse, ParseError
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import ErrorObject, ErrorResponse, ParseError
 
 
 def check_parse(data: bytes | str, *, allow_batch: bool = True) -> jsonrpc.Message | jsonrpc.Batch | None:

@@ -1,4 +1,4 @@
-"""The SSE parser (`mcpcli.transports._sse.SSEDecoder`) against random streams.
+"""The SSE parser (`mcpcli.transports.sse_events.SSEDecoder`) against random streams.
 
 Properties: a serialized list of events parses back to exactly those events,
 however the bytes are split into chunks (inside a UTF-8 sequence, between CR and
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from fuzz.strategies import chunked
 from mcpcli.errors import MessageTooLarge
-from mcpcli.transports._sse import SSEDecoder
+from mcpcli.transports.sse_events import SSEDecoder
 
 #: Text a field value can hold: anything but the line terminators (and NUL, which voids an id).
 field_text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\r\n\x00"), max_size=12)

@@ -18,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, chunked, dumps, messages, mutated
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.errors import MessageTooLarge, ProtocolError, ServerExited
 from mcpcli.server.stdio import _Reader
 from mcpcli.transports import Envelope

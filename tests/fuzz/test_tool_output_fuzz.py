@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from fuzz.strategies import NASTY_JSON, dumps, json_values
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.toolsfile.model import OutputSpec
 from mcpcli.toolsfile.process import RunResult
 from mcpcli.toolsfile.results import Masker, tool_result

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from fuzz.strategies import json_values, mutated
 from mcpcli.toolsfile.load import ToolsFileError, parse_config
-from mcpcli.toolsfile.model import Config
+from mcpcli.toolsfile.model import ToolsFile
 from mcpcli.toolsfile.yamlstrict import YamlProblems
 from mcpcli.toolsfile.yamlstrict import load as load_yaml
 
@@ -46,7 +46,7 @@ tools: *h
 """
 
 
-def load(data: bytes | str) -> Config | None:
+def load(data: bytes | str) -> ToolsFile | None:
     """The config, or None after checking the documented error's shape."""
     try:
         return parse_config(data, FILE, environ={"HOME": "/nonexistent"})
@@ -66,7 +66,7 @@ def load(data: bytes | str) -> Config | None:
 
 def test_seeds_load() -> None:
     for seed in SEEDS:
-        assert isinstance(load(seed), Config)
+        assert isinstance(load(seed), ToolsFile)
 
 
 @FEWER

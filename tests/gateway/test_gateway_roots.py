@@ -128,7 +128,7 @@ async def test_the_clients_new_roots_reach_the_upstream_with_its_next_call(
         await wait_until_async(lambda: answers(record)[-1:] == [R1], 10, "the client's roots upstream")
         told = len(answers(record))
         client.options.features.roots = R2
-        await client.session.notify("notifications/roots/list_changed")
+        await client.peer.notify("notifications/roots/list_changed")
         assert texts(await client.call_tool("echo", {"message": "two"})) == ["two"]
         await wait_until_async(lambda: len(answers(record)) > told, 10, "the answer after roots/list_changed")
     assert answers(record)[told:] == [R2]

@@ -6,15 +6,15 @@ import base64
 
 import pytest
 
-from mcpcli.errors import MessageTooLarge
-from mcpcli.transports._sse import SSEDecoder
-from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
-from mcpcli.wire import (
+from mcpcli.core.wire import (
     encode_value,
     invalid_tool_reason,
     param_headers,
     standard_headers,
 )
+from mcpcli.errors import MessageTooLarge
+from mcpcli.transports.http import display_url, origin_of, same_origin, snippet
+from mcpcli.transports.sse_events import SSEDecoder
 
 # -- SSE -------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ def test_snippet_is_one_printable_line() -> None:
 
 
 def test_sse_decoder_notes_invalid_utf8_once_even_split_across_chunks() -> None:
-    from mcpcli.transports._sse import SSEDecoder
+    from mcpcli.transports.sse_events import SSEDecoder
 
     decoder = SSEDecoder()
     smile = "☺".encode()

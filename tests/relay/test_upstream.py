@@ -81,7 +81,7 @@ class Script:
             raise step
         session = FakeSession()
         self.sessions.append(session)
-        yield SimpleNamespace(session=session)
+        yield SimpleNamespace(peer=session)
 
 
 class Recorder(Owner):
@@ -123,7 +123,7 @@ class Recorder(Owner):
 
 
 def crash(client: Any) -> None:
-    client.session.end(TransportError("the server exited"))
+    client.peer.end(TransportError("the server exited"))
 
 
 pytestmark = pytest.mark.anyio

@@ -47,7 +47,7 @@ def two(tmp_path: Path, replicas: Callable[..., Replica], redis_url: str) -> tup
 
 def _modern(client: Any, url: str, method: str, params: dict[str, Any]) -> Any:
     """One 2026-07-28 request: a single POST, complete in itself; its result."""
-    from mcpcli.protocol import (
+    from mcpcli.core.protocol import (
         CLIENT_CAPABILITIES_KEY,
         CLIENT_INFO_KEY,
         PROTOCOL_VERSION_KEY,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from helpers import REPO, free_port, mcp_in, wait_listening, wait_until
 
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     PROTOCOL_VERSION_KEY,

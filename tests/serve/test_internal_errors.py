@@ -16,7 +16,7 @@ import httpx
 import pytest
 from helpers import free_port, mcp_in, wait_until
 
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from mcpcli.core.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 
 pytestmark = pytest.mark.slow  # real server processes
 

@@ -219,15 +219,15 @@ tools:
 async def test_stored_results_and_errors_never_hold_a_masked_secret(make_backend: Any, tmp_path: Path) -> None:
     import anyio
 
-    from mcpcli.protocol import (
+    from mcpcli.core.protocol import (
         CLIENT_CAPABILITIES_KEY,
         CLIENT_INFO_KEY,
         PROTOCOL_VERSION_KEY,
         TASKS_EXTENSION,
     )
+    from mcpcli.rpc.peer import Peer
     from mcpcli.server import Server
     from mcpcli.server.tasks.sqlite import SQLiteRecords
-    from mcpcli.session import Session
     from mcpcli.transports.memory import memory_pair
 
     backend = make_backend(SECRET_TOOLS, environ={"MASKED_KEY": SECRET})
@@ -239,7 +239,7 @@ async def test_stored_results_and_errors_never_hold_a_masked_secret(make_backend
     async with (memory_pair() as (client_side, server_side), anyio.create_task_group() as tg,
                 server):
         tg.start_soon(server.serve, server_side)
-        async with Session(client_side) as s:
+        async with Peer(client_side) as s:
             for name in ("fails", "structured"):
                 task_id = (await s.request("tools/call", {"name": name, "arguments": {}, "_meta": meta}))["taskId"]
 

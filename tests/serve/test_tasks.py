@@ -17,14 +17,14 @@ import anyio
 import pytest
 from helpers import wait_until_async
 
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     PROTOCOL_VERSION_KEY,
     TASKS_EXTENSION,
 )
+from mcpcli.rpc.peer import Peer
 from mcpcli.server import Server
-from mcpcli.session import Session
 from mcpcli.toolsfile.load import ToolsFileError, load_config
 from mcpcli.toolsfile.watchdog import group_alive
 from mcpcli.transports.memory import memory_pair
@@ -78,20 +78,20 @@ def meta(caps: JSON) -> JSON:
 
 
 @asynccontextmanager
-async def serving(backend: Any) -> AsyncIterator[Session]:
+async def serving(backend: Any) -> AsyncIterator[Peer]:
     server = Server(backend)
     async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_side)
-        async with Session(client_side) as session:
+        async with Peer(client_side) as session:
             yield session
         tg.cancel_scope.cancel()
 
 
-async def req(s: Session, method: str, params: JSON, caps: JSON = EXT) -> JSON:
+async def req(s: Peer, method: str, params: JSON, caps: JSON = EXT) -> JSON:
     return await s.request(method, {**params, "_meta": meta(caps)}, progress_token=False)
 
 
-async def until(s: Session, task_id: str, *statuses: str, timeout: float = 10) -> JSON:
+async def until(s: Peer, task_id: str, *statuses: str, timeout: float = 10) -> JSON:
     seen: JSON = {}
 
     async def reached() -> bool:

@@ -9,9 +9,9 @@ from typing import Any
 import anyio
 
 from mcpcli.client import Client, ClientFeatures, ClientOptions
-from mcpcli.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from mcpcli.core.protocol import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from mcpcli.rpc.peer import Peer
 from mcpcli.server import Server
-from mcpcli.session import Session
 from mcpcli.transports.memory import memory_pair
 
 JSON = dict[str, Any]
@@ -59,10 +59,10 @@ async def connect(
 
 
 @asynccontextmanager
-async def raw(server: Server) -> AsyncIterator[Session]:
+async def raw(server: Server) -> AsyncIterator[Peer]:
     """A bare JSON-RPC session to the server (no handshake), for wire-level checks."""
     async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_side)
-        async with Session(client_side) as session:
+        async with Peer(client_side) as session:
             yield session
         tg.cancel_scope.cancel()

@@ -11,7 +11,7 @@ import pytest
 from server_support import features
 
 from mcpcli.client import Client, ClientOptions
-from mcpcli.jsonrpc import Batch, Message, Request
+from mcpcli.core.jsonrpc import Batch, Message, Request
 from mcpcli.server import Server
 from mcpcli.transports import Streams, TransportTraits
 from mcpcli.transports.memory import InProcessTransport

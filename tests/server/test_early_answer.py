@@ -30,11 +30,11 @@ from helpers import OpenFds, wait_until, wait_until_async
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
-from mcpcli.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
+from mcpcli.core.jsonrpc import Batch, ErrorResponse, Notification, Request, Response
+from mcpcli.rpc.peer import MAX_CONCURRENT_INCOMING, Peer, RequestContext
 from mcpcli.server import Server
 from mcpcli.server.backend import CallContext
 from mcpcli.server.stdio import serve_stdio, stdio_streams
-from mcpcli.session import MAX_CONCURRENT_INCOMING, RequestContext, Session
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports.memory import memory_pair
 
@@ -139,7 +139,7 @@ class Held:
 async def test_an_early_answer_goes_out_before_the_handler_returns(pair: str) -> None:
     held = Held()
     with anyio.fail_after(10):
-        async with PAIRS[pair]() as (client_side, server_side), Session(server_side, on_request=held) as server:
+        async with PAIRS[pair]() as (client_side, server_side), Peer(server_side, on_request=held) as server:
             raw = Raw(client_side)
             first = await raw.call(1, "hold")
             assert first == Response(1, {"early": True})
@@ -159,7 +159,7 @@ async def test_an_early_answer_goes_out_before_the_handler_returns(pair: str) ->
 async def test_an_early_answered_id_is_free_and_deaf_to_cancellation(pair: str) -> None:
     held = Held()
     with anyio.fail_after(10):
-        async with PAIRS[pair]() as (client_side, server_side), Session(server_side, on_request=held):
+        async with PAIRS[pair]() as (client_side, server_side), Peer(server_side, on_request=held):
             raw = Raw(client_side)
             assert await raw.call(7, "hold") == Response(7, {"early": True})
             # The peer cancels the id it has its answer for: the handler goes on.
@@ -189,7 +189,7 @@ async def test_an_id_in_use_and_requests_past_the_cap_are_refused(pair: str) -> 
         return {"id": request.id}
 
     with anyio.fail_after(10):
-        async with PAIRS[pair]() as (client_side, server_side), Session(server_side, on_request=waiting):
+        async with PAIRS[pair]() as (client_side, server_side), Peer(server_side, on_request=waiting):
             raw = Raw(client_side)
             await raw.send(Request("wait", None, 7))
             duplicate = await raw.call(7, "wait")
@@ -210,7 +210,7 @@ async def test_an_early_answered_handler_is_cancelled_when_the_session_closes(pa
     held = Held()
     with anyio.fail_after(10):
         async with PAIRS[pair]() as (client_side, server_side):
-            async with Session(server_side, on_request=held):
+            async with Peer(server_side, on_request=held):
                 raw = Raw(client_side)
                 assert await raw.call(1, "hold") == Response(1, {"early": True})
             # Leaving the session ends what it started, early-answered or not.
@@ -621,7 +621,7 @@ def _gone(pid: int) -> bool:
 async def test_end_of_input_still_answers_a_retry_in_flight() -> None:
     """`printf ... | mcp serve` with a retry: input ends while the resumed call (in its
     first request's task) works for the retry; the retry is answered before the exit."""
-    from mcpcli.transports._lines import LineSplitter
+    from mcpcli.transports.lines import LineSplitter
 
     backend = Watched()
     server = Server(backend)

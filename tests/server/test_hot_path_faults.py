@@ -14,13 +14,13 @@ import anyio
 import pytest
 from helpers import fake_server
 
+from mcpcli.core.jsonrpc import Request
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import Request
+from mcpcli.rpc.peer import Peer, RequestContext
 from mcpcli.server.stdio import stdio_streams
-from mcpcli.session import RequestContext, Session
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports import stdio as stdio_transport
-from mcpcli.transports._lines import PipeWriter
+from mcpcli.transports.lines import PipeWriter
 from mcpcli.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio
@@ -111,8 +111,8 @@ async def test_a_result_json_cannot_carry_gets_an_internal_error() -> None:
 
     async with _pipes() as (client_side, server_side):
         async with (
-            Session(server_side, on_request=handler, on_error=reported.append),
-            Session(client_side) as client,
+            Peer(server_side, on_request=handler, on_error=reported.append),
+            Peer(client_side) as client,
         ):
             with anyio.fail_after(10):
                 with pytest.raises(RPCError, match="Internal error"):
@@ -134,7 +134,7 @@ async def test_an_early_answer_that_cannot_be_sent_changes_nothing() -> None:
         return {"late": True}
 
     async with _pipes() as (client_side, server_side):
-        async with Session(server_side, on_request=handler), Session(client_side) as client:
+        async with Peer(server_side, on_request=handler), Peer(client_side) as client:
             with anyio.fail_after(10):
                 assert await client.request("x", {}, progress_token=False) == {"late": True}
     assert raised == ["ValueError"]

@@ -17,10 +17,10 @@ from helpers import OpenFds, wait_until_async
 from server_backends import DemoBackend
 from server_support import modern_meta
 
-from mcpcli.jsonrpc import ErrorResponse, Notification, Request, Response
+from mcpcli.core.jsonrpc import ErrorResponse, Notification, Request, Response
+from mcpcli.rpc.peer import MAX_CONCURRENT_INCOMING
 from mcpcli.server import Server
 from mcpcli.server.stdio import stdio_streams
-from mcpcli.session import MAX_CONCURRENT_INCOMING
 from mcpcli.transports import Envelope, Streams
 from mcpcli.transports.memory import memory_pair
 

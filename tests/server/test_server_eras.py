@@ -9,8 +9,8 @@ import pytest
 from server_backends import DemoBackend
 from server_support import ALL, LEGACY, connect, features, raw
 
+from mcpcli.core.protocol import CACHEABLE_METHODS, SERVER_INFO_KEY
 from mcpcli.errors import RPCError
-from mcpcli.protocol import CACHEABLE_METHODS, SERVER_INFO_KEY
 from mcpcli.server import Server
 
 pytestmark = pytest.mark.anyio
@@ -151,7 +151,7 @@ async def test_progress_is_strictly_increasing_and_only_with_a_token(server: Ser
         await client.call_tool("progress", on_progress=lambda p: seen.append(p["progress"]))
         assert seen == [0, 50, 100]
         # Without a progress token, no progress is sent (the session would drop unknown ones anyway).
-        result = await client.session.request(
+        result = await client.peer.request(
             "tools/call", {"name": "progress", **_meta_for(client)}, progress_token=False
         )
         assert result["content"][0]["text"] == "done"
@@ -268,7 +268,7 @@ async def test_ping_is_answered_in_every_era(server: Server) -> None:
         assert set(result) <= {"resultType", "_meta"}
         # A 2026 ping whose _meta is wrong is still told so.
         with pytest.raises(RPCError) as info:
-            await client.session.request("ping", {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})
+            await client.peer.request("ping", {"_meta": {"io.modelcontextprotocol/protocolVersion": "1999-01-01"}})
         assert info.value.code in (-32602, -32022)
 
 

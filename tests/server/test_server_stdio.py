@@ -94,7 +94,7 @@ def test_batches_are_answered_under_2025_03_26() -> None:
 
 
 def test_oversized_lines_are_refused_and_skipped() -> None:
-    from mcpcli.protocol import MAX_MESSAGE_BYTES
+    from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 
     huge = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (MAX_MESSAGE_BYTES + 10) + b'"}}\n'
     out = _exchange([huge, _init("2025-11-25", rid=2)])

@@ -9,10 +9,10 @@ import pytest
 from server_backends import DemoBackend
 from server_support import LEGACY, connect, modern_meta, raw
 
-from mcpcli.jsonrpc import Notification
-from mcpcli.protocol import SUBSCRIPTION_ID_KEY
+from mcpcli.core.jsonrpc import Notification
+from mcpcli.core.protocol import SUBSCRIPTION_ID_KEY
+from mcpcli.rpc.peer import Peer
 from mcpcli.server import Server
-from mcpcli.session import Session
 from mcpcli.transports import Envelope
 
 pytestmark = pytest.mark.anyio
@@ -94,7 +94,7 @@ async def test_listen_wire_order_and_graceful_end(backend: DemoBackend) -> None:
     async with memory_pair() as (a, b), anyio.create_task_group() as tg:
         async with server:
             tg.start_soon(server.serve, b)
-            async with Session(a, on_notification=on_note) as s:
+            async with Peer(a, on_notification=on_note) as s:
 
                 async def listen() -> None:
                     result.update(

@@ -12,12 +12,12 @@ import pytest
 from server_backends import DemoBackend, TaskBackend
 from server_support import modern_meta, raw
 
+from mcpcli.core.jsonrpc import Notification
+from mcpcli.core.protocol import TASKS_EXTENSION
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import Notification
-from mcpcli.protocol import TASKS_EXTENSION
+from mcpcli.rpc.peer import Peer
 from mcpcli.server import Server
 from mcpcli.server.backend import TaskPolicy
-from mcpcli.session import Session
 from mcpcli.transports import Envelope
 from mcpcli.transports.memory import memory_pair
 
@@ -35,16 +35,16 @@ def named(name: str) -> JSON:
     return {"action": "accept", "content": {"name": name}}
 
 
-async def req(s: Session, method: str, params: JSON | None = None, caps: JSON | None = None) -> JSON:
+async def req(s: Peer, method: str, params: JSON | None = None, caps: JSON | None = None) -> JSON:
     params = {**(params or {}), "_meta": modern_meta(EXT if caps is None else caps)}
     return await s.request(method, params, progress_token=False)
 
 
-async def call(s: Session, name: str, caps: JSON | None = None, **extra: Any) -> JSON:
+async def call(s: Peer, name: str, caps: JSON | None = None, **extra: Any) -> JSON:
     return await req(s, "tools/call", {"name": name, "arguments": {}, **extra}, caps)
 
 
-async def until(s: Session, task_id: str, *statuses: str) -> JSON:
+async def until(s: Peer, task_id: str, *statuses: str) -> JSON:
     """Poll tasks/get (bounded) until the task has one of `statuses`."""
     with anyio.fail_after(10):
         while True:
@@ -54,7 +54,7 @@ async def until(s: Session, task_id: str, *statuses: str) -> JSON:
             await anyio.sleep(0.01)
 
 
-async def refused(code: int, s: Session, method: str, params: JSON | None = None,
+async def refused(code: int, s: Peer, method: str, params: JSON | None = None,
                   caps: JSON | None = None) -> RPCError:
     with pytest.raises(RPCError) as info:
         await req(s, method, params, caps)
@@ -296,7 +296,7 @@ async def test_task_ids_are_safe_to_pass_on_a_command_line() -> None:
 
 
 @asynccontextmanager
-async def listening(server: Server) -> AsyncIterator[tuple[Session, list[JSON]]]:
+async def listening(server: Server) -> AsyncIterator[tuple[Peer, list[JSON]]]:
     """A raw session that records the notifications it receives."""
     seen: list[JSON] = []
 
@@ -305,7 +305,7 @@ async def listening(server: Server) -> AsyncIterator[tuple[Session, list[JSON]]]
 
     async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_side)
-        async with Session(client_side, on_notification=note) as session:
+        async with Peer(client_side, on_notification=note) as session:
             yield session, seen
         tg.cancel_scope.cancel()
 
@@ -383,7 +383,7 @@ async def test_over_http_tasks_route_by_mcp_name_and_outlive_their_request() -> 
 
 @asynccontextmanager
 async def legacy(server: Server, version: str = "2025-11-25",
-                 answer: Any = None) -> AsyncIterator[tuple[Session, JSON, list[JSON]]]:
+                 answer: Any = None) -> AsyncIterator[tuple[Peer, JSON, list[JSON]]]:
     """An initialized legacy session whose client answers server requests with `answer`."""
     asked: list[JSON] = []
 
@@ -395,7 +395,7 @@ async def legacy(server: Server, version: str = "2025-11-25",
 
     async with memory_pair() as (client_side, server_side), anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_side)
-        async with Session(client_side, on_request=on_request) as s:
+        async with Peer(client_side, on_request=on_request) as s:
             init = await s.request("initialize", {"protocolVersion": version, "capabilities": {"elicitation": {}},
                                                   "clientInfo": {"name": "t", "version": "0"}})
             await s.notify("notifications/initialized", {})

@@ -18,13 +18,13 @@ import pytest
 from server_backends import TaskBackend
 from server_support import modern_meta, raw
 
+from mcpcli.core.protocol import TASKS_EXTENSION
 from mcpcli.errors import RPCError, TransportError
-from mcpcli.protocol import TASKS_EXTENSION
+from mcpcli.rpc.peer import Peer
 from mcpcli.server import Server
 from mcpcli.server.backend import TaskPolicy
 from mcpcli.server.tasks.records import RESTARTED, MemoryRecords
 from mcpcli.server.tasks.sqlite import SQLiteRecords
-from mcpcli.session import Session
 
 pytestmark = pytest.mark.anyio
 
@@ -33,11 +33,11 @@ EXT = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
 NOW = TaskPolicy("optional", after=0)
 
 
-async def req(s: Session, method: str, params: JSON) -> JSON:
+async def req(s: Peer, method: str, params: JSON) -> JSON:
     return await s.request(method, {**params, "_meta": modern_meta(EXT)}, progress_token=False)
 
 
-async def until(s: Session, task_id: str, *statuses: str) -> JSON:
+async def until(s: Peer, task_id: str, *statuses: str) -> JSON:
     with anyio.fail_after(10):
         while True:
             task = await req(s, "tasks/get", {"taskId": task_id})

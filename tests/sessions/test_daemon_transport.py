@@ -13,8 +13,8 @@ import pytest
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.core import localrpc as protocol
+from mcpcli.core.protocol import LATEST_MODERN, SERVER_INFO_KEY
 from mcpcli.errors import ConnectionClosed, RPCError, TransportError, UsageError
-from mcpcli.protocol import LATEST_MODERN, SERVER_INFO_KEY
 from mcpcli.transports.daemon import DaemonTransport
 
 pytestmark = pytest.mark.anyio

@@ -12,10 +12,10 @@ import pytest
 from helpers import fake_server
 
 from mcpcli.client import Client, ClientOptions
+from mcpcli.core.tracecontext import parse
 from mcpcli.gateway import GatewayBackend, GatewayOptions
 from mcpcli.server import Server
 from mcpcli.toolsfile.model import Upstream
-from mcpcli.tracecontext import parse
 
 pytestmark = pytest.mark.anyio
 

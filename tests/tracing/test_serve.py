@@ -17,9 +17,9 @@ from helpers import mcp_in
 from mcpcli.client import Client, ClientOptions
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions, open_transport
+from mcpcli.core.tracecontext import TraceContext, parse
 from mcpcli.server import Server, serve_http
 from mcpcli.toolsfile.backend import ToolsBackend
-from mcpcli.tracecontext import TraceContext, parse
 
 pytestmark = pytest.mark.anyio
 

@@ -14,12 +14,12 @@ import pytest
 
 from mcpcli import spans
 from mcpcli.client import Client, ClientOptions
+from mcpcli.core.tracecontext import TraceContext, parse
 from mcpcli.errors import RPCError
 from mcpcli.gateway import GatewayBackend, GatewayOptions
 from mcpcli.server import Server
 from mcpcli.toolsfile.backend import ToolsBackend
 from mcpcli.toolsfile.model import Upstream
-from mcpcli.tracecontext import TraceContext, parse
 
 pytestmark = pytest.mark.anyio
 
@@ -117,7 +117,7 @@ async def test_errors(tools_yaml: Path, recorded: Any, version: str) -> None:
 async def test_a_malformed_traceparent_makes_a_root_server_span(tools_yaml: Path, recorded: Any) -> None:
     async with in_process(tools_yaml, "2025-11-25", None) as client:
         # Past the client (which would put its own span there): what another client might send.
-        result = await client.session.request(
+        result = await client.peer.request(
             "tools/call", {"name": "trace", "arguments": {}, "_meta": {"traceparent": "junk", "tracestate": "a=1"}})
     (handled,) = the(recorded, "server", "tools/call trace")
     assert handled.parent is None

@@ -1,11 +1,11 @@
-"""W3C Trace Context as `mcpcli.tracecontext` reads and writes it (https://www.w3.org/TR/trace-context/)."""
+"""W3C Trace Context as `mcpcli.core.tracecontext` reads and writes it (https://www.w3.org/TR/trace-context/)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcpcli import tracecontext
-from mcpcli.tracecontext import TraceContext, parse, parse_traceparent, parse_tracestate
+from mcpcli.core import tracecontext
+from mcpcli.core.tracecontext import TraceContext, parse, parse_traceparent, parse_tracestate
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 SPAN = "00f067aa0ba902b7"

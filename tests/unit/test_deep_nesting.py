@@ -12,7 +12,8 @@ from types import SimpleNamespace
 import pytest
 from helpers import mcp_in
 
-from mcpcli import jsonedit, jsonrpc
+from mcpcli import jsonedit
+from mcpcli.core import jsonrpc
 from mcpcli.errors import AuthError, RPCError
 
 DEEP = "[" * 200_000 + "]" * 200_000

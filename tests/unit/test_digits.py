@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcpcli.errors import TransportError
-from mcpcli.server.http_sessions import _replay_for
+from mcpcli.server.http_stateful import _replay_for
 from mcpcli.toolsfile.process import _describe_spawn_error
 from mcpcli.transports._http1 import _parse_head
 

@@ -1,4 +1,4 @@
-"""`mcpcli.handshake`: the sans-I/O handshake both clients (full and one-shot) read through."""
+"""`mcpcli.core.handshake`: the sans-I/O handshake both clients (full and one-shot) read through."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from mcpcli.errors import ProtocolError, RPCError, ServerShuttingDown, UnsupportedVersionError
-from mcpcli.handshake import (
+from mcpcli.core.handshake import (
     next_round,
     offered_versions,
     parse_discover,
@@ -18,8 +17,9 @@ from mcpcli.handshake import (
     rpc_error_from,
     with_meta,
 )
-from mcpcli.jsonrpc import ErrorObject
-from mcpcli.protocol import LATEST_MODERN, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
+from mcpcli.core.jsonrpc import ErrorObject
+from mcpcli.core.protocol import LATEST_MODERN, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY
+from mcpcli.errors import ProtocolError, RPCError, ServerShuttingDown, UnsupportedVersionError
 
 
 def test_discover_picks_our_version_and_reads_info_from_meta_or_top_level() -> None:
@@ -69,6 +69,6 @@ def test_rpc_errors_are_typed() -> None:
 
 
 def test_importing_it_loads_neither_anyio_nor_click() -> None:
-    code = "import sys, mcpcli.handshake; print(sorted(m for m in ('anyio', 'click') if m in sys.modules))"
+    code = "import sys, mcpcli.core.handshake; print(sorted(m for m in ('anyio', 'click') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

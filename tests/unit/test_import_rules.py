@@ -27,27 +27,29 @@ FOUNDATIONS = frozenset({
     # side channel). It stands on the foundations below (errors, jsonrpc...), which do not
     # import it.
     "mcpcli.core",
-    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.jsonrpc",
+    "mcpcli", "mcpcli.errors", "mcpcli.text", "mcpcli.core.jsonrpc",
     # Strict JSON text in and out, on `json` alone: jsonrpc's and the local protocols'.
-    "mcpcli.jsontext", "mcpcli.protocol", "mcpcli.wire",
+    "mcpcli.jsontext", "mcpcli.core.protocol", "mcpcli.core.wire",
     "mcpcli.validation", "mcpcli.args", "mcpcli.sampling",
     # The client's handshake, sans I/O: shared by `client` and the one-shot fast path.
-    "mcpcli.handshake",
+    "mcpcli.core.handshake",
     # The session daemon's run directory: the standard library only, shared by the daemon,
     # the command side, its fast path and `doctor`.
     "mcpcli.rundir",
-    # Cheap per-message tasks on anyio, shared by the session (requests) and the server
-    # runtime (2026 calls).
-    "mcpcli.taskset",
+    # Jobs: the cheap per-message tasks on anyio (a plain event-loop task in its own cancel
+    # scope), shared by the JSON-RPC peer (requests) and the server runtime (2026 calls).
+    "mcpcli.jobs",
     # Files written where someone else may have been first (private directories, no-follow
     # opens, locked edits): the standard library only, below the daemon's run directory.
     "mcpcli.files",
     # `--jq`: the jq module's filter and its error line, shared by `output` and the CLI's
     # fast paths.
     "mcpcli.jqfilter",
+    # JUnit XML for CI (`mcp check --junit`, `mcp test --junit`): the standard library only.
+    "mcpcli.junit",
     # W3C trace context (the standard library only), and the OpenTelemetry spans of
     # requests (the optional `otel` extra, imported only when the OTEL_* variables ask).
-    "mcpcli.tracecontext", "mcpcli.spans",
+    "mcpcli.core.tracecontext", "mcpcli.spans",
 })
 
 #: What each unit may import besides the foundations: the README's Layout section, as data.
@@ -57,30 +59,32 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.config": frozenset(),
     # Remembered consent to run a project file's servers (`mcp servers trust`).
     "mcpcli.trust": frozenset({"mcpcli.config"}),
-    "mcpcli.other_clients": frozenset({"mcpcli.config", "mcpcli.trust"}),
+    # Other clients' file formats and entry dialects, read and translated (pure text to data).
+    "mcpcli.config_formats": frozenset(),
+    "mcpcli.other_clients": frozenset({"mcpcli.config", "mcpcli.config_formats", "mcpcli.trust"}),
     # Minimal text edits of JSON with comments: the standard library only.
     "mcpcli.jsonedit": frozenset(),
     # Writing one server into another client's file (`servers install`).
-    "mcpcli.install": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.jsonedit"}),
+    "mcpcli.install": frozenset({"mcpcli.config", "mcpcli.config_formats", "mcpcli.other_clients", "mcpcli.jsonedit"}),
     "mcpcli.cache": frozenset({"mcpcli.config"}),
     # A transport is handed everything (a launch or URL, headers, an authenticator, limits).
     "mcpcli.transports": frozenset(),
     # The JSON-RPC engine serves both sides and knows neither.
-    "mcpcli.session": frozenset({"mcpcli.transports"}),
+    "mcpcli.rpc": frozenset({"mcpcli.transports"}),
     # The client (with its subscriptions and the tasks it follows) drives the protocol core.
-    "mcpcli.client": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.cache"}),
-    "mcpcli.server": frozenset({"mcpcli.session", "mcpcli.transports"}),
+    "mcpcli.client": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.cache"}),
+    "mcpcli.server": frozenset({"mcpcli.rpc", "mcpcli.transports"}),
     # OAuth: `session` only to pause request timeouts while a person signs in.
-    "mcpcli.auth": frozenset({"mcpcli.session", "mcpcli.transports", "mcpcli.config"}),
+    "mcpcli.auth": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.config"}),
     # tools.yaml builds a Backend for the runtime and serves it in-process.
-    "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.session", "mcpcli.transports"}),
+    "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.rpc", "mcpcli.transports"}),
     # TARGET to entry to launch; light enough to run before the client loads.
     "mcpcli.targets": frozenset({"mcpcli.config", "mcpcli.other_clients", "mcpcli.trust", "mcpcli.transports"}),
     # A configured server's headersHelper (a command printing headers): foundations alone.
     "mcpcli.headers_helper": frozenset(),
     # The one place that knows config entries, CLI options and auth together.
     "mcpcli.connect": frozenset({
-        "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.session", "mcpcli.client",
+        "mcpcli.config", "mcpcli.targets", "mcpcli.transports", "mcpcli.rpc", "mcpcli.client",
         "mcpcli.auth", "mcpcli.toolsfile", "mcpcli.sessions", "mcpcli.headers_helper",
     }),
     # `mcp doctor`'s checks: the config, other clients' files, the daemon, the token store.
@@ -92,18 +96,18 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.render": frozenset({"mcpcli.output"}),
     # One upstream `Client` served to many downstreams, for the daemon and the gateway alike:
     # the supervised upstream, which downstream a message is for, the listings cache.
-    "mcpcli.relay": frozenset({"mcpcli.client", "mcpcli.session"}),
+    "mcpcli.relay": frozenset({"mcpcli.client", "mcpcli.rpc"}),
     # The session daemon holds each session's `Client` through `connect` and relays commands
     # onto it; never the CLI, the server runtime, tools.yaml or auth (it signs in via connect).
     "mcpcli.daemon": frozenset({
-        "mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.session", "mcpcli.transports",
+        "mcpcli.connect", "mcpcli.client", "mcpcli.config", "mcpcli.rpc", "mcpcli.transports",
         "mcpcli.relay",
     }),
     # The gateway (`mcp serve --proxy`, `servers:` in tools.yaml): upstreams reached as any
     # command reaches a server, served through the server runtime; never the CLI.
     "mcpcli.gateway": frozenset({
         "mcpcli.client", "mcpcli.connect", "mcpcli.targets", "mcpcli.config", "mcpcli.server",
-        "mcpcli.toolsfile", "mcpcli.session", "mcpcli.transports", "mcpcli.relay",
+        "mcpcli.toolsfile", "mcpcli.rpc", "mcpcli.transports", "mcpcli.relay",
     }),
     # The command side of sessions runs before anything heavy: config and the daemon's
     # stdlib-only protocol and run directory (foundations), nothing else.
@@ -125,7 +129,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "mcpcli.testfile": frozenset({"mcpcli.toolsfile", "mcpcli.surface", "mcpcli.targets"}),
     # `mcp inspect`'s Textual app: handed a connected `Client` (the CLI connects), it shows
     # results with `render`'s renderings and follows tasks; never the CLI or `connect`.
-    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.session", "mcpcli.render"}),
+    "mcpcli.inspector": frozenset({"mcpcli.client", "mcpcli.rpc", "mcpcli.render"}),
 }
 #: Units that may import anything (nothing imports them).
 TOP = frozenset({"mcpcli.cli", "mcpcli.__main__"})
@@ -251,7 +255,7 @@ KNOWN_MODULE_CYCLES: dict[str, tuple[frozenset[str], ...]] = {
     # `machine`, which type the flow they report to.
     "mcpcli.auth": (frozenset({"mcpcli.auth.authcode", "mcpcli.auth.machine", "mcpcli.auth.signin"}),),
     # httpx and the plain HTTP/1.1 client share one response interface; `_http` picks one.
-    "mcpcli.transports": (frozenset({"mcpcli.transports._http", "mcpcli.transports._http1"}),),
+    "mcpcli.transports": (frozenset({"mcpcli.transports.http_io", "mcpcli.transports._http1"}),),
 }
 
 PACKAGES = sorted(m for m, path in MODULES.items() if path.name == "__init__.py" and m != "mcpcli")
@@ -334,12 +338,12 @@ def test_httpx_is_imported_in_one_place() -> None:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         )
     )
-    assert importers == ["mcpcli.transports._http"]
+    assert importers == ["mcpcli.transports.http_io"]
 
 
 def test_the_checker_sees_lazy_and_type_only_imports() -> None:
     """The rules would be hollow if function-level imports were missed."""
-    assert "mcpcli.transports._spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
+    assert "mcpcli.transports.spawn" in _imports("mcpcli.cli")  # `main()` imports it lazily
 
 
 def test_the_daemon_s_protocol_and_run_directory_live_outside_it() -> None:

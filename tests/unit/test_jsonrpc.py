@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import Batch, ErrorResponse, Notification, ParseError, Request, Response
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import Batch, ErrorResponse, Notification, ParseError, Request, Response
 
 
 def test_parses_each_message_kind() -> None:
@@ -72,7 +72,7 @@ def test_encoding_is_one_compact_line_even_with_newlines_in_strings() -> None:
     ],
 )
 def test_recover_response_id(data: bytes, expected: object) -> None:
-    from mcpcli.jsonrpc import recover_response_id
+    from mcpcli.core.jsonrpc import recover_response_id
 
     assert recover_response_id(data) == expected
     assert recover_response_id(data.decode("utf-8", "replace")) == expected

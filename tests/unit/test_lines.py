@@ -15,9 +15,9 @@ import anyio.lowlevel
 import pytest
 from helpers import OpenFds, wait_until_async
 
-from mcpcli.jsonrpc import Notification
+from mcpcli.core.jsonrpc import Notification
 from mcpcli.transports import Envelope
-from mcpcli.transports._lines import (
+from mcpcli.transports.lines import (
     BACKLOG_LIMIT,
     INBOX_LIMIT,
     FrameInbox,
@@ -401,15 +401,15 @@ async def test_aclose_refuses_new_frames_and_ends_an_idle_flush(pipe: Pipe) -> N
 async def test_error_replies_made_before_the_server_writer_exists_go_out_first(pipe: Pipe) -> None:
     """Bytes already in stdin when the server starts are parsed while its stdout is being
     connected: the error reply for a bad line waits for the writer, then goes out first."""
+    from mcpcli.rpc.peer import Peer
     from mcpcli.server.stdio import stdio_streams
-    from mcpcli.session import Session
 
     out = Pipe()
     try:
         os.write(pipe.w, b'not json\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         pipe.close(pipe.w)
         with anyio.fail_after(10):
-            async with stdio_streams(pipe.r, out.w) as streams, Session(streams) as session:
+            async with stdio_streams(pipe.r, out.w) as streams, Peer(streams) as session:
                 await session.wait_closed()
                 await session.wait_idle()
         out.close(out.w)
@@ -423,8 +423,8 @@ async def test_error_replies_made_before_the_server_writer_exists_go_out_first(p
 
 
 async def test_a_bug_reading_the_servers_stdin_ends_the_input(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpcli.rpc.peer import Peer
     from mcpcli.server import stdio
-    from mcpcli.session import Session
 
     def broken(self: Any, data: bytes) -> None:
         raise RuntimeError("bug in the reader")
@@ -433,7 +433,7 @@ async def test_a_bug_reading_the_servers_stdin_ends_the_input(pipe: Pipe, monkey
     out = Pipe()
     try:
         with anyio.fail_after(10):
-            async with stdio.stdio_streams(pipe.r, out.w) as streams, Session(streams) as session:
+            async with stdio.stdio_streams(pipe.r, out.w) as streams, Peer(streams) as session:
                 os.write(pipe.w, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')  # the writer stays open
                 await session.wait_closed()  # instead of waiting forever for more input
     finally:
@@ -467,8 +467,8 @@ async def test_a_server_that_is_not_keeping_up_stops_reading_its_stdin(pipe: Pip
     """Past INBOX_LIMIT queued messages the server pauses reading its stdin (instead of
     buffering without bound) and resumes once the session catches up; every message
     arrives, in order."""
+    from mcpcli.rpc.peer import Peer
     from mcpcli.server.stdio import stdio_streams
-    from mcpcli.session import Session
 
     count = 3000  # ~300 KB: more than a pipe and one read of it hold
     gate = anyio.Event()
@@ -492,7 +492,7 @@ async def test_a_server_that_is_not_keeping_up_stops_reading_its_stdin(pipe: Pip
         with anyio.fail_after(20):
             async with (
                 stdio_streams(pipe.r, out.w) as streams,
-                Session(streams, on_notification=on_notification),
+                Peer(streams, on_notification=on_notification),
                 anyio.create_task_group() as tg,
             ):
                 reader = streams[0]
@@ -534,7 +534,7 @@ class _Sink:
         pass
 
     async def next_request(self) -> Any:
-        from mcpcli.jsonrpc import Request
+        from mcpcli.core.jsonrpc import Request
 
         while not any(isinstance(m, Request) for m in self.sent):
             self.more = anyio.Event()
@@ -548,8 +548,8 @@ async def test_a_response_waits_behind_a_notification_being_dispatched() -> None
     """A response is taken in the callback only when the receive loop is idle: behind a
     notification whose handler is still running, it waits its turn (a progress update is
     shown before the answer it precedes)."""
-    from mcpcli.jsonrpc import Response
-    from mcpcli.session import Session
+    from mcpcli.core.jsonrpc import Response
+    from mcpcli.rpc.peer import Peer
 
     reader, sink = _Fed(), _Sink()
     gate = anyio.Event()
@@ -560,7 +560,7 @@ async def test_a_response_waits_behind_a_notification_being_dispatched() -> None
         order.append("notification handled")
 
     with anyio.fail_after(5):
-        async with Session((reader, sink), on_notification=on_notification) as session:
+        async with Peer((reader, sink), on_notification=on_notification) as session:
 
             async def ask() -> None:
                 result = await session.request("x", progress_token=False)
@@ -588,8 +588,8 @@ async def test_a_response_waits_behind_a_notification_being_dispatched() -> None
 
 
 async def test_a_request_waits_behind_a_notification_being_dispatched() -> None:
-    from mcpcli.jsonrpc import Request
-    from mcpcli.session import RequestContext, Session
+    from mcpcli.core.jsonrpc import Request
+    from mcpcli.rpc.peer import Peer, RequestContext
 
     reader, sink = _Fed(), _Sink()
     gate = anyio.Event()
@@ -604,7 +604,7 @@ async def test_a_request_waits_behind_a_notification_being_dispatched() -> None:
         return {}
 
     with anyio.fail_after(5):
-        async with Session((reader, sink), on_request=on_request, on_notification=on_notification):
+        async with Peer((reader, sink), on_request=on_request, on_notification=on_notification):
             reader.inbox.put(Envelope(Notification("notifications/initialized", {})))
             await anyio.wait_all_tasks_blocked()
             reader.inbox.put(Envelope(Request("tools/list", None, 1)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpcli.transports._spawn import STDERR_QUOTE, exit_message, quote_stderr, telling_lines
+from mcpcli.transports.spawn import STDERR_QUOTE, exit_message, quote_stderr, telling_lines
 
 #: `node /nonexistent.js` (Node 20), as the transports keep it: each line stripped.
 NODE_MISSING_MODULE = """\

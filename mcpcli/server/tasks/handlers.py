@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpcli.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION
 from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import TaskPolicy
 from mcpcli.server.calls import Handler, IncomingRequest

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
+from mcpcli.core.protocol import RELATED_TASK_KEY
 from mcpcli.errors import ConnectionClosed, McpCliError, RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND
-from mcpcli.protocol import RELATED_TASK_KEY
 from mcpcli.server._state import Runtime
 from mcpcli.server.calls import Call, Continuation, Handler, IncomingRequest, Invoke, valid_answer
 from mcpcli.server.tasks.handlers import TaskHandlers

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcpcli.protocol import TERMINAL_TASK_STATUSES
+from mcpcli.core.protocol import TERMINAL_TASK_STATUSES
 
 __all__ = [
     "RESTARTED",

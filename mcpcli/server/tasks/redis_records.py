@@ -31,8 +31,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from mcpcli.errors import UsageError, optional_import
+from mcpcli.jobs import running_asyncio_loop
 from mcpcli.server.tasks.records import PROCESS_ID, Delivery, TaskRecord
-from mcpcli.taskset import running_asyncio_loop
 
 __all__ = ["REDIS_URL_ENV", "RedisRecords", "namespace_for", "redis_url"]
 

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from mcpcli import files
+from mcpcli.core.jsonrpc import INTERNAL_ERROR
 from mcpcli.errors import TransportError
-from mcpcli.jsonrpc import INTERNAL_ERROR
 from mcpcli.server.tasks.records import RESTARTED, LocalDelivery, TaskRecord
 
 __all__ = ["DB_NAME", "SQLiteRecords", "StoreBusy"]

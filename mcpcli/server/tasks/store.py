@@ -39,13 +39,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpcli.errors import RPCError
-from mcpcli.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-from mcpcli.protocol import (
+from mcpcli.core.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcpcli.core.protocol import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     TASKS_EXTENSION,
     TERMINAL_TASK_STATUSES,
 )
+from mcpcli.errors import RPCError
+from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import InputDeclined, TaskPolicy
 from mcpcli.server.calls import valid_answer
@@ -57,7 +58,6 @@ from mcpcli.server.tasks.records import (
     TaskRecords,
     principal_key,
 )
-from mcpcli.session import log_unexpected
 
 if TYPE_CHECKING:
     from mcpcli.server.calls import Continuation, IncomingRequest

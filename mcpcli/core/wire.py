@@ -21,6 +21,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mcpcli.core.protocol import TOOLS_CALL
+
 __all__ = [
     "NAME_FIELDS",
     "declared_params",
@@ -40,7 +42,7 @@ _TCHAR = frozenset(
 _SENTINEL_START, _SENTINEL_END = "=?base64?", "?="
 #: The body field `Mcp-Name` mirrors, by method (the tasks extension routes by task, SEP-2663).
 NAME_FIELDS = {
-    "tools/call": "name",
+    TOOLS_CALL: "name",
     "prompts/get": "name",
     "resources/read": "uri",
     "tasks/get": "taskId",

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import codecs
 
+from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import MessageTooLarge
-from mcpcli.protocol import MAX_MESSAGE_BYTES
 
 __all__ = ["INVALID_UTF8", "SSEDecoder", "SSEEvent"]
 

@@ -11,14 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.errors import (
-    McpCliError,
-    ProtocolError,
-    RPCError,
-    ServerShuttingDown,
-    UnsupportedVersionError,
-)
-from mcpcli.protocol import (
+from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LEGACY_VERSIONS,
@@ -31,9 +24,16 @@ from mcpcli.protocol import (
     is_shutting_down,
     pick_version,
 )
+from mcpcli.errors import (
+    McpCliError,
+    ProtocolError,
+    RPCError,
+    ServerShuttingDown,
+    UnsupportedVersionError,
+)
 
 if TYPE_CHECKING:
-    from mcpcli.jsonrpc import ErrorObject
+    from mcpcli.core.jsonrpc import ErrorObject
 
 __all__ = [
     "Handshake",

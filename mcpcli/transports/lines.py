@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.lowlevel
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
 from mcpcli.transports import LineSplitter
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The JSON-RPC engine: one symmetric peer over a transport's stream pair.
 
-Both the client and the server run on `Session`. It owns request ids and their
+Both the client and the server run on `Peer`. It owns request ids and their
 correlation, concurrent outgoing requests, timeouts that progress notifications
 reset (up to a hard maximum), cancellation in both directions, and dispatch of
 incoming requests and notifications to the handlers it was given.
@@ -11,8 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -20,7 +19,18 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from mcpcli import jsonrpc
+from mcpcli.core import jsonrpc
+from mcpcli.core.handshake import rpc_error_from
+from mcpcli.core.jsonrpc import (
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
 from mcpcli.core.requests import (
     RequestClock,
     cancel_notice,
@@ -34,47 +44,26 @@ from mcpcli.errors import (
     ProtocolError,
     RequestTimeout,
     RPCError,
-    unwrap,
 )
-from mcpcli.handshake import rpc_error_from
-from mcpcli.jsonrpc import (
-    Batch,
-    ErrorObject,
-    ErrorResponse,
-    Message,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-)
-from mcpcli.taskset import TaskSet
-from mcpcli.text import one_line
+from mcpcli.jobs import JobSet
+from mcpcli.rpc.clock import CLOCK as _CLOCK
+from mcpcli.rpc.clock import user_interaction
+from mcpcli.rpc.context import RequestContext
+from mcpcli.rpc.faults import HandlerError, log_unexpected, report_default
+from mcpcli.rpc.faults import internal as _internal
 from mcpcli.transports import Envelope, RequestFailed, Streams
-from mcpcli.transports._lines import FrameReader
+from mcpcli.transports.lines import FrameReader
 
-__all__ = ["RequestContext", "Session", "rpc_error_from", "user_interaction"]
+__all__ = [
+    "HandlerError", "Peer", "RequestContext", "log_unexpected", "report_default", "rpc_error_from", "user_interaction",
+]
 
-log = logging.getLogger("mcpcli.session")
-
-#: How much of an unexpected exception's message goes into its log line.
-_LOG_MESSAGE_MAX = 300
-
+log = logging.getLogger("mcpcli.rpc.peer")
 
 def _seconds(value: float | bool | None) -> float | None:
     """A time bound as a number of seconds (None: none)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
-
-def log_unexpected(logger: logging.Logger, what: str, exc: BaseException) -> None:
-    """Log a handler's unexpected exception as one line: what failed, the type and the message.
-
-    A server's log is read by operators, and a traceback per failing request
-    buries the rest; the traceback is attached only when the logger is enabled
-    for DEBUG (someone asked for detail).
-    """
-    text = one_line(str(exc), limit=_LOG_MESSAGE_MAX)
-    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    logger.error("%s: %s", what, detail, exc_info=exc if logger.isEnabledFor(logging.DEBUG) else None)
 
 RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
 #: The answer to a request that needs no work (None: it does): given at once.
@@ -91,76 +80,6 @@ SlowHandler = Callable[[str, float], Callable[[], None]]
 MAX_CONCURRENT_INCOMING = 64
 
 
-class HandlerError(McpCliError):
-    """A local request or notification handler failed unexpectedly: a bug here, not the peer's doing.
-
-    Reported through the session's `on_error` (the client prints it as one line; the
-    server runtime logs it with `log_unexpected`); `cause` keeps the original exception
-    for a traceback when someone asked for one (--debug).
-    """
-
-    def __init__(self, doing: str, cause: BaseException) -> None:
-        super().__init__(f"internal error while {doing}: {type(cause).__name__}: {cause}")
-        self.doing = doing
-        self.cause = cause
-
-
-def report_default(exc: Exception) -> None:
-    """A session's problem when its owner gave no `on_error`: one log line (a handler bug
-    with its traceback only under DEBUG)."""
-    if isinstance(exc, HandlerError):
-        log_unexpected(log, f"failed while {exc.doing}", exc.cause)
-    else:
-        log.warning("%s", exc)
-
-
-def _internal(doing: str, exc: Exception) -> McpCliError:
-    """A handler's exception as one line (the innermost error of a group; typed ones as they are)."""
-    inner = unwrap(exc)
-    if isinstance(inner, McpCliError):
-        return inner
-    return HandlerError(doing, inner)
-
-
-class _PauseClock:
-    """Time during which request clocks stand still because a person is busy.
-
-    A browser sign-in started by a 401 can take minutes; it must not time out the
-    request that triggered it, nor others waiting meanwhile. Process-wide on
-    purpose: the sign-in runs in the transport, far from the waiting requests.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self._total = 0.0
-        self._since = 0.0
-
-    def paused_so_far(self) -> float:
-        if not self.depth:
-            return self._total
-        return self._total + anyio.current_time() - self._since
-
-    @contextmanager
-    def pause(self) -> Iterator[None]:
-        if self.depth == 0:
-            self._since = anyio.current_time()
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-            if self.depth == 0:
-                self._total += anyio.current_time() - self._since
-
-
-_CLOCK = _PauseClock()
-
-
-def user_interaction() -> AbstractContextManager[None]:
-    """`with user_interaction():` stops every request's timeout clock meanwhile."""
-    return _CLOCK.pause()
-
-
 @dataclass(slots=True)
 class _Pending:
     method: str
@@ -175,101 +94,7 @@ class _Pending:
             self.on_progress(params)
 
 
-class RequestContext:
-    """What a handler of an incoming request can do while it runs."""
-
-    __slots__ = ("_scope", "_session", "answered", "context", "related_request_id", "request")
-
-    def __init__(
-        self, session: Session, request: Request, context: Any, related_request_id: RequestId | None = None
-    ) -> None:
-        self._session = session
-        self.request = request
-        #: The transport's facts about the request (HTTP headers, principal).
-        self.context = context
-        #: Our own request that caused this one, where the transport knows (it came on
-        #: that request's Streamable HTTP stream).
-        self.related_request_id = related_request_id
-        #: The request was answered by `answer_now`; what the handler returns is dropped.
-        self.answered = False
-        #: The cancel scope of the task handling it (None: not a task of the session's).
-        self._scope: anyio.CancelScope | None = None
-
-    @property
-    def can_answer_now(self) -> bool:
-        """Whether `answer_now` may be used: the request runs in a task of its own (not
-        inside a batch, whose one response holds every answer) that can be handed over."""
-        requests = self._session._requests
-        return self._scope is not None and requests is not None and requests.can_hand_over
-
-    async def answer_now(self, result: dict[str, Any], *, keep_in: TaskSet | None = None) -> None:
-        """Answer the request before its handler returns; the handler goes on (a 2026
-        call parked for input runs on in the task that received it). From now on the
-        peer's `notifications/cancelled` for this id no longer reaches the handler, and
-        with `keep_in` (the server's own tasks) neither does this connection's end: the
-        call may be resumed from another one."""
-        session = self._session
-        # Sent first: if that fails, nothing changed (the handler's own answer still goes out).
-        await session.send(Envelope(Response(self.request.id, result), self.request.id))
-        session._incoming.pop(self.request.id, None)
-        self.answered = True
-        session._done()  # what goes on is not this request any more (EOF need not wait for it)
-        if keep_in is not None and self._scope is not None and session._requests is not None:
-            session._requests.hand_over(self._scope, keep_in)
-
-    @property
-    def id(self) -> RequestId:
-        return self.request.id
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        params = self.request.params or {}
-        meta = params.get("_meta")
-        return meta if isinstance(meta, dict) else {}
-
-    @property
-    def progress_token(self) -> str | int | None:
-        token = self.meta.get("progressToken")
-        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification tied to this request (it travels on its HTTP stream)."""
-        await self._session.notify(method, params, related_request_id=self.request.id)
-
-    async def progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Report progress, if the requester asked for it with a progress token."""
-        token = self.progress_token
-        if token is None:
-            return
-        params: dict[str, Any] = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.notify("notifications/progress", params)
-
-    async def send_request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        progress_token: bool = False,
-    ) -> dict[str, Any]:
-        """Ask the peer something while handling this request (legacy-era sampling etc.)."""
-        return await self._session.request(
-            method,
-            params,
-            timeout=timeout,
-            max_timeout=None,
-            progress_token=progress_token,
-            related_request_id=self.request.id,
-        )
-
-
-class Session:
+class Peer:
     """A JSON-RPC 2.0 peer. Use as an async context manager around a stream pair."""
 
     def __init__(
@@ -313,16 +138,16 @@ class Session:
         self._tg: TaskGroup | None = None
         self._tg_cm: Any = None
         #: The tasks answering incoming requests (cheaper than the task group's).
-        self._requests: TaskSet | None = None
+        self._requests: JobSet | None = None
         #: The receive loop is handling a message (what arrives meanwhile waits for it).
         self._dispatching = False
 
     # -- lifecycle -------------------------------------------------------------
 
-    async def __aenter__(self) -> Session:
+    async def __aenter__(self) -> Peer:
         self._tg_cm = anyio.create_task_group()
         self._tg = await self._tg_cm.__aenter__()
-        self._requests = TaskSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
+        self._requests = JobSet(self._tg, lambda exc: self._report(_internal("answering a request", exc)))
         if isinstance(self._read, FrameReader):
             self._read.take_at_once(self._take_at_once)
         self._tg.start_soon(self._receive_loop)
@@ -369,6 +194,19 @@ class Session:
         if self._active == 0 and self._idle is not None:
             self._idle.set()
             self._idle = None
+
+    @property
+    def can_hand_over(self) -> bool:
+        """Whether an incoming request's task may be handed over (`RequestContext.answer_now`)."""
+        return self._requests is not None and self._requests.can_hand_over
+
+    def answered_early(self, request_id: RequestId, scope: anyio.CancelScope | None, keep_in: JobSet | None) -> None:
+        """An incoming request was answered before its handler returned: it is no longer
+        this peer's to cancel or wait for, and with `keep_in` its task is handed over."""
+        self._incoming.pop(request_id, None)
+        self._done()  # what goes on is not this request any more (EOF need not wait for it)
+        if keep_in is not None and scope is not None and self._requests is not None:
+            self._requests.hand_over(scope, keep_in)
 
     # -- outgoing --------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Legacy sessions over Streamable HTTP (2025-03-26 .. 2025-11-25): their
 POST, GET and DELETE requests, their SSE streams and resumption.
 
-`initialize` without `_meta` creates a `LegacySession`: a JSON-RPC `Session`
+`initialize` without `_meta` creates a `StatefulConnection`: a JSON-RPC `Peer`
 fed by POSTs, with an unguessable `Mcp-Session-Id`. Each POST with requests is
 answered on its own response (JSON, or SSE once related messages come first);
 messages unrelated to a pending request go to the session's GET stream.
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpcli import jsonrpc
-from mcpcli.jsonrpc import (
+from mcpcli.core import jsonrpc
+from mcpcli.core.jsonrpc import (
     INVALID_REQUEST,
     Batch,
     ErrorResponse,
@@ -34,7 +34,7 @@ from mcpcli.jsonrpc import (
     RequestId,
     Response,
 )
-from mcpcli.protocol import ALL_VERSIONS
+from mcpcli.core.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPLAY_STREAMS",
-    "LegacySession",
-    "Sessions",
+    "StatefulConnection",
+    "StatefulConnections",
     "delete",
     "get",
     "legacy_post",
@@ -72,10 +72,10 @@ Cors = list[tuple[bytes, bytes]]
 REPLAY_STREAMS = 64
 
 
-class LegacySession:
+class StatefulConnection:
     """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
 
-    def __init__(self, table: Sessions, conn: ServerConnection, *, sse_transport: bool) -> None:
+    def __init__(self, table: StatefulConnections, conn: ServerConnection, *, sse_transport: bool) -> None:
         self._table = table
         # visible ASCII, 192 random bits after the replica's routing prefix (if any)
         self.id = table.context.options.session_prefix + secrets.token_urlsafe(24)
@@ -157,7 +157,7 @@ class LegacySession:
             target.offer(message)
 
 
-class Sessions:
+class StatefulConnections:
     """The table of legacy sessions, by id: bounded (when full, the oldest idle
     session is closed for a new one) and reaped (idle longer than `session_ttl`: closed).
 
@@ -168,15 +168,15 @@ class Sessions:
         self.context = context
         #: Where sessions run, while the app runs (set by the app).
         self.tg: TaskGroup | None = None
-        self._table: dict[str, LegacySession] = {}
+        self._table: dict[str, StatefulConnection] = {}
 
-    def get(self, sid: str) -> LegacySession | None:
+    def get(self, sid: str) -> StatefulConnection | None:
         return self._table.get(sid)
 
-    def pop(self, sid: str) -> LegacySession | None:
+    def pop(self, sid: str) -> StatefulConnection | None:
         return self._table.pop(sid, None)
 
-    def open(self, transport: str, *, sse_transport: bool) -> LegacySession | None:
+    def open(self, transport: str, *, sse_transport: bool) -> StatefulConnection | None:
         """A new running session, or None when the table is full of busy ones."""
         if len(self._table) >= self.context.options.max_sessions:
             idle = [s for s in self._table.values() if not s.busy]
@@ -187,7 +187,7 @@ class Sessions:
             self._table.pop(oldest.id, None)
         context = self.context
         conn = context.server.connection(transport, context.principal)
-        session = LegacySession(self, conn, sse_transport=sse_transport)
+        session = StatefulConnection(self, conn, sse_transport=sse_transport)
         conn.session_id = session.id
         self._table[session.id] = session
         assert self.tg is not None, "use `async with McpHttpApp(...)`"
@@ -214,8 +214,8 @@ class Sessions:
 
 
 async def legacy_post(
-    sessions: Sessions, receive: Receive, send: Send, headers: Headers,
-    cors: Cors, session: LegacySession | None, data: Any,
+    sessions: StatefulConnections, receive: Receive, send: Send, headers: Headers,
+    cors: Cors, session: StatefulConnection | None, data: Any,
 ) -> None:
     """A POST to a session, or the `initialize` that creates one."""
     version = headers.get("mcp-protocol-version")
@@ -260,7 +260,7 @@ async def legacy_post(
     await _answer(sessions.context, receive, send, headers, extra, session, parsed, requests)
 
 
-async def _answered_at_once(session: LegacySession, parsed: Message | Batch, send: Send, extra: Cors) -> bool:
+async def _answered_at_once(session: StatefulConnection, parsed: Message | Batch, send: Send, extra: Cors) -> bool:
     """A lone `ping`, answered here rather than behind the work queued in the session (a
     busy server must not starve it). False for anything else."""
     if not isinstance(parsed, Request):
@@ -285,7 +285,7 @@ def _parse(data: Any) -> Message | Batch:
 
 async def _answer(
     context: HttpContext, receive: Receive, send: Send, headers: Headers, extra: Cors,
-    session: LegacySession, parsed: Message | Batch, requests: list[Request],
+    session: StatefulConnection, parsed: Message | Batch, requests: list[Request],
 ) -> None:
     """Hand the POSTed requests to the session and answer them on this response."""
     accept = headers.get("accept") or "*/*"
@@ -359,7 +359,7 @@ async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) ->
 # -- GET: the session's stream, or resuming one ------------------------------------------------
 
 
-async def get(sessions: Sessions, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
+async def get(sessions: StatefulConnections, receive: Receive, send: Send, headers: Headers, cors: Cors) -> None:
     """A GET with `Mcp-Session-Id` (the app checked): resume a stream (`Last-Event-ID`) or
     open the session's stream."""
     session = sessions.get(headers.get("mcp-session-id") or "")
@@ -376,7 +376,7 @@ async def get(sessions: Sessions, receive: Receive, send: Send, headers: Headers
     await stream(sessions.context, receive, send, cors, session, endpoint=None)
 
 
-def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] | None:
+def _replay_for(session: StatefulConnection, last: str | None) -> tuple[Replay, int] | None:
     """The stream a `Last-Event-ID` names in this session, and the last seq seen."""
     if not last:
         return None
@@ -392,7 +392,7 @@ def _replay_for(session: LegacySession, last: str | None) -> tuple[Replay, int] 
 
 async def _resume(
     context: HttpContext, receive: Receive, send: Send, cors: Cors,
-    session: LegacySession, replay: Replay, seen: int,
+    session: StatefulConnection, replay: Replay, seen: int,
 ) -> None:
     """Replay a stream's events after `seen`, then follow it until its answer."""
     async with anyio.create_task_group() as tg:
@@ -417,7 +417,7 @@ async def _resume(
 
 async def stream(
     context: HttpContext, receive: Receive, send: Send, cors: Cors,
-    session: LegacySession, *, endpoint: str | None,
+    session: StatefulConnection, *, endpoint: str | None,
 ) -> None:
     """The long-lived SSE stream of a session (GET stream, or the HTTP+SSE stream)."""
     async with anyio.create_task_group() as tg:
@@ -464,7 +464,7 @@ async def _watch_stream(receive: Receive, scope: anyio.CancelScope) -> None:
 # -- DELETE ----------------------------------------------------------------------------------
 
 
-async def delete(sessions: Sessions, send: Send, headers: Headers, cors: Cors) -> None:
+async def delete(sessions: StatefulConnections, send: Send, headers: Headers, cors: Cors) -> None:
     """End a session at the client's request."""
     sid = headers.get("mcp-session-id")
     if sid is None:

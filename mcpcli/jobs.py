@@ -2,7 +2,7 @@
 
 A task started through an anyio task group costs a task handle, a cancel scope and an
 event besides the task itself, which is most of what a relayed call spends outside of
-I/O (`scripts/bench_gateway.py`). On asyncio a `TaskSet` starts a plain event-loop task
+I/O (`scripts/bench_gateway.py`). On asyncio a `JobSet` starts a plain event-loop task
 that runs inside one anyio `CancelScope` (so cancelling it is anyio's usual, level-
 triggered cancellation) and remembers it until it ends; `cancel_all` and `wait` are
 what a task group's exit would do. On another event loop (trio) the tasks go to the
@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["TaskSet", "running_asyncio_loop"]
+__all__ = ["JobSet", "running_asyncio_loop"]
 
 
 def running_asyncio_loop() -> Any:
@@ -39,13 +39,13 @@ class _Entry:
 
     __slots__ = ("owner", "scope", "task")
 
-    def __init__(self, scope: anyio.CancelScope, owner: TaskSet) -> None:
+    def __init__(self, scope: anyio.CancelScope, owner: JobSet) -> None:
         self.scope = scope
         self.owner = owner
         self.task: Any = None
 
 
-class TaskSet:
+class JobSet:
     """Tasks that each run inside their own cancel scope, cancelled and awaited together."""
 
     def __init__(self, fallback: TaskGroup, on_error: Callable[[Exception], None]) -> None:
@@ -99,7 +99,7 @@ class TaskSet:
         """Whether `hand_over` works here (plain event-loop tasks, not a task group's)."""
         return self._loop is not None
 
-    def hand_over(self, scope: anyio.CancelScope, other: TaskSet) -> bool:
+    def hand_over(self, scope: anyio.CancelScope, other: JobSet) -> bool:
         """Let `other` answer for the task running in `scope` from now on (cancel it, wait
         for it); False where that cannot be (not ours, or another event loop's task group)."""
         entry = self._entries.get(scope)

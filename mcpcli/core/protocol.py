@@ -33,6 +33,7 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "TASKS_EXTENSION",
     "TERMINAL_TASK_STATUSES",
+    "TOOLS_CALL",
     "Era",
     "era_of",
     "input_requests",
@@ -89,7 +90,9 @@ CACHEABLE_METHODS = frozenset(
 )
 
 # Only these methods may answer with an InputRequiredResult (MRTR).
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: The JSON-RPC method of a tool call: spelled here once (both sides, every driver).
+TOOLS_CALL = "tools/call"
+MRTR_METHODS = frozenset({TOOLS_CALL, "prompts/get", "resources/read"})
 
 # Tasks, for the client (`mcpcli.client.tasks`) and the server (`mcpcli.server.tasks`).
 #: The 2026-07-28 extension's identifier (client capabilities, server/discover, -32021 data).

@@ -1,4 +1,4 @@
-"""TaskSet (mcpcli/taskset.py): plain event-loop tasks, each in its own anyio cancel
+"""JobSet (mcpcli/taskset.py): plain event-loop tasks, each in its own anyio cancel
 scope, cancelled and awaited together as a task group's exit would."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from mcpcli.taskset import TaskSet
+from mcpcli.jobs import JobSet
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ async def test_tasks_run_are_counted_and_waited_for() -> None:
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tasks = TaskSet(tg, errors.append)
+            tasks = JobSet(tg, errors.append)
             await tasks.wait()  # nothing running: returns at once
             for n in range(3):
                 tasks.start(work, n)
@@ -59,7 +59,7 @@ async def test_each_task_has_its_own_scope() -> None:
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tasks = TaskSet(tg, errors.append)
+            tasks = JobSet(tg, errors.append)
             a = tasks.start(work, "a")
             given = anyio.CancelScope()
             b = tasks.start(work, "b", scope=given)
@@ -95,7 +95,7 @@ async def test_cancellation_is_level_triggered() -> None:
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tasks = TaskSet(tg, errors.append)
+            tasks = JobSet(tg, errors.append)
             tasks.start(stubborn)
             await anyio.wait_all_tasks_blocked()
             tasks.cancel_all()
@@ -118,7 +118,7 @@ async def test_an_escaping_exception_goes_to_on_error_and_spares_the_others() ->
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tasks = TaskSet(tg, errors.append)
+            tasks = JobSet(tg, errors.append)
             tasks.start(fine)
             tasks.start(broken)
             await anyio.wait_all_tasks_blocked()
@@ -145,7 +145,7 @@ async def test_aclose_cancels_and_waits_even_when_its_caller_is_cancelled() -> N
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tasks = TaskSet(tg, errors.append)
+            tasks = JobSet(tg, errors.append)
             for n in range(4):
                 tasks.start(with_cleanup, n)
             await anyio.wait_all_tasks_blocked()
@@ -162,7 +162,7 @@ async def test_aclose_cancels_and_waits_even_when_its_caller_is_cancelled() -> N
 async def test_a_task_started_after_aclose_is_not_left_running() -> None:
     errors: list[Exception] = []
     async with anyio.create_task_group() as tg:
-        tasks = TaskSet(tg, errors.append)
+        tasks = JobSet(tg, errors.append)
         tasks.start(anyio.sleep_forever)
         await tasks.aclose()
         try:

@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpcli.core.jsonrpc import Notification, Request
 from mcpcli.errors import ConnectionClosed, RequestTimeout, RPCError
-from mcpcli.jsonrpc import Notification, Request
-from mcpcli.session import RequestContext, Session
+from mcpcli.rpc.peer import Peer, RequestContext
 from mcpcli.transports import Envelope
 from mcpcli.transports.memory import memory_pair
 
@@ -28,7 +28,7 @@ async def test_concurrent_requests_resolve_out_of_order_to_their_callers() -> No
 
     results: dict[int, Any] = {}
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=handler):
             async def one(n: int) -> None:
                 results[n] = await client.request("work", {"n": n}, progress_token=False)
 
@@ -43,7 +43,7 @@ async def test_error_responses_raise_typed_errors() -> None:
         raise RPCError(-32602, "bad", {"field": "x"})
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=handler):
             with pytest.raises(RPCError) as info:
                 await client.request("x")
     assert (info.value.code, info.value.rpc_message, info.value.data) == (-32602, "bad", {"field": "x"})
@@ -51,7 +51,7 @@ async def test_error_responses_raise_typed_errors() -> None:
 
 async def test_unknown_methods_get_method_not_found() -> None:
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client, Session(b):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b):
             with pytest.raises(RPCError) as info:
                 await client.request("nope")
     assert info.value.code == -32601
@@ -68,7 +68,7 @@ async def test_timeout_sends_cancellation_and_the_handler_is_cancelled() -> None
         return {}
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=handler):
             with pytest.raises(RequestTimeout, match="slow timed out"):
                 await client.request("slow", timeout=0.05)
             await cancelled.wait()
@@ -95,12 +95,12 @@ async def test_progress_restarts_the_timeout_but_not_past_the_hard_limit() -> No
             await ctx.progress(i)
 
     with anyio.fail_after(30):
-        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=handler):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=handler):
             result = await client.request(
                 "work", timeout=1.0, on_progress=lambda p: seen.append(p["progress"])
             )
         assert result == {"done": True} and seen == [1, 2, 3]
-        async with memory_pair() as (a, b), Session(a) as client, Session(b, on_request=forever):
+        async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=forever):
             started = anyio.current_time()
             with pytest.raises(RequestTimeout):
                 await client.request("work", timeout=1.0, max_timeout=1.5)
@@ -113,8 +113,8 @@ async def test_closed_connection_fails_pending_requests() -> None:
         return {}
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client:
-            async with Session(b, on_request=handler) as server:
+        async with memory_pair() as (a, b), Peer(a) as client:
+            async with Peer(b, on_request=handler) as server:
                 async def close_soon() -> None:
                     await anyio.sleep(0.05)
                     await b[1].aclose()
@@ -134,8 +134,8 @@ async def test_notifications_and_stray_responses_are_handled_without_crashing() 
         got.append(note.method)
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a, on_notification=on_note) as client:
-            from mcpcli.jsonrpc import Response
+        async with memory_pair() as (a, b), Peer(a, on_notification=on_note) as client:
+            from mcpcli.core.jsonrpc import Response
 
             await b[1].send(Envelope(Response(999, {})))  # nobody asked
             await b[1].send(Envelope(Notification("notifications/message", {"level": "info"})))
@@ -153,7 +153,7 @@ async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> No
 
     reported: list[Exception] = []
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a, on_error=reported.append) as client:
+        async with memory_pair() as (a, b), Peer(a, on_error=reported.append) as client:
             async def break_it() -> None:
                 await b[1].send(ProtocolError("garbage", request_id=999))  # type: ignore[arg-type]
                 await b[1].send(ProtocolError("garbage"))  # type: ignore[arg-type]
@@ -170,8 +170,8 @@ async def test_a_broken_answer_naming_a_pending_request_fails_it_at_once() -> No
 async def test_a_transport_failure_fails_its_request_with_the_typed_error() -> None:
     """`RequestFailed` (an HTTP error status) ends that request with the transport's own
     error, exit code included, not a JSON-RPC error; one naming nobody is dropped."""
+    from mcpcli.core.jsonrpc import Batch, Message
     from mcpcli.errors import AuthError, ExitCode, TransportError
-    from mcpcli.jsonrpc import Batch, Message
     from mcpcli.transports import RequestFailed
 
     failures = {"one": TransportError("HTTP 502", status=502), "two": AuthError("HTTP 401")}
@@ -187,7 +187,7 @@ async def test_a_transport_failure_fails_its_request_with_the_typed_error() -> N
                     b[1].send_nowait(failed)  # type: ignore[arg-type]
 
             await b[1].send(RequestFailed(999, TransportError("nobody's")))  # type: ignore[arg-type]
-            async with Session(a, on_error=reported.append, trace=trace) as client:
+            async with Peer(a, on_error=reported.append, trace=trace) as client:
                 with pytest.raises(TransportError) as transport:
                     await client.request("one", timeout=None, progress_token=False)
                 with pytest.raises(AuthError) as auth:
@@ -209,8 +209,8 @@ async def test_a_failing_handler_is_reported_in_one_line_and_the_peer_gets_inter
 
     reported: list[Exception] = []
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a) as client, \
-                Session(b, on_request=handler, on_error=reported.append):
+        async with memory_pair() as (a, b), Peer(a) as client, \
+                Peer(b, on_request=handler, on_error=reported.append):
             with pytest.raises(RPCError) as info:
                 await client.request("sample")
     assert (info.value.code, info.value.rpc_message) == (-32603, "Internal error")
@@ -223,7 +223,7 @@ async def test_an_unexpected_exception_is_logged_as_one_safe_line(caplog: pytest
     as escapes (not acted on), cut to a bound."""
     import logging
 
-    from mcpcli.session import log_unexpected
+    from mcpcli.rpc.peer import log_unexpected
 
     logger = logging.getLogger("mcpcli.test.session")
     message = "\x1b]0;owned\x07 bad\nvalue " + "x" * 400
@@ -256,8 +256,8 @@ async def test_a_request_unanswered_for_slow_after_is_reported_and_ended_once_an
         return {"ok": True}
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(a, on_slow=on_slow, slow_after=0.01) as client, \
-                Session(b, on_request=handler):
+        async with memory_pair() as (a, b), Peer(a, on_slow=on_slow, slow_after=0.01) as client, \
+                Peer(b, on_request=handler):
             async with anyio.create_task_group() as tg:
                 async def ask() -> None:
                     assert await client.request("tools/call", timeout=5, progress_token=False) == {"ok": True}
@@ -282,9 +282,9 @@ async def test_a_request_without_a_time_bound_is_never_slow() -> None:
         return {}
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(
+        async with memory_pair() as (a, b), Peer(
             a, on_slow=lambda m, w: reported.append(m) or (lambda: None), slow_after=0
-        ) as client, Session(b, on_request=handler):
+        ) as client, Peer(b, on_request=handler):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(lambda: client.request("subscriptions/listen", timeout=None, max_timeout=None,
                                                      progress_token=False))
@@ -296,7 +296,7 @@ async def test_a_request_without_a_time_bound_is_never_slow() -> None:
 
 
 async def test_time_a_person_spends_signing_in_is_not_the_servers_silence() -> None:
-    from mcpcli.session import user_interaction
+    from mcpcli.rpc.peer import user_interaction
 
     reported: list[str] = []
     received = anyio.Event()
@@ -308,9 +308,9 @@ async def test_time_a_person_spends_signing_in_is_not_the_servers_silence() -> N
         return {}
 
     with anyio.fail_after(5):
-        async with memory_pair() as (a, b), Session(
+        async with memory_pair() as (a, b), Peer(
             a, on_slow=lambda m, w: reported.append(m) or (lambda: None), slow_after=0
-        ) as client, Session(b, on_request=handler):
+        ) as client, Peer(b, on_request=handler):
             async with anyio.create_task_group() as tg:
                 with user_interaction():
                     tg.start_soon(lambda: client.request("initialize", timeout=5, progress_token=False))
