@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpcli import files, rundir
+from mcpcli import files, localsocket, rundir
 from mcpcli.config import ServerEntry
 from mcpcli.core import localrpc
 from mcpcli.errors import (
@@ -389,8 +389,8 @@ def ask(message: JSON, *, start: bool = False, timeout: float | None = None) -> 
     with sock:
         sock.settimeout(timeout)
         try:
-            localrpc.send(sock, message)
-            line = localrpc.LineReader(sock).read_line()
+            localsocket.send(sock, message)
+            line = localsocket.LineReader(sock).read_line()
         except TimeoutError:
             raise RequestTimeout(
                 f"the session daemon did not answer within {timeout:g}s"

@@ -277,7 +277,7 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
     import signal
     import socket
 
-    from mcpcli import rundir
+    from mcpcli import localsocket, rundir
     from mcpcli.core import localrpc
 
     try:
@@ -297,12 +297,12 @@ def try_call(args: list[str], prog: str = "mcp") -> int | None:
             except OSError:
                 return None  # no daemon: the normal path starts none for @NAME and says so
             trace = {"trace": call["trace"]} if call["trace"] else {}
-            localrpc.send(sock, localrpc.request(
+            localsocket.send(sock, localrpc.request(
                 "call", name=call["session"], tool=call["tool"], args=call["args"], json=call["json"],
                 timeout=call["timeout"], max_timeout=call["max_timeout"], validate=call["validate"],
                 notifications=True, meta=call["meta"], keep_alive=keep_alive, **trace))
             try:
-                answer = _answer(localrpc.LineReader(sock), call["quiet"])
+                answer = _answer(localsocket.LineReader(sock), call["quiet"])
             except (localrpc.ProtocolViolation, OSError) as exc:
                 from mcpcli.errors import ProtocolError
 

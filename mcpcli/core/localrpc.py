@@ -1,5 +1,6 @@
 """Line-JSON over a local unix socket: the one framing and error form of mcpcli's two local
-protocols (standard library only; it opens nothing, its callers own the sockets).
+protocols (standard library only; it reads and writes nothing: `mcpcli.localsocket` does, on
+blocking sockets).
 
 Framing: one JSON object per line, UTF-8, at most `MAX_MESSAGE_BYTES` with its newline,
 written compact (`jsontext.utf8`) and read strictly (`jsontext.loads`: no NaN, no nesting
@@ -43,7 +44,6 @@ from mcpcli import jsontext
 # `typing` costs milliseconds of start-up the fast path does not have to spend.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
     from typing import Any
 
 __all__ = [
@@ -52,7 +52,6 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "OPS",
     "VERSION",
-    "LineReader",
     "ProtocolViolation",
     "answer_error",
     "decode",
@@ -62,7 +61,6 @@ __all__ = [
     "flat_error",
     "ok",
     "request",
-    "send",
 ]
 
 #: The version both protocols' requests carry as `"mcpcli": VERSION` (the control
@@ -168,38 +166,3 @@ def answer_error(answer: dict[str, Any]) -> dict[str, Any]:
     return {"message": form if isinstance(form, str) else "", "hint": None,
             "exit": EXIT_OF_KIND.get(kind) if isinstance(kind, str) else None,
             "kind": kind, "code": None, "data": None}
-
-
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    """Write one message to a blocking socket."""
-    sock.sendall(encode(message))
-
-
-class LineReader:
-    """Reads lines from a blocking socket, bounded by MAX_MESSAGE_BYTES (commands, `mcp
-    script`, tests)."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self._buffer = b""
-
-    def read_line(self) -> bytes | None:
-        """The next line without its newline; None at end of stream."""
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
-                return line
-            if len(self._buffer) > MAX_MESSAGE_BYTES:
-                raise ProtocolViolation(f"line exceeds {MAX_MESSAGE_BYTES} bytes")
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                if self._buffer:
-                    raise ProtocolViolation("the stream ended inside a line")
-                return None
-            self._buffer += chunk
-
-    def read(self) -> dict[str, Any] | None:
-        """The next message; None at end of stream."""
-        line = self.read_line()
-        return None if line is None else decode(line)

@@ -97,6 +97,7 @@ def _parser() -> Any:
 
 
 def _send(payload: dict[str, Any]) -> dict[str, Any]:
+    from mcpcli import localsocket
     from mcpcli.core import localrpc
 
     path = os.environ.get("MCP_SCRIPT_SOCKET")
@@ -106,8 +107,8 @@ def _send(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(path)
-            localrpc.send(sock, {"mcpcli": localrpc.VERSION, "token": token, **payload})
-            reply = localrpc.LineReader(sock).read()
+            localsocket.send(sock, {"mcpcli": localrpc.VERSION, "token": token, **payload})
+            reply = localsocket.LineReader(sock).read()
     except OSError as exc:
         raise _Exit(UNAVAILABLE, f"cannot reach the server's side channel ({exc.strerror or exc}); "
                     "is the call still running?") from None

@@ -3,7 +3,6 @@ path imports it)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -31,11 +30,6 @@ def test_oversized_messages_are_refused(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(protocol, "MAX_MESSAGE_BYTES", 10)
     with pytest.raises(protocol.ProtocolViolation):
         protocol.encode({"text": "x" * 20})
-    left, right = socket.socketpair()
-    with left, right:
-        right.sendall(b'{"a": "' + b"x" * 40)
-        with pytest.raises(protocol.ProtocolViolation):
-            protocol.LineReader(left).read()
 
 
 def test_error_answers_carry_the_exit_code_of_their_kind() -> None:
@@ -50,19 +44,6 @@ def test_error_answers_carry_the_exit_code_of_their_kind() -> None:
         protocol.error("x", kind="nonsense")
     with pytest.raises(ValueError, match="op"):
         protocol.request("explode")
-
-
-def test_line_reader_splits_messages_and_reports_the_end() -> None:
-    left, right = socket.socketpair()
-    with left, right:
-        protocol.send(right, protocol.ok(a=1))
-        right.sendall(b'{"b": 2}\n{"c"')
-        right.sendall(b": 3}\n")
-        right.shutdown(socket.SHUT_WR)
-        reader = protocol.LineReader(left)
-        assert [reader.read(), reader.read(), reader.read(), reader.read()] == [
-            {"ok": True, "a": 1}, {"b": 2}, {"c": 3}, None,
-        ]
 
 
 def test_importing_the_protocol_loads_nothing_beyond_the_standard_library() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from helpers import wait_until
 
+from mcpcli import localsocket
 from mcpcli.core import localrpc as protocol
 from mcpcli.transports import Transport
 
@@ -34,8 +35,8 @@ def connect(run_dir: Path) -> socket.socket:
 def control(run_dir: Path, op: str, **fields: Any) -> dict[str, Any]:
     """One control request and its answer."""
     with connect(run_dir) as sock:
-        protocol.send(sock, protocol.request(op, **fields))
-        answer = protocol.LineReader(sock).read()
+        localsocket.send(sock, protocol.request(op, **fields))
+        answer = localsocket.LineReader(sock).read()
     assert answer is not None, f"the daemon closed the connection on {op}"
     return answer
 
@@ -52,13 +53,13 @@ class Attached:
 
     def __init__(self, run_dir: Path, name: str) -> None:
         self.sock = connect(run_dir)
-        self.reader = protocol.LineReader(self.sock)
-        protocol.send(self.sock, protocol.request("attach", name=name))
+        self.reader = localsocket.LineReader(self.sock)
+        localsocket.send(self.sock, protocol.request("attach", name=name))
         self.answer = self.reader.read()
         self.ids = 0
 
     def send(self, message: dict[str, Any]) -> None:
-        protocol.send(self.sock, {"jsonrpc": "2.0", **message})
+        localsocket.send(self.sock, {"jsonrpc": "2.0", **message})
 
     def request(self, method: str, params: dict[str, Any] | None = None, *, token: Any = None) -> int:
         self.ids += 1

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from helpers import fake_server, wait_until
 
+from mcpcli import localsocket
+
 from .conftest import (
     Attached,
     DaemonProcess,
@@ -182,17 +184,17 @@ def control_or_none(run_dir: Path) -> dict[str, Any] | None:
 
 
 def test_unknown_ops_and_bad_lines_get_a_usage_error(daemon: DaemonProcess) -> None:
-    from mcpcli.core import localrpc as protocol
+    from mcpcli import localsocket
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(daemon.run_dir / "daemon.sock"))
         sock.sendall(b"this is not json\n")
-        answer = protocol.LineReader(sock).read()
+        answer = localsocket.LineReader(sock).read()
     assert answer is not None and answer["error"]["exit"] == 2
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(daemon.run_dir / "daemon.sock"))
-        protocol.send(sock, {"mcpcli": 99, "op": "list"})
-        answer = protocol.LineReader(sock).read()
+        localsocket.send(sock, {"mcpcli": 99, "op": "list"})
+        answer = localsocket.LineReader(sock).read()
     assert answer is not None and answer["error"]["kind"] == "usage"
 
 
@@ -231,7 +233,7 @@ def test_a_call_whose_command_hangs_up_is_cancelled_on_the_server(daemon: Daemon
 
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(daemon.run_dir / "daemon.sock"))
-        protocol.send(sock, protocol.request("call", name="f", tool="echo", args=["text=hi"], json=None,
+        localsocket.send(sock, protocol.request("call", name="f", tool="echo", args=["text=hi"], json=None,
                                              timeout=None, validate=False))
         wait_until(lambda: received("tools/call"), what="the call forwarded")
     wait_until(lambda: received("notifications/cancelled"), what="the cancellation")
@@ -384,14 +386,13 @@ def test_requests_through_a_session_have_no_limit_but_their_own(run_dir: Path) -
 
 
 def test_a_connection_that_says_nothing_is_closed(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcpcli.core import localrpc as protocol
     from mcpcli.daemon import server
 
     monkeypatch.setattr(server, "FIRST_LINE_TIMEOUT", 0.05)
     with in_process(run_dir), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(30)
         sock.connect(str(run_dir / "daemon.sock"))
-        assert protocol.LineReader(sock).read() is None
+        assert localsocket.LineReader(sock).read() is None
 
 
 def test_a_command_attaching_while_the_session_starts_waits_for_it(daemon: DaemonProcess) -> None:
@@ -424,8 +425,8 @@ def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
     fields = {"name": "lg", "tool": "echo", "args": ["message=hi"], "json": None, "timeout": 30,
               "validate": True}
     with connect(run_dir) as sock:
-        protocol.send(sock, protocol.request("call", notifications=True, **fields))
-        reader = protocol.LineReader(sock)
+        localsocket.send(sock, protocol.request("call", notifications=True, **fields))
+        reader = localsocket.LineReader(sock)
         lines = [reader.read(), reader.read(), reader.read()]
         assert reader.read() is None  # the answer ends the connection's traffic
     levels = [(line or {}).get("params", {}).get("level") for line in lines[:2]]

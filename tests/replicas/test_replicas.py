@@ -148,7 +148,7 @@ def test_the_official_sdk_client_reads_tasks_of_the_other_replica(tools: Path, r
         done = rpc(a, "tools/call", {"name": "quick", "arguments": {}})["taskId"]
         hang = rpc(a, "tools/call", {"name": "hang", "arguments": {}})["taskId"]
         wait_until(lambda: status(a, done)["status"] == "completed", what="quick")
-        script = REPO / "tests/serve/sdk_tasks_client.py"
+        script = REPO / "tests/toolsfile/sdk_tasks_client.py"
         proc = subprocess.run([peers.sdk(), str(script), b, TOKEN, done, hang],
                               capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr

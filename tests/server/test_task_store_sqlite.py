@@ -3,7 +3,7 @@
 A "restart" here is a second `Server` opening the same state directory after
 the first one's store is closed: what the file keeps decides what the second
 serves (ttl, limits, the result bound, what a record holds of the caller).
-The end-to-end restart of `mcp serve --http` is tests/serve/test_task_restart.py.
+The end-to-end restart of `mcp serve --http` is tests/toolsfile/test_task_restart.py.
 """
 
 from __future__ import annotations

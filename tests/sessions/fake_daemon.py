@@ -7,7 +7,7 @@ stdio sessions only (legacy era: it does the `initialize` handshake itself and a
 commands' `initialize` from that), ids rewritten per command on `attach`, and the ops
 open/list/close/restart/logs. It records every first line in `requests.jsonl` and its pid
 in `daemon.pid` (one line per start, in `starts`), and exits when its last session closes
-or on SIGTERM, ending its servers' process groups. Stdlib only (and mcpcli.core.localrpc).
+or on SIGTERM, ending its servers' process groups. Stdlib only (and mcpcli.core.localrpc, mcpcli.localsocket).
 
 Flags: --exit-at-once N (exit with code N before listening, after a line on stderr).
 """
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpcli import localsocket
 from mcpcli.core import localrpc as protocol
 
 RUN = Path(os.environ["MCPCLI_RUNTIME_DIR"])
@@ -167,7 +168,7 @@ def exit_if_idle() -> None:
         shutdown()
 
 
-def relay(conn: Conn, session: Session, reader: protocol.LineReader) -> None:
+def relay(conn: Conn, session: Session, reader: localsocket.LineReader) -> None:
     session.attached.add(conn)
     try:
         while (line := reader.read_line()) is not None:
@@ -190,7 +191,7 @@ def relay(conn: Conn, session: Session, reader: protocol.LineReader) -> None:
 
 def handle(sock: socket.socket) -> None:
     conn = Conn(sock)
-    reader = protocol.LineReader(sock)
+    reader = localsocket.LineReader(sock)
     close_after = False
     try:
         line = reader.read_line()

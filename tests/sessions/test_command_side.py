@@ -220,7 +220,7 @@ def test_the_daemon_is_started_detached_in_its_own_session(run: Run) -> None:
     assert str(run.dir / "daemon.lock") not in held
 
 
-# -- the run directory (its rules: tests/unit/test_rundir.py) ------------------------------
+# -- the run directory (its rules: tests/rundir/test_rundir.py) ------------------------------
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o770, 0o701])

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mcpcli import localsocket
 from mcpcli.client import Client, ClientOptions
 from mcpcli.core import localrpc as protocol
 from mcpcli.core.protocol import LATEST_MODERN, SERVER_INFO_KEY
@@ -19,7 +20,7 @@ from mcpcli.transports.daemon import DaemonTransport
 
 pytestmark = pytest.mark.anyio
 
-Script = Callable[[socket.socket, protocol.LineReader, list[dict[str, Any]]], None]
+Script = Callable[[socket.socket, localsocket.LineReader, list[dict[str, Any]]], None]
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def peer(tmp_path: Path) -> Iterator[Callable[[Script], tuple[Path, list[dict[st
         def serve() -> None:
             conn, _ = listener.accept()
             with conn:
-                script(conn, protocol.LineReader(conn), seen)
+                script(conn, localsocket.LineReader(conn), seen)
 
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
@@ -53,18 +54,18 @@ def peer(tmp_path: Path) -> Iterator[Callable[[Script], tuple[Path, list[dict[st
         thread.join(10)
 
 
-def modern_session(conn: socket.socket, reader: protocol.LineReader, seen: list[dict[str, Any]]) -> None:
+def modern_session(conn: socket.socket, reader: localsocket.LineReader, seen: list[dict[str, Any]]) -> None:
     """A 2026-07-28 session: attach, then server/discover and tools/list answered."""
     while (message := reader.read()) is not None:
         seen.append(message)
         if message.get("op") == "attach":
-            protocol.send(conn, protocol.ok(session={"name": "m", "era": "modern", "target": "x"}))
+            localsocket.send(conn, protocol.ok(session={"name": "m", "era": "modern", "target": "x"}))
         elif message.get("method") == "server/discover":
-            protocol.send(conn, {"jsonrpc": "2.0", "id": message["id"], "result": {
+            localsocket.send(conn, {"jsonrpc": "2.0", "id": message["id"], "result": {
                 "supportedVersions": [LATEST_MODERN], "capabilities": {"tools": {}},
                 "_meta": {SERVER_INFO_KEY: {"name": "modern-one", "version": "1"}}}})
         elif message.get("method") == "tools/list":
-            protocol.send(conn, {"jsonrpc": "2.0", "id": message["id"], "result": {
+            localsocket.send(conn, {"jsonrpc": "2.0", "id": message["id"], "result": {
                 "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}})
 
 
@@ -92,9 +93,9 @@ async def test_a_modern_session_is_discovered_not_initialized(peer: Any) -> None
 async def test_the_daemon_s_attach_error_is_the_typed_error(
     peer: Any, error: dict[str, Any], expected: type[Exception], exit_code: int
 ) -> None:
-    def refuse(conn: socket.socket, reader: protocol.LineReader, seen: list[dict[str, Any]]) -> None:
+    def refuse(conn: socket.socket, reader: localsocket.LineReader, seen: list[dict[str, Any]]) -> None:
         seen.append(reader.read() or {})
-        protocol.send(conn, error)
+        localsocket.send(conn, error)
 
     path, _ = peer(refuse)
     with pytest.raises(expected) as caught:
@@ -105,7 +106,7 @@ async def test_the_daemon_s_attach_error_is_the_typed_error(
 
 
 async def test_a_daemon_that_hangs_up_is_connection_closed(peer: Any) -> None:
-    def hang_up(conn: socket.socket, reader: protocol.LineReader, seen: list[dict[str, Any]]) -> None:
+    def hang_up(conn: socket.socket, reader: localsocket.LineReader, seen: list[dict[str, Any]]) -> None:
         reader.read()
 
     path, _ = peer(hang_up)
@@ -115,7 +116,7 @@ async def test_a_daemon_that_hangs_up_is_connection_closed(peer: Any) -> None:
 
 
 async def test_a_garbage_answer_is_a_protocol_error(peer: Any) -> None:
-    def garbage(conn: socket.socket, reader: protocol.LineReader, seen: list[dict[str, Any]]) -> None:
+    def garbage(conn: socket.socket, reader: localsocket.LineReader, seen: list[dict[str, Any]]) -> None:
         reader.read()
         conn.sendall(b"this is not json\n")
 

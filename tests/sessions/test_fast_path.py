@@ -22,7 +22,7 @@ from helpers import Result, fake_server, mcp_in, wait_until
 from mcpcli.cli.fast import _parse
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture: a private run dir, the real daemon
 
-#: What a fast call must not import (tests/unit/test_startup.py's list, and the CLI's own).
+#: What a fast call must not import (tests/cli/test_startup.py's list, and the CLI's own).
 HEAVY = ("httpx", "rich", "keyring", "jsonschema", "yaml", "uvicorn", "jq", "anyio", "asyncio", "click",
          "opentelemetry")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_server, mcp, mcp_in
+
 from sessions.test_real_daemon import pytestmark as daemon_mark
 from sessions.test_real_daemon import real  # noqa: F401 - the fixture
 

@@ -12,7 +12,7 @@ import pytest
 from helpers import mcp_in, wait_until, wait_until_async
 
 from mcpcli.errors import RPCError
-from serve.util import FakeContext, text_of
+from toolsfile.util import FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ import pytest
 from helpers import wait_until_async
 
 from mcpcli.toolsfile.watchdog import group_alive
-from serve.util import FakeContext, text_of
+from toolsfile.util import FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from mcpcli.client import Client, ClientFeatures, ClientOptions
 from mcpcli.errors import RPCError
 from mcpcli.server import Server
 from mcpcli.toolsfile.backend import ToolsBackend
-from serve.util import text_of
+from toolsfile.util import text_of
 
 pytestmark = pytest.mark.anyio
 

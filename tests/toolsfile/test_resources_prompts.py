@@ -11,7 +11,7 @@ import pytest
 
 from mcpcli.errors import RPCError
 from mcpcli.server.backend import ResourceNotFound
-from serve.util import FakeContext
+from toolsfile.util import FakeContext
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from serve.util import FakeContext, text_of
+from toolsfile.util import FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -36,6 +36,9 @@ FOUNDATIONS = frozenset({
     # The session daemon's run directory: the standard library only, shared by the daemon,
     # the command side, its fast path and `doctor`.
     "mcpcli.rundir",
+    # The blocking side of the local line protocol (`core.localrpc`): one message out, lines
+    # in, on a socket the caller opened (the daemon's command side and fast path, `mcp script`).
+    "mcpcli.localsocket",
     # Jobs: the cheap per-message tasks on anyio (a plain event-loop task in its own cancel
     # scope), shared by the JSON-RPC peer (requests) and the server runtime (2026 calls).
     "mcpcli.jobs",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from serve.util import RECORDER, FakeContext, text_of
+from toolsfile.util import RECORDER, FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from helpers import mcp_in
 
-from serve.util import FakeContext, text_of
+from toolsfile.util import FakeContext, text_of
 
 pytestmark = pytest.mark.anyio
 

@@ -1,10 +1,10 @@
 """`mcp skill SERVER`: an Agent Skill (SKILL.md) for a server, compared with a golden file
 for server-everything.
 
-The golden file is tests/agents/golden/everything-SKILL.md. When server-everything (or
+The golden file is tests/skill/golden/everything-SKILL.md. When server-everything (or
 the skill's wording) changes on purpose, regenerate it with
 
-    MCPCLI_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/agents/test_skill.py
+    MCPCLI_REGEN_GOLDEN=1 .venv/bin/python -m pytest tests/skill/test_skill.py
 
 and review the diff.
 """

@@ -208,7 +208,7 @@ async def test_required_tools_refuse_clients_without_tasks_and_protocol_errors_f
 
 async def test_a_mcp_format_error_is_a_json_rpc_error_outside_tasks(make_backend: Any) -> None:
     from mcpcli.errors import RPCError
-    from serve.util import FakeContext
+    from toolsfile.util import FakeContext
 
     backend = make_backend(TOOLS.replace("task: required\n    run: {argv: [printf", "run: {argv: [printf"))
     with pytest.raises(RPCError) as info:
