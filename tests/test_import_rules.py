@@ -3,13 +3,14 @@
 Every import counts: at module level, inside functions (the lazy imports that
 keep start-up fast) and under `TYPE_CHECKING`, because each is a dependency a
 reader has to follow. A unit is a subpackage (`mcpcli.transports`) or a
-top-level module (`mcpcli.client`). The rules are the ones the README's Layout
+top-level module (`mcpcli.connect`). The rules are the ones the README's Layout
 paragraph states.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -77,7 +78,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # The client (with its subscriptions and the tasks it follows) drives the protocol core.
     "mcpcli.client": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.cache"}),
     "mcpcli.server": frozenset({"mcpcli.rpc", "mcpcli.transports"}),
-    # OAuth: `session` only to pause request timeouts while a person signs in.
+    # OAuth: `rpc` only to pause request clocks while a person signs in.
     "mcpcli.auth": frozenset({"mcpcli.rpc", "mcpcli.transports", "mcpcli.config"}),
     # tools.yaml builds a Backend for the runtime and serves it in-process.
     "mcpcli.toolsfile": frozenset({"mcpcli.server", "mcpcli.rpc", "mcpcli.transports"}),
@@ -257,7 +258,7 @@ KNOWN_MODULE_CYCLES: dict[str, tuple[frozenset[str], ...]] = {
     # The sign-in grants and the flow that picks one: `signin.Flow` runs `authcode` and
     # `machine`, which type the flow they report to.
     "mcpcli.auth": (frozenset({"mcpcli.auth.authcode", "mcpcli.auth.machine", "mcpcli.auth.signin"}),),
-    # httpx and the plain HTTP/1.1 client share one response interface; `_http` picks one.
+    # httpx and the plain HTTP/1.1 client share one response interface; `http_io` picks one.
     "mcpcli.transports": (frozenset({"mcpcli.transports.http_io", "mcpcli.transports._http1"}),),
 }
 
@@ -372,3 +373,21 @@ def test_the_fast_paths_and_click_read_one_table_of_flags() -> None:
         assert "mcpcli.core.flags" in _imports(module) or "mcpcli.core" in _imports(module), module
         for copied in ('"--timeout"', '"--max-timeout"', "60.0", "3600.0", "5.0"):
             assert copied not in source, (module, copied)
+
+
+def test_the_readme_layout_names_every_unit() -> None:
+    """The README's Layout is the map: each unit this table places is named there (a new
+    unit gets its line in both), and each module path it names exists."""
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Layout\n")
+    layout = readme[start : readme.index("\n### ", start + 1)]
+    named = set(re.findall(r"`([\w./]+)`", layout))
+    missing = sorted(unit for unit in set(MAY_IMPORT) - {"mcpcli"}
+                     if not {unit.rpartition(".")[2], unit.rpartition(".")[2] + "/",
+                             unit.removeprefix("mcpcli.")} & named)
+    assert not missing, f"name these in the README's Layout: {missing}"
+    paths = sorted(p for p in named if p.endswith(".py") and "/" in p and not p.startswith(("tests/", "scripts/")))
+    absent = [p for p in paths if not (ROOT / p).exists()]
+    moved = re.search(r"\*\*What moved where\*\*.*?\n\n", layout, re.S)
+    old = set(re.findall(r"`([\w./]+)`", moved.group(0))) if moved else set()
+    assert not [p for p in absent if p not in old], f"the README's Layout names modules that do not exist: {absent}"

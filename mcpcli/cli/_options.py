@@ -69,7 +69,7 @@ class TargetCommand(click.Command):
 def _prespawn(ctx: click.Context) -> None:
     """Start a stdio server now, so it boots while the rest of mcpcli imports.
 
-    Best effort and exactly what the transport would spawn (`_spawn.launch` from
+    Best effort and exactly what the transport would spawn (`transports.spawn.launch` from
     the same entry and options), or nothing: the transport adopts it by that
     launch, and reports any problem itself.
     """

@@ -1,6 +1,6 @@
 """One request we sent, without I/O: its shape on the wire, its clock and its cancellation.
 
-Both request engines (the anyio `Session` and the one-shot fast path's synchronous
+Both request engines (the anyio `Peer` and the one-shot fast path's synchronous
 client) keep their requests in flight with these, so they agree on what is sent and
 when a request has waited too long:
 

@@ -2,7 +2,7 @@
 
 * the command's handshake is answered from the session's cached InitializeResult (or
   DiscoverResult), so a warm command costs the server nothing;
-* requests go out under fresh ids (the held `Session` allocates them, and the session's
+* requests go out under fresh ids (the held session's `Peer` allocates them, and the session's
   router learns whose each is) and progress tokens under daemon-unique ones, so many
   commands share one connection without seeing each other's answers or progress;
 * a modern session's list results are reused while their `ttlMs` lasts, until the

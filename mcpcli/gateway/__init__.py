@@ -13,7 +13,7 @@ too); `serve_file` serves a tools.yaml that has them; `nested` serves a tools.ya
 upstream with `servers:` of its own as a gateway within the gateway.
 
 May import: `client`, `connect`, `targets`, `config`, `server`, `toolsfile`,
-`session`, `transports`, `relay` and the foundations; never `cli`.
+`rpc`, `transports`, `relay` and the foundations; never `cli`.
 """
 
 from __future__ import annotations

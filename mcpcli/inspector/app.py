@@ -175,7 +175,7 @@ class InspectorApp(App[None]):
 
     def on_load(self) -> None:
         # On Python 3.12+ Textual makes the loop start tasks eagerly; the client's tasks (anyio,
-        # `taskset`) are written and tested for ordinary ones, as `run_test` leaves them.
+        # `jobs`) are written and tested for ordinary ones, as `run_test` leaves them.
         with contextlib.suppress(RuntimeError):
             asyncio.get_running_loop().set_task_factory(None)
 

@@ -11,6 +11,6 @@ the gateway both do.
 * `listings`: what an upstream listed, kept until it says the list changed (or its time
   to live ends), with re-listing coalesced to one fetch in flight and one after it.
 
-May import: `client`, `session` and the foundations; never the daemon or the gateway
+May import: `client`, `rpc` and the foundations; never the daemon or the gateway
 (they import it).
 """

@@ -73,7 +73,7 @@ REPLAY_STREAMS = 64
 
 
 class StatefulConnection:
-    """A handshake-era session: a `Session` fed by POSTs, answering on their streams."""
+    """A handshake-era session: a `Peer` fed by POSTs, answering on their streams."""
 
     def __init__(self, table: StatefulConnections, conn: ServerConnection, *, sse_transport: bool) -> None:
         self._table = table

@@ -8,6 +8,6 @@ extension's `tasks/*` methods and decides whether a tools/call may become a
 task; `legacy` answers the 2025-11-25 core tasks (`params.task`, `tasks/result`)
 on the same store. They receive the server's `Runtime` (`mcpcli.server._state`)
 and may import `calls`, `mrtr`, `meta`, `backend`, `subscriptions`, `protocol`,
-`jsonrpc`, `errors` and `session`; never `core`, `handlers` or the HTTP modules.
+`jsonrpc`, `errors` and `rpc`; never `core`, `handlers` or the HTTP modules.
 Client-side tasks are `mcpcli.client.tasks`; the wire facts both share are in `mcpcli.core.protocol`.
 """
