@@ -3,6 +3,7 @@ locate the real peers, free ports."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -21,6 +22,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fakes"
+#: Preloaded into Node peers (`node --require LOOPBACK ...`) so they listen on loopback only.
+LOOPBACK = Path(__file__).resolve().parent / "loopback.cjs"
 
 
 @dataclass
@@ -309,7 +312,13 @@ def wait_listening(port: int, proc: subprocess.Popen[Any], what: str, timeout: f
     """Wait until `proc` listens on `port`; fail at once if it exits first."""
     wait_until(lambda: proc.poll() is not None or is_listening(port), timeout, f"{what} to listen on {port}")
     if proc.poll() is not None:
-        raise AssertionError(f"{what} exited with code {proc.returncode} before listening")
+        said = ""
+        if proc.stderr is not None:  # what it said, as far as it is there (a child may hold the pipe)
+            os.set_blocking(proc.stderr.fileno(), False)
+            with contextlib.suppress(OSError, TypeError):
+                said = (proc.stderr.read() or b"")[-2000:].decode(errors="replace").strip()
+        raise AssertionError(f"{what} exited with code {proc.returncode} before listening"
+                             + (f": {said}" if said else ""))
 
 
 @contextmanager

@@ -5,19 +5,14 @@ one that asks (401/403, or metadata published) or cannot be reached: "not signed
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import mcp_in
+from httpfake import FakeHTTP, Handler, Reply, Req, json_reply, legacy_mcp
 
 from .conftest import child_env
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "http"))
-
-from httpfake import FakeHTTP, Handler, Reply, Req, json_reply, legacy_mcp
 
 
 @pytest.fixture

@@ -40,8 +40,6 @@ def features() -> ClientFeatures:
 Gateway = Callable[..., AbstractAsyncContextManager[Client]]
 
 
-HTTP_DIR = Path(__file__).resolve().parent.parent / "http"
-
 
 @contextmanager
 def listening(argv: list[str], port: int, env: dict[str, str] | None = None,

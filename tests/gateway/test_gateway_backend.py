@@ -310,10 +310,7 @@ async def test_a_slow_upstream_call_times_out_as_a_tool_error(gateway: Gateway) 
 
 
 async def test_per_upstream_headers_reach_only_that_upstream(gateway: Gateway) -> None:
-    import sys
-    from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "http"))
     from httpfake import FakeHTTP, legacy_mcp
 
     from mcpcli.toolsfile.model import Upstream

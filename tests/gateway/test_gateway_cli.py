@@ -9,11 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gwkit import HTTP_DIR, UPSTREAM, listening, serve_http
+from gwkit import UPSTREAM, listening, serve_http
 from helpers import free_port, mcp_in
-
-sys.path.insert(0, str(HTTP_DIR))
-
 from httpfake import FakeHTTP, legacy_mcp
 
 pytestmark = [pytest.mark.slow]

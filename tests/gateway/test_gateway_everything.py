@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gwkit import HTTP_DIR, listening, serve_http
-from helpers import Peers, free_port, mcp_in
+from gwkit import listening, serve_http
+from helpers import LOOPBACK, Peers, free_port, mcp_in
 
 from mcpcli.client import Client, ClientOptions
 from mcpcli.transports.stdio import StdioTransport
@@ -30,7 +30,7 @@ def everything_url(peers: Peers) -> Iterator[str]:
     """server-everything over Streamable HTTP."""
     node, *script = peers.everything("streamableHttp")
     port = free_port()
-    argv = [node, "--require", str(HTTP_DIR / "loopback.cjs"), *script]
+    argv = [node, "--require", str(LOOPBACK), *script]
     with listening(argv, port, {"PORT": str(port)}, "server-everything") as url:
         yield url
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port
+from helpers import LOOPBACK, Peers, free_port
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,8 +22,7 @@ def everything_http_url(peers: Peers) -> Iterator[str]:
 
     node, *script = peers.everything("streamableHttp")
     port = free_port()
-    loopback = HERE.parent / "http" / "loopback.cjs"
-    proc = subprocess.Popen([node, "--require", str(loopback), *script], env={**os.environ, "PORT": str(port)},
+    proc = subprocess.Popen([node, "--require", str(LOOPBACK), *script], env={**os.environ, "PORT": str(port)},
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import Peers, free_port, wait_listening
+from helpers import LOOPBACK, Peers, free_port, wait_listening
 from httpfake import FakeHTTP, Handler
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +52,7 @@ def everything_http(peers: Peers) -> Iterator[str]:
     argv = peers.everything("streamableHttp")
     port = free_port()
     node, script = argv[0], argv[1:]
-    cmd = [node, "--require", str(HERE / "loopback.cjs"), *script]
+    cmd = [node, "--require", str(LOOPBACK), *script]
     for p in _serve(cmd, port, "server-everything streamableHttp", {"PORT": str(port)}):
         yield f"http://127.0.0.1:{p}/mcp"
 
@@ -63,7 +63,7 @@ def everything_sse(peers: Peers) -> Iterator[str]:
     argv = peers.everything("sse")
     port = free_port()
     node, script = argv[0], argv[1:]
-    cmd = [node, "--require", str(HERE / "loopback.cjs"), *script]
+    cmd = [node, "--require", str(LOOPBACK), *script]
     for p in _serve(cmd, port, "server-everything sse", {"PORT": str(port)}):
         yield f"http://127.0.0.1:{p}/sse"
 
