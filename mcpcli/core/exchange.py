@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from mcpcli.core import flags
@@ -39,6 +38,7 @@ from mcpcli.core.handshake import (
     version_of,
     with_meta,
 )
+from mcpcli.core.plain import Plain
 from mcpcli.core.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -113,14 +113,16 @@ class ExitedOnProbe(Exception):
         self.exited = exited
 
 
-@dataclass(frozen=True)
-class Called:
-    """What a `tools/call` came to: its result, and the task it created (if any)."""
+class Called(Plain):
+    """What a `tools/call` came to: its result, the task it created (if any), and the
+    progress token of a 2025-11-25 task we asked for (its progress outlives the call)."""
 
-    result: JSON
-    task: Task | None = None
-    #: The progress token of a 2025-11-25 task we asked for (its progress outlives the call).
-    progress_token: str | None = None
+    __slots__ = ("progress_token", "result", "task")
+
+    def __init__(self, result: JSON, task: Task | None = None, progress_token: str | None = None) -> None:
+        self.result = result
+        self.task = task
+        self.progress_token = progress_token
 
 
 class PageRepeat(ProtocolError):
@@ -165,15 +167,17 @@ class NoMemory:
         return None
 
 
-@dataclass(frozen=True)
-class ProbeTraits:
-    """What negotiation must know of the transport."""
+class ProbeTraits(Plain):
+    """What negotiation must know of the transport: `legacy_only` for HTTP+SSE
+    (2024-11-05 predates the modern era: no probe); `silence_is_legacy` where a server that
+    stays silent on the probe is legacy (stdio; over HTTP every request is answered, so an
+    error status means legacy instead)."""
 
-    #: HTTP+SSE (2024-11-05) predates the modern era: no probe.
-    legacy_only: bool = False
-    #: A server that stays silent on the probe is legacy (stdio); over HTTP every
-    #: request is answered, so an error status means legacy instead.
-    silence_is_legacy: bool = False
+    __slots__ = ("legacy_only", "silence_is_legacy")
+
+    def __init__(self, legacy_only: bool = False, silence_is_legacy: bool = False) -> None:
+        self.legacy_only = legacy_only
+        self.silence_is_legacy = silence_is_legacy
 
 
 def looks_legacy(exc: McpCliError) -> bool:

@@ -19,8 +19,9 @@ and the synchronous one-shot client drive the same flows (the pattern of httpx's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from mcpcli.core.plain import Plain
 
 __all__ = ["Answer", "Flow", "ListTools", "Notify", "Op", "Send", "run_async", "run_sync"]
 
@@ -28,41 +29,65 @@ JSON = dict[str, Any]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Send:
+class Send(Plain):
     """Send one request and wait for its result.
 
     `timeout` and `max_timeout` are seconds, None for no bound, True for the driver's
     default; `progress_token` asks the driver to put the request's id in `_meta`
-    (progress resets `timeout`, never past `max_timeout`).
+    (progress resets `timeout`, never past `max_timeout`). `probe` marks the era probe:
+    what a stdio server says on stderr is held until it is answered (a server that dies of
+    it is started again, and that start's words are dropped).
     """
 
-    method: str
-    params: JSON | None = None
-    timeout: float | bool | None = True
-    max_timeout: float | bool | None = True
-    progress_token: bool = True
-    cancel_on_timeout: bool = True
-    on_progress: Callable[[JSON], None] | None = None
-    #: The era probe: what a stdio server says on stderr is held until it is answered
-    #: (a server that dies of it is started again, and that start's words are dropped).
-    probe: bool = False
+    __slots__ = (
+        "cancel_on_timeout",
+        "max_timeout",
+        "method",
+        "on_progress",
+        "params",
+        "probe",
+        "progress_token",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        params: JSON | None = None,
+        timeout: float | bool | None = True,
+        max_timeout: float | bool | None = True,
+        progress_token: bool = True,
+        cancel_on_timeout: bool = True,
+        on_progress: Callable[[JSON], None] | None = None,
+        probe: bool = False,
+    ) -> None:
+        self.method = method
+        self.params = params
+        self.timeout = timeout
+        self.max_timeout = max_timeout
+        self.progress_token = progress_token
+        self.cancel_on_timeout = cancel_on_timeout
+        self.on_progress = on_progress
+        self.probe = probe
 
 
-@dataclass(frozen=True, slots=True)
-class Notify:
-    method: str
-    params: JSON | None = None
+class Notify(Plain):
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: JSON | None = None) -> None:
+        self.method = method
+        self.params = params
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    requests: tuple[tuple[str, str, JSON], ...]
+class Answer(Plain):
+    __slots__ = ("requests",)
+
+    def __init__(self, requests: tuple[tuple[str, str, JSON], ...]) -> None:
+        self.requests = requests
 
 
-@dataclass(frozen=True, slots=True)
-class ListTools:
-    pass
+class ListTools(Plain):
+    __slots__ = ()
 
 
 Op = Send | Notify | Answer | ListTools

@@ -8,9 +8,9 @@ Imports only foundations (`protocol`, `errors`, `jsonrpc` for a type).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mcpcli.core.plain import Plain
 from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -51,17 +51,20 @@ __all__ = [
 JSON = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Handshake:
-    """What a client keeps of a `server/discover` or `initialize` result."""
+class Handshake(Plain):
+    """What a client keeps of a `server/discover` or `initialize` result
+    (`supported_versions`: the modern versions the server offered, `server/discover` only)."""
 
-    era: Era
-    protocol_version: str
-    capabilities: JSON
-    server_info: JSON
-    instructions: str | None
-    #: The modern versions the server offered (`server/discover` only).
-    supported_versions: list[str] | None = None
+    __slots__ = ("capabilities", "era", "instructions", "protocol_version", "server_info", "supported_versions")
+
+    def __init__(self, era: Era, protocol_version: str, capabilities: JSON, server_info: JSON,
+                 instructions: str | None, supported_versions: list[str] | None = None) -> None:
+        self.era = era
+        self.protocol_version = protocol_version
+        self.capabilities = capabilities
+        self.server_info = server_info
+        self.instructions = instructions
+        self.supported_versions = supported_versions
 
 
 def version_of(server_info: JSON) -> str:

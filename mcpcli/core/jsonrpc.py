@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 messages: types, parsing and encoding. No I/O lives here.
 
-Messages are small slotted dataclasses so that the engine and the transports can
-pattern-match on them; `parse()` validates the envelope (not MCP semantics) and
+Messages are small slotted value classes (`core.plain`) that the engine and the transports
+match on by type; `parse()` validates the envelope (not MCP semantics) and
 `encode()` produces the compact single-line form every transport frames.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcpcli import jsontext
+from mcpcli.core.plain import Plain
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -45,11 +45,13 @@ INTERNAL_ERROR = -32603
 RequestId = int | str
 
 
-@dataclass(slots=True)
-class Request:
-    method: str
-    params: dict[str, Any] | None = None
-    id: RequestId = 0
+class Request(Plain):
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any] | None = None, id: RequestId = 0) -> None:
+        self.method = method
+        self.params = params
+        self.id = id
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
@@ -58,10 +60,12 @@ class Request:
         return out
 
 
-@dataclass(slots=True)
-class Notification:
-    method: str
-    params: dict[str, Any] | None = None
+class Notification(Plain):
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.method = method
+        self.params = params
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
@@ -70,20 +74,24 @@ class Notification:
         return out
 
 
-@dataclass(slots=True)
-class Response:
-    id: RequestId
-    result: dict[str, Any] = field(default_factory=dict)
+class Response(Plain):
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.result: dict[str, Any] = {} if result is None else result
 
     def to_dict(self) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
 
 
-@dataclass(slots=True)
-class ErrorObject:
-    code: int
-    message: str
-    data: Any = None
+class ErrorObject(Plain):
+    __slots__ = ("code", "data", "message")
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -92,10 +100,12 @@ class ErrorObject:
         return out
 
 
-@dataclass(slots=True)
-class ErrorResponse:
-    id: RequestId | None
-    error: ErrorObject
+class ErrorResponse(Plain):
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: RequestId | None, error: ErrorObject) -> None:
+        self.id = id
+        self.error = error
 
     def to_dict(self) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": self.id, "error": self.error.to_dict()}
@@ -104,11 +114,13 @@ class ErrorResponse:
 Message = Request | Notification | Response | ErrorResponse
 
 
-@dataclass(slots=True)
-class Batch:
+class Batch(Plain):
     """A JSON-RPC batch (an array body). Only 2025-03-26 peers may send these."""
 
-    messages: list[Message]
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
 
     def to_list(self) -> list[dict[str, Any]]:
         return [m.to_dict() for m in self.messages]

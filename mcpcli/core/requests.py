@@ -16,10 +16,10 @@ Times are whatever monotonic clock the driver keeps; the driver passes `now`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from mcpcli.core.jsonrpc import Notification, Request, RequestId
+from mcpcli.core.plain import Plain
 
 __all__ = ["RequestClock", "cancel_notice", "cancels_on_giving_up", "outgoing_request", "timed_out_message"]
 
@@ -50,19 +50,22 @@ def timed_out_message(method: str, waited: float) -> str:
     return f"{method} timed out after {waited:.1f}s"
 
 
-@dataclass(slots=True)
-class RequestClock:
+class RequestClock(Plain):
     """When a request in flight has waited too long.
 
     `timeout` (seconds, None for none) restarts with progress; `hard_deadline` (from
     `max_timeout`) does not move.
     """
 
-    timeout: float | None
-    hard_deadline: float
-    deadline: float
-    started: float
-    last_progress: float | None = None
+    __slots__ = ("deadline", "hard_deadline", "last_progress", "started", "timeout")
+
+    def __init__(self, timeout: float | None, hard_deadline: float, deadline: float, started: float,
+                 last_progress: float | None = None) -> None:
+        self.timeout = timeout
+        self.hard_deadline = hard_deadline
+        self.deadline = deadline
+        self.started = started
+        self.last_progress = last_progress
 
     @classmethod
     def start(cls, now: float, timeout: float | None, max_timeout: float | None) -> RequestClock:

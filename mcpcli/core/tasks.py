@@ -9,9 +9,9 @@ is shared by the anyio client, the daemon and the one-shot fast path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcpcli.core.plain import Plain
 from mcpcli.core.protocol import TASKS_EXTENSION, TERMINAL_TASK_STATUSES, TOOLS_CALL
 from mcpcli.errors import McpCliError, ProtocolError, RPCError
 
@@ -54,20 +54,23 @@ class TaskCancelled(McpCliError):
     kind = "task-cancelled"
 
 
-@dataclass
-class Task:
-    """One task's state, the same in both eras."""
+class Task(Plain):
+    """One task's state, the same in both eras: `poll_interval_ms` is the server's
+    suggestion, `raw` the object as the server sent it (tasks/get result, or the created
+    task), `cancel_requested` set once we have sent tasks/cancel for it."""
 
-    task_id: str
-    status: str
-    status_message: str | None = None
-    #: Suggested poll interval (ms), if the server gave one.
-    poll_interval_ms: float | None = None
-    ttl_ms: float | None = None
-    #: The object as the server sent it (tasks/get result, or the created task).
-    raw: JSON = field(default_factory=dict)
-    #: Set once we have sent tasks/cancel for it.
-    cancel_requested: bool = False
+    __slots__ = ("cancel_requested", "poll_interval_ms", "raw", "status", "status_message", "task_id", "ttl_ms")
+
+    def __init__(self, task_id: str, status: str, status_message: str | None = None,
+                 poll_interval_ms: float | None = None, ttl_ms: float | None = None,
+                 raw: JSON | None = None, cancel_requested: bool = False) -> None:
+        self.task_id = task_id
+        self.status = status
+        self.status_message = status_message
+        self.poll_interval_ms = poll_interval_ms
+        self.ttl_ms = ttl_ms
+        self.raw: JSON = {} if raw is None else raw
+        self.cancel_requested = cancel_requested
 
     @classmethod
     def from_wire(cls, obj: JSON) -> Task:
