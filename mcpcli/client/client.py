@@ -388,8 +388,8 @@ class Client:
         A `progressToken` already in `params["_meta"]` is kept (a task's progress
         outlives the request); otherwise the request's id is the token.
         """
-        return await self._drive(self.exchange.request(
-            method, params, on_progress=on_progress, timeout=timeout, max_timeout=max_timeout))
+        return await run_async(self.exchange.request(
+            method, params, on_progress=on_progress, timeout=timeout, max_timeout=max_timeout), self._perform)
 
     async def fulfil_input_requests(self, requests: Any) -> JSON:
         """Answer a map of input requests (MRTR, or a task's) with the client's features."""

@@ -422,13 +422,26 @@ class Exchange:
         otherwise the driver makes the request's id the token.
         """
         if self.era_from_cache:
-            try:
-                return (yield from self._request(method, params, on_progress, timeout, max_timeout))
-            except (RPCError, TransportError) as exc:
-                if not looks_legacy(exc):
-                    raise
-                _log("debug", "%s failed (%s); the cached era may be stale: probing again", method, exc)
-                yield from self.renegotiate()
+            return self._request_rechecked(method, params, on_progress, timeout, max_timeout)
+        # The common case is the request's own flow, with no flow around it to delegate
+        # through: every request of every command passes here.
+        return self._request(method, params, on_progress, timeout, max_timeout)
+
+    def _request_rechecked(
+        self,
+        method: str,
+        params: JSON | None,
+        on_progress: Callable[[JSON], None] | None,
+        timeout: float | bool | None,
+        max_timeout: float | bool | None,
+    ) -> Flow[JSON]:
+        try:
+            return (yield from self._request(method, params, on_progress, timeout, max_timeout))
+        except (RPCError, TransportError) as exc:
+            if not looks_legacy(exc):
+                raise
+            _log("debug", "%s failed (%s); the cached era may be stale: probing again", method, exc)
+            yield from self.renegotiate()
         return (yield from self._request(method, params, on_progress, timeout, max_timeout))
 
     def _request(
