@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -227,7 +227,7 @@ class ResponseStream(Protocol):
     @property
     def content_type(self) -> str: ...
 
-    def chunks(self) -> AsyncIterator[bytes]: ...
+    def chunks(self) -> AsyncGenerator[bytes, None]: ...
 
     async def read(self, max_bytes: int) -> bytes: ...
 
@@ -246,7 +246,7 @@ class HttpStream(HeaderLookup):
         self._display_url = url
 
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives; a broken connection raises `TransportError`."""
         httpx = load_httpx()
         try:
@@ -360,6 +360,9 @@ class HttpClient:
             raise transport_error(exc, shown) from None
 
     async def aclose(self) -> None:
+        plain, self._plain = self._plain, None
+        if plain is not None:
+            await plain.aclose()
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.aclose()
