@@ -222,6 +222,13 @@ class PlainStream(HeaderLookup):
         `MAX_HEAD_BYTES`) leaves the connection to be closed."""
         if self.done or self._mode == "close":
             return
+        if self._mode == "chunked" and not self._left:
+            # Most often the end is here already, right behind the answer: no waiting.
+            end = b"\r\n0\r\n\r\n" if self._in_chunk else b"0\r\n\r\n"
+            if self._reader.buffer == end:
+                self._reader.buffer.clear()
+                self.done = True
+                return
         left = MAX_HEAD_BYTES
         with anyio.move_on_after(FINISH_SECONDS):
             try:
@@ -350,13 +357,14 @@ class PlainClient:
             else:
                 mode, length = "close", 0
             response = PlainStream(status, header_list, url, reader, mode, length)
-            if version != "HTTP/1.1" or "close" in values.get("connection", "").lower():
-                response.done = False  # the server closes it: never reused
-                mode = "close"
+            # HTTP/1.0, or a server that says it closes the connection: never reused.
+            keep = mode != "close" and version == "HTTP/1.1" \
+                and "close" not in values.get("connection", "").lower()
             yield response
-            await response.finish()
+            if keep:
+                await response.finish()
         finally:
-            if response is not None and response.done and mode != "close" and not reader.buffer \
+            if response is not None and keep and response.done and not reader.buffer \
                     and len(self._idle.setdefault(key, [])) < MAX_IDLE:
                 self._idle[key].append((stream, time.monotonic()))
             else:

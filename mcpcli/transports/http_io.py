@@ -310,6 +310,8 @@ class HttpClient:
         # the CA bundle, and so must never be used for TLS (a redirect to https).
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._plain: PlainClient | None = None
+        #: No proxy variable applies to plain http:// (then `_http1` speaks it itself).
+        self._direct: bool | None = None
         self._display_url = display_url or url
 
     def _plain_client(self) -> PlainClient:
@@ -341,7 +343,9 @@ class HttpClient:
     ) -> AsyncIterator[ResponseStream]:
         """Send one request and yield the response with its body unread."""
         shown = display_url or self._display_url
-        if url.startswith("http://") and not _proxied(url):
+        if self._direct is None:  # read once (httpx reads the variables once per client too)
+            self._direct = not _proxied(url)
+        if url.startswith("http://") and self._direct:
             async with self._plain_client().open(
                 method, url, headers=headers, content=content, timeout=timeout, display_url=shown
             ) as plain:
