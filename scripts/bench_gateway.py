@@ -2,13 +2,16 @@
 """Benchmark the gateway: what `mcp serve --proxy` adds to a tool call.
 
     .venv/bin/python scripts/bench_gateway.py [--calls 500] [--concurrency 16] [--rounds 3]
+        [--baseline CHECKOUT]
 
 The upstream is a small stdio server (our runtime with one `echo` tool, started from
 this script). In the same run, interleaved over `--rounds` rounds (medians reported):
 
 * direct: our Client to the upstream over stdio;
 * gateway: our Client to `mcp serve --quiet --proxy -- <upstream>` over stdio, which
-  itself holds a Client to its own upstream.
+  itself holds a Client to its own upstream;
+* with `--baseline CHECKOUT`, also the gateway of another checkout (the "before" side of
+  a change; same interpreter, same upstream).
 
 For each: the median latency of sequential `tools/call` round trips, and throughput with
 `--concurrency` calls in flight. For the gateway also its own CPU per call (utime+stime of
@@ -68,8 +71,10 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-async def measure(argv: list[str], calls: int, concurrency: int) -> dict[str, float]:
-    transport = StdioTransport(argv[0], argv[1:], quiet=True)
+async def measure(argv: list[str], calls: int, concurrency: int,
+                  checkout: Path | None = None) -> dict[str, float]:
+    env = {"PYTHONPATH": str(checkout)} if checkout is not None else None
+    transport = StdioTransport(argv[0], argv[1:], quiet=True, env=env, cwd=str(checkout or ROOT))
     async with Client(transport, ClientOptions()) as client:
         await client.list_tools()
         for _ in range(20):  # warm up (the gateway connects its upstream lazily)
@@ -130,6 +135,8 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also measure the gateway of this checkout (the 'before' side)")
     parser.add_argument("--instructions", action="store_true",
                         help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
     args = parser.parse_args()
@@ -142,13 +149,21 @@ async def main() -> None:
             count = await instructions(gateway, args.calls, tmp)
             print(f"gateway process: {count / 1e6:.3f} M instructions per call ({args.calls} calls)")
             return
-        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": []}
+        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": []}
         for _ in range(args.rounds):
             results["direct"].append(await measure(upstream, args.calls, args.concurrency))
             results["gateway"].append(await measure(gateway, args.calls, args.concurrency))
+            if args.baseline:
+                results["baseline"].append(await measure(gateway, args.calls, args.concurrency,
+                                                         args.baseline.resolve()))
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in results[kind])
+
+    def ratios(kind: str) -> str:
+        """Each round's throughput as a share of the direct one in the same round."""
+        pairs = zip(results["direct"], results[kind], strict=True)
+        return ", ".join(f"{g['rate'] / d['rate']:.0%}" for d, g in pairs)
 
     direct, through = med("direct", "median_ms"), med("gateway", "median_ms")
     print(f"calls per round: {args.calls}, rounds: {args.rounds} (medians of the rounds)")
@@ -158,7 +173,13 @@ async def main() -> None:
           f"(user {med('gateway', 'user_ms'):.3f}, system {med('gateway', 'sys_ms'):.3f})")
     d_rate, g_rate = med("direct", "rate"), med("gateway", "rate")
     print(f"throughput at concurrency {args.concurrency}: direct {d_rate:.0f}/s   "
-          f"through the gateway {g_rate:.0f}/s ({g_rate / d_rate:.0%})")
+          f"through the gateway {g_rate:.0f}/s ({g_rate / d_rate:.0%}; rounds "
+          f"{ratios('gateway')})")
+    if results["baseline"]:
+        b_rate = med("baseline", "rate")
+        print(f"baseline {args.baseline}: latency {med('baseline', 'median_ms'):.3f} ms, gateway CPU per call "
+              f"{med('baseline', 'cpu_ms'):.3f} ms, throughput {b_rate:.0f}/s ({b_rate / d_rate:.0%}; rounds "
+              f"{ratios('baseline')})")
 
 
 def run() -> Any:

@@ -15,7 +15,8 @@ import time
 
 from mcpcli.cli._oneshot_pipes import Stderr, StdioServer
 from mcpcli.core import jsonrpc
-from mcpcli.core.exchange import Exchange, ExitedOnProbe, PageRepeat, ProbeTraits
+from mcpcli.core.era import ProbeTraits
+from mcpcli.core.exchange import Exchange, ExitedOnProbe, PageRepeat
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
 from mcpcli.core.handshake import rpc_error_from, with_meta
 from mcpcli.core.protocol import RELATED_TASK_KEY

@@ -32,7 +32,8 @@ from mcpcli.client.options import ClientOptions
 from mcpcli.client.subscriptions import Subscriptions
 from mcpcli.client.tasks import TaskOptions, TaskWaiter
 from mcpcli.core import tracecontext
-from mcpcli.core.exchange import Exchange, ExitedOnProbe, NoMemory, ProbeTraits
+from mcpcli.core.era import NoMemory, ProbeTraits
+from mcpcli.core.exchange import Exchange, ExitedOnProbe
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
 from mcpcli.core.handshake import with_meta
 from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
@@ -54,7 +55,7 @@ from mcpcli.transports import Envelope, Transport
 __all__ = ["Client", "caused_by"]
 
 if TYPE_CHECKING:
-    from mcpcli.core.exchange import EraMemory
+    from mcpcli.core.era import EraMemory
 
 log = logging.getLogger("mcpcli.client")
 T = TypeVar("T")

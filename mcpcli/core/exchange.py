@@ -23,9 +23,10 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from mcpcli.core import flags
+from mcpcli.core.era import EraMemory, NoMemory, ProbeTraits, looks_legacy
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Send
 from mcpcli.core.handshake import (
     Handshake,
@@ -68,7 +69,6 @@ from mcpcli.core.tasks import (
     with_extension,
 )
 from mcpcli.errors import (
-    McpCliError,
     ProtocolError,
     RequestTimeout,
     RPCError,
@@ -77,17 +77,7 @@ from mcpcli.errors import (
     UnsupportedVersionError,
 )
 
-__all__ = [
-    "Called",
-    "EraMemory",
-    "Exchange",
-    "ExitedOnProbe",
-    "NoMemory",
-    "PageRepeat",
-    "ProbeTraits",
-    "looks_legacy",
-    "version_of",
-]
+__all__ = ["Called", "Exchange", "ExitedOnProbe", "PageRepeat", "version_of"]
 
 
 
@@ -127,66 +117,6 @@ class Called(Plain):
 
 class PageRepeat(ProtocolError):
     """A list's `nextCursor` came back a second time (raised only when asked to)."""
-
-
-class EraMemory(Protocol):
-    """What era negotiation remembers across runs, kept by the driver (`mcpcli.cache`)."""
-
-    def remembered_legacy(self) -> JSON | None:
-        """`{"era": "legacy", "version": ...}` if this stdio command line was legacy last time."""
-
-    def remember_legacy(self, server_info: JSON | None) -> None:
-        """Remember this command line as legacy (None: forget it)."""
-
-    def cached_discover(self) -> JSON | None:
-        """A fresh cached `server/discover` result for this URL (HTTP), if any."""
-
-    def store_discover(self, result: JSON) -> None:
-        """Keep a `server/discover` result the server allowed to be cached."""
-
-    def forget_discover(self) -> None:
-        """The cached result turned out wrong."""
-
-
-class NoMemory:
-    """An `EraMemory` that remembers nothing (in-memory transports, tests)."""
-
-    def remembered_legacy(self) -> JSON | None:
-        return None
-
-    def remember_legacy(self, server_info: JSON | None) -> None:
-        return None
-
-    def cached_discover(self) -> JSON | None:
-        return None
-
-    def store_discover(self, result: JSON) -> None:
-        return None
-
-    def forget_discover(self) -> None:
-        return None
-
-
-class ProbeTraits(Plain):
-    """What negotiation must know of the transport: `legacy_only` for HTTP+SSE
-    (2024-11-05 predates the modern era: no probe); `silence_is_legacy` where a server that
-    stays silent on the probe is legacy (stdio; over HTTP every request is answered, so an
-    error status means legacy instead)."""
-
-    __slots__ = ("legacy_only", "silence_is_legacy")
-
-    def __init__(self, legacy_only: bool = False, silence_is_legacy: bool = False) -> None:
-        self.legacy_only = legacy_only
-        self.silence_is_legacy = silence_is_legacy
-
-
-def looks_legacy(exc: McpCliError) -> bool:
-    """An error a legacy server gives a modern request (a cached era may be stale)."""
-    if isinstance(exc, TransportError):
-        return exc.status in (400, 404, 405)
-    if isinstance(exc, RPCError):
-        return exc.code in (-32000, -32600, -32601)
-    return False
 
 
 class Exchange:

@@ -7,8 +7,9 @@ headers, the authenticator and the limits (Streamable HTTP, HTTP+SSE); in-memory
 transports get the coroutine that serves the other end.
 
 `connect()` opens the connection and yields the session-facing pair `(read, write)`
-(`ReadStream`, `WriteStream`: memory-object streams for the in-memory, HTTP and daemon
-transports; stdio reads and writes its pipes with no task in between, see `_lines`):
+(`ReadStream`, `WriteStream`: memory-object streams for the in-memory, HTTP+SSE and daemon
+transports; stdio reads and writes its pipes with no task in between, see `lines`, and
+Streamable HTTP hands requests and answers over without one, see `handover`):
 
 * `read` yields `Envelope`s for messages that arrived, and `Exception`s for
   problems the session should report but survive (a garbage line on stdout). A

@@ -2,15 +2,17 @@
 
 Importing and setting up httpx costs more than a whole one-shot call to a
 local server. For plain http:// without a proxy, this module speaks HTTP/1.1
-itself on anyio sockets: one connection per request (`Connection: close`),
-bodies by Content-Length, chunked encoding, or until the server closes. It
+itself on anyio sockets: keep-alive connections (a gateway relays every call
+over them; a connection per request cost more CPU than the relaying), bodies by
+Content-Length, chunked encoding, or until the server closes. It
 offers the same interface as `_http.HttpStream` and `HttpClient.open`; TLS,
 proxies and everything else go through httpx (`mcpcli.transports.http_io`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +26,12 @@ __all__ = ["PlainClient", "PlainStream"]
 
 MAX_HEAD_BYTES = 64 * 1024
 READ_SIZE = 65536
+#: Idle connections kept per host and port, and for how long: under the 5 s after which
+#: Node's and uvicorn's servers close an idle one (a request racing that close is retried).
+MAX_IDLE = 32
+IDLE_SECONDS = 4.0
+#: How long a response's unread rest may take to arrive for its connection to be kept.
+FINISH_SECONDS = 0.5
 
 
 class _Connection:
@@ -45,6 +53,12 @@ class _Connection:
             return str(self._stream.extra(SocketAttribute.remote_address)[0])  # noqa: S610
         except (LookupError, TypeError, IndexError, AttributeError):
             return None
+
+    def stale(self) -> bool:
+        """Has the server closed this idle connection (as far as we know yet)?"""
+        if self._writer is not None:
+            return bool(self._reader.at_eof() or self._writer.is_closing())
+        return False
 
     async def send(self, data: bytes) -> None:
         if self._writer is not None:
@@ -94,6 +108,7 @@ class _Reader:
         self.stream = stream
         self.buffer = bytearray()
         self.eof = False
+        self.received = 0
         self._shown = shown
 
     async def fill(self) -> bool:
@@ -108,6 +123,7 @@ class _Reader:
             self.eof = True
             return False
         self.buffer += chunk
+        self.received += len(chunk)
         return True
 
     async def read_until(self, marker: bytes, limit: int) -> bytes:
@@ -148,8 +164,11 @@ class PlainStream(HeaderLookup):
         self._mode = mode  # "none", "length", "chunked", "close"
         self._left = length
         self._display_url = reader._shown
+        #: The whole body was read (so the connection may carry the next request).
+        self.done = mode == "none"
+        self._in_chunk = False
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         reader = self._reader
         if self._mode == "none":
             return
@@ -167,24 +186,58 @@ class PlainStream(HeaderLookup):
                         f"{self._display_url}: the connection broke: {self._left} bytes of the body missing"
                     )
                 self._left -= len(data)
+                if not self._left:
+                    self.done = True
                 yield data
             return
-        while True:  # chunked
-            line = await reader.read_until(b"\r\n", 1024)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                raise TransportError(f"{self._display_url}: malformed chunked encoding") from None
-            if size == 0:
-                return
-            left = size
-            while left > 0:
-                data = await reader.read_some(min(left, READ_SIZE))
+        while True:  # chunked; the state is kept so that a later call goes on (`finish`)
+            if not self._left:
+                if self._in_chunk:
+                    await reader.read_until(b"\r\n", 16)
+                    self._in_chunk = False
+                line = await reader.read_until(b"\r\n", 1024)
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    raise TransportError(f"{self._display_url}: malformed chunked encoding") from None
+                if size == 0:
+                    # Trailers (ignored) up to the empty line that ends the message.
+                    for _ in range(64):
+                        if await reader.read_until(b"\r\n", MAX_HEAD_BYTES) == b"\r\n":
+                            self.done = True
+                            break
+                    return
+                self._left, self._in_chunk = size, True
+            while self._left > 0:
+                data = await reader.read_some(min(self._left, READ_SIZE))
                 if not data:
                     raise TransportError(f"{self._display_url}: the connection broke mid-chunk")
-                left -= len(data)
+                self._left -= len(data)
                 yield data
-            await reader.read_until(b"\r\n", 16)
+
+    async def finish(self) -> None:
+        """Read what is left of the body, if it comes soon, so the connection can carry the
+        next request: a Streamable HTTP server ends an SSE response right after the answer
+        its reader stops at. Anything still unread after `FINISH_SECONDS` (or past
+        `MAX_HEAD_BYTES`) leaves the connection to be closed."""
+        if self.done or self._mode == "close":
+            return
+        if self._mode == "chunked" and not self._left:
+            # Most often the end is here already, right behind the answer: no waiting.
+            end = b"\r\n0\r\n\r\n" if self._in_chunk else b"0\r\n\r\n"
+            if self._reader.buffer == end:
+                self._reader.buffer.clear()
+                self.done = True
+                return
+        left = MAX_HEAD_BYTES
+        with anyio.move_on_after(FINISH_SECONDS):
+            try:
+                async for chunk in self.chunks():
+                    left -= len(chunk)
+                    if left < 0:
+                        return
+            except TransportError:
+                return
 
     async def read(self, max_bytes: int) -> bytes:
         body = bytearray()
@@ -206,7 +259,7 @@ class PlainStream(HeaderLookup):
         return bytes(body[:max_bytes])
 
 
-def _parse_head(head: bytes, shown: str) -> tuple[int, list[tuple[str, str]]]:
+def _parse_head(head: bytes, shown: str) -> tuple[int, list[tuple[str, str]], str]:
     lines = head.decode("latin-1").split("\r\n")
     status_line = lines[0].split(" ", 2)
     code = status_line[1] if len(status_line) > 1 else ""
@@ -221,11 +274,11 @@ def _parse_head(head: bytes, shown: str) -> tuple[int, list[tuple[str, str]]]:
         if not sep:
             raise TransportError(f"{shown}: malformed response header: {line[:80]!r}")
         headers.append((name.strip().lower(), value.strip()))
-    return int(status_line[1]), headers
+    return int(status_line[1]), headers, status_line[0]
 
 
 class PlainClient:
-    """HTTP/1.1 over plain TCP, one connection per request."""
+    """HTTP/1.1 over plain TCP, with keep-alive connections per host and port."""
 
     def __init__(self, *, headers: Mapping[str, str], connect_timeout: float) -> None:
         self._headers = dict(headers)
@@ -233,6 +286,9 @@ class PlainClient:
         #: host name -> the address that answered, so later connections (a resumed
         #: stream must reconnect right after the server's `retry`) skip the lookup.
         self._resolved: dict[tuple[str, int], str] = {}
+        self._targets: dict[str, tuple[str, int, str, str | None, dict[str, str]]] = {}
+        #: (host, port) -> idle connections, each with the time it became idle.
+        self._idle: dict[tuple[str, int], list[tuple[_Connection, float]]] = {}
 
     @asynccontextmanager
     async def open(
@@ -245,28 +301,12 @@ class PlainClient:
         timeout: float | None = None,
         display_url: str,
     ) -> AsyncIterator[PlainStream]:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port or 80
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        host_header = f"[{host}]" if ":" in host else host
-        if parts.port is not None:
-            host_header += f":{parts.port}"
-        merged: dict[str, str] = {"Host": host_header}
-        merged.update(self._headers)
+        host, port, target, basic, merged = self._target(url)
         merged.update(headers or {})
-        if parts.username is not None and not any(k.lower() == "authorization" for k in merged):
-            # user:password@ in the URL means HTTP Basic, as with httpx.
-            import base64
-            from urllib.parse import unquote
-
-            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
-            merged["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        if basic is not None and not any(k.lower() == "authorization" for k in merged):
+            merged["Authorization"] = basic  # user:password@ in the URL, as with httpx
         if content is not None or method in ("POST", "PUT"):
             merged["Content-Length"] = str(len(content or b""))
-        merged["Connection"] = "close"
         head = f"{method} {target} HTTP/1.1\r\n" + "".join(
             f"{_check_header(k)}: {_check_header(v)}\r\n" for k, v in merged.items()
         ) + "\r\n"
@@ -276,21 +316,31 @@ class PlainClient:
             raise TransportError(
                 f"{display_url}: an HTTP header holds characters that cannot be sent"
             ) from None
-        stream = await self._connect(host, port, display_url)
+        key = (host, port)
+        stream = await self._take_idle(key)
+        reused = stream is not None
+        if stream is None:
+            stream = await self._connect(host, port, display_url)
+        response: PlainStream | None = None
         try:
             try:
                 with anyio.fail_after(timeout) if timeout is not None else _no_timeout():
-                    try:
-                        await stream.send(raw_head + (content or b""))
-                    except (anyio.BrokenResourceError, OSError) as exc:
-                        raise TransportError(f"{display_url}: the connection broke: {exc}") from None
-                    reader = _Reader(stream, display_url)
                     while True:
-                        status, header_list = _parse_head(
-                            await reader.read_until(b"\r\n\r\n", MAX_HEAD_BYTES), display_url
-                        )
-                        if not 100 <= status < 200:
+                        reader = _Reader(stream, display_url)
+                        try:
+                            status, header_list, version = await _exchange(
+                                stream, reader, raw_head + (content or b""), display_url
+                            )
                             break
+                        except TransportError:
+                            if not reused or reader.received:
+                                raise
+                        # The server closed the idle connection as we sent (it read
+                        # nothing of this request): once more on a new connection.
+                        with anyio.CancelScope(shield=True):
+                            await stream.aclose()
+                        reused = False
+                        stream = await self._connect(host, port, display_url)
             except TimeoutError:
                 raise TransportError(f"timed out talking to {display_url}") from None
             values = dict(header_list)
@@ -306,10 +356,59 @@ class PlainClient:
                 mode = "length" if length > 0 else "none"
             else:
                 mode, length = "close", 0
-            yield PlainStream(status, header_list, url, reader, mode, length)
+            response = PlainStream(status, header_list, url, reader, mode, length)
+            # HTTP/1.0, or a server that says it closes the connection: never reused.
+            keep = mode != "close" and version == "HTTP/1.1" \
+                and "close" not in values.get("connection", "").lower()
+            yield response
+            if keep:
+                await response.finish()
         finally:
+            if response is not None and keep and response.done and not reader.buffer \
+                    and len(self._idle.setdefault(key, [])) < MAX_IDLE:
+                self._idle[key].append((stream, time.monotonic()))
+            else:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+
+    def _target(self, url: str) -> tuple[str, int, str, str | None, dict[str, str]]:
+        """Host, port, request target, HTTP Basic credentials (user:password@) and the
+        base headers of a URL (parsed once per URL: a gateway sends every call to one)."""
+        known = self._targets.get(url)
+        if known is None:
+            parts = urlsplit(url)
+            host = parts.hostname or ""
+            target = parts.path or "/"
+            if parts.query:
+                target += "?" + parts.query
+            host_header = f"[{host}]" if ":" in host else host
+            if parts.port is not None:
+                host_header += f":{parts.port}"
+            basic = None
+            if parts.username is not None:
+                import base64
+                from urllib.parse import unquote
+
+                pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+                basic = "Basic " + base64.b64encode(pair).decode("ascii")
+            if len(self._targets) >= 64:
+                self._targets.clear()
+            known = self._targets[url] = (host, parts.port or 80, target, basic,
+                                          {"Host": host_header, **self._headers})
+        host, port, target, basic, base = known
+        return host, port, target, basic, dict(base)
+
+    async def _take_idle(self, key: tuple[str, int]) -> _Connection | None:
+        """An idle connection to reuse, the most recent first; stale ones are closed."""
+        idle = self._idle.get(key)
+        oldest_kept = time.monotonic() - IDLE_SECONDS
+        while idle:
+            stream, since = idle.pop()
+            if since >= oldest_kept and not stream.stale():
+                return stream
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
+        return None
 
     async def _connect(self, host: str, port: int, shown: str) -> _Connection:
         try:
@@ -335,7 +434,25 @@ class PlainClient:
             raise TransportError(f"cannot connect to {shown}: {reason}") from None
 
     async def aclose(self) -> None:
-        return None
+        idle, self._idle = self._idle, {}
+        with anyio.CancelScope(shield=True):
+            for connections in idle.values():
+                for stream, _ in connections:
+                    await stream.aclose()
+
+
+async def _exchange(
+    stream: _Connection, reader: _Reader, request: bytes, shown: str
+) -> tuple[int, list[tuple[str, str]], str]:
+    """Send a request and read the response's head (past any 1xx): status, headers, version."""
+    try:
+        await stream.send(request)
+    except (anyio.BrokenResourceError, OSError) as exc:
+        raise TransportError(f"{shown}: the connection broke: {exc}") from None
+    while True:
+        status, header_list, version = _parse_head(await reader.read_until(b"\r\n\r\n", MAX_HEAD_BYTES), shown)
+        if not 100 <= status < 200:
+            return status, header_list, version
 
 
 class _no_timeout:

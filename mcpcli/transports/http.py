@@ -214,6 +214,8 @@ class HttpConnection:
     # -- headers ------------------------------------------------------------------
 
     def same_origin(self, url: str) -> bool:
+        if url == self.url:  # every request but a redirect's: no URL to parse
+            return True
         try:
             return origin_of(url) == self.origin
         except ValueError:
@@ -312,7 +314,7 @@ class HttpConnection:
             next_target: str | None = None
             async with self.client.open(
                 method, target, headers=sent, content=body, timeout=timeout,
-                display_url=display_url(target),
+                display_url=self.shown if target == self.url else display_url(target),
             ) as response:
                 status = response.status
                 location = response.header("location")

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -47,11 +48,16 @@ def related(original_id: RequestId) -> RequestId | None:
 
 
 
-async def chunks_or_break(response: HttpStream) -> AsyncIterator[bytes]:
-    """Body chunks; a connection that breaks mid-stream just ends the iteration."""
+async def chunks_or_break(response: HttpStream) -> AsyncGenerator[bytes, None]:
+    """Body chunks; a connection that breaks mid-stream just ends the iteration.
+
+    A reader that stops early closes it (`aclosing`), which closes the body's own
+    iterator: an async generator left to the garbage collector costs the event loop a
+    thread-safe wake-up and a task to finalize it, on every relayed call."""
     try:
-        async for chunk in response.chunks():
-            yield chunk
+        async with aclosing(response.chunks()) as chunks:
+            async for chunk in chunks:
+                yield chunk
     except TransportError as exc:
         log.debug("stream broke: %s", exc)
 
@@ -81,12 +87,13 @@ async def initialize_result(response: HttpStream, limit: int) -> dict[str, Any] 
 
     if response.content_type == "text/event-stream":
         decoder = SSEDecoder(max_event_bytes=limit)
-        async for chunk in chunks_or_break(response):
-            for event in decoder.feed(chunk):
-                if event.data.strip():
-                    take(event.data)
-            if found is not None:
-                break
+        async with aclosing(chunks_or_break(response)) as chunks:
+            async for chunk in chunks:
+                for event in decoder.feed(chunk):
+                    if event.data.strip():
+                        take(event.data)
+                if found is not None:
+                    break
     else:
         take(await response.read(limit))
     return found
@@ -213,32 +220,34 @@ class AnswerReader:
         self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
     ) -> bool:
         """Deliver the messages of an SSE stream; True once the response has arrived."""
-        async for chunk in chunks_or_break(response):
-            events = decoder.feed(chunk)
-            if decoder.take_invalid_utf8():
-                await self.deliver(ProtocolError(INVALID_UTF8.format(self.shown)))
-            for event in events:
-                if event.event != "message" or not event.data.strip():
-                    continue
-                if await self.parse(event.data, sent_id, original_id):
-                    return True
+        async with aclosing(chunks_or_break(response)) as chunks:
+            async for chunk in chunks:
+                events = decoder.feed(chunk)
+                if decoder.take_invalid_utf8():
+                    await self.deliver(ProtocolError(INVALID_UTF8.format(self.shown)))
+                for event in events:
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    if await self.parse(event.data, sent_id, original_id):
+                        return True
         return False
 
     async def ndjson(self, response: HttpStream, sent_id: RequestId, original_id: RequestId) -> bool:
         """A JSON body read line by line (listen streams some servers send that way)."""
         buffer = bytearray()
-        async for chunk in chunks_or_break(response):
-            buffer += chunk
-            while (newline := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:newline]).strip()
-                del buffer[: newline + 1]
-                if line and await self.parse(line, sent_id, original_id):
-                    return True
-            if len(buffer) > self.max_message_bytes:
-                raise MessageTooLarge(
-                    f"{self.shown}: the server sent a message larger than "
-                    f"{self.max_message_bytes} bytes"
-                )
+        async with aclosing(chunks_or_break(response)) as chunks:
+            async for chunk in chunks:
+                buffer += chunk
+                while (newline := buffer.find(b"\n")) >= 0:
+                    line = bytes(buffer[:newline]).strip()
+                    del buffer[: newline + 1]
+                    if line and await self.parse(line, sent_id, original_id):
+                        return True
+                if len(buffer) > self.max_message_bytes:
+                    raise MessageTooLarge(
+                        f"{self.shown}: the server sent a message larger than "
+                        f"{self.max_message_bytes} bytes"
+                    )
         if buffer.strip():
             return await self.parse(bytes(buffer), sent_id, original_id)
         return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -227,7 +227,7 @@ class ResponseStream(Protocol):
     @property
     def content_type(self) -> str: ...
 
-    def chunks(self) -> AsyncIterator[bytes]: ...
+    def chunks(self) -> AsyncGenerator[bytes, None]: ...
 
     async def read(self, max_bytes: int) -> bytes: ...
 
@@ -246,7 +246,7 @@ class HttpStream(HeaderLookup):
         self._display_url = url
 
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives; a broken connection raises `TransportError`."""
         httpx = load_httpx()
         try:
@@ -310,6 +310,8 @@ class HttpClient:
         # the CA bundle, and so must never be used for TLS (a redirect to https).
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._plain: PlainClient | None = None
+        #: No proxy variable applies to plain http:// (then `_http1` speaks it itself).
+        self._direct: bool | None = None
         self._display_url = display_url or url
 
     def _plain_client(self) -> PlainClient:
@@ -341,7 +343,9 @@ class HttpClient:
     ) -> AsyncIterator[ResponseStream]:
         """Send one request and yield the response with its body unread."""
         shown = display_url or self._display_url
-        if url.startswith("http://") and not _proxied(url):
+        if self._direct is None:  # read once (httpx reads the variables once per client too)
+            self._direct = not _proxied(url)
+        if url.startswith("http://") and self._direct:
             async with self._plain_client().open(
                 method, url, headers=headers, content=content, timeout=timeout, display_url=shown
             ) as plain:
@@ -360,6 +364,9 @@ class HttpClient:
             raise transport_error(exc, shown) from None
 
     async def aclose(self) -> None:
+        plain, self._plain = self._plain, None
+        if plain is not None:
+            await plain.aclose()
         clients, self._clients = list(self._clients.values()), {}
         for client in clients:
             await client.aclose()

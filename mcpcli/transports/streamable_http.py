@@ -37,32 +37,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpcli.core import jsonrpc
-from mcpcli.core.jsonrpc import (
-    ErrorResponse,
-    Notification,
-    Request,
-    RequestId,
-    Response,
-)
+from mcpcli.core.jsonrpc import ErrorResponse, Notification, Request, RequestId, Response
 from mcpcli.core.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, TOOLS_CALL
 from mcpcli.core.wire import param_headers, standard_headers, valid_tools
-from mcpcli.errors import (
-    AuthError,
-    ConnectionClosed,
-    McpCliError,
-    ProtocolError,
-    TransportError,
-)
+from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
-from mcpcli.transports.http import (
-    HttpConnection,
-    modern_version,
-    snippet,
-    status_text,
-)
+from mcpcli.transports.handover import Delivered, Outbox
+from mcpcli.transports.http import HttpConnection, modern_version, snippet, status_text
 from mcpcli.transports.http_answers import (
     DEFAULT_RETRY_MS,
     AnswerReader,
@@ -142,10 +126,11 @@ class StreamableHttpTransport(Transport):
         self._reinit_lock = anyio.Lock()
         self._sse: SseChannel | None = None
         self._active: dict[RequestId, _Active] = {}
-        self._deliver_stream: MemoryObjectSendStream[Envelope | Exception] | None = None
+        self._delivered: Delivered | None = None
         self._tg: TaskGroup | None = None
         self._standalone: anyio.Event | None = None
         self._writer_scope: anyio.CancelScope | None = None
+        self._outbox: Outbox | None = None
         #: The GET stream is up (the server offers one).
         self._standalone_open = False
         self._reissues = 0
@@ -198,18 +183,18 @@ class StreamableHttpTransport(Transport):
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Streams]:
-        read_send, read_recv = anyio.create_memory_object_stream[Envelope | Exception](64)
+        delivered = self._delivered = Delivered()
         write_send, write_recv = anyio.create_memory_object_stream[Envelope](64)
-        self._deliver_stream = read_send
+        outbox = self._outbox = Outbox(write_send, self._start_request)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._writer, write_recv)
                 try:
-                    yield read_recv, write_send
+                    yield delivered, outbox
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await write_send.aclose()
+                        await outbox.aclose()
                         # Requests sent while the user pressed Ctrl-C (unsubscribe,
                         # notifications/cancelled) had their chance; stop the rest.
                         for active in list(self._active.values()):
@@ -221,21 +206,17 @@ class StreamableHttpTransport(Transport):
         finally:
             with anyio.CancelScope(shield=True):
                 self._tg = None
-                await read_send.aclose()
-                await read_recv.aclose()
+                delivered.end()
+                await delivered.aclose()
                 await write_recv.aclose()
                 if self._sse is not None:
                     await self._sse.aclose()
                 await self.conn.aclose()
 
     async def _deliver(self, item: Envelope | Exception) -> None:
-        stream = self._deliver_stream
-        if stream is None:
-            return
-        try:
-            await stream.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        delivered = self._delivered
+        if delivered is not None:
+            await delivered.put(item)
 
     async def _fail(self, request_id: RequestId, exc: McpCliError) -> None:
         """Make one request fail with a typed error (the session raises it)."""
@@ -264,30 +245,40 @@ class StreamableHttpTransport(Transport):
 
     async def _write_all(self, inbox: MemoryObjectReceiveStream[Envelope]) -> None:
         async for envelope in inbox:
-            message = envelope.message
-            if isinstance(message, Request):
-                self._start_request(envelope, message)
-            elif isinstance(message, Notification) and message.method == "notifications/cancelled":
-                await self._cancel(envelope, message)
-            elif isinstance(message, (Notification, Response, ErrorResponse)):
-                if self._sse is not None:
-                    await self._post_via_sse(envelope)
-                elif isinstance(message, Notification):
-                    # In order: `initialized` must land before the next request.
-                    with anyio.move_on_after(NOTIFY_TIMEOUT):
-                        await self._post_one_way(envelope)
-                else:
-                    assert self._tg is not None
-                    self._tg.start_soon(self._post_one_way, envelope)
-            else:
-                await self._deliver(ProtocolError("batches are not sent over HTTP"))
+            try:
+                await self._write_one(envelope)
+            finally:
+                if self._outbox is not None:
+                    self._outbox.queued -= 1
 
-    def _start_request(self, envelope: Envelope, request: Request) -> None:
-        assert self._tg is not None
+    async def _write_one(self, envelope: Envelope) -> None:
+        message = envelope.message
+        if isinstance(message, Request):
+            self._start_request(envelope, message)
+        elif isinstance(message, Notification) and message.method == "notifications/cancelled":
+            await self._cancel(envelope, message)
+        elif isinstance(message, (Notification, Response, ErrorResponse)):
+            if self._sse is not None:
+                await self._post_via_sse(envelope)
+            elif isinstance(message, Notification):
+                # In order: `initialized` must land before the next request.
+                with anyio.move_on_after(NOTIFY_TIMEOUT):
+                    await self._post_one_way(envelope)
+            else:
+                assert self._tg is not None
+                self._tg.start_soon(self._post_one_way, envelope)
+        else:
+            await self._deliver(ProtocolError("batches are not sent over HTTP"))
+
+    def _start_request(self, envelope: Envelope, request: Request) -> bool:
+        """Start the task that sends `request` (False: the connection is ending)."""
+        if self._tg is None:
+            return False
         scope = anyio.CancelScope(shield=True)
         modern = modern_version(request.params) is not None
         self._active[request.id] = _Active(scope, modern)
         self._tg.start_soon(self._run_request, envelope, request, scope)
+        return True
 
     async def _run_request(self, envelope: Envelope, request: Request, scope: anyio.CancelScope) -> None:
         try:

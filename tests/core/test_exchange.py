@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from mcpcli.core.exchange import Called, Exchange, ExitedOnProbe, NoMemory, PageRepeat, ProbeTraits
+from mcpcli.core.era import NoMemory, ProbeTraits
+from mcpcli.core.exchange import Called, Exchange, ExitedOnProbe, PageRepeat
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_sync
 from mcpcli.core.protocol import (
     CLIENT_CAPABILITIES_KEY,

@@ -21,7 +21,7 @@ def test_a_status_line_without_three_ascii_digits_is_not_http(code: str) -> None
 
 
 def test_a_good_status_line_parses() -> None:
-    status, headers = _parse_head(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", "srv")
+    status, headers, _ = _parse_head(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", "srv")
     assert status == 200
     assert ("content-type", "text/plain") in [(k.lower(), v) for k, v in headers]
 
