@@ -43,7 +43,7 @@ from mcpcli.server.http_asgi import (
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange
+from mcpcli.server.http_exchange import Exchange, end_watch, watch_disconnect
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
 
@@ -171,30 +171,32 @@ async def modern_post(
     sse_ok = "text/event-stream" in accept or "*/*" in accept
     async with anyio.create_task_group() as tg:
         exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
-        tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
-        status = 200
-        response: Message
-        # The server's drain is over: end the call, and say so.
-        with anyio.CancelScope() as call, context.on_stop(call.cancel):
-            try:
-                run = functools.partial(context.server.handle_modern, message, exchange, transport="http",
-                                        principal=context.principal, meta=meta)
-                result = await (handle(message, run, transport="http", version=meta.version)
-                                if traced(message) else run())
-                response = Response(rid, result)
-            except RPCError as exc:
-                status = exc.status if isinstance(exc, ModernError) else (
-                    404 if exc.code == METHOD_NOT_FOUND else 200
-                )
-                response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
-            except Exception as exc:
-                log_unexpected(log, f"failed while answering {message.method}", exc)
-                response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
-        if call.cancel_called:
-            status = 503
-            response = ErrorResponse(rid, shutdown_error())
-        await exchange.finish(response, status)
-        tg.cancel_scope.cancel()
+        watch = watch_disconnect(tg, _watch(receive, exchange, tg.cancel_scope))
+        try:
+            status = 200
+            response: Message
+            # The server's drain is over: end the call, and say so.
+            with anyio.CancelScope() as call, context.on_stop(call.cancel):
+                try:
+                    run = functools.partial(context.server.handle_modern, message, exchange, transport="http",
+                                            principal=context.principal, meta=meta)
+                    result = await (handle(message, run, transport="http", version=meta.version)
+                                    if traced(message) else run())
+                    response = Response(rid, result)
+                except RPCError as exc:
+                    status = exc.status if isinstance(exc, ModernError) else (
+                        404 if exc.code == METHOD_NOT_FOUND else 200
+                    )
+                    response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
+                except Exception as exc:
+                    log_unexpected(log, f"failed while answering {message.method}", exc)
+                    response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+            if call.cancel_called:
+                status = 503
+                response = ErrorResponse(rid, shutdown_error())
+            await exchange.finish(response, status)
+        finally:
+            end_watch(tg, watch, exchange)
 
 
 async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:

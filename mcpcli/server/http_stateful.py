@@ -44,7 +44,7 @@ from mcpcli.server.http_asgi import (
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, Replay
+from mcpcli.server.http_exchange import Exchange, Replay, end_watch, watch_disconnect
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 
@@ -299,6 +299,7 @@ async def _answer(
         queue = exchange.open_queue()
         for request in requests:
             session.pending[request.id] = exchange
+        watch = None
         try:
             try:
                 await session.inbox.send(Envelope(parsed, context=exchange))
@@ -307,9 +308,10 @@ async def _answer(
                 return
             # A closed POST connection is not a cancellation in these revisions: the
             # request goes on and its messages are kept for a resuming GET.
-            tg.start_soon(_watch_post, receive, exchange)
+            watch = watch_disconnect(tg, _watch_post(receive, exchange))
             poll = context.options.sse_poll_after
             if poll is not None and sse_ok and session.conn.version == "2025-11-25":
+                exchange.spawned = True
                 tg.start_soon(_poll_later, context, exchange, poll)
             with context.on_stop(exchange.end_queue):
                 async with queue:
@@ -330,7 +332,7 @@ async def _answer(
             exchange.done = True
             exchange.close_queue()
             session.last_seen = time.monotonic()
-            tg.cancel_scope.cancel()
+            end_watch(tg, watch, exchange)
 
 
 async def _shutting_down(exchange: Exchange) -> None:
