@@ -22,7 +22,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli.core import jsonrpc
 from mcpcli.core.jsonrpc import (
@@ -47,6 +46,7 @@ from mcpcli.server.http_context import HttpContext
 from mcpcli.server.http_exchange import Exchange, Replay, end_watch, watch_disconnect
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
+from mcpcli.transports.lines import FrameReader
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -81,10 +81,9 @@ class StatefulConnection:
         self.id = table.context.options.session_prefix + secrets.token_urlsafe(24)
         self.conn = conn
         self.sse_transport = sse_transport
-        inbox: tuple[MemoryObjectSendStream[Envelope | Exception], MemoryObjectReceiveStream[Envelope | Exception]]
-        inbox = anyio.create_memory_object_stream[Envelope | Exception](64)
-        self.inbox, self._inbox_recv = inbox
-        self._outbox, self._outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+        #: What the POSTs hand the session's peer (`put`), and where its messages go.
+        self.inbox = _Inbox()
+        self._outbox = _Router(self)
         self.pending: dict[RequestId, Exchange] = {}
         self.standalone: Exchange | None = None
         self.last_seen = time.monotonic()
@@ -113,11 +112,8 @@ class StatefulConnection:
 
     async def run(self) -> None:
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._route)
-                server = self._table.context.server
-                await server.serve((self._inbox_recv, self._outbox), connection=self.conn)
-                tg.cancel_scope.cancel()
+            server = self._table.context.server
+            await server.serve((self.inbox, self._outbox), connection=self.conn)
         finally:
             self.ended.set()
             self._table.pop(self.id)
@@ -126,35 +122,76 @@ class StatefulConnection:
             for exchange in list(self.pending.values()):
                 if exchange.queue_send is not None:
                     exchange.queue_send.close()
-            self._inbox_recv.close()
-            self._outbox_recv.close()
+            self.inbox.closed = True
+            self._outbox.closed = True
 
     def close(self) -> None:
-        self.inbox.close()
+        self.inbox.end()
 
-    async def _route(self) -> None:
-        async for envelope in self._outbox_recv:
-            message = envelope.message
-            target: Exchange | None = None
-            context = envelope.context if isinstance(envelope.context, Exchange) else None
-            if self.sse_transport:
+    def route(self, envelope: Envelope) -> None:
+        """Deliver a message of the session's peer to the response it belongs to (a POST's,
+        or the GET stream), as the peer sends it."""
+        message = envelope.message
+        target: Exchange | None = None
+        context = envelope.context if isinstance(envelope.context, Exchange) else None
+        if self.sse_transport:
+            target = self.standalone
+            for sent in message.messages if isinstance(message, Batch) else [message]:
+                if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
+                    self.sse_pending.discard(sent.id)
+        elif isinstance(message, Batch):
+            target = context
+        elif isinstance(message, (Response, ErrorResponse)):
+            target = context if message.id is None else self.pending.get(message.id)
+        else:
+            related = envelope.related_request_id
+            target = self.pending.get(related) if related is not None else None
+            if target is None or target.done:
                 target = self.standalone
-                for sent in message.messages if isinstance(message, Batch) else [message]:
-                    if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
-                        self.sse_pending.discard(sent.id)
-            elif isinstance(message, Batch):
-                target = context
-            elif isinstance(message, (Response, ErrorResponse)):
-                target = context if message.id is None else self.pending.get(message.id)
-            else:
-                related = envelope.related_request_id
-                target = self.pending.get(related) if related is not None else None
-                if target is None or target.done:
-                    target = self.standalone
-            if target is None:
-                log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
-                continue
-            target.offer(message)
+        if target is None:
+            log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
+            return
+        target.offer(message)
+
+
+class _Inbox(FrameReader):
+    """A session's read stream, fed by its POSTs (`put`): the peer takes a request as it is
+    put (its task started at once, `take_at_once`); the rest waits in order for its receive
+    loop. (A memory-object stream cost the receive loop's turn per message.)"""
+
+    def put(self, envelope: Envelope) -> None:
+        """Hand the peer a message; ClosedResourceError once the session is ending."""
+        if self.closed or self.finished:
+            raise anyio.ClosedResourceError
+        self.inbox.put(envelope)
+
+    def end(self) -> None:
+        """No more messages: the session ends once it has read those already put."""
+        self.finished = True
+        self.inbox.end()
+
+    async def _more(self) -> None:
+        await self.inbox.wait()
+
+
+class _Router:
+    """A session's write stream: each message is routed to its response as it is sent
+    (`StatefulConnection.route`), with no task or queue between the peer and the response."""
+
+    def __init__(self, session: StatefulConnection) -> None:
+        self._session = session
+        self.closed = False
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        self._session.route(envelope)
+
+    async def send(self, envelope: Envelope) -> None:
+        self.send_nowait(envelope)
+
+    async def aclose(self) -> None:
+        self.closed = True
 
 
 class StatefulConnections:
@@ -251,8 +288,8 @@ async def legacy_post(
         return
     if not requests:
         try:
-            await session.inbox.send(Envelope(parsed))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            session.inbox.put(Envelope(parsed))
+        except anyio.ClosedResourceError:
             await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         await plain(send, 202, b"", cors)
@@ -302,8 +339,8 @@ async def _answer(
         watch = None
         try:
             try:
-                await session.inbox.send(Envelope(parsed, context=exchange))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                session.inbox.put(Envelope(parsed, context=exchange))
+            except anyio.ClosedResourceError:
                 await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
                 return
             # A closed POST connection is not a cancellation in these revisions: the
