@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli.core import jsonrpc
 from mcpcli.core.jsonrpc import (
@@ -35,12 +34,14 @@ from mcpcli.errors import RPCError
 from mcpcli.jobs import running_asyncio_loop
 from mcpcli.server.http_asgi import JSON, Send
 
-__all__ = ["REPLAY_EVENTS", "Exchange", "Replay", "StreamOwner", "end_watch", "watch_disconnect"]
+__all__ = ["QUEUE_LIMIT", "REPLAY_EVENTS", "Exchange", "Replay", "RoutedQueue", "StreamOwner", "end_watch", "watch_disconnect"]
 
 log = logging.getLogger("mcpcli.server.http")
 
 #: Events kept per stream for clients that resume with Last-Event-ID.
 REPLAY_EVENTS = 256
+#: Messages routed to a response and not written yet, at most (then they are dropped).
+QUEUE_LIMIT = 256
 
 
 def watch_disconnect(tg: anyio.abc.TaskGroup, watch: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
@@ -97,6 +98,57 @@ class Replay:
         await self._changed.wait()
 
 
+class RoutedQueue:
+    """The messages a legacy session routes to one response, for the task writing it, in
+    order: at most `QUEUE_LIMIT` waiting. `end` lets the reader finish what is queued;
+    `close` drops it too. (An anyio memory-object stream cost an event-loop turn per
+    message received, even one already waiting.)"""
+
+    __slots__ = ("_ended", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Message | Batch] = deque()
+        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, message: Message | Batch) -> bool:
+        """Queue `message` (nothing once ended); False when the queue is full."""
+        if self._ended:
+            return True
+        if len(self._items) >= QUEUE_LIMIT:
+            return False
+        self._items.append(message)
+        self._wake()
+        return True
+
+    def end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def close(self) -> None:
+        self.end()
+        self._items.clear()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __aiter__(self) -> RoutedQueue:
+        return self
+
+    async def __anext__(self) -> Message | Batch:
+        while not self._items:
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+
 class StreamOwner(Protocol):
     """The legacy session a response streams for, as the exchange needs it
     (`http_stateful.StatefulConnection`): where its events are recorded, and whether to prime."""
@@ -150,23 +202,21 @@ class Exchange:
         # Legacy routing: ids of the requests this exchange answers.
         self.request_ids: set[RequestId] = set()
         self.batch = False
-        self.queue_send: MemoryObjectSendStream[Message | Batch] | None = None
-        self.queue: MemoryObjectReceiveStream[Message | Batch] | None = None
+        self.queue: RoutedQueue | None = None
         #: A task was started in `tg` (the stream's keep-alive).
         self.spawned = False
 
-    def open_queue(self) -> MemoryObjectReceiveStream[Message | Batch]:
+    def open_queue(self) -> RoutedQueue:
         """Messages routed to this exchange by a legacy session (the caller closes it)."""
-        self.queue_send, self.queue = anyio.create_memory_object_stream[Message | Batch](256)
+        self.queue = RoutedQueue()
         return self.queue
 
     def end_queue(self) -> None:
         """No more routed messages: the reader sees the end of the queue (the server stops)."""
-        if self.queue_send is not None:
-            self.queue_send.close()
+        if self.queue is not None:
+            self.queue.end()
 
     def close_queue(self) -> None:
-        self.end_queue()
         if self.queue is not None:
             self.queue.close()
 
@@ -307,14 +357,8 @@ class Exchange:
     # -- legacy routing ----------------------------------------------------------------
 
     def offer(self, message: Message | Batch) -> None:
-        if self.queue_send is None:
-            return
-        try:
-            self.queue_send.send_nowait(message)
-        except anyio.WouldBlock:
+        if self.queue is not None and not self.queue.put(message):
             log.warning("dropping a message for a client that does not read its stream")
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
 
     def is_final(self, message: Message | Batch) -> bool:
         if isinstance(message, Batch):

@@ -117,11 +117,10 @@ class StatefulConnection:
         finally:
             self.ended.set()
             self._table.pop(self.id)
-            if self.standalone is not None and self.standalone.queue_send is not None:
-                self.standalone.queue_send.close()
+            if self.standalone is not None:
+                self.standalone.end_queue()
             for exchange in list(self.pending.values()):
-                if exchange.queue_send is not None:
-                    exchange.queue_send.close()
+                exchange.end_queue()
             self.inbox.closed = True
             self._outbox.closed = True
 
@@ -351,17 +350,16 @@ async def _answer(
                 exchange.spawned = True
                 tg.start_soon(_poll_later, context, exchange, poll)
             with context.on_stop(exchange.end_queue):
-                async with queue:
-                    async for message in queue:
-                        if exchange.is_final(message):
-                            await exchange.finish(message)
-                            break
-                        await exchange.write(message)
+                async for message in queue:
+                    if exchange.is_final(message):
+                        await exchange.finish(message)
+                        break
+                    await exchange.write(message)
+                else:
+                    if context.stopping and exchange.request_ids:
+                        await _shutting_down(exchange)
                     else:
-                        if context.stopping and exchange.request_ids:
-                            await _shutting_down(exchange)
-                        else:
-                            await exchange.close()  # the session ended under us
+                        await exchange.close()  # the session ended under us
         finally:
             for request in requests:
                 if session.pending.get(request.id) is exchange:
@@ -470,9 +468,8 @@ async def stream(
                 else:
                     await exchange.start_stream()
                 tg.start_soon(_watch_stream, receive, tg.cancel_scope)
-                async with queue:
-                    async for message in queue:
-                        await exchange.event(jsonrpc.encode(message))
+                async for message in queue:
+                    await exchange.event(jsonrpc.encode(message))
                 if context.stopping and session.sse_transport:
                     # HTTP+SSE answers every request on this stream: the unanswered ones say why.
                     error = shutdown_error()
