@@ -31,10 +31,9 @@ from mcpcli.core.jsonrpc import (
     Response,
 )
 from mcpcli.errors import RPCError
-from mcpcli.jobs import running_asyncio_loop
 from mcpcli.server.http_asgi import JSON, Send
 
-__all__ = ["QUEUE_LIMIT", "REPLAY_EVENTS", "Exchange", "Replay", "RoutedQueue", "StreamOwner", "end_watch", "watch_disconnect"]
+__all__ = ["QUEUE_LIMIT", "REPLAY_EVENTS", "Exchange", "Replay", "RoutedQueue", "StreamOwner", "start_task"]
 
 log = logging.getLogger("mcpcli.server.http")
 
@@ -44,25 +43,13 @@ REPLAY_EVENTS = 256
 QUEUE_LIMIT = 256
 
 
-def watch_disconnect(tg: anyio.abc.TaskGroup, watch: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-    """Run a request's disconnect watch (`watch`, which waits on the ASGI `receive`): as a
-    plain asyncio task, so that ending it is asyncio's cheap cancel, not the task group's
-    (anyio's cancel formats the current task's repr, a tenth of a small request's CPU);
-    elsewhere (trio) in `tg`. None: it runs in `tg`."""
-    loop = running_asyncio_loop()
-    if loop is None:  # pragma: no cover - trio
-        tg.start_soon(lambda: watch)
-        return None
-    return loop.create_task(watch)  # type: ignore[no-any-return]
-
-
-def end_watch(tg: anyio.abc.TaskGroup, watch: asyncio.Task[None] | None, exchange: Exchange) -> None:
-    """The request is answered: stop its watch, and what its exchange started in `tg` (a
-    stream's keep-alive), so that `tg` can end."""
-    if watch is not None:
-        watch.cancel()
-    if watch is None or exchange.spawned:
-        tg.cancel_scope.cancel()
+def start_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """A helper task of one request (its disconnect watch, its stream's keep-alive) as a
+    plain asyncio task, which the request ends with asyncio's cheap cancel: a task group
+    per request cost an event-loop turn at its exit, and anyio's cancel formats the
+    current task's repr (together a fifth of a small request's CPU). The HTTP server runs
+    on uvicorn, on asyncio."""
+    return asyncio.get_running_loop().create_task(coro)
 
 
 class Replay:
@@ -175,7 +162,7 @@ class Exchange:
     def __init__(
         self,
         send: Send,
-        tg: anyio.abc.TaskGroup,
+        tg: anyio.abc.TaskGroup | None,
         *,
         sse_ok: bool,
         keepalive: float,
@@ -203,8 +190,21 @@ class Exchange:
         self.request_ids: set[RequestId] = set()
         self.batch = False
         self.queue: RoutedQueue | None = None
-        #: A task was started in `tg` (the stream's keep-alive).
-        self.spawned = False
+        #: Without `tg`: the tasks it started (`stop` ends them).
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a task for this response: in `tg`, or until `stop`."""
+        if self._tg is not None:
+            self._tg.start_soon(lambda: coro)
+        else:
+            self._tasks.append(start_task(coro))
+
+    def stop(self) -> None:
+        """End the tasks started without a task group (the response is over)."""
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
 
     def open_queue(self) -> RoutedQueue:
         """Messages routed to this exchange by a legacy session (the caller closes it)."""
@@ -252,8 +252,7 @@ class Exchange:
                 retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
                 await self._chunk(b"id: " + self.replay.event_id(0) + b"\n" + retry + b"data: \n\n")
         if self._keepalive > 0:
-            self.spawned = True
-            self._tg.start_soon(self._keep_alive)
+            self.spawn(self._keep_alive())
 
     async def _keep_alive(self) -> None:
         while True:

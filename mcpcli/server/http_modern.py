@@ -43,7 +43,7 @@ from mcpcli.server.http_asgi import (
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, end_watch, watch_disconnect
+from mcpcli.server.http_exchange import Exchange, start_task
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
 
@@ -169,9 +169,9 @@ async def modern_post(
         return
     accept = headers.get("accept") or "*/*"
     sse_ok = "text/event-stream" in accept or "*/*" in accept
-    async with anyio.create_task_group() as tg:
-        exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
-        watch = watch_disconnect(tg, _watch(receive, exchange, tg.cancel_scope))
+    exchange = Exchange(send, None, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
+    with anyio.CancelScope() as request:  # the client leaving cancels it (`_watch`)
+        watch = start_task(_watch(receive, exchange, request))
         try:
             status = 200
             response: Message
@@ -196,7 +196,8 @@ async def modern_post(
                 response = ErrorResponse(rid, shutdown_error())
             await exchange.finish(response, status)
         finally:
-            end_watch(tg, watch, exchange)
+            watch.cancel()
+            exchange.stop()
 
 
 async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:

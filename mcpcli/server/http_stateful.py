@@ -43,7 +43,7 @@ from mcpcli.server.http_asgi import (
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, Replay, end_watch, watch_disconnect
+from mcpcli.server.http_exchange import Exchange, Replay, start_task
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 from mcpcli.transports.lines import FrameReader
@@ -326,48 +326,48 @@ async def _answer(
     """Hand the POSTed requests to the session and answer them on this response."""
     accept = headers.get("accept") or "*/*"
     sse_ok = "text/event-stream" in accept or "*/*" in accept
-    async with anyio.create_task_group() as tg:
-        exchange = Exchange(
-            send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=extra, session=session
-        )
-        exchange.batch = isinstance(parsed, Batch)
-        exchange.request_ids = {r.id for r in requests}
-        queue = exchange.open_queue()
-        for request in requests:
-            session.pending[request.id] = exchange
-        watch = None
+    exchange = Exchange(
+        send, None, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=extra, session=session
+    )
+    exchange.batch = isinstance(parsed, Batch)
+    exchange.request_ids = {r.id for r in requests}
+    queue = exchange.open_queue()
+    for request in requests:
+        session.pending[request.id] = exchange
+    watch = None
+    try:
         try:
-            try:
-                session.inbox.put(Envelope(parsed, context=exchange))
-            except anyio.ClosedResourceError:
-                await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
-                return
-            # A closed POST connection is not a cancellation in these revisions: the
-            # request goes on and its messages are kept for a resuming GET.
-            watch = watch_disconnect(tg, _watch_post(receive, exchange))
-            poll = context.options.sse_poll_after
-            if poll is not None and sse_ok and session.conn.version == "2025-11-25":
-                exchange.spawned = True
-                tg.start_soon(_poll_later, context, exchange, poll)
-            with context.on_stop(exchange.end_queue):
-                async for message in queue:
-                    if exchange.is_final(message):
-                        await exchange.finish(message)
-                        break
-                    await exchange.write(message)
+            session.inbox.put(Envelope(parsed, context=exchange))
+        except anyio.ClosedResourceError:
+            await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
+            return
+        # A closed POST connection is not a cancellation in these revisions: the
+        # request goes on and its messages are kept for a resuming GET.
+        watch = start_task(_watch_post(receive, exchange))
+        poll = context.options.sse_poll_after
+        if poll is not None and sse_ok and session.conn.version == "2025-11-25":
+            exchange.spawn(_poll_later(context, exchange, poll))
+        with context.on_stop(exchange.end_queue):
+            async for message in queue:
+                if exchange.is_final(message):
+                    await exchange.finish(message)
+                    break
+                await exchange.write(message)
+            else:
+                if context.stopping and exchange.request_ids:
+                    await _shutting_down(exchange)
                 else:
-                    if context.stopping and exchange.request_ids:
-                        await _shutting_down(exchange)
-                    else:
-                        await exchange.close()  # the session ended under us
-        finally:
-            for request in requests:
-                if session.pending.get(request.id) is exchange:
-                    del session.pending[request.id]
-            exchange.done = True
-            exchange.close_queue()
-            session.last_seen = time.monotonic()
-            end_watch(tg, watch, exchange)
+                    await exchange.close()  # the session ended under us
+    finally:
+        for request in requests:
+            if session.pending.get(request.id) is exchange:
+                del session.pending[request.id]
+        exchange.done = True
+        exchange.close_queue()
+        session.last_seen = time.monotonic()
+        if watch is not None:
+            watch.cancel()
+        exchange.stop()
 
 
 async def _shutting_down(exchange: Exchange) -> None:
