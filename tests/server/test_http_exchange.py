@@ -1,4 +1,5 @@
-"""The queue a legacy session routes a response's messages through (`http_exchange.RoutedQueue`)."""
+"""How a response reaches the socket: the queue a legacy session routes its messages through
+(`http_exchange.RoutedQueue`) and the head written with the body (`http_guard`)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,55 @@ async def test_close_drops_what_is_queued_and_a_full_queue_refuses() -> None:
     queue.close()
     with anyio.fail_after(5):
         assert [m async for m in queue] == []
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str) -> str:
+        return f"extra {name}"
+
+
+async def test_a_response_head_goes_out_with_the_first_write_of_its_body() -> None:
+    """One write (one send, one TCP segment) for a small answer; a head with nothing after
+    it in the same event-loop turn (a stream's) still goes out then, alone."""
+    import asyncio
+
+    from mcpcli.server.http_guard import _HeadHeld
+
+    loop = asyncio.get_running_loop()
+    transport = _Transport()
+    held = _HeadHeld(transport, loop)  # type: ignore[arg-type]
+    held.write(b"HEAD")
+    assert transport.writes == []
+    held.write(b"BODY")
+    held.write(b"MORE")
+    assert transport.writes == [b"HEADBODY", b"MORE"]
+    await asyncio.sleep(0)
+    assert transport.writes == [b"HEADBODY", b"MORE"]
+    assert held.get_extra_info("peername") == "extra peername"
+
+    transport = _Transport()
+    held = _HeadHeld(transport, loop)  # type: ignore[arg-type]
+    held.write(b"HEAD")
+    await asyncio.sleep(0)
+    assert transport.writes == [b"HEAD"]
+    held.write(b"event")
+    assert transport.writes == [b"HEAD", b"event"]
+
+    transport = _Transport()
+    held = _HeadHeld(transport, loop)  # type: ignore[arg-type]
+    held.write(b"HEAD")
+    held.close()  # closing sends what is held first
+    assert transport.writes == [b"HEAD"] and transport.closed
