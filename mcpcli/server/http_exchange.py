@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 import anyio
@@ -31,9 +31,9 @@ from mcpcli.core.jsonrpc import (
     Response,
 )
 from mcpcli.errors import RPCError
-from mcpcli.server.http_asgi import JSON, Send
+from mcpcli.server.http_asgi import DISCONNECT_HOOK, JSON, Receive, Scope, Send
 
-__all__ = ["QUEUE_LIMIT", "REPLAY_EVENTS", "Exchange", "Replay", "RoutedQueue", "StreamOwner", "start_task"]
+__all__ = ["QUEUE_LIMIT", "REPLAY_EVENTS", "Exchange", "Replay", "RoutedQueue", "StreamOwner", "start_task", "watch_disconnect"]
 
 log = logging.getLogger("mcpcli.server.http")
 
@@ -50,6 +50,29 @@ def start_task(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     current task's repr (together a fifth of a small request's CPU). The HTTP server runs
     on uvicorn, on asyncio."""
     return asyncio.get_running_loop().create_task(coro)
+
+
+def watch_disconnect(scope: Scope, receive: Receive, gone: Callable[[], None]) -> asyncio.Task[None] | None:
+    """Call `gone()` if the client leaves before the response is complete: through our
+    uvicorn protocol's hook (`DISCONNECT_HOOK`: no task at all), else from a task waiting
+    on `receive` (returned; cancel it when the response is over)."""
+    extensions = scope.get("extensions") or {}
+    if DISCONNECT_HOOK in extensions:
+        hooks = extensions[DISCONNECT_HOOK]
+        if hooks is None:  # it has already left
+            gone()
+        else:
+            hooks.append(gone)
+        return None
+    return start_task(_wait_disconnect(receive, gone))
+
+
+async def _wait_disconnect(receive: Receive, gone: Callable[[], None]) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone()
+            return
 
 
 class Replay:
@@ -192,6 +215,10 @@ class Exchange:
         self.queue: RoutedQueue | None = None
         #: Without `tg`: the tasks it started (`stop` ends them).
         self._tasks: list[asyncio.Task[None]] = []
+
+    def client_left(self) -> None:
+        """The client closed the connection: stop writing (what comes is only recorded)."""
+        self.http_closed = True
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run a task for this response: in `tg`, or until `stop`."""

@@ -17,7 +17,9 @@ subclasses uvicorn's httptools protocol so that:
 * requests being handled (SSE streams included) are capped separately at `max_work`;
   beyond it a request gets 503 with a JSON-RPC error body and `Retry-After`.
 
-It also writes a response's head together with the first write of its body
+A request's scope carries `DISCONNECT_HOOK`: callbacks called when its client leaves
+before the response is complete, so that the app needs no task waiting on `receive` to
+notice. It also writes a response's head together with the first write of its body
 (`_HeadHeld`): uvicorn writes them apart, two `send` calls and two TCP segments
 for every small JSON answer, the biggest single cost of a trivial call.
 """
@@ -25,15 +27,26 @@ for every small JSON answer, the biggest single cost of a trivial call.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from mcpcli.server.http_asgi import SERVER_BUSY, Receive, Scope, Send, error_body, plain
+from mcpcli.server.http_asgi import (
+    DISCONNECT_HOOK,
+    SERVER_BUSY,
+    Receive,
+    Scope,
+    Send,
+    error_body,
+    plain,
+)
 
 if TYPE_CHECKING:
     from mcpcli.server.http_context import HttpOptions
 
 __all__ = ["guarded_protocol"]
+
+log = logging.getLogger("mcpcli.server.http")
 
 _TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 15\r\n"
@@ -91,6 +104,22 @@ class _HeadHeld:
         return getattr(self._transport, name)
 
 
+def _client_left(cycle: Any) -> None:
+    """Call the disconnect callbacks of a request whose response is not complete (once)."""
+    if cycle is None or cycle.response_complete or not cycle.disconnected:
+        return
+    extensions = cycle.scope.get("extensions")
+    if not isinstance(extensions, dict) or not isinstance(extensions.get(DISCONNECT_HOOK), list):
+        return
+    callbacks = extensions[DISCONNECT_HOOK]
+    extensions[DISCONNECT_HOOK] = None  # gone: a callback registered from now on is called at once
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:  # pragma: no cover - a bug in a callback must not break the others
+            log.exception("a disconnect callback failed")
+
+
 def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
     """A uvicorn HTTP protocol class enforcing `options`' timeouts and connection caps.
 
@@ -119,6 +148,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             self._unlist()
             self._cancel_timers()
             super().connection_lost(exc)
+            _client_left(self.cycle)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -130,6 +160,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             self._cancel_timers()
             self._body_timer = self.loop.call_later(options.body_timeout, self._expire, False)
             self.app = _busy if len(self.tasks) >= options.max_work else self._real_app
+            self.scope["extensions"] = {DISCONNECT_HOOK: []}  # type: ignore[dict-item]  # the cycle's scope
             super().on_headers_complete()
             cycle = self.cycle
             if cycle is not None and cycle.transport is self.transport:  # not an upgrade
@@ -191,6 +222,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             if cycle is not None and not cycle.response_complete:
                 cycle.disconnected = True  # the app sees a disconnect; its writes are dropped
                 cycle.message_event.set()
+                _client_left(cycle)
             self.transport.close()
 
     return Guarded

@@ -37,13 +37,14 @@ from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
+    Scope,
     Send,
     error_body,
     plain,
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, start_task
+from mcpcli.server.http_exchange import Exchange, watch_disconnect
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
 
@@ -141,7 +142,7 @@ async def _validate(context: HttpContext, headers: Headers, message: Request) ->
 
 
 async def modern_post(
-    context: HttpContext, receive: Receive, send: Send, headers: Headers,
+    context: HttpContext, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: list[tuple[bytes, bytes]], data: Any,
 ) -> None:
     """Serve one stateless request: validate, run it, answer as JSON or SSE."""
@@ -171,7 +172,7 @@ async def modern_post(
     sse_ok = "text/event-stream" in accept or "*/*" in accept
     exchange = Exchange(send, None, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
     with anyio.CancelScope() as request:  # the client leaving cancels it (`_watch`)
-        watch = start_task(_watch(receive, exchange, request))
+        watch = watch_disconnect(scope, receive, functools.partial(_gone, exchange, request))
         try:
             status = 200
             response: Message
@@ -196,16 +197,13 @@ async def modern_post(
                 response = ErrorResponse(rid, shutdown_error())
             await exchange.finish(response, status)
         finally:
-            watch.cancel()
+            if watch is not None:
+                watch.cancel()
             exchange.stop()
 
 
-async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:
-    """Cancel the request when the client closes its connection (2026: that is cancellation)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            if not exchange.done:
-                log.debug("client disconnected; cancelling the request")
-                scope.cancel()
-            return
+def _gone(exchange: Exchange, request: anyio.CancelScope) -> None:
+    """The client closed its connection: cancel the request (2026: that is cancellation)."""
+    if not exchange.done:
+        log.debug("client disconnected; cancelling the request")
+        request.cancel()

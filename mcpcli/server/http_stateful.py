@@ -37,13 +37,14 @@ from mcpcli.core.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
+    Scope,
     Send,
     error_body,
     plain,
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, Replay, start_task
+from mcpcli.server.http_exchange import Exchange, Replay, watch_disconnect
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
 from mcpcli.transports.lines import FrameReader
@@ -250,7 +251,7 @@ class StatefulConnections:
 
 
 async def legacy_post(
-    sessions: StatefulConnections, receive: Receive, send: Send, headers: Headers,
+    sessions: StatefulConnections, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: Cors, session: StatefulConnection | None, data: Any,
 ) -> None:
     """A POST to a session, or the `initialize` that creates one."""
@@ -293,7 +294,7 @@ async def legacy_post(
             return
         await plain(send, 202, b"", cors)
         return
-    await _answer(sessions.context, receive, send, headers, extra, session, parsed, requests)
+    await _answer(sessions.context, scope, receive, send, headers, extra, session, parsed, requests)
 
 
 async def _answered_at_once(session: StatefulConnection, parsed: Message | Batch, send: Send, extra: Cors) -> bool:
@@ -320,7 +321,7 @@ def _parse(data: Any) -> Message | Batch:
 
 
 async def _answer(
-    context: HttpContext, receive: Receive, send: Send, headers: Headers, extra: Cors,
+    context: HttpContext, scope: Scope, receive: Receive, send: Send, headers: Headers, extra: Cors,
     session: StatefulConnection, parsed: Message | Batch, requests: list[Request],
 ) -> None:
     """Hand the POSTed requests to the session and answer them on this response."""
@@ -343,7 +344,7 @@ async def _answer(
             return
         # A closed POST connection is not a cancellation in these revisions: the
         # request goes on and its messages are kept for a resuming GET.
-        watch = start_task(_watch_post(receive, exchange))
+        watch = watch_disconnect(scope, receive, exchange.client_left)
         poll = context.options.sse_poll_after
         if poll is not None and sse_ok and session.conn.version == "2025-11-25":
             exchange.spawn(_poll_later(context, exchange, poll))
@@ -376,15 +377,6 @@ async def _shutting_down(exchange: Exchange) -> None:
     error = shutdown_error()
     answers: list[Message] = [ErrorResponse(rid, error) for rid in exchange.request_ids]
     await exchange.finish(Batch(answers) if exchange.batch else answers[0], 503)
-
-
-async def _watch_post(receive: Receive, exchange: Exchange) -> None:
-    """Notice a client that left: stop writing, keep recording for resumption."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            exchange.http_closed = True
-            return
 
 
 async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) -> None:

@@ -92,3 +92,37 @@ async def test_a_response_head_goes_out_with_the_first_write_of_its_body() -> No
     held.write(b"HEAD")
     held.close()  # closing sends what is held first
     assert transport.writes == [b"HEAD"] and transport.closed
+
+
+async def test_a_client_leaving_is_noticed_through_the_hook_or_else_by_a_task() -> None:
+    """Under our uvicorn protocol the scope's hook takes the callback (no task; called at
+    once if the client has already left); another ASGI server's request gets a task that
+    waits on `receive` for the disconnect."""
+    from typing import Any
+
+    from mcpcli.server.http_asgi import DISCONNECT_HOOK
+    from mcpcli.server.http_exchange import watch_disconnect
+
+    left: list[str] = []
+
+    async def never() -> dict[str, Any]:
+        raise AssertionError("the hook path does not read the request")
+
+    hooks: list[Any] = []
+    assert watch_disconnect({"extensions": {DISCONNECT_HOOK: hooks}}, never, lambda: left.append("hook")) is None
+    assert left == [] and len(hooks) == 1
+    assert watch_disconnect({"extensions": {DISCONNECT_HOOK: None}}, never, lambda: left.append("gone")) is None
+    assert left == ["gone"]
+
+    gone = anyio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    task = watch_disconnect({"type": "http"}, receive, lambda: left.append("task"))
+    assert task is not None
+    gone.set()
+    with anyio.fail_after(5):
+        await task
+    assert left == ["gone", "task"]
