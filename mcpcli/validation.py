@@ -14,7 +14,7 @@ from typing import Any
 
 from mcpcli.errors import ValidationError
 
-__all__ = ["Validator", "check", "compile_schema", "errors", "local_target"]
+__all__ = ["Validator", "check", "compile_schema", "errors", "local_target", "plainly_valid"]
 
 Validator = Any
 
@@ -125,7 +125,7 @@ _TYPES: dict[str, Any] = {
 }
 
 
-def _plainly_valid(schema: Any, instance: Any, depth: int = 0) -> bool | None:
+def plainly_valid(schema: Any, instance: Any, depth: int = 0) -> bool | None:
     """True when a schema made only of everyday keywords accepts `instance`.
 
     None means "not sure" (a keyword outside that set, or a malformed one), and
@@ -149,7 +149,7 @@ def _plainly_valid(schema: Any, instance: Any, depth: int = 0) -> bool | None:
             if isinstance(instance, dict):
                 for name, sub in value.items():
                     if name in instance:
-                        verdict = _plainly_valid(sub, instance[name], depth + 1)
+                        verdict = plainly_valid(sub, instance[name], depth + 1)
                         if verdict is not True:
                             return verdict
         elif key == "required":
@@ -169,7 +169,7 @@ def _plainly_valid(schema: Any, instance: Any, depth: int = 0) -> bool | None:
                 return None
             if isinstance(instance, list):
                 for item in instance:
-                    verdict = _plainly_valid(value, item, depth + 1)
+                    verdict = plainly_valid(value, item, depth + 1)
                     if verdict is not True:
                         return verdict
         elif key == "enum":
@@ -217,7 +217,7 @@ def check(
     schema: dict[str, Any], instance: Any, *, what: str = "argument", hint: str = TOOL_HINT
 ) -> None:
     """Raise `ValidationError` naming the first bad field; all of them in `.errors`."""
-    if _plainly_valid(schema, instance) is True:
+    if plainly_valid(schema, instance) is True:
         return
     problems = errors(compile_schema(schema), instance)
     if not problems:

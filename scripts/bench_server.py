@@ -275,6 +275,9 @@ anyio.run(lambda: serve_http(Server(BenchBackend({directory!r})), port={port}, o
         head = await exchange(reader, writer, init)
         sid = next(line.split(b":", 1)[1].strip().decode() for line in head.split(b"\r\n")
                    if line.lower().startswith(b"mcp-session-id:"))
+        # The 2025 lifecycle: nothing but ping is served until the client says it is ready.
+        await exchange(reader, writer, post({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                            {"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}))
         writer.close()
         meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": {}}

@@ -304,16 +304,16 @@ class McpHttpApp:
             await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         if session is not None:
-            await legacy_post(self.sessions, receive, send, headers, cors, session, data)
+            await legacy_post(self.sessions, scope, receive, send, headers, cors, session, data)
             return
         version_header = headers.get("mcp-protocol-version")
         if isinstance(data, dict) and data.get("method") == "initialize" and not modern_meta:
             # Without the 2026-07-28 fields, a `_meta` (a client's trace context) is no era.
-            await legacy_post(self.sessions, receive, send, headers, cors, None, data)
+            await legacy_post(self.sessions, scope, receive, send, headers, cors, None, data)
             return
         legacy_header = meta is None and version_header in LEGACY_VERSIONS
         if meta is not None or (version_header is not None and not legacy_header):
-            await modern_post(self.context, receive, send, headers, cors, data)
+            await modern_post(self.context, scope, receive, send, headers, cors, data)
             return
         request_id = data.get("id") if isinstance(data, dict) else None
         await plain(

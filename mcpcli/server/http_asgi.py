@@ -11,6 +11,7 @@ from mcpcli.core.jsonrpc import ErrorObject, ErrorResponse, RequestId
 from mcpcli.core.protocol import SHUTTING_DOWN, SHUTTING_DOWN_DATA, SHUTTING_DOWN_MESSAGE
 
 __all__ = [
+    "DISCONNECT_HOOK",
     "JSON",
     "SERVER_BUSY",
     "Disconnected",
@@ -33,6 +34,10 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: The JSON-RPC error of a request refused for lack of room (503 + Retry-After).
 SERVER_BUSY = -32000
+#: The scope extension where our uvicorn protocol (`http_guard`) takes callbacks to call
+#: when the client leaves before the response is complete: a list to append to (None once
+#: it has left).
+DISCONNECT_HOOK = "mcpcli.on_disconnect"
 
 
 def shutdown_error() -> ErrorObject:

@@ -74,8 +74,8 @@ async def sse_message(
         if isinstance(message, Request):
             session.sse_pending.add(message.id)
     try:
-        await session.inbox.send(Envelope(parsed))
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        session.inbox.put(Envelope(parsed))
+    except anyio.ClosedResourceError:
         await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
         return
     await plain(send, 202, b"Accepted", cors, content_type=b"text/plain")

@@ -37,13 +37,14 @@ from mcpcli.rpc.peer import log_unexpected
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
+    Scope,
     Send,
     error_body,
     plain,
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange
+from mcpcli.server.http_exchange import Exchange, watch_disconnect
 from mcpcli.server.meta import ModernError, RequestMeta
 from mcpcli.server.tracing import handle, traced
 
@@ -141,7 +142,7 @@ async def _validate(context: HttpContext, headers: Headers, message: Request) ->
 
 
 async def modern_post(
-    context: HttpContext, receive: Receive, send: Send, headers: Headers,
+    context: HttpContext, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: list[tuple[bytes, bytes]], data: Any,
 ) -> None:
     """Serve one stateless request: validate, run it, answer as JSON or SSE."""
@@ -169,40 +170,40 @@ async def modern_post(
         return
     accept = headers.get("accept") or "*/*"
     sse_ok = "text/event-stream" in accept or "*/*" in accept
-    async with anyio.create_task_group() as tg:
-        exchange = Exchange(send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
-        tg.start_soon(_watch, receive, exchange, tg.cancel_scope)
-        status = 200
-        response: Message
-        # The server's drain is over: end the call, and say so.
-        with anyio.CancelScope() as call, context.on_stop(call.cancel):
-            try:
-                run = functools.partial(context.server.handle_modern, message, exchange, transport="http",
-                                        principal=context.principal, meta=meta)
-                result = await (handle(message, run, transport="http", version=meta.version)
-                                if traced(message) else run())
-                response = Response(rid, result)
-            except RPCError as exc:
-                status = exc.status if isinstance(exc, ModernError) else (
-                    404 if exc.code == METHOD_NOT_FOUND else 200
-                )
-                response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
-            except Exception as exc:
-                log_unexpected(log, f"failed while answering {message.method}", exc)
-                response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
-        if call.cancel_called:
-            status = 503
-            response = ErrorResponse(rid, shutdown_error())
-        await exchange.finish(response, status)
-        tg.cancel_scope.cancel()
+    exchange = Exchange(send, None, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=cors)
+    with anyio.CancelScope() as request:  # the client leaving cancels it (`_watch`)
+        watch = watch_disconnect(scope, receive, functools.partial(_gone, exchange, request))
+        try:
+            status = 200
+            response: Message
+            # The server's drain is over: end the call, and say so.
+            with anyio.CancelScope() as call, context.on_stop(call.cancel):
+                try:
+                    run = functools.partial(context.server.handle_modern, message, exchange, transport="http",
+                                            principal=context.principal, meta=meta)
+                    result = await (handle(message, run, transport="http", version=meta.version)
+                                    if traced(message) else run())
+                    response = Response(rid, result)
+                except RPCError as exc:
+                    status = exc.status if isinstance(exc, ModernError) else (
+                        404 if exc.code == METHOD_NOT_FOUND else 200
+                    )
+                    response = ErrorResponse(rid, ErrorObject(exc.code, exc.rpc_message, exc.data))
+                except Exception as exc:
+                    log_unexpected(log, f"failed while answering {message.method}", exc)
+                    response = ErrorResponse(rid, ErrorObject(INTERNAL_ERROR, "Internal error"))
+            if call.cancel_called:
+                status = 503
+                response = ErrorResponse(rid, shutdown_error())
+            await exchange.finish(response, status)
+        finally:
+            if watch is not None:
+                watch.cancel()
+            exchange.stop()
 
 
-async def _watch(receive: Receive, exchange: Exchange, scope: anyio.CancelScope) -> None:
-    """Cancel the request when the client closes its connection (2026: that is cancellation)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            if not exchange.done:
-                log.debug("client disconnected; cancelling the request")
-                scope.cancel()
-            return
+def _gone(exchange: Exchange, request: anyio.CancelScope) -> None:
+    """The client closed its connection: cancel the request (2026: that is cancellation)."""
+    if not exchange.done:
+        log.debug("client disconnected; cancelling the request")
+        request.cancel()

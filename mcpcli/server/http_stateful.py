@@ -22,7 +22,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpcli.core import jsonrpc
 from mcpcli.core.jsonrpc import (
@@ -38,15 +37,17 @@ from mcpcli.core.protocol import ALL_VERSIONS
 from mcpcli.server.http_asgi import (
     Headers,
     Receive,
+    Scope,
     Send,
     error_body,
     plain,
     shutdown_error,
 )
 from mcpcli.server.http_context import HttpContext
-from mcpcli.server.http_exchange import Exchange, Replay
+from mcpcli.server.http_exchange import Exchange, Replay, watch_disconnect
 from mcpcli.server.stdio import MAX_BATCH
 from mcpcli.transports import Envelope
+from mcpcli.transports.lines import FrameReader
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -81,10 +82,9 @@ class StatefulConnection:
         self.id = table.context.options.session_prefix + secrets.token_urlsafe(24)
         self.conn = conn
         self.sse_transport = sse_transport
-        inbox: tuple[MemoryObjectSendStream[Envelope | Exception], MemoryObjectReceiveStream[Envelope | Exception]]
-        inbox = anyio.create_memory_object_stream[Envelope | Exception](64)
-        self.inbox, self._inbox_recv = inbox
-        self._outbox, self._outbox_recv = anyio.create_memory_object_stream[Envelope](256)
+        #: What the POSTs hand the session's peer (`put`), and where its messages go.
+        self.inbox = _Inbox()
+        self._outbox = _Router(self)
         self.pending: dict[RequestId, Exchange] = {}
         self.standalone: Exchange | None = None
         self.last_seen = time.monotonic()
@@ -113,48 +113,85 @@ class StatefulConnection:
 
     async def run(self) -> None:
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._route)
-                server = self._table.context.server
-                await server.serve((self._inbox_recv, self._outbox), connection=self.conn)
-                tg.cancel_scope.cancel()
+            server = self._table.context.server
+            await server.serve((self.inbox, self._outbox), connection=self.conn)
         finally:
             self.ended.set()
             self._table.pop(self.id)
-            if self.standalone is not None and self.standalone.queue_send is not None:
-                self.standalone.queue_send.close()
+            if self.standalone is not None:
+                self.standalone.end_queue()
             for exchange in list(self.pending.values()):
-                if exchange.queue_send is not None:
-                    exchange.queue_send.close()
-            self._inbox_recv.close()
-            self._outbox_recv.close()
+                exchange.end_queue()
+            self.inbox.closed = True
+            self._outbox.closed = True
 
     def close(self) -> None:
-        self.inbox.close()
+        self.inbox.end()
 
-    async def _route(self) -> None:
-        async for envelope in self._outbox_recv:
-            message = envelope.message
-            target: Exchange | None = None
-            context = envelope.context if isinstance(envelope.context, Exchange) else None
-            if self.sse_transport:
+    def route(self, envelope: Envelope) -> None:
+        """Deliver a message of the session's peer to the response it belongs to (a POST's,
+        or the GET stream), as the peer sends it."""
+        message = envelope.message
+        target: Exchange | None = None
+        context = envelope.context if isinstance(envelope.context, Exchange) else None
+        if self.sse_transport:
+            target = self.standalone
+            for sent in message.messages if isinstance(message, Batch) else [message]:
+                if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
+                    self.sse_pending.discard(sent.id)
+        elif isinstance(message, Batch):
+            target = context
+        elif isinstance(message, (Response, ErrorResponse)):
+            target = context if message.id is None else self.pending.get(message.id)
+        else:
+            related = envelope.related_request_id
+            target = self.pending.get(related) if related is not None else None
+            if target is None or target.done:
                 target = self.standalone
-                for sent in message.messages if isinstance(message, Batch) else [message]:
-                    if isinstance(sent, (Response, ErrorResponse)) and sent.id is not None:
-                        self.sse_pending.discard(sent.id)
-            elif isinstance(message, Batch):
-                target = context
-            elif isinstance(message, (Response, ErrorResponse)):
-                target = context if message.id is None else self.pending.get(message.id)
-            else:
-                related = envelope.related_request_id
-                target = self.pending.get(related) if related is not None else None
-                if target is None or target.done:
-                    target = self.standalone
-            if target is None:
-                log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
-                continue
-            target.offer(message)
+        if target is None:
+            log.debug("session %s: no open stream for %s", self.id[:6], type(message).__name__)
+            return
+        target.offer(message)
+
+
+class _Inbox(FrameReader):
+    """A session's read stream, fed by its POSTs (`put`): the peer takes a request as it is
+    put (its task started at once, `take_at_once`); the rest waits in order for its receive
+    loop. (A memory-object stream cost the receive loop's turn per message.)"""
+
+    def put(self, envelope: Envelope) -> None:
+        """Hand the peer a message; ClosedResourceError once the session is ending."""
+        if self.closed or self.finished:
+            raise anyio.ClosedResourceError
+        self.inbox.put(envelope)
+
+    def end(self) -> None:
+        """No more messages: the session ends once it has read those already put."""
+        self.finished = True
+        self.inbox.end()
+
+    async def _more(self) -> None:
+        await self.inbox.wait()
+
+
+class _Router:
+    """A session's write stream: each message is routed to its response as it is sent
+    (`StatefulConnection.route`), with no task or queue between the peer and the response."""
+
+    def __init__(self, session: StatefulConnection) -> None:
+        self._session = session
+        self.closed = False
+
+    def send_nowait(self, envelope: Envelope) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        self._session.route(envelope)
+
+    async def send(self, envelope: Envelope) -> None:
+        self.send_nowait(envelope)
+
+    async def aclose(self) -> None:
+        self.closed = True
 
 
 class StatefulConnections:
@@ -214,7 +251,7 @@ class StatefulConnections:
 
 
 async def legacy_post(
-    sessions: StatefulConnections, receive: Receive, send: Send, headers: Headers,
+    sessions: StatefulConnections, scope: Scope, receive: Receive, send: Send, headers: Headers,
     cors: Cors, session: StatefulConnection | None, data: Any,
 ) -> None:
     """A POST to a session, or the `initialize` that creates one."""
@@ -251,13 +288,13 @@ async def legacy_post(
         return
     if not requests:
         try:
-            await session.inbox.send(Envelope(parsed))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            session.inbox.put(Envelope(parsed))
+        except anyio.ClosedResourceError:
             await plain(send, 404, error_body(None, INVALID_REQUEST, "Session not found"), cors)
             return
         await plain(send, 202, b"", cors)
         return
-    await _answer(sessions.context, receive, send, headers, extra, session, parsed, requests)
+    await _answer(sessions.context, scope, receive, send, headers, extra, session, parsed, requests)
 
 
 async def _answered_at_once(session: StatefulConnection, parsed: Message | Batch, send: Send, extra: Cors) -> bool:
@@ -284,53 +321,54 @@ def _parse(data: Any) -> Message | Batch:
 
 
 async def _answer(
-    context: HttpContext, receive: Receive, send: Send, headers: Headers, extra: Cors,
+    context: HttpContext, scope: Scope, receive: Receive, send: Send, headers: Headers, extra: Cors,
     session: StatefulConnection, parsed: Message | Batch, requests: list[Request],
 ) -> None:
     """Hand the POSTed requests to the session and answer them on this response."""
     accept = headers.get("accept") or "*/*"
     sse_ok = "text/event-stream" in accept or "*/*" in accept
-    async with anyio.create_task_group() as tg:
-        exchange = Exchange(
-            send, tg, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=extra, session=session
-        )
-        exchange.batch = isinstance(parsed, Batch)
-        exchange.request_ids = {r.id for r in requests}
-        queue = exchange.open_queue()
-        for request in requests:
-            session.pending[request.id] = exchange
+    exchange = Exchange(
+        send, None, sse_ok=sse_ok, keepalive=context.options.keepalive, headers=extra, session=session
+    )
+    exchange.batch = isinstance(parsed, Batch)
+    exchange.request_ids = {r.id for r in requests}
+    queue = exchange.open_queue()
+    for request in requests:
+        session.pending[request.id] = exchange
+    watch = None
+    try:
         try:
-            try:
-                await session.inbox.send(Envelope(parsed, context=exchange))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
-                return
-            # A closed POST connection is not a cancellation in these revisions: the
-            # request goes on and its messages are kept for a resuming GET.
-            tg.start_soon(_watch_post, receive, exchange)
-            poll = context.options.sse_poll_after
-            if poll is not None and sse_ok and session.conn.version == "2025-11-25":
-                tg.start_soon(_poll_later, context, exchange, poll)
-            with context.on_stop(exchange.end_queue):
-                async with queue:
-                    async for message in queue:
-                        if exchange.is_final(message):
-                            await exchange.finish(message)
-                            break
-                        await exchange.write(message)
-                    else:
-                        if context.stopping and exchange.request_ids:
-                            await _shutting_down(exchange)
-                        else:
-                            await exchange.close()  # the session ended under us
-        finally:
-            for request in requests:
-                if session.pending.get(request.id) is exchange:
-                    del session.pending[request.id]
-            exchange.done = True
-            exchange.close_queue()
-            session.last_seen = time.monotonic()
-            tg.cancel_scope.cancel()
+            session.inbox.put(Envelope(parsed, context=exchange))
+        except anyio.ClosedResourceError:
+            await exchange.finish_raw(error_body(None, INVALID_REQUEST, "Session not found"), 404)
+            return
+        # A closed POST connection is not a cancellation in these revisions: the
+        # request goes on and its messages are kept for a resuming GET.
+        watch = watch_disconnect(scope, receive, exchange.client_left)
+        poll = context.options.sse_poll_after
+        if poll is not None and sse_ok and session.conn.version == "2025-11-25":
+            exchange.spawn(_poll_later(context, exchange, poll))
+        with context.on_stop(exchange.end_queue):
+            async for message in queue:
+                if exchange.is_final(message):
+                    await exchange.finish(message)
+                    break
+                await exchange.write(message)
+            else:
+                if context.stopping and exchange.request_ids:
+                    await _shutting_down(exchange)
+                else:
+                    await exchange.close()  # the session ended under us
+    finally:
+        for request in requests:
+            if session.pending.get(request.id) is exchange:
+                del session.pending[request.id]
+        exchange.done = True
+        exchange.close_queue()
+        session.last_seen = time.monotonic()
+        if watch is not None:
+            watch.cancel()
+        exchange.stop()
 
 
 async def _shutting_down(exchange: Exchange) -> None:
@@ -339,15 +377,6 @@ async def _shutting_down(exchange: Exchange) -> None:
     error = shutdown_error()
     answers: list[Message] = [ErrorResponse(rid, error) for rid in exchange.request_ids]
     await exchange.finish(Batch(answers) if exchange.batch else answers[0], 503)
-
-
-async def _watch_post(receive: Receive, exchange: Exchange) -> None:
-    """Notice a client that left: stop writing, keep recording for resumption."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            exchange.http_closed = True
-            return
 
 
 async def _poll_later(context: HttpContext, exchange: Exchange, delay: float) -> None:
@@ -431,9 +460,8 @@ async def stream(
                 else:
                     await exchange.start_stream()
                 tg.start_soon(_watch_stream, receive, tg.cancel_scope)
-                async with queue:
-                    async for message in queue:
-                        await exchange.event(jsonrpc.encode(message))
+                async for message in queue:
+                    await exchange.event(jsonrpc.encode(message))
                 if context.stopping and session.sse_transport:
                     # HTTP+SSE answers every request on this stream: the unanswered ones say why.
                     error = shutdown_error()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,10 +58,15 @@ def _find_nul(value: Any, path: str) -> str | None:
     return None
 
 
-def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *, cwd: str,
-                    passthrough: bool = False) -> JSON:
-    """The validated values (defaults applied, paths resolved); raise ArgumentProblems."""
+def check_arguments(params: dict[str, Param], schema: JSON, validator: Callable[[], Any], arguments: Any, *,
+                    cwd: str, passthrough: bool = False) -> JSON:
+    """The validated values (defaults applied, paths resolved); raise ArgumentProblems.
+
+    `schema` is the tool's inputSchema; `validator()` gives its compiled validator, asked
+    for only when the schema's everyday keywords do not plainly accept the arguments
+    (jsonschema costs a served call more than the rest of its dispatch)."""
     from mcpcli.validation import errors as schema_errors
+    from mcpcli.validation import plainly_valid
 
     if arguments is None:
         arguments = {}
@@ -81,8 +86,8 @@ def check_arguments(params: dict[str, Param], validator: Any, arguments: Any, *,
     if problems:
         raise ArgumentProblems(problems)
     trivially_valid = not cleaned and not params and not passthrough
-    if not trivially_valid and not validator.is_valid(cleaned):
-        for path, message in schema_errors(validator, cleaned):
+    if not trivially_valid and plainly_valid(schema, cleaned) is not True and not validator().is_valid(cleaned):
+        for path, message in schema_errors(validator(), cleaned):
             problems.append(f"{path}: {message}" if path else message)
             if len(problems) >= MAX_PROBLEMS:
                 break

@@ -48,7 +48,7 @@ async def call_tool(runner: Runner, config: ToolsFile, name: str, arguments: JSO
     started = time.monotonic()
     cwd = tool.run.cwd if tool.run is not None else config.base_dir
     try:
-        values = check_arguments(tool.params, _validator(tool), arguments, cwd=cwd,
+        values = check_arguments(tool.params, tool.input_schema, lambda: _validator(tool), arguments, cwd=cwd,
                                  passthrough=tool.raw_input_schema is not None)
     except ArgumentProblems as exc:
         audit(f"call tool={name} status=invalid-arguments")

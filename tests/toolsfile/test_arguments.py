@@ -289,3 +289,42 @@ async def test_unknown_tool_is_a_protocol_error(make_backend: Any) -> None:
     with pytest.raises(RPCError) as info:
         await backend.call_tool("nope", {}, FakeContext())
     assert info.value.code == -32602
+
+
+async def test_plainly_valid_arguments_skip_the_jsonschema_validator(
+    make_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served call whose arguments the schema's everyday keywords accept is not handed
+    to jsonschema (most of a trivial call's CPU); anything else still is, with its messages."""
+    from mcpcli.toolsfile import tool_calls
+
+    backend = make_backend("""
+version: 1
+tools:
+  - name: echo
+    description: echoes
+    params:
+      message: {type: string, maxLength: 5}
+      mail: {type: string, required: false, schema: {format: email}}
+    mock: {text: ok}
+""")
+    checked: list[Any] = []
+    real = tool_calls._validator
+
+    def counting(tool: Any) -> Any:
+        checked.append(tool.name)
+        return real(tool)
+
+    monkeypatch.setattr(tool_calls, "_validator", counting)
+    result = await backend.call_tool("echo", {"message": "hi"}, FakeContext())
+    assert text_of(result) == "ok" and not result.get("isError")
+    assert checked == []
+    # Rejected by the everyday keywords: jsonschema words the error.
+    result = await backend.call_tool("echo", {"message": "toolong"}, FakeContext())
+    assert result.get("isError") and "message: " in text_of(result)
+    assert checked
+    # A keyword outside that set (format) always goes to jsonschema.
+    checked.clear()
+    result = await backend.call_tool("echo", {"message": "hi", "mail": "nope"}, FakeContext())
+    assert result.get("isError") and "mail" in text_of(result)
+    assert checked
