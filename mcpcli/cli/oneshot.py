@@ -123,14 +123,15 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     import signal
 
     from mcpcli.cli.fast import print_error
-    from mcpcli.transports.spawn import SpawnError, spawn
+    from mcpcli.transports.spawn import SpawnError, adopt, spawn
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the full path: "interrupted", 130
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        process = spawn(spec.command, spec.args, spec.env, spec.cwd)
+        # Started by `main()` before this path loaded, when the command was on the line.
+        process = adopt(spec) or spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError:
         signal.signal(signal.SIGTERM, previous)
         return None  # the full path says why, in its words
