@@ -65,7 +65,19 @@ def _separates(args: list[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `mcp`; returns the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    status = _command(list(sys.argv[1:] if argv is None else argv))
+    if argv is None:
+        # The process (the `mcp` program's) ends next: a collection pass over every object
+        # at exit would only free memory the exit frees anyway, and it is ~4 ms of a one-shot
+        # call (its modules' objects). Frozen, they are left out of it; nothing else changes
+        # (exit handlers, flushing, the objects' own teardown).
+        import gc
+
+        gc.freeze()
+    return status
+
+
+def _command(args: list[str]) -> int:
     if args[:2] == ["tools", "call"]:
         if "--" in args and _separates(args):
             # The server boots while the fast paths load: the one-shot path adopts it, and so

@@ -242,3 +242,20 @@ def test_the_session_fast_path_loads_no_typing(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          stdin=subprocess.DEVNULL, env={**env, "MCPCLI_RUNTIME_DIR": str(run)})
     assert out.stdout.split(None, 1) == ["None", "['mcpcli.core.flags', 'mcpcli.core.localrpc', 'mcpcli.rundir']\n"]
+
+
+@pytest.mark.slow
+def test_only_the_program_freezes_its_objects_for_the_exit() -> None:
+    """`mcp` (main() reading sys.argv) leaves its objects out of the collection at exit;
+    a caller handing main() its arguments keeps its garbage collection as it was."""
+    import gc
+
+    from mcpcli.cli import main
+
+    frozen = gc.get_freeze_count()
+    assert main(["tools", "call", "echo", "--no-validate", "-q", "--", *fake_server()]) == 0
+    assert gc.get_freeze_count() == frozen
+    code = ("import gc, sys\nfrom mcpcli.cli import main\nsys.argv = ['mcp', '--version']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(f'FROZEN {gc.get_freeze_count()}')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert int(done.stderr.split("FROZEN ")[-1]) > 0
