@@ -152,6 +152,10 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         )
         from mcpcli.errors import Interrupted, McpCliError, ToolError
 
+        if call["validate"]:
+            # The arguments are checked once the tools are listed, when the call waits on
+            # it: its module loads now, while the server boots (jsonschema stays lazy).
+            import mcpcli.validation  # noqa: F401
         err = Stderr()
         server = StdioServer(process, err, call["quiet"])
         client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"], call["trace"])
