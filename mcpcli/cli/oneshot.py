@@ -4,8 +4,9 @@ or anyio, for a server command after `--` or a stdio server configured in our co
 A one-shot call to a stdio server spent most of its own CPU importing click,
 asyncio, anyio and the client, for four round trips. `main()` tries this first:
 a synchronous client (one process, its pipes, `selectors`) that does what the
-full path does for the common case, and returns None, before anything is
-started, for anything else: a terminal on stdout or stderr (human output, a
+full path does for the common case, and returns None, before it starts anything
+(a `--` server `main()` spawned first is left for the full path to adopt), for
+anything else: a terminal on stdout or stderr (human output, a
 progress bar, prompts), any flag `fast.parse_flags` does not take (the @NAME
 fast path's flags but `--meta`: `--arg`/`-a`, `--args JSON`, `--timeout`, `--max-timeout`,
 `--no-validate`, `--json`, `--jsonl`, `-q`, `--jq` with `-r`, `--max-chars`), an invalid
@@ -14,8 +15,10 @@ TARGET that is not a plain stdio server of our config (a URL, a file, a session,
 a `keepAlive` server, another client's server), a bad `MCP_PROBE_TIMEOUT`, or
 `MCPCLI_NO_FAST_PATH=1`.
 
-Once the server runs, it speaks as `mcpcli.client.Client` does: the era from
-the probe memory of `mcpcli.cache` (a command line remembered as legacy skips
+The server is the one `main()` spawned before this module loaded, when its command
+is on the line (`transports.spawn.adopt`), else one this path spawns. Once it runs, it
+speaks as `mcpcli.client.Client` does: the era from the probe memory of
+`mcpcli.cache` (a command line remembered as legacy skips
 the `server/discover` probe; a silent probe means legacy; a server that ends on
 the probe is started again, unheard, and asked `initialize`), the same requests,
 ids, `_meta` and timeouts (the handshake bounded by --timeout as a whole;
