@@ -65,39 +65,44 @@ def _separates(args: list[str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `mcp`; returns the exit status."""
-    status = _command(list(sys.argv[1:] if argv is None else argv))
+    args = list(sys.argv[1:] if argv is None else argv)
+    status = _fast_paths(args)
+    if status is None:
+        _early_spawn(args)
+        from mcpcli.cli._root import run
+
+        return run(args)
     if argv is None:
-        # The process (the `mcp` program's) ends next: a collection pass over every object
-        # at exit would only free memory the exit frees anyway, and it is ~4 ms of a one-shot
-        # call (its modules' objects). Frozen, they are left out of it; nothing else changes
-        # (exit handlers, flushing, the objects' own teardown).
+        # A fast path served the `mcp` program's command, and the process ends next with
+        # nothing of it left to finalize (its server stopped, its files closed; exit handlers
+        # run and stdout and stderr are flushed as ever). The collection pass at exit would
+        # only free memory the exit frees anyway, ~4 ms of a one-shot call: frozen, its
+        # objects are left out of it.
         import gc
 
         gc.freeze()
     return status
 
 
-def _command(args: list[str]) -> int:
-    if args[:2] == ["tools", "call"]:
-        if "--" in args and _separates(args):
-            # The server boots while the fast paths load: the one-shot path adopts it, and so
-            # does the full path when neither takes the command (it would spawn it here anyway).
-            _early_spawn(args)
-        from mcpcli.cli.fast import try_call
+def _fast_paths(args: list[str]) -> int | None:
+    """`tools call` through a session (`cli.fast`) or to a stdio server (`cli.oneshot`);
+    None: the full path runs the command."""
+    if args[:2] != ["tools", "call"]:
+        return None
+    if "--" in args and _separates(args):
+        # The server boots while the fast paths load: the one-shot path adopts it, and so
+        # does the full path when neither takes the command (it would spawn it here anyway).
+        _early_spawn(args)
+    from mcpcli.cli.fast import try_call
 
-        name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
-        prog = name if name in ("mcp", "mcpcli") else "mcp"
-        status = try_call(args, prog)
-        if status is None:
-            from mcpcli.cli.oneshot import try_call as try_oneshot
+    name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
+    prog = name if name in ("mcp", "mcpcli") else "mcp"
+    status = try_call(args, prog)
+    if status is None:
+        from mcpcli.cli.oneshot import try_call as try_oneshot
 
-            status = try_oneshot(args, prog)
-        if status is not None:
-            return status
-    _early_spawn(args)
-    from mcpcli.cli._root import run
-
-    return run(args)
+        status = try_oneshot(args, prog)
+    return status
 
 
 def __getattr__(name: str) -> Any:

@@ -246,16 +246,25 @@ def test_the_session_fast_path_loads_no_typing(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_only_the_program_freezes_its_objects_for_the_exit() -> None:
-    """`mcp` (main() reading sys.argv) leaves its objects out of the collection at exit;
-    a caller handing main() its arguments keeps its garbage collection as it was."""
+    """`mcp` (main() reading sys.argv) leaves its objects out of the collection at exit when
+    a fast path served the command; the full path, and a caller handing main() its
+    arguments, keep their garbage collection as it was."""
     import gc
 
     from mcpcli.cli import main
 
+    call = ["tools", "call", "echo", "--no-validate", "-q", "--", *fake_server()]
     frozen = gc.get_freeze_count()
-    assert main(["tools", "call", "echo", "--no-validate", "-q", "--", *fake_server()]) == 0
+    assert main(call) == 0
     assert gc.get_freeze_count() == frozen
-    code = ("import gc, sys\nfrom mcpcli.cli import main\nsys.argv = ['mcp', '--version']\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(f'FROZEN {gc.get_freeze_count()}')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert int(done.stderr.split("FROZEN ")[-1]) > 0
+
+    def frozen_after(args: list[str], env: dict[str, str]) -> int:
+        code = (f"import gc, sys\nfrom mcpcli.cli import main\nsys.argv = ['mcp', *{args!r}]\n"
+                "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(f'FROZEN {gc.get_freeze_count()}')\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, **env})
+        return int(done.stderr.split("FROZEN ")[-1])
+
+    assert frozen_after(call, {"MCPCLI_NO_FAST_PATH": ""}) > 0
+    assert frozen_after(call, {"MCPCLI_NO_FAST_PATH": "1"}) == 0
+    assert frozen_after(["--version"], {}) == 0
