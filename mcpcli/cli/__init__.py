@@ -4,8 +4,9 @@ A one-shot call to a stdio server spends most of its time waiting for the
 server to boot. So when the server command is right there on the command line
 (after `--`), `main()` starts it before importing click, anyio or anything
 else, and the rest of mcpcli loads while the server boots; the stdio transport
-adopts the process later (`mcpcli.transports.spawn`). Everything else lives in
-`mcpcli.cli._root`.
+adopts the process later (`mcpcli.transports.spawn`). For `tools call` that comes
+before the fast paths load too: the one-shot path adopts it the same way. Everything
+else lives in `mcpcli.cli._root`.
 
 The package owns the command line: parsing (click), the injected `App`, option
 groups, prompts on the terminal, and mapping errors to exit codes. Commands only
@@ -51,25 +52,57 @@ def _early_spawn(args: list[str]) -> None:
     prespawn(launch(command[0], command[1:]))
 
 
+#: `tools call` flags that take no value: before `--`, one of them leaves it the separator.
+CALL_SWITCHES = frozenset({"-q", "--quiet", "--json", "--jsonl", "--no-validate", "-r", "--raw"})
+
+
+def _separates(args: list[str]) -> bool:
+    """Whether the first `--` is the separator (click's and the fast paths'), not the value of
+    the flag before it (`--args --`): only then is no `@NAME` session call to be made of it."""
+    before = args[args.index("--") - 1]
+    return not before.startswith("-") or before in CALL_SWITCHES or (before.startswith("--") and "=" in before)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `mcp`; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:2] == ["tools", "call"]:
-        from mcpcli.cli.fast import try_call
+    status = _fast_paths(args)
+    if status is None:
+        _early_spawn(args)
+        from mcpcli.cli._root import run
 
-        name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
-        prog = name if name in ("mcp", "mcpcli") else "mcp"
-        status = try_call(args, prog)
-        if status is None:
-            from mcpcli.cli.oneshot import try_call as try_oneshot
+        return run(args)
+    if argv is None:
+        # A fast path served the `mcp` program's command, and the process ends next with
+        # nothing of it left to finalize (its server stopped, its files closed; exit handlers
+        # run and stdout and stderr are flushed as ever). The collection pass at exit would
+        # only free memory the exit frees anyway, ~4 ms of a one-shot call: frozen, its
+        # objects are left out of it.
+        import gc
 
-            status = try_oneshot(args, prog)
-        if status is not None:
-            return status
-    _early_spawn(args)
-    from mcpcli.cli._root import run
+        gc.freeze()
+    return status
 
-    return run(args)
+
+def _fast_paths(args: list[str]) -> int | None:
+    """`tools call` through a session (`cli.fast`) or to a stdio server (`cli.oneshot`);
+    None: the full path runs the command."""
+    if args[:2] != ["tools", "call"]:
+        return None
+    if "--" in args and _separates(args):
+        # The server boots while the fast paths load: the one-shot path adopts it, and so
+        # does the full path when neither takes the command (it would spawn it here anyway).
+        _early_spawn(args)
+    from mcpcli.cli.fast import try_call
+
+    name = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "mcp"
+    prog = name if name in ("mcp", "mcpcli") else "mcp"
+    status = try_call(args, prog)
+    if status is None:
+        from mcpcli.cli.oneshot import try_call as try_oneshot
+
+        status = try_oneshot(args, prog)
+    return status
 
 
 def __getattr__(name: str) -> Any:

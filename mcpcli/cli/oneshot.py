@@ -4,8 +4,9 @@ or anyio, for a server command after `--` or a stdio server configured in our co
 A one-shot call to a stdio server spent most of its own CPU importing click,
 asyncio, anyio and the client, for four round trips. `main()` tries this first:
 a synchronous client (one process, its pipes, `selectors`) that does what the
-full path does for the common case, and returns None, before anything is
-started, for anything else: a terminal on stdout or stderr (human output, a
+full path does for the common case, and returns None, before it starts anything
+(a `--` server `main()` spawned first is left for the full path to adopt), for
+anything else: a terminal on stdout or stderr (human output, a
 progress bar, prompts), any flag `fast.parse_flags` does not take (the @NAME
 fast path's flags but `--meta`: `--arg`/`-a`, `--args JSON`, `--timeout`, `--max-timeout`,
 `--no-validate`, `--json`, `--jsonl`, `-q`, `--jq` with `-r`, `--max-chars`), an invalid
@@ -14,8 +15,10 @@ TARGET that is not a plain stdio server of our config (a URL, a file, a session,
 a `keepAlive` server, another client's server), a bad `MCP_PROBE_TIMEOUT`, or
 `MCPCLI_NO_FAST_PATH=1`.
 
-Once the server runs, it speaks as `mcpcli.client.Client` does: the era from
-the probe memory of `mcpcli.cache` (a command line remembered as legacy skips
+The server is the one `main()` spawned before this module loaded, when its command
+is on the line (`transports.spawn.adopt`), else one this path spawns. Once it runs, it
+speaks as `mcpcli.client.Client` does: the era from the probe memory of
+`mcpcli.cache` (a command line remembered as legacy skips
 the `server/discover` probe; a silent probe means legacy; a server that ends on
 the probe is started again, unheard, and asked `initialize`), the same requests,
 ids, `_meta` and timeouts (the handshake bounded by --timeout as a whole;
@@ -123,14 +126,15 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     import signal
 
     from mcpcli.cli.fast import print_error
-    from mcpcli.transports.spawn import SpawnError, spawn
+    from mcpcli.transports.spawn import SpawnError, adopt, spawn
 
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, as for the full path: "interrupted", 130
 
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
-        process = spawn(spec.command, spec.args, spec.env, spec.cwd)
+        # Started by `main()` before this path loaded, when the command was on the line.
+        process = adopt(spec) or spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError:
         signal.signal(signal.SIGTERM, previous)
         return None  # the full path says why, in its words
@@ -151,6 +155,10 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         )
         from mcpcli.errors import Interrupted, McpCliError, ToolError
 
+        if call["validate"]:
+            # The arguments are checked once the tools are listed, when the call waits on
+            # it: its module loads now, while the server boots (jsonschema stays lazy).
+            import mcpcli.validation  # noqa: F401
         err = Stderr()
         server = StdioServer(process, err, call["quiet"])
         client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"], call["trace"])

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 __all__ = [
     "DEFAULT_INHERITED_ENV",
@@ -157,6 +159,8 @@ def resolve_executable(command: str, env: Mapping[str, str], cwd: str | None) ->
         if os.path.isdir(path) or not os.access(path, os.X_OK):
             raise SpawnError(f"cannot start server: {command}: permission denied")
         return command
+    import shutil  # not before the spawn starts: importing it (bz2, lzma, fnmatch) takes a millisecond or two
+
     found = shutil.which(command, path=env.get("PATH", os.defpath))
     if found is None:
         raise SpawnError(
@@ -250,22 +254,35 @@ def quote_stderr(message: str, tail: Sequence[str]) -> str:
     return message + STDERR_QUOTE + "\n".join(lines) if lines else message
 
 
-#: Lines (stripped) that say where, not what: stack frames and their source excerpts (Node,
-#: Python, Java, Go), Node's location header and version footer, carets under code.
-_NOISE = re.compile(
-    r"^(?:at\s|\.\.\. \d+ more$|File \".*\", line \d+|Traceback \(most recent call last\):$"
-    r"|During handling of the above exception|The above exception was the direct cause"
-    r"|[\^~]+$|throw\s|(?:node:)?[\w/.@-]+\.?\w*:\d+$|Node\.js v\d|goroutine \d+ \[|\S+\.go:\d+"
-    r"|[\w/-]+(?:\.\(\*?\w+\))?\.\w+\(.*\)$|exit status \d+$|[{}\[\](),;]+$|npm (?:ERR!|error) A complete log)"
-)
-#: Lines that say something went wrong.
-_TROUBLE = re.compile(
-    r"^[\w.$]*(?:Error|Exception)\b|\b(?:error|errno|fatal|panic|fail(?:ed|ure)?|cannot|can't|could not"
-    r"|couldn't|unable|denied|refused|not found|no such|invalid|missing|unknown|unsupported|exception)\b",
-    re.IGNORECASE,
-)
-#: A Python exception line, which may follow a frame where its source line usually is.
-_PY_EXCEPTION = re.compile(r"^[\w.]+(?:Error|Exception|Exit|Interrupt|Warning)\b")
+_PATTERNS: tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]] | None = None
+
+
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """`telling_lines`' patterns, compiled on first use: a spawn, which comes first in a
+    one-shot call, imports this module and never needs them (`re` and their compiling)."""
+    global _PATTERNS
+    if _PATTERNS is None:
+        import re
+
+        _PATTERNS = (
+            # Lines (stripped) that say where, not what: stack frames and their source excerpts
+            # (Node, Python, Java, Go), Node's location header and version footer, carets under code.
+            re.compile(
+                r"^(?:at\s|\.\.\. \d+ more$|File \".*\", line \d+|Traceback \(most recent call last\):$"
+                r"|During handling of the above exception|The above exception was the direct cause"
+                r"|[\^~]+$|throw\s|(?:node:)?[\w/.@-]+\.?\w*:\d+$|Node\.js v\d|goroutine \d+ \[|\S+\.go:\d+"
+                r"|[\w/-]+(?:\.\(\*?\w+\))?\.\w+\(.*\)$|exit status \d+$|[{}\[\](),;]+$|npm (?:ERR!|error) A complete log)"
+            ),
+            # Lines that say something went wrong.
+            re.compile(
+                r"^[\w.$]*(?:Error|Exception)\b|\b(?:error|errno|fatal|panic|fail(?:ed|ure)?|cannot|can't|could not"
+                r"|couldn't|unable|denied|refused|not found|no such|invalid|missing|unknown|unsupported|exception)\b",
+                re.IGNORECASE,
+            ),
+            # A Python exception line, which may follow a frame where its source line usually is.
+            re.compile(r"^[\w.]+(?:Error|Exception|Exit|Interrupt|Warning)\b"),
+        )
+    return _PATTERNS
 
 
 def telling_lines(tail: Sequence[str], most: int = 3) -> list[str]:
@@ -274,24 +291,25 @@ def telling_lines(tail: Sequence[str], most: int = 3) -> list[str]:
     wrote, leaving out stack frames and their source lines, an error object's fields
     (between `... {` and `}`) and runtime banners. Used by every error that quotes a
     server's stderr (the one-shot path, the stdio transport, the session daemon)."""
+    noise, trouble_line, py_exception = _patterns()
     kept: list[str] = []
     after_frame = in_object = False
     for line in tail:
         if in_object:
             in_object = not line.startswith("}")
             continue
-        if after_frame and not _PY_EXCEPTION.match(line):
+        if after_frame and not py_exception.match(line):
             after_frame = False  # the source line under a Python frame
             continue
         after_frame = line.startswith('File "')
         if line.endswith("{") and len(line) > 1:
             in_object = True  # `at ... {`, then the error's own fields: code, requireStack...
-            if _NOISE.match(line):
+            if noise.match(line):
                 continue
-        if line and not _NOISE.match(line):
+        if line and not noise.match(line):
             kept.append(line)
     if not kept:
         return [tail[-1]] if tail else []
-    trouble = [i for i, line in enumerate(kept) if _TROUBLE.search(line)]
+    trouble = [i for i, line in enumerate(kept) if trouble_line.search(line)]
     chosen = sorted({*trouble[-most:], len(kept) - 1})
     return [kept[i] for i in chosen[-most:]]

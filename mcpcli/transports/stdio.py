@@ -2,7 +2,7 @@
 
 The server runs in its own process group (so a terminal Ctrl-C reaches us, not it,
 and we can cancel politely) with a scrubbed environment; it may have been started
-early by `_spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
+early by `spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
 Shutdown closes stdin, waits briefly, then signals the whole group: TERM, then
 KILL, so neither the server nor its children outlive us.
 

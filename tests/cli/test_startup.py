@@ -125,6 +125,62 @@ def test_a_command_with_a_variable_is_started_once_with_its_value(tmp_path: Path
     assert spawns.read_text().splitlines() == ["marked"]
 
 
+#: Spawning through `transports.spawn.spawn` writes which of our modules were loaded then.
+_SPAWN_SPY = (
+    "import sys\n"
+    "from mcpcli.transports import spawn as module\n"
+    "real = module.spawn\n"
+    "def spawn(*args, **kwargs):\n"
+    "    loaded = sorted(m for m in sys.modules if m.startswith('mcpcli'))\n"
+    "    sys.stderr.write('SPAWN ' + ' '.join(loaded) + '\\n')\n"
+    "    return real(*args, **kwargs)\n"
+    "module.spawn = spawn\n"
+    "from mcpcli.cli import main\n"
+    "raise SystemExit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fast", [True, False], ids=["one-shot path", "full path"])
+def test_a_one_shot_call_spawns_its_server_before_the_fast_paths_load(fast: bool) -> None:
+    """The server boots while the rest loads: on the one-shot path too, `main()` spawns it
+    before the fast paths' flags (`core.flags`, `text`) load, and whichever path runs the
+    command adopts that process (spawned once)."""
+    env = {**os.environ, "MCPCLI_NO_FAST_PATH": "" if fast else "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SPAWN_SPY, "tools", "call", "echo", "--arg", "message=hi", "-q", "--",
+         *fake_server()],
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60, env=env, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{"content":[{"type":"text","text":"hi"}]}\n'
+    spawns = [line.split()[1:] for line in done.stderr.splitlines() if line.startswith("SPAWN")]
+    assert spawns == [["mcpcli", "mcpcli.cli", "mcpcli.transports", "mcpcli.transports.spawn"]], done.stderr
+
+
+def test_the_early_spawn_waits_when_the_double_dash_is_a_flags_value() -> None:
+    """`--args --` makes `--` a value (click's reading too): what follows may be the target of
+    a session call (`@NAME`, a keepAlive server), which starts nothing, so `main()` does not
+    spawn it before the session fast path has had its say."""
+    from mcpcli.cli import _separates
+
+    assert _separates(["tools", "call", "echo", "-q", "--", "srv"])
+    assert _separates(["tools", "call", "echo", "--arg", "a=1", "--", "srv"])
+    assert _separates(["tools", "call", "echo", "--arg", "-q", "--", "srv"])  # -q is --arg's value
+    assert _separates(["tools", "call", "echo", "--timeout=5", "--", "srv"])
+    assert not _separates(["tools", "call", "ka", "--args", "--", "tool"])
+    assert not _separates(["tools", "call", "ka", "-a", "--", "tool"])
+    assert not _separates(["tools", "call", "ka", "-", "--", "tool"])
+
+
+def test_the_switches_the_early_spawn_knows_take_no_value() -> None:
+    from mcpcli.cli import CALL_SWITCHES
+    from mcpcli.core import flags
+
+    taken = flags.by_name(flag for flag in flags.FLAGS)
+    assert all(taken[name].kind == "flag" for name in CALL_SWITCHES)
+
+
 def test_a_usage_error_after_the_early_spawn_leaves_no_server() -> None:
     r = mcp("tools", "list", "--no-such-flag", "--", *fake_server("--stubborn"))
     assert r.code == 2, r
@@ -186,3 +242,29 @@ def test_the_session_fast_path_loads_no_typing(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          stdin=subprocess.DEVNULL, env={**env, "MCPCLI_RUNTIME_DIR": str(run)})
     assert out.stdout.split(None, 1) == ["None", "['mcpcli.core.flags', 'mcpcli.core.localrpc', 'mcpcli.rundir']\n"]
+
+
+@pytest.mark.slow
+def test_only_the_program_freezes_its_objects_for_the_exit() -> None:
+    """`mcp` (main() reading sys.argv) leaves its objects out of the collection at exit when
+    a fast path served the command; the full path, and a caller handing main() its
+    arguments, keep their garbage collection as it was."""
+    import gc
+
+    from mcpcli.cli import main
+
+    call = ["tools", "call", "echo", "--no-validate", "-q", "--", *fake_server()]
+    frozen = gc.get_freeze_count()
+    assert main(call) == 0
+    assert gc.get_freeze_count() == frozen
+
+    def frozen_after(args: list[str], env: dict[str, str]) -> int:
+        code = (f"import gc, sys\nfrom mcpcli.cli import main\nsys.argv = ['mcp', *{args!r}]\n"
+                "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(f'FROZEN {gc.get_freeze_count()}')\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              stdin=subprocess.DEVNULL, timeout=60, env={**os.environ, **env})
+        return int(done.stderr.split("FROZEN ")[-1])
+
+    assert frozen_after(call, {"MCPCLI_NO_FAST_PATH": ""}) > 0
+    assert frozen_after(call, {"MCPCLI_NO_FAST_PATH": "1"}) == 0
+    assert frozen_after(["--version"], {}) == 0
