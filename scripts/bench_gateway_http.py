@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
 import os
 import shutil
 import signal
@@ -41,6 +40,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_serve import _cpu_seconds, free_port  # noqa: E402
+from bench_serve import _exchange as exchange  # noqa: E402
+
 CACHE = Path(os.environ.get("MCPCLI_CACHE") or ROOT / ".cache")
 EVERYTHING = CACHE / "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 LOOPBACK = ROOT / "tests/loopback.cjs"  # binds Node's listeners to 127.0.0.1 only
@@ -52,18 +56,6 @@ tools:
     params: {message: {type: string}}
     mock: {text: "Echo: hi"}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (not its children), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(argv: list[str], port: int, env: dict[str, str] | None = None,
@@ -117,34 +109,8 @@ class Conn:
         return status == 200 and b"Echo: hi" in data
 
     async def post(self, body: dict[str, object]) -> tuple[int, dict[str, str], bytes]:
-        payload = json.dumps(body).encode()
-        lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{self.port}", "Content-Type: application/json",
-                 "Accept: application/json, text/event-stream", f"Content-Length: {len(payload)}",
-                 f"MCP-Protocol-Version: {PROTOCOL}"]
-        if self.session:
-            lines.append(f"Mcp-Session-Id: {self.session}")
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + payload)
-        reader = self.reader
-        status = int((await reader.readline()).split()[1])
-        got: dict[str, str] = {}
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            got[name.strip().lower()] = value.strip()
-        data = b""
-        if "content-length" in got:
-            data = await reader.readexactly(int(got["content-length"]))
-        elif got.get("transfer-encoding") == "chunked":
-            while True:
-                size = int((await reader.readline()).strip(), 16)
-                if size == 0:
-                    await reader.readline()
-                    break
-                data += await reader.readexactly(size)
-                await reader.readline()
-        return status, got, data
+        headers = {"MCP-Protocol-Version": PROTOCOL, **({"Mcp-Session-Id": self.session} if self.session else {})}
+        return await exchange(self.reader, self.writer, "127.0.0.1", self.port, "/mcp", body, headers)
 
     def close(self) -> None:
         self.writer.close()
@@ -166,11 +132,11 @@ async def load(port: int, calls: int, concurrency: int,
             if not await conn.call():
                 failed += 1
 
-    cpu0 = [cpu_seconds(p) for p in pids]
+    cpu0 = [_cpu_seconds(p) for p in pids]
     started = time.perf_counter()
     await asyncio.gather(*(worker(c) for c in conns))
     elapsed = time.perf_counter() - started
-    cpu = [(cpu_seconds(p) - c0) / calls for p, c0 in zip(pids, cpu0, strict=True)]
+    cpu = [(_cpu_seconds(p) - c0) / calls for p, c0 in zip(pids, cpu0, strict=True)]
     for c in conns:
         c.close()
     return calls / elapsed, cpu, failed
