@@ -74,9 +74,13 @@ class GatewayBackend:
         local: Backend | None = None,
         options: GatewayOptions | None = None,
         watchdog: Watchdog | None = None,
+        identity: JSON | None = None,
     ) -> None:
         self.options = options or GatewayOptions()
         self.local = local
+        #: The served tools.yaml's serverInfo, when the gateway serves a file (its
+        #: `server.name`, else the file's name) and the file has nothing local to say it.
+        self._identity = identity
         #: Ends the stdio upstreams' process groups if the gateway is killed; a nested
         #: gateway shares its outer gateway's (one helper process, closed by its owner).
         self._owns_watchdog = watchdog is None
@@ -149,6 +153,8 @@ class GatewayBackend:
     def server_info(self) -> JSON:
         if self.local is not None:
             return self.local.server_info()
+        if self._identity is not None:
+            return dict(self._identity)
         if len(self.links) == 1:
             return {"name": f"mcpcli gateway to {self.links[0].name}", "version": __version__}
         return {"name": "mcpcli gateway", "version": __version__}

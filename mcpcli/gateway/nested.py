@@ -130,7 +130,8 @@ class NestedTransport(Transport):
             merged: Backend | None = local if has_own_content(config) else None
             servers: Sequence[Upstream] = config.servers
             async with (
-                self._gateway(servers, local=merged, options=options, watchdog=self._watchdog) as backend,
+                self._gateway(servers, local=merged, options=options, watchdog=self._watchdog,
+                              identity=config.server) as backend,
                 Server(backend).transport().connect() as streams,
             ):
                 self.backend = backend

@@ -68,7 +68,7 @@ async def served_backend(
     # The served file heads the chain: a nested file that includes it again is a cycle.
     options = dataclasses.replace(options or GatewayOptions(), chain=(os.path.realpath(config.path),))
     merged = local if (watch or has_own_content(config)) else None
-    async with GatewayBackend(config.servers, local=merged, options=options) as backend:
+    async with GatewayBackend(config.servers, local=merged, options=options, identity=config.server) as backend:
         yield backend
 
 

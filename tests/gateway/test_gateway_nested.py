@@ -296,3 +296,29 @@ async def test_server_everything_behind_a_nested_file(gateway: Gateway, tmp_path
         assert await names(client) == {"team_ev_echo", "team_ev_get-sum"}
         result = await client.call_tool("team_ev_get-sum", {"a": 2, "b": 3})
         assert not result.get("isError") and "5" in texts(result)[0], result
+
+
+@pytest.mark.parametrize(("server", "name"), [("server: {name: team-gw, version: '2.1'}\n", "team-gw"), ("", "fronts")])
+def test_a_file_of_upstreams_only_is_named_as_the_file_says(tmp_path: Path, server: str, name: str) -> None:
+    """A tools.yaml with nothing but `servers:` is still that file: its `server.name` (else
+    the file's name), not "mcpcli gateway to ..." as `--proxy` names itself."""
+    path = tmp_path / "fronts.yaml"
+    path.write_text(HEAD + server + f"servers:\n  - {{name: gh, command: {DEMO}}}\n")
+    done = mcp_in("info", str(path), "--json")
+    assert done.code == 0, done
+    assert json.loads(done.stdout)["serverInfo"]["name"] == name
+
+
+@pytest.mark.anyio
+async def test_mcp_serve_names_a_file_of_upstreams_only_as_the_file_says(tmp_path: Path) -> None:
+    from mcpcli.gateway.serve_file import served_backend
+    from mcpcli.toolsfile.backend import ToolsBackend
+
+    path = tmp_path / "fronts.yaml"
+    path.write_text(HEAD + "server: {name: team-gw}\n" + f"servers:\n  - {{name: gh, command: {DEMO}}}\n")
+    local = ToolsBackend(str(path))
+    try:
+        async with served_backend(local, watch=False) as backend:
+            assert backend.server_info()["name"] == "team-gw"
+    finally:
+        local.close()
