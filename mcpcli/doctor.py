@@ -219,7 +219,9 @@ def _completion(install: Install, env: Mapping[str, str], home: Path) -> Check:
            "fish": "mcp completion fish > ~/.config/fish/completions/mcp.fish"}[shell]
     script = install.data / "share" / {"bash": "bash-completion/completions/mcp", "zsh": "zsh/site-functions/_mcp",
                                         "fish": "fish/vendor_completions.d/mcp.fish"}[shell]
-    return Check("completion", PROBLEM, f"{shell} does not load mcp's completion (installed as {script})", fix)
+    # A note, not a problem: completion is a convenience, and a fresh installation has not
+    # set it up yet (`mcp doctor` would otherwise fail for every new user).
+    return Check("completion", NOTE, f"{shell} does not load mcp's completion (installed as {script})", fix)
 
 
 def _completion_files(shell: str, env: Mapping[str, str], home: Path, config: Path) -> list[Path]:
