@@ -267,7 +267,7 @@ def recover_response_id(data: bytes | str) -> RequestId | None:
 
 def encode(message: Message | Batch) -> bytes:
     """Compact UTF-8 JSON with no embedded newline (JSON escapes them); a lone surrogate
-    (a peer's "\ud800" id or text, echoed back) is sent as the same JSON escape."""
+    (a peer's "\\ud800" id or text, echoed back) is sent as the same JSON escape."""
     return jsontext.utf8(message.to_list() if isinstance(message, Batch) else message.to_dict())
 
 
