@@ -169,3 +169,13 @@ def test_the_tests_mirror_the_package() -> None:
     strays = directories - units - set(CROSS_CUTTING)
     assert not strays, f"name a test directory for the unit it tests, or list it in CROSS_CUTTING: {strays}"
     assert not set(CROSS_CUTTING) - directories
+
+
+def test_no_string_in_the_source_holds_a_lone_surrogate() -> None:
+    """Python 3.13 refuses to import a module with a lone surrogate in a string constant (a
+    docstring's "\\ud800" once broke every command there): write the escape, `\\\\ud800`."""
+    found = [f"{MODULES[path]}:{node.lineno}"
+             for path in MODULES for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and any(0xD800 <= ord(c) <= 0xDFFF for c in node.value)]
+    assert not found
