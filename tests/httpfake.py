@@ -15,7 +15,6 @@ import itertools
 import json
 import ssl
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -261,12 +260,3 @@ def modern_mcp(*, tools: list[JSON] | None = None, ttl_ms: int = 0, scope: str =
         return error(req, -32601, f"Method not found: {method}", status=404)
 
     return handle
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll `predicate` until true (bounded)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
