@@ -19,10 +19,13 @@ the gateway process from /proc, its upstream excluded). Targets (issue 12): unde
 added at the median, under 0.3 ms of gateway CPU per call. Not a test: numbers depend on
 the machine and its load.
 
-    .venv/bin/python scripts/bench_gateway.py --instructions [--calls 300]
+    .venv/bin/python scripts/bench_gateway.py --instructions [--calls 300] [--concurrency 1]
 
 counts the instructions the gateway process executes per call instead (valgrind's
 callgrind, zeroed after the warm-up): stable under load, for before/after comparisons.
+Sequential by default; with `--concurrency N` that many calls are in flight (how the
+pipes batch messages under load). `--keep DIR` keeps callgrind's output there (for
+callgrind_annotate).
 """
 
 from __future__ import annotations
@@ -107,9 +110,10 @@ async def measure(argv: list[str], calls: int, concurrency: int,
             "user_ms": user * 1000, "sys_ms": system * 1000, "rate": rate}
 
 
-async def instructions(argv: list[str], calls: int, tmp: str) -> int:
+async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int = 1) -> int:
     """Instructions the gateway process executes per call, under callgrind (zeroed after
-    the warm-up, dumped after `calls` calls): a count that does not depend on the load."""
+    the warm-up, dumped after `calls` calls with `concurrency` in flight): a count that
+    does not depend on the load."""
     import subprocess
 
     out = str(Path(tmp) / "callgrind.out")
@@ -121,8 +125,17 @@ async def instructions(argv: list[str], calls: int, tmp: str) -> int:
         assert transport.process is not None
         pid = str(transport.process.pid)
         subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True, timeout=120)
-        for _ in range(calls):
-            await client.call_tool("echo", {"text": "hi"})
+        remaining = calls
+
+        async def worker() -> None:
+            nonlocal remaining
+            while remaining > 0:
+                remaining -= 1
+                await client.call_tool("echo", {"text": "hi"})
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
         subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True, timeout=120)
     for line in Path(out + ".1").read_text().splitlines():
         if line.startswith("summary:"):
@@ -133,21 +146,33 @@ async def instructions(argv: list[str], calls: int, tmp: str) -> int:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="calls in flight (default 16; with --instructions 1)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="also measure the gateway of this checkout (the 'before' side)")
     parser.add_argument("--instructions", action="store_true",
                         help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="with --instructions: keep callgrind's output in DIR")
     args = parser.parse_args()
+    if args.concurrency is None:
+        args.concurrency = 1 if args.instructions else 16
     with tempfile.TemporaryDirectory() as tmp:
         upstream_py = Path(tmp) / "upstream.py"
         upstream_py.write_text(UPSTREAM)
         upstream = [sys.executable, str(upstream_py)]
         gateway = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy", "--", *upstream]
         if args.instructions:
-            count = await instructions(gateway, args.calls, tmp)
-            print(f"gateway process: {count / 1e6:.3f} M instructions per call ({args.calls} calls)")
+            count = await instructions(gateway, args.calls, tmp, args.concurrency)
+            print(f"gateway process: {count / 1e6:.3f} M instructions per call ({args.calls} calls, "
+                  f"concurrency {args.concurrency})")
+            if args.keep:
+                import shutil
+
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for out in Path(tmp).glob("callgrind.out*"):
+                    shutil.copy(out, args.keep / out.name)
             return
         results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": []}
         for _ in range(args.rounds):
