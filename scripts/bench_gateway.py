@@ -11,7 +11,11 @@ this script). In the same run, interleaved over `--rounds` rounds (medians repor
 * gateway: our Client to `mcp serve --quiet --proxy -- <upstream>` over stdio, which
   itself holds a Client to its own upstream;
 * with `--baseline CHECKOUT`, also the gateway of another checkout (the "before" side of
-  a change; same interpreter, same upstream).
+  a change; same interpreter, same upstream);
+* with `--bare`, also a bare relay in its place: plain asyncio protocols that split
+  lines, decode each message, give requests ids of their own (and answers their
+  callers' back), encode and pass them on, one write per chunk read. The least a
+  Python relay that understands the messages costs: the floor for the gateway.
 
 For each: the median latency of sequential `tools/call` round trips, and throughput with
 `--concurrency` calls in flight. For the gateway also its own CPU per call (utime+stime of
@@ -20,11 +24,13 @@ added at the median, under 0.3 ms of gateway CPU per call. Not a test: numbers d
 the machine and its load.
 
     .venv/bin/python scripts/bench_gateway.py --instructions [--calls 300] [--concurrency 1]
+        [--baseline CHECKOUT | --bare]
 
 counts the instructions the gateway process executes per call instead (valgrind's
 callgrind, zeroed after the warm-up): stable under load, for before/after comparisons.
 Sequential by default; with `--concurrency N` that many calls are in flight (how the
-pipes batch messages under load). `--keep DIR` keeps callgrind's output there (for
+pipes batch messages under load). With `--baseline` it counts that checkout's gateway,
+with `--bare` the bare relay instead. `--keep DIR` keeps callgrind's output there (for
 callgrind_annotate).
 """
 
@@ -66,12 +72,70 @@ anyio.run(lambda: serve_stdio(Server(Echo())))
 '''
 
 
+BARE_RELAY = '''
+import asyncio, json, subprocess, sys
+
+async def main():
+    loop = asyncio.get_running_loop()
+    proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    callers, ids = {}, iter(range(1, 1 << 62))
+    up, _ = await loop.connect_write_pipe(asyncio.Protocol, proc.stdin)
+    down, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout.buffer)
+    done = loop.create_future()
+
+    def to_upstream(msg):
+        if "method" in msg and "id" in msg:
+            own = next(ids)
+            callers[own] = msg["id"]
+            msg["id"] = own
+        return msg
+
+    def to_client(msg):
+        if "method" not in msg and msg.get("id") in callers:
+            msg["id"] = callers.pop(msg["id"])
+        return msg
+
+    class Lines(asyncio.Protocol):
+        def __init__(self, out, change):
+            self.rest, self.out, self.change = b"", out, change
+        def data_received(self, data):
+            *lines, self.rest = (self.rest + data).split(b"\\n")
+            msgs = [self.change(json.loads(line)) for line in lines if line.strip()]
+            if msgs:
+                self.out.write(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\\n" for m in msgs))
+        def connection_lost(self, exc):
+            if not done.done():
+                done.set_result(None)
+
+    await loop.connect_read_pipe(lambda: Lines(up, to_upstream), sys.stdin.buffer)
+    await loop.connect_read_pipe(lambda: Lines(down, to_client), proc.stdout)
+    await done
+    proc.stdin.close()
+    proc.wait()
+
+asyncio.run(main())
+'''
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """(utime, stime) of one process (not its children), from /proc."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(child) for child in fh.read().split()]
+    except OSError:
+        return []
+
+
+def busy(pids: list[int]) -> float:
+    """CPU seconds (user + system) these processes have used."""
+    return sum(sum(cpu_seconds(pid)) for pid in pids)
 
 
 async def measure(argv: list[str], calls: int, concurrency: int,
@@ -101,16 +165,25 @@ async def measure(argv: list[str], calls: int, concurrency: int,
                 remaining -= 1
                 await client.call_tool("echo", {"text": "hi"})
 
+        # CPU per call under load, by process: the relay (none when direct), the upstream
+        # (the relay's child, or the process itself when direct), the client (us).
+        upstream = children(pid) or [pid]
+        relay = [pid] if upstream != [pid] else []
+        before = busy(relay), busy(upstream), sum(cpu_seconds(os.getpid()))
         start = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for _ in range(concurrency):
                 tg.start_soon(worker)
         rate = calls / (time.perf_counter() - start)
+        after = busy(relay), busy(upstream), sum(cpu_seconds(os.getpid()))
+        load = [(b - a) / calls * 1000 for a, b in zip(before, after, strict=True)]
     return {"median_ms": statistics.median(times) * 1000, "cpu_ms": (user + system) * 1000,
+            "relay_c_ms": load[0], "upstream_c_ms": load[1], "client_c_ms": load[2],
             "user_ms": user * 1000, "sys_ms": system * 1000, "rate": rate}
 
 
-async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int = 1) -> int:
+async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int = 1,
+                       checkout: Path | None = None) -> int:
     """Instructions the gateway process executes per call, under callgrind (zeroed after
     the warm-up, dumped after `calls` calls with `concurrency` in flight): a count that
     does not depend on the load."""
@@ -118,7 +191,8 @@ async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int =
 
     out = str(Path(tmp) / "callgrind.out")
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
-    transport = StdioTransport(argv[0], argv[1:], quiet=True)
+    env = {"PYTHONPATH": str(checkout)} if checkout is not None else None
+    transport = StdioTransport(argv[0], argv[1:], quiet=True, env=env, cwd=str(checkout or ROOT))
     async with Client(transport, ClientOptions(timeout=600)) as client:
         for _ in range(30):
             await client.call_tool("echo", {"text": "warm"})
@@ -151,6 +225,8 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="also measure the gateway of this checkout (the 'before' side)")
+    parser.add_argument("--bare", action="store_true",
+                        help="also measure a bare asyncio line relay in the gateway's place (the floor)")
     parser.add_argument("--instructions", action="store_true",
                         help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
@@ -163,9 +239,13 @@ async def main() -> None:
         upstream_py.write_text(UPSTREAM)
         upstream = [sys.executable, str(upstream_py)]
         gateway = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy", "--", *upstream]
+        bare_py = Path(tmp) / "bare_relay.py"
+        bare_py.write_text(BARE_RELAY)
+        bare = [sys.executable, str(bare_py), *upstream]
         if args.instructions:
-            count = await instructions(gateway, args.calls, tmp, args.concurrency)
-            print(f"gateway process: {count / 1e6:.3f} M instructions per call ({args.calls} calls, "
+            count = await instructions(bare if args.bare else gateway, args.calls, tmp, args.concurrency,
+                                       args.baseline.resolve() if args.baseline else None)
+            print(f"{'bare relay' if args.bare else 'gateway'} process: {count / 1e6:.3f} M instructions per call ({args.calls} calls, "
                   f"concurrency {args.concurrency})")
             if args.keep:
                 import shutil
@@ -174,13 +254,15 @@ async def main() -> None:
                 for out in Path(tmp).glob("callgrind.out*"):
                     shutil.copy(out, args.keep / out.name)
             return
-        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": []}
+        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": [], "bare": []}
         for _ in range(args.rounds):
             results["direct"].append(await measure(upstream, args.calls, args.concurrency))
             results["gateway"].append(await measure(gateway, args.calls, args.concurrency))
             if args.baseline:
                 results["baseline"].append(await measure(gateway, args.calls, args.concurrency,
                                                          args.baseline.resolve()))
+            if args.bare:
+                results["bare"].append(await measure(bare, args.calls, args.concurrency))
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in results[kind])
@@ -200,11 +282,22 @@ async def main() -> None:
     print(f"throughput at concurrency {args.concurrency}: direct {d_rate:.0f}/s   "
           f"through the gateway {g_rate:.0f}/s ({g_rate / d_rate:.0%}; rounds "
           f"{ratios('gateway')})")
+    def split(kind: str) -> str:
+        return (f"client {med(kind, 'client_c_ms') * 1000:.0f} us, upstream "
+                f"{med(kind, 'upstream_c_ms') * 1000:.0f} us, relay {med(kind, 'relay_c_ms') * 1000:.0f} us")
+
+    print(f"CPU per call at concurrency {args.concurrency} (/proc, 10 ms ticks): direct: {split('direct')}; "
+          f"through the gateway: {split('gateway')}")
     if results["baseline"]:
         b_rate = med("baseline", "rate")
         print(f"baseline {args.baseline}: latency {med('baseline', 'median_ms'):.3f} ms, gateway CPU per call "
               f"{med('baseline', 'cpu_ms'):.3f} ms, throughput {b_rate:.0f}/s ({b_rate / d_rate:.0%}; rounds "
-              f"{ratios('baseline')})")
+              f"{ratios('baseline')}); {split('baseline')}")
+    if results["bare"]:
+        r_rate = med("bare", "rate")
+        print(f"bare relay: latency {med('bare', 'median_ms'):.3f} ms, relay CPU per call "
+              f"{med('bare', 'cpu_ms'):.3f} ms, throughput {r_rate:.0f}/s ({r_rate / d_rate:.0%}; rounds "
+              f"{ratios('bare')}); {split('bare')}")
 
 
 def run() -> Any:
