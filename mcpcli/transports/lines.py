@@ -196,8 +196,8 @@ class FrameWriter:
     Frames sent in one event-loop turn leave together: the first one schedules the
     write for the end of the turn (the loop's next round of callbacks), the others join
     it, so a burst (16 requests read in one chunk, each answered by its own task) costs
-    one write and wakes the peer once, while a lone frame still leaves before the loop
-    waits again. Order is kept: a turn's bytes follow everything handed on before.
+    one write and wakes the peer once. A frame sent when nothing else is ready to run
+    (asyncio's ready queue is empty: the sequential case) is written at once. Order is kept: a turn's bytes follow everything handed on before.
     Without an asyncio loop (trio, another thread) a frame is handed on at once.
     `write_nowait` raises `WouldBlock` while `limit` bytes or more are waiting; `send`
     waits for room (`_room`). Subclasses say where bytes go (`_write`)."""
@@ -236,6 +236,11 @@ class FrameWriter:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            self._write(data)
+            return
+        if not getattr(loop, "_ready", True):
+            # Nothing else runs before the loop waits for I/O (the sequential case): a
+            # turn of one frame, written now rather than one loop round later.
             self._write(data)
             return
         self._turn = [data]

@@ -305,31 +305,46 @@ def _nothing_yet(fd: int) -> bool:
     return False
 
 
+def _busy_turn() -> None:
+    """Something else is ready to run in this loop turn (as when a chunk read woke many
+    calls): what is sent now waits for the turn's end."""
+    import asyncio
+
+    asyncio.get_running_loop().call_soon(lambda: None)
+
+
 async def test_frames_sent_in_one_turn_leave_in_order_in_one_write_at_its_end(
     pipe: Pipe, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """16 calls woken together (their tasks run in the same turn), each sending its frame."""
     writes = _Writes(monkeypatch)
     writer = PipeWriter(pipe.w)
-    for n in range(16):
+    held: list[bool] = []
+
+    async def call(n: int) -> None:
         writer.send_nowait(_frame(n))
-    assert not writer.idle and _nothing_yet(pipe.r)  # held until the turn ends
-    await anyio.lowlevel.checkpoint()  # the loop's next round of callbacks: the turn's end
+        held.append(_nothing_yet(pipe.r))
+
+    async with anyio.create_task_group() as tg:
+        for n in range(16):
+            tg.start_soon(call, n)
+    await anyio.lowlevel.checkpoint()
+    assert held == [True] * 16  # each frame waited for the turn's end
     assert writer.idle
     assert writes.calls == [b"".join(_frame_bytes(n) for n in range(16))]
     assert os.read(pipe.r, 1 << 16) == writes.calls[0]
 
 
-async def test_a_lone_frame_leaves_before_the_loop_waits_again(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sequential case: a send, then the sender waits for its answer; the frame is
-    written without anything else having to happen (no flusher task, no later send)."""
+async def test_a_lone_frame_is_written_at_once(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sequential case: a send when nothing else is ready to run is written there
+    and then (no loop round of its own, no flusher task)."""
     writes = _Writes(monkeypatch)
     writer = PipeWriter(pipe.w)
-    await writer.send(_frame(1))
-    with anyio.fail_after(5):
-        await anyio.wait_readable(pipe.r)  # the loop wrote it on its own
+    await anyio.lowlevel.checkpoint()  # let whatever the test set-up scheduled run first
+    writer.send_nowait(_frame(1))
+    assert writer.idle
     assert os.read(pipe.r, 1 << 16) == _frame_bytes(1)
-    await writer.send(_frame(2))  # the next turn's frame is a write of its own
-    await anyio.lowlevel.checkpoint()
+    await writer.send(_frame(2))
     assert writes.calls == [_frame_bytes(1), _frame_bytes(2)]
 
 
@@ -350,6 +365,7 @@ async def test_a_turn_the_pipe_only_partly_takes_is_finished_in_order_by_flush(p
     while freed < room:  # make a little room (a pipe frees whole pages)
         freed += len(os.read(r, room - freed))
     frames = [bytes([65 + i]) * 4_000 + b"\n" for i in range(5)]  # 20 kB: more than the room
+    _busy_turn()
     for frame in frames:
         writer.write_nowait(frame)
     await anyio.lowlevel.checkpoint()  # the turn ends: the pipe takes part of it
@@ -368,8 +384,10 @@ async def test_a_turn_the_pipe_only_partly_takes_is_finished_in_order_by_flush(p
 
 async def test_aclose_writes_what_the_turn_holds(pipe: Pipe) -> None:
     writer = PipeWriter(pipe.w)
+    _busy_turn()
     writer.send_nowait(_frame(1))
     writer.send_nowait(_frame(2))
+    assert _nothing_yet(pipe.r)
     await writer.aclose()  # before the turn ends: handed on now, not lost
     assert os.read(pipe.r, 1 << 16) == _frame_bytes(1) + _frame_bytes(2)
     await anyio.lowlevel.checkpoint()  # the scheduled end of the turn finds nothing left
@@ -382,6 +400,7 @@ async def test_a_turn_at_the_limit_makes_senders_wait_and_send_hands_it_on(pipe:
     r, w = pipe.r, pipe.w
     writer = PipeWriter(w)
     big = b"x" * BACKLOG_LIMIT
+    _busy_turn()
     writer.write_nowait(big)  # held in the turn, at the limit
     with pytest.raises(anyio.WouldBlock):
         writer.send_nowait(_frame(0))
@@ -551,12 +570,14 @@ async def test_the_servers_replies_of_one_turn_leave_in_one_write_and_closing_fl
                     real(data)
 
                 monkeypatch.setattr(transport, "write", record)
+                _busy_turn()
                 for n in range(3):
                     write.send_nowait(_frame(n))
                 assert writes == []
                 await anyio.lowlevel.checkpoint()
                 assert writes == [_frame_bytes(0) + _frame_bytes(1) + _frame_bytes(2)]
-                await write.send(_frame(3))  # the last turn: closing writes it
+                _busy_turn()
+                await write.send(_frame(3))  # held in its turn: closing writes it
         assert writes[1:] == [_frame_bytes(3)]
         out.close(out.w)
         assert os.read(out.r, 1 << 16) == b"".join(_frame_bytes(n) for n in range(4))
