@@ -313,43 +313,15 @@ class Link:
 
     # -- requests ----------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def call(self, ctx: CallContext | None) -> AsyncIterator[tuple[Client, Call]]:
-        """A connected client for one downstream request, within this upstream's limit.
+    def call(self, ctx: CallContext | None) -> _Calling:
+        """`async with link.call(ctx) as (client, call)`: a connected client for one
+        downstream request, within this upstream's limit.
 
         The call is known before connecting: a server that asks for roots right after
         the handshake (legacy eras) asks the client whose request made us connect.
         An upstream that is behind on the client's roots is brought up to date first.
         """
-        call = Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
-        self.asking.calls.append(call)
-        token = current_call.set(call)
-        try:
-            client = await self.ensure()
-            limiter = self._limiter
-            try:
-                # A free slot is taken at once: `async with limiter` would first yield to
-                # the event loop even then (one more loop turn per call).
-                limiter.acquire_nowait()
-            except anyio.WouldBlock:
-                await limiter.acquire()
-            try:
-                if self.asking.behind and call.own:
-                    await self.asking.catch_up(client, call)
-                yield client, call
-                await call.drain()
-                await call.settle()
-            finally:
-                limiter.release()
-        except RPCError as exc:
-            if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
-                raise
-            # The upstream needs what the client lacks: let our runtime say so, as it
-            # would itself (-32021, and HTTP 400 in 2026-07-28).
-            raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
-        finally:
-            current_call.reset(token)
-            self.asking.calls.remove(call)
+        return _Calling(self, ctx)
 
     async def request(self, method: str, params: JSON, ctx: CallContext | None = None) -> JSON:
         async with self.call(ctx) as (client, _call):
@@ -577,6 +549,68 @@ def _required(data: Any) -> list[str]:
     if isinstance(required, list):
         return [str(name) for name in required]
     return []
+
+
+class _Calling:
+    """`Link.call`: a class rather than an `asynccontextmanager`, which costs an async
+    generator (and the loop's bookkeeping of it) on every relayed call."""
+
+    __slots__ = ("_call", "_limited", "_link", "_token")
+
+    def __init__(self, link: Link, ctx: CallContext | None) -> None:
+        self._link = link
+        self._call = Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
+        self._limited = False
+
+    async def __aenter__(self) -> tuple[Client, Call]:
+        link, call = self._link, self._call
+        link.asking.calls.append(call)
+        self._token = current_call.set(call)
+        try:
+            client = await link.ensure()
+            limiter = link._limiter
+            try:
+                # A free slot is taken at once: `async with limiter` would first yield to
+                # the event loop even then (one more loop turn per call).
+                limiter.acquire_nowait()
+            except anyio.WouldBlock:
+                await limiter.acquire()
+            self._limited = True
+            if link.asking.behind and call.own:
+                await link.asking.catch_up(client, call)
+        except BaseException as exc:
+            self._leave()
+            _declined(exc)
+            raise
+        return client, call
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc is None:
+                await self._call.drain()
+                await self._call.settle()
+        except BaseException as failure:
+            self._leave()
+            _declined(failure)
+            raise
+        self._leave()
+        if exc is not None:
+            _declined(exc)
+
+    def _leave(self) -> None:
+        link = self._link
+        if self._limited:
+            self._limited = False
+            link._limiter.release()
+        current_call.reset(self._token)
+        link.asking.calls.remove(self._call)
+
+
+def _declined(exc: BaseException) -> None:
+    """The upstream needs what the client lacks: let our runtime say so, as it would
+    itself (-32021, and HTTP 400 in 2026-07-28)."""
+    if isinstance(exc, RPCError) and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
 
 
 def _plain(result: JSON) -> JSON:

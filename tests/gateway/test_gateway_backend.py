@@ -174,6 +174,40 @@ async def test_cancelling_a_call_cancels_it_upstream(gateway: Gateway, tmp_path:
         assert texts(await client.call_tool("echo", {"text": "after"})) == ["after"]
 
 
+async def test_a_call_waiting_for_the_upstreams_one_slot_gets_it_when_the_holder_is_cancelled(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    log = tmp_path / "slow.log"
+
+    def logged(word: str) -> bool:
+        return log.exists() and word in log.read_text().split()
+
+    upstream = demo("one", prefix="o_", concurrency=1, env={"GATEWAY_TEST_LOG": str(log)})
+    async with gateway([upstream]) as client:
+        answers: list[dict] = []
+        async with anyio.create_task_group() as tg:
+            holder = anyio.CancelScope()
+
+            async def hold() -> None:
+                with holder:
+                    await client.call_tool("o_slow")
+
+            async def wait_then_echo() -> None:
+                answers.append(await client.call_tool("o_echo", {"text": "next"}))
+
+            tg.start_soon(hold)
+            await wait_until_async(lambda: logged("started"), 10, "the upstream call to start")
+            tg.start_soon(wait_then_echo)
+            await anyio.wait_all_tasks_blocked()
+            assert answers == []  # the one slot is taken
+            holder.cancel()
+        assert [texts(a) for a in answers] == [["next"]]
+        await wait_until_async(lambda: logged("cancelled"), 10, "the upstream call to be cancelled")
+        # Each call gave its slot back: one more goes through at once.
+        with anyio.fail_after(10):
+            assert texts(await client.call_tool("o_echo", {"text": "again"})) == ["again"]
+
+
 async def test_shutdown_stops_every_upstream(gateway: Gateway) -> None:
     async with gateway([demo("x", prefix="x_"), demo("y", prefix="y_")], eager=True) as client:
         pids = {texts(await client.call_tool(name))[0].split()[0] for name in ("x_whoami", "y_whoami")}
