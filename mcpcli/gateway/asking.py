@@ -44,12 +44,12 @@ import anyio.abc
 
 from mcpcli.client import ROOTS_SETTLE, Client, caused_by
 from mcpcli.core.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, RequestId
-from mcpcli.core.protocol import Era
+from mcpcli.core.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY, Era
 from mcpcli.errors import McpCliError, RPCError
 from mcpcli.relay.routing import Message, Router
 from mcpcli.server.backend import CallContext, InputDeclined
 
-__all__ = ["ASKABLE", "Asking", "Call", "DownstreamRoots", "UpstreamHooks", "current_call", "on_behalf_of", "serving"]
+__all__ = ["ASKABLE", "Asking", "Call", "Calling", "DownstreamRoots", "UpstreamHooks", "current_call", "on_behalf_of", "serving"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -206,6 +206,79 @@ class Call:
             return
         with anyio.move_on_after(5):
             await tail.wait()
+
+
+class Calling:
+    """`Link.call`: one downstream request's hold on a link (`async with ... as (client,
+    call)`): the call known to the link's `Asking`, the connected client, a slot of the
+    upstream's concurrency. A class rather than an `asynccontextmanager`, which costs an
+    async generator (and the loop's bookkeeping of it) on every relayed call."""
+
+    __slots__ = ("_asking", "_call", "_ensure", "_limited", "_limiter", "_token")
+
+    def __init__(self, asking: Asking, ensure: Callable[[], Awaitable[Client]],
+                 limiter: anyio.CapacityLimiter, ctx: CallContext | None) -> None:
+        self._asking, self._ensure, self._limiter = asking, ensure, limiter
+        self._call = Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
+        self._limited = False
+
+    async def __aenter__(self) -> tuple[Client, Call]:
+        asking, call = self._asking, self._call
+        asking.calls.append(call)
+        self._token = current_call.set(call)
+        try:
+            client = await self._ensure()
+            try:
+                # A free slot is taken at once: `async with limiter` would first yield to
+                # the event loop even then (one more loop turn per call).
+                self._limiter.acquire_nowait()
+            except anyio.WouldBlock:
+                await self._limiter.acquire()
+            self._limited = True
+            if asking.behind and call.own:
+                await asking.catch_up(client, call)
+        except BaseException as exc:
+            self._leave()
+            _declined(exc)
+            raise
+        return client, call
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc is None:
+                await self._call.drain()
+                await self._call.settle()
+        except BaseException as failure:
+            self._leave()
+            _declined(failure)
+            raise
+        self._leave()
+        if exc is not None:
+            _declined(exc)
+
+    def _leave(self) -> None:
+        if self._limited:
+            self._limited = False
+            self._limiter.release()
+        current_call.reset(self._token)
+        self._asking.calls.remove(self._call)
+
+
+def _declined(exc: BaseException) -> None:
+    """The upstream needs what the client lacks: let our runtime say so, as it would
+    itself (-32021, and HTTP 400 in 2026-07-28)."""
+    if isinstance(exc, RPCError) and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
+
+
+def _required(data: Any) -> list[str]:
+    """The capability names in a -32021 error's data (`requiredCapabilities`)."""
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    if isinstance(required, dict):
+        return [str(name) for name in required]
+    if isinstance(required, list):
+        return [str(name) for name in required]
+    return []
 
 
 def _stdio_tie(waiting: Sequence[Call]) -> Call | None:

@@ -30,17 +30,16 @@ from mcpcli.client import Client, ClientFeatures, ClientOptions, caused_by
 from mcpcli.config import Config, ServerEntry
 from mcpcli.core import tracecontext
 from mcpcli.core.jsonrpc import METHOD_NOT_FOUND
-from mcpcli.core.protocol import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.relay.listings import Listings
 from mcpcli.relay.upstream import Backoff, Owner, Policy, Supervisor
-from mcpcli.server.backend import CallContext, InputDeclined
+from mcpcli.server.backend import CallContext
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.transports import Transport
 
-from .asking import Asking, Call, DownstreamRoots, UpstreamHooks, current_call, on_behalf_of
+from .asking import Asking, Calling, DownstreamRoots, UpstreamHooks, current_call, on_behalf_of
 from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
 
@@ -313,7 +312,7 @@ class Link:
 
     # -- requests ----------------------------------------------------------------------
 
-    def call(self, ctx: CallContext | None) -> _Calling:
+    def call(self, ctx: CallContext | None) -> Calling:
         """`async with link.call(ctx) as (client, call)`: a connected client for one
         downstream request, within this upstream's limit.
 
@@ -321,7 +320,7 @@ class Link:
         the handshake (legacy eras) asks the client whose request made us connect.
         An upstream that is behind on the client's roots is brought up to date first.
         """
-        return _Calling(self, ctx)
+        return Calling(self.asking, self.ensure, self._limiter, ctx)
 
     async def request(self, method: str, params: JSON, ctx: CallContext | None = None) -> JSON:
         async with self.call(ctx) as (client, _call):
@@ -539,78 +538,6 @@ class Link:
                 task_status.started()
 
         return follow
-
-
-def _required(data: Any) -> list[str]:
-    """The capability names in a -32021 error's data (`requiredCapabilities`)."""
-    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
-    if isinstance(required, dict):
-        return [str(name) for name in required]
-    if isinstance(required, list):
-        return [str(name) for name in required]
-    return []
-
-
-class _Calling:
-    """`Link.call`: a class rather than an `asynccontextmanager`, which costs an async
-    generator (and the loop's bookkeeping of it) on every relayed call."""
-
-    __slots__ = ("_call", "_limited", "_link", "_token")
-
-    def __init__(self, link: Link, ctx: CallContext | None) -> None:
-        self._link = link
-        self._call = Call(ctx if ctx is not None else on_behalf_of.get(), own=ctx is not None)
-        self._limited = False
-
-    async def __aenter__(self) -> tuple[Client, Call]:
-        link, call = self._link, self._call
-        link.asking.calls.append(call)
-        self._token = current_call.set(call)
-        try:
-            client = await link.ensure()
-            limiter = link._limiter
-            try:
-                # A free slot is taken at once: `async with limiter` would first yield to
-                # the event loop even then (one more loop turn per call).
-                limiter.acquire_nowait()
-            except anyio.WouldBlock:
-                await limiter.acquire()
-            self._limited = True
-            if link.asking.behind and call.own:
-                await link.asking.catch_up(client, call)
-        except BaseException as exc:
-            self._leave()
-            _declined(exc)
-            raise
-        return client, call
-
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        try:
-            if exc is None:
-                await self._call.drain()
-                await self._call.settle()
-        except BaseException as failure:
-            self._leave()
-            _declined(failure)
-            raise
-        self._leave()
-        if exc is not None:
-            _declined(exc)
-
-    def _leave(self) -> None:
-        link = self._link
-        if self._limited:
-            self._limited = False
-            link._limiter.release()
-        current_call.reset(self._token)
-        link.asking.calls.remove(self._call)
-
-
-def _declined(exc: BaseException) -> None:
-    """The upstream needs what the client lacks: let our runtime say so, as it would
-    itself (-32021, and HTTP 400 in 2026-07-28)."""
-    if isinstance(exc, RPCError) and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
-        raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
 
 
 def _plain(result: JSON) -> JSON:
