@@ -291,8 +291,8 @@ class StdioServer:
             self.process.stdin.close()
         except OSError:
             pass
-        if running:
-            grace = eof_grace(self.exit_memory)
+        grace = eof_grace(self.exit_memory) if running else 0.0
+        if grace > 0:
             noted_exit(self.exit_memory, grace, self.wait_exit(grace))
         for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
             if self.process.poll() is not None:

@@ -398,11 +398,10 @@ class StdioTransport(Transport):
                     await self._writer_done.wait()
         running = process.poll() is None
         stdin.close()
-        if running:
-            grace = eof_grace(self._exit_memory)
-            if grace > 0:
-                with anyio.move_on_after(grace):
-                    await _wait_exit(process)
+        grace = eof_grace(self._exit_memory) if running else 0.0
+        if grace > 0:
+            with anyio.move_on_after(grace):
+                await _wait_exit(process)
             noted_exit(self._exit_memory, grace, process.poll() is not None)
         for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
             if process.returncode is not None:
