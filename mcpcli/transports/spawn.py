@@ -14,11 +14,11 @@ the one the transport would have started.
 Every server runs in its own session (process group), so a terminal Ctrl-C
 reaches us and not it, and shutdown can signal the whole group.
 
-A server is started with `os.posix_spawn`, not `subprocess`: importing `subprocess`
-(`signal`, `locale`, `enum`, `re`) is some 48 M instructions, which a one-shot call now
-spends while the server boots instead of before it starts. `subprocess.Popen` still
-starts what `posix_spawn` cannot (a working directory, which it cannot change before
-Python offers `posix_spawn_file_actions_addchdir`); either way the caller gets a `Process`.
+A server is started with `os.posix_spawn`, not `subprocess`: importing `subprocess` (with
+`signal`, `locale` and `threading`) came before the spawn, some 19 M instructions in a
+one-shot call (which no longer loads it at all). `subprocess.Popen` still starts what
+`posix_spawn` cannot (a working directory of its own: Python's `posix_spawn` has no chdir
+action); either way the caller gets a `Process`.
 """
 
 from __future__ import annotations
@@ -221,11 +221,14 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | 
 
 def _posix_spawn(argv: list[str], env: Mapping[str, str]) -> Process | None:
     """The server started by `os.posix_spawn` as `Popen` would start it; None where it cannot
-    be (no `posix_spawn` or its setsid, inherited descriptors it cannot list, stdio of ours
-    closed so that a pipe would land on 0-2)."""
+    be (no `posix_spawn` or its setsid, one that does not report a failed exec, inherited
+    descriptors it cannot list, stdio of ours closed so that a pipe would land on 0-2)."""
     spawn_ = getattr(os, "posix_spawn", None)
-    inherited = _inherited_fds() if spawn_ is not None else None
-    if spawn_ is None or inherited is None:
+    if spawn_ is None or not _reports_exec_errors():
+        return None
+    closefrom = getattr(os, "POSIX_SPAWN_CLOSEFROM", None)  # Python 3.13
+    inherited = [] if closefrom is not None else _inherited_fds()
+    if inherited is None:
         return None
     import _signal  # type: ignore[import-not-found]  # the numbers, without `signal`'s enums
 
@@ -239,11 +242,9 @@ def _posix_spawn(argv: list[str], env: Mapping[str, str]) -> Process | None:
         actions: list[tuple[int, ...]] = [
             (os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2),
         ]
-        closefrom = getattr(os, "POSIX_SPAWN_CLOSEFROM", None)  # Python 3.13
         if closefrom is not None:
             actions.append((closefrom, 3))
-        else:
-            actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in inherited)
+        actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in inherited)
         defaults = [getattr(_signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(_signal, name)]
         try:
             pid = spawn_(argv[0], argv, env, file_actions=actions, setsid=True, setsigdef=defaults)
@@ -257,6 +258,20 @@ def _posix_spawn(argv: list[str], env: Mapping[str, str]) -> Process | None:
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _reports_exec_errors() -> bool:
+    """Whether `posix_spawn` raises the error of a failed exec (so that "Exec format error"
+    reads as it did with `Popen`) rather than leave a child exiting 127: macOS, glibc 2.24+
+    (what `subprocess` itself requires before it uses `posix_spawn`)."""
+    if sys.platform == "darwin":
+        return True
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.35"
+        major, minor = (int(part) for part in version.split()[1].split(".")[:2])
+    except (AttributeError, ValueError, OSError, IndexError):
+        return False  # not glibc (musl, a BSD): Popen
+    return (major, minor) >= (2, 24)
 
 
 def _pipe_end(fd: int, mode: str) -> IO[bytes]:
