@@ -1,5 +1,6 @@
 """A small on-disk cache of list results, for shell completion and cache hints,
-and of which stdio server command lines turned out legacy (so the era probe is skipped).
+of which stdio server command lines turned out legacy (so the era probe is skipped), and
+of which did not exit within the grace after EOF (so SIGTERM follows EOF at once).
 
 Entries live under `$XDG_CACHE_HOME/mcpcli/lists/`, one JSON file per target and
 method. Completion reads it and never connects; 2026-07-28 results carry
@@ -17,7 +18,10 @@ from typing import Any
 
 from mcpcli.core import jsonrpc
 
-__all__ = ["forget", "fresh", "load", "names", "prompt_names", "remember", "store", "tool_names"]
+__all__ = [
+    "EraRecords", "ExitRecords", "forget", "fresh", "load", "names", "prompt_names", "remember", "store",
+    "tool_names",
+]
 
 JSON = dict[str, Any]
 
@@ -119,13 +123,52 @@ def prompt_names(target: str) -> list[str]:
     return names(target, "prompts/list", "prompts")
 
 
+def _stdio_key(command_line: list[str] | tuple[str, ...]) -> str:
+    """What a stdio server is remembered by: its command line (as the era probe's outcome)."""
+    return "stdio:" + json.dumps(list(command_line))
+
+
+#: How long a command line seen not to exit within the EOF grace gets SIGTERM at once; then
+#: one shutdown waits the grace again, and forgets it if it exited in time (a slow exit
+#: seen once on a loaded machine does not stick).
+EXIT_MEMORY_TTL = 3600.0
+
+
+class ExitRecords:
+    """Which stdio command lines' servers did not exit within the EOF grace of their stdin
+    closing (`mcpcli.transports.spawn.eof_grace`): their shutdowns send SIGTERM right after
+    EOF. Kept beside the era memory, under the same key; read once per shutdown, written
+    only when what was seen changes."""
+
+    def __init__(self, command_line: list[str] | tuple[str, ...]) -> None:
+        self._key = _stdio_key(command_line)
+        #: An entry was read (fresh or stale): one that exits in time removes it.
+        self._seen: bool | None = None
+
+    def slow_to_exit(self) -> bool:
+        record = load(self._key, "exit")
+        self._seen = record is not None
+        result = record.get("result") if record else None
+        if not isinstance(result, dict) or result.get("slowExit") is not True:
+            return False
+        stored = record.get("storedAt") if record else None
+        age = time.time() - stored if isinstance(stored, (int, float)) else -1.0
+        return 0 <= age < EXIT_MEMORY_TTL
+
+    def remember_exit(self, slow: bool) -> None:
+        if slow:
+            store(self._key, "exit", {"slowExit": True})
+        elif self._seen is not False:
+            forget(self._key, "exit")
+
+
 class EraRecords:
     """What era negotiation remembers across runs (`mcpcli.core.exchange.EraMemory`): a
     stdio command line that was legacy last time, and a 2026-07-28 URL's cacheable
     `server/discover` result. Either key may be None (nothing remembered for it)."""
 
     def __init__(self, command_line: list[str] | tuple[str, ...] | None, url_key: str | None) -> None:
-        self._era_key = "stdio:" + json.dumps(list(command_line)) if command_line else None
+        self._era_key = _stdio_key(command_line) if command_line else None
         self._url_key = url_key or None
 
     def remembered_legacy(self) -> JSON | None:

@@ -14,8 +14,9 @@ from mcpcli.errors import MessageTooLarge, ServerExited
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
     from typing import Any
+
+    from mcpcli.transports.spawn import ExitMemory, Process
 
 __all__ = ["HELD_MAX", "Stderr", "StdioServer"]
 
@@ -59,7 +60,7 @@ class Stderr:
 class StdioServer:
     """The server process and its pipes, driven synchronously."""
 
-    def __init__(self, process: subprocess.Popen[bytes], err: Stderr, quiet: bool) -> None:
+    def __init__(self, process: Process, err: Stderr, quiet: bool, exit_memory: ExitMemory | None = None) -> None:
         import selectors
         from collections import deque
 
@@ -69,6 +70,8 @@ class StdioServer:
         assert process.stdout is not None
         assert process.stderr is not None
         self.process = process
+        #: Whether this command line's server is slow to exit on EOF (shared with `StdioTransport`).
+        self.exit_memory = exit_memory
         self.err = err
         self.quiet = quiet
         self.stdin = process.stdin.fileno()
@@ -240,14 +243,14 @@ class StdioServer:
 
     def wait_exit(self, timeout: float | None) -> bool:
         """Wait (relaying stderr) until the server exits or `timeout` passes; True if it did."""
-        import subprocess
-
         process = self.process
         if process.poll() is not None:
             return True
         try:
             pidfd = os.pidfd_open(process.pid)
         except (AttributeError, OSError):
+            import subprocess  # its TimeoutExpired; the common road never loads it (signal, locale)
+
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -272,26 +275,30 @@ class StdioServer:
             os.close(pidfd)
 
     def stop(self) -> None:
-        """Close stdin, give the server a moment, then TERM and KILL its group (as
-        `StdioTransport.shutdown`), then end whatever it left in the group."""
+        """Close stdin, give the server a moment (none if it is remembered as slow to exit),
+        then TERM and KILL its group (as `StdioTransport.shutdown`), then end whatever it
+        left in the group."""
         import signal
 
-        from mcpcli.transports.spawn import EOF_GRACE, TERM_GRACE
+        from mcpcli.transports.spawn import TERM_GRACE, eof_grace, noted_exit
 
         if self.stopped:
             return
         self.stopped = True
         assert self.process.stdin is not None
+        running = self.process.poll() is None
         try:
             self.process.stdin.close()
         except OSError:
             pass
-        for sig, grace in ((None, EOF_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
+        grace = eof_grace(self.exit_memory) if running else 0.0
+        if grace > 0:
+            noted_exit(self.exit_memory, grace, self.wait_exit(grace))
+        for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
             if self.process.poll() is not None:
                 break
-            if sig is not None:
-                self.signal_group(sig)
-            self.wait_exit(grace)
+            self.signal_group(sig)
+            self.wait_exit(wait)
         if self.signal_group(0):
             self.signal_group(signal.SIGTERM)
             self.signal_group(signal.SIGKILL)

@@ -29,7 +29,8 @@ needed), server requests answered as the full path answers them without a
 terminal (ping; elicitation declined with the same warning; sampling and
 roots "Method not found"), log messages and server stderr shown as it shows
 them, the same errors and exit codes (`errors.print_error`), and the server stopped
-as `StdioTransport` stops it (its group: EOF, TERM, KILL, same graces).
+as `StdioTransport` stops it (its group: EOF, TERM, KILL, same graces, and the same memory
+of command lines whose servers are slow to exit on EOF, `cache.ExitRecords`).
 
 Until `tools/call` is sent nothing is final: what would go to stderr is held,
 and a negotiation off the common road (a server refusing the remembered era,
@@ -159,8 +160,10 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
             # The arguments are checked once the tools are listed, when the call waits on
             # it: its module loads now, while the server boots (jsonschema stays lazy).
             import mcpcli.validation  # noqa: F401
+        from mcpcli.cache import ExitRecords
+
         err = Stderr()
-        server = StdioServer(process, err, call["quiet"])
+        server = StdioServer(process, err, call["quiet"], ExitRecords([spec.command, *spec.args]))
         client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"], call["trace"])
         client.respawn = lambda: _respawn(spec, err, call["quiet"])
     except BaseException as exc:
@@ -226,8 +229,10 @@ def _respawn(spec: Launch, err: Stderr, quiet: bool) -> StdioServer:
         process = spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError as exc:
         raise TransportError(str(exc), hint=exc.hint) from None
+    from mcpcli.cache import ExitRecords
+
     try:
-        return StdioServer(process, err, quiet)
+        return StdioServer(process, err, quiet, ExitRecords([spec.command, *spec.args]))
     except BaseException:
         try:
             os.killpg(process.pid, signal.SIGKILL)

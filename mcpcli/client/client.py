@@ -131,6 +131,12 @@ class Client:
         """Connect the transport and start a session on it (again, after a restart)."""
         if hold_output:
             self.transport.hold_output()
+        command_line = self.transport.traits.command_line
+        if self.options.remember_era and command_line:
+            from mcpcli.cache import ExitRecords
+
+            # Beside the era memory: a server slow to exit on EOF gets SIGTERM right after it.
+            self.transport.use_exit_memory(ExitRecords(command_line))
         link = AsyncExitStack()
         self._link = link
         streams = await link.enter_async_context(self.transport.connect())

@@ -78,7 +78,8 @@ class ClientOptions:
     #: request being handled here (`tracecontext.current`: a gateway's) comes first.
     trace_context: TraceContext | None = None
     #: Reuse and store what was learnt of the server's era (a cached `server/discover`
-    #: result, a stdio command line remembered as legacy). False: always a live probe
+    #: result, a stdio command line remembered as legacy) and of its exits (a stdio
+    #: command line slow to exit on EOF). False: always a live probe and the EOF grace
     #: (`mcp check` judges the handshake itself).
     remember_era: bool = True
     #: Told when a request has gone `slow_after` seconds unanswered (see `Peer`): a

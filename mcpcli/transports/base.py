@@ -48,6 +48,7 @@ from mcpcli.errors import ProtocolError, StrayLine
 
 if TYPE_CHECKING:
     from mcpcli.errors import McpCliError
+    from mcpcli.transports.spawn import ExitMemory
 
 __all__ = [
     "Envelope",
@@ -235,6 +236,12 @@ class Transport(ABC):
         """The tools this transport can call, and `(name, reason)` for those it cannot
         (HTTP drops invalid `x-mcp-header` declarations, as the 2026-07-28 spec requires)."""
         return tools, []
+
+    def use_exit_memory(self, memory: ExitMemory) -> None:
+        """Where this server's exits are remembered across runs (`mcpcli.cache.ExitRecords`,
+        handed in by the client as the era memory is): a stdio server seen not to exit
+        within the grace after EOF gets SIGTERM right after it next time (`spawn.eof_grace`)."""
+        return None
 
     def hold_output(self) -> None:
         """Hold what the server says on its own (a stdio server's stderr) from the start

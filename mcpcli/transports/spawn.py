@@ -13,32 +13,51 @@ the one the transport would have started.
 
 Every server runs in its own session (process group), so a terminal Ctrl-C
 reaches us and not it, and shutdown can signal the whole group.
+
+A server is started with `os.posix_spawn`, not `subprocess`: importing `subprocess` (with
+`signal`, `locale` and `threading`) came before the spawn, some 19 M instructions in a
+one-shot call (which no longer loads it at all). `subprocess.Popen` still starts what
+`posix_spawn` cannot (a working directory of its own: Python's `posix_spawn` has no chdir
+action); either way the caller gets a `Process`.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import signal
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    import subprocess
+    from collections.abc import Mapping, Sequence
+    from typing import IO, Protocol
+
+    class ExitMemory(Protocol):
+        """Whether a command line's server was seen not to exit within `EOF_GRACE` of its
+        stdin closing (`mcpcli.cache.ExitRecords`; handed in, as the era memory is)."""
+
+        def slow_to_exit(self) -> bool:
+            """It was, lately: SIGTERM follows EOF at once."""
+
+        def remember_exit(self, slow: bool) -> None:
+            """What this shutdown saw (it waited the grace): slow, or exited in time."""
 
 __all__ = [
     "DEFAULT_INHERITED_ENV",
     "Launch",
+    "Process",
     "SpawnError",
     "UnsetVariable",
     "adopt",
     "child_environment",
     "describe_exit",
     "discard_prespawned",
+    "eof_grace",
     "exit_message",
     "launch",
+    "noted_exit",
     "prespawn",
     "quote_stderr",
     "resolve_executable",
@@ -59,7 +78,8 @@ DEFAULT_INHERITED_ENV: tuple[str, ...] = (
 
 #: Shutting a server down (here so the one-shot path, `mcpcli.cli.oneshot`, which runs
 #: without anyio, stops it as `StdioTransport` does). After stdin closes, a server gets this long to exit on its own before SIGTERM.
-#: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly.
+#: Well-behaved servers exit within milliseconds of EOF; others get TERM promptly, and a
+#: command line seen not to exit within it gets TERM right after EOF for a while (`eof_grace`).
 EOF_GRACE = 0.02
 #: After SIGTERM, how long before SIGKILL of the group. The result is already
 #: printed, so this is all the user waits for a server that ignores EOF and TERM:
@@ -159,9 +179,7 @@ def resolve_executable(command: str, env: Mapping[str, str], cwd: str | None) ->
         if os.path.isdir(path) or not os.access(path, os.X_OK):
             raise SpawnError(f"cannot start server: {command}: permission denied")
         return command
-    import shutil  # not before the spawn starts: importing it (bz2, lzma, fnmatch) takes a millisecond or two
-
-    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    found = _which(command, env.get("PATH", os.defpath))
     if found is None:
         raise SpawnError(
             f"cannot start server: {command}: command not found",
@@ -170,27 +188,217 @@ def resolve_executable(command: str, env: Mapping[str, str], cwd: str | None) ->
     return found
 
 
-def spawn(
-    command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None
-) -> subprocess.Popen[bytes]:
-    """Start the server with pipes on stdin, stdout and stderr, in a new session."""
+def _which(command: str, path: str) -> str | None:
+    """`shutil.which(command, path=path)` on POSIX, without importing `shutil` (bz2, lzma,
+    fnmatch: a millisecond or two before the server could start)."""
+    if sys.platform == "win32":  # PATHEXT and the current directory: shutil's rules
+        import shutil
+
+        return shutil.which(command, path=path)
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep) if path else ():
+        if folder in seen:
+            continue
+        seen.add(folder)
+        name = os.path.join(folder, command)
+        if os.path.exists(name) and os.access(name, os.F_OK | os.X_OK) and not os.path.isdir(name):
+            return name
+    return None
+
+
+def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str | None) -> Process:
+    """Start the server with pipes on stdin, stdout and stderr, in a new session, no other
+    descriptor of ours inherited and the signals Python ignores (SIGPIPE, SIGXFSZ) back to
+    their defaults: `posix_spawn` where it can do all that, else `subprocess.Popen`."""
     executable = resolve_executable(command, env, cwd)
+    argv = [executable, *args]
     try:
-        return subprocess.Popen(
-            [executable, *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-        )
+        process = _posix_spawn(argv, env) if cwd is None else None
+        return process if process is not None else _popen(argv, env, cwd)
     except OSError as exc:
         raise SpawnError(f"cannot start server: {command}: {exc.strerror or exc}") from None
 
 
-_PRESPAWNED: dict[Key, subprocess.Popen[bytes]] = {}
+def _posix_spawn(argv: list[str], env: Mapping[str, str]) -> Process | None:
+    """The server started by `os.posix_spawn` as `Popen` would start it; None where it cannot
+    be (no `posix_spawn` or its setsid, one that does not report a failed exec, inherited
+    descriptors it cannot list, stdio of ours closed so that a pipe would land on 0-2)."""
+    spawn_ = getattr(os, "posix_spawn", None)
+    if spawn_ is None or not _reports_exec_errors():
+        return None
+    closefrom = getattr(os, "POSIX_SPAWN_CLOSEFROM", None)  # Python 3.13
+    inherited = [] if closefrom is not None else _inherited_fds()
+    if inherited is None:
+        return None
+    import _signal  # type: ignore[import-not-found]  # the numbers, without `signal`'s enums
+
+    fds: list[int] = []
+    try:
+        for _ in range(3):
+            fds.extend(os.pipe())  # close-on-exec: the child keeps only what is dup2'd
+        in_r, in_w, out_r, out_w, err_r, err_w = fds
+        if min(fds) < 3:
+            return None  # a dup2 onto 0-2 would clobber one of them: Popen sorts that out
+        actions: list[tuple[int, ...]] = [
+            (os.POSIX_SPAWN_DUP2, in_r, 0), (os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2),
+        ]
+        if closefrom is not None:
+            actions.append((closefrom, 3))
+        actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in inherited)
+        defaults = [getattr(_signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(_signal, name)]
+        try:
+            pid = spawn_(argv[0], argv, env, file_actions=actions, setsid=True, setsigdef=defaults)
+        except NotImplementedError:
+            return None  # no POSIX_SPAWN_SETSID here
+        process = Process(argv, pid, _pipe_end(in_w, "wb"), _pipe_end(out_r, "rb"), _pipe_end(err_r, "rb"))
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        fds.clear()
+        return process
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _reports_exec_errors() -> bool:
+    """Whether `posix_spawn` raises the error of a failed exec (so that "Exec format error"
+    reads as it did with `Popen`) rather than leave a child exiting 127: macOS, glibc 2.24+
+    (what `subprocess` itself requires before it uses `posix_spawn`)."""
+    if sys.platform == "darwin":
+        return True
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.35"
+        major, minor = (int(part) for part in version.split()[1].split(".")[:2])
+    except (AttributeError, ValueError, OSError, IndexError):
+        return False  # not glibc (musl, a BSD): Popen
+    return (major, minor) >= (2, 24)
+
+
+def _pipe_end(fd: int, mode: str) -> IO[bytes]:
+    """Our end of a server's pipe, unbuffered (it is read and written by descriptor)."""
+    return open(fd, mode, buffering=0)  # the process's users close it
+
+
+def _inherited_fds() -> list[int] | None:
+    """Our descriptors above 2 that a child would inherit (`Popen(close_fds=True)` closes them
+    in the child); None where they cannot be listed."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        inherited = []
+        for name in names:
+            fd = int(name)
+            try:
+                if fd > 2 and os.get_inheritable(fd):
+                    inherited.append(fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+        return inherited
+    return None
+
+
+def _popen(argv: list[str], env: Mapping[str, str], cwd: str | None) -> Process:
+    import subprocess
+
+    popen = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert popen.stdin is not None
+    assert popen.stdout is not None
+    assert popen.stderr is not None
+    return Process(argv, popen.pid, popen.stdin, popen.stdout, popen.stderr, popen)
+
+
+class Process:
+    """A started server: its pid, the pipes to its stdin, stdout and stderr, and how it ended
+    (`returncode`, `poll`, `wait`): what its users had of `subprocess.Popen`, which this wraps
+    when `posix_spawn` could not start it (so that `Popen` alone reaps its child)."""
+
+    __slots__ = ("_lock", "_popen", "args", "pid", "returncode", "stderr", "stdin", "stdout")
+
+    def __init__(self, args: list[str], pid: int, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
+                 popen: subprocess.Popen[bytes] | None = None) -> None:
+        import _thread  # `threading` is not loaded yet on the one-shot path
+
+        self.args = args
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        self._popen = popen
+        #: One waitpid at a time (a worker thread may wait while the event loop polls).
+        self._lock = _thread.allocate_lock()
+
+    def poll(self) -> int | None:
+        """The exit status (negative: the signal) if it has ended, reaping it; else None."""
+        if self.returncode is None:
+            if self._popen is not None:
+                self.returncode = self._popen.poll()
+            elif self._lock.acquire(False):
+                try:
+                    self._reap(os.WNOHANG)
+                finally:
+                    self._lock.release()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to end; `subprocess.TimeoutExpired` after `timeout` seconds."""
+        if self._popen is not None:
+            self.returncode = self._popen.wait(timeout)
+            return self.returncode
+        if timeout is None:
+            with self._lock:
+                while (code := self.returncode) is None:
+                    self._reap(0)
+            return code
+        import time
+
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while (code := self.poll()) is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                import subprocess
+
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.05)
+        return code
+
+    def _reap(self, flags: int) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:
+            pid, status = self.pid, 0  # reaped by someone else (SIGCHLD ignored): 0, as Popen says
+        if pid == self.pid:
+            self.returncode = os.waitstatus_to_exitcode(status)
+
+
+def eof_grace(memory: ExitMemory | None) -> float:
+    """How long a server gets between EOF on its stdin and SIGTERM: `EOF_GRACE`, or none for a
+    command line `memory` says lately did not exit within it (server-everything takes ~365 ms:
+    every call waited the grace and sent SIGTERM anyway). Stdin is closed first either way."""
+    return 0.0 if memory is not None and memory.slow_to_exit() else EOF_GRACE
+
+
+def noted_exit(memory: ExitMemory | None, grace: float, exited: bool) -> None:
+    """Remember what a shutdown that waited `grace` after EOF saw: the server `exited` within
+    it (forgotten as slow) or not (remembered). One that waited none learnt nothing."""
+    if memory is not None and grace > 0:
+        memory.remember_exit(slow=not exited)
+
+
+_PRESPAWNED: dict[Key, Process] = {}
 
 
 def prespawn(spec: Launch) -> None:
@@ -206,7 +414,7 @@ def prespawn(spec: Launch) -> None:
         atexit.register(discard_prespawned)
 
 
-def adopt(spec: Launch) -> subprocess.Popen[bytes] | None:
+def adopt(spec: Launch) -> Process | None:
     """The prespawned process for exactly this launch (command line, environment, cwd)."""
     return _PRESPAWNED.pop(spec.key(), None)
 
@@ -214,6 +422,8 @@ def adopt(spec: Launch) -> subprocess.Popen[bytes] | None:
 def discard_prespawned() -> None:
     """Kill servers spawned early but never used (the command failed before connecting)."""
     while _PRESPAWNED:
+        import signal
+
         process = _PRESPAWNED.popitem()[1]
         try:
             os.killpg(process.pid, signal.SIGKILL)
@@ -230,6 +440,8 @@ def describe_exit(returncode: int | None) -> str:
     if returncode is None:
         return "server closed its stdout"
     if returncode < 0:
+        import signal
+
         try:
             return f"server was killed by {signal.Signals(-returncode).name}"
         except ValueError:

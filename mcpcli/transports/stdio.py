@@ -3,8 +3,9 @@
 The server runs in its own process group (so a terminal Ctrl-C reaches us, not it,
 and we can cancel politely) with a scrubbed environment; it may have been started
 early by `spawn.prespawn` and is adopted here. Its stderr is relayed to ours.
-Shutdown closes stdin, waits briefly, then signals the whole group: TERM, then
-KILL, so neither the server nor its children outlive us.
+Shutdown closes stdin, waits briefly (not at all for a command line remembered as slow
+to exit on EOF: `spawn.eof_grace`), then signals the whole group: TERM, then KILL, so
+neither the server nor its children outlive us.
 
 The pipes are driven directly (non-blocking fds; stdout through the event loop's
 pipe transport on asyncio, `anyio.wait_readable` elsewhere), which is what lets a
@@ -17,12 +18,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
@@ -32,20 +32,25 @@ from mcpcli.jobs import running_asyncio_loop
 from mcpcli.transports import Streams, Transport, TransportTraits, line_item
 from mcpcli.transports.lines import FrameReader, LineSplitter, PipeWriter
 from mcpcli.transports.spawn import (  # the shutdown timings are shared with the one-shot path
-    EOF_GRACE,
     FLUSH_GRACE,
     KILL_GRACE,
     STDERR_HELD_MAX,
     STDERR_TAIL_LINES,
     TERM_GRACE,
     Launch,
+    Process,
     SpawnError,
     adopt,
+    eof_grace,
     exit_message,
     launch,
+    noted_exit,
     quote_stderr,
     spawn,
 )
+
+if TYPE_CHECKING:
+    from mcpcli.transports.spawn import ExitMemory
 
 __all__ = ["StdioTransport", "kill_all", "quote_stderr"]
 
@@ -176,7 +181,7 @@ class _ServerReader(FrameReader):
             self._pipe_transport.close()
 
 
-async def _wait_exit(process: subprocess.Popen[bytes]) -> int:
+async def _wait_exit(process: Process) -> int:
     """Wait for the process to exit (a pidfd on Linux; a worker thread elsewhere)."""
     if process.returncode is not None:
         return process.returncode
@@ -227,7 +232,9 @@ class StdioTransport(Transport):
         self._server_log = server_log
         self._quiet = quiet
         self.max_message_bytes = max_message_bytes
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Process | None = None
+        #: Whether this command line's server is slow to exit on EOF (`use_exit_memory`).
+        self._exit_memory: ExitMemory | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._writer_scope: anyio.CancelScope | None = None
         self._writer_done: anyio.Event | None = None
@@ -244,7 +251,7 @@ class StdioTransport(Transport):
 
         return " ".join(redact_argv([self.command, *self.args]))
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self) -> Process:
         process = adopt(self.launch)
         if process is not None:
             return process
@@ -252,6 +259,9 @@ class StdioTransport(Transport):
             return spawn(self.command, self.args, self.env, self.cwd)
         except SpawnError as exc:
             raise TransportError(str(exc), hint=exc.hint) from None
+
+    def use_exit_memory(self, memory: ExitMemory) -> None:
+        self._exit_memory = memory
 
     def hold_output(self) -> None:
         self._hold_next = True
@@ -306,7 +316,7 @@ class StdioTransport(Transport):
                     await _wait_exit(process)
             _LIVE.discard(self)
 
-    def exited(self, process: subprocess.Popen[bytes], when: str) -> ServerExited:
+    def exited(self, process: Process, when: str) -> ServerExited:
         return ServerExited(exit_message(process.returncode, when, self.stderr_tail), returncode=process.returncode)
 
     async def _flush_stdin(self, writer: PipeWriter) -> None:
@@ -369,7 +379,8 @@ class StdioTransport(Transport):
         return True
 
     async def shutdown(self, stdin: _Pipe) -> None:
-        """Close stdin, give the server a moment, then TERM and KILL its whole group."""
+        """Close stdin, give the server a moment (none if it is remembered as slow to exit:
+        `spawn.eof_grace`), then TERM and KILL its whole group."""
         process = self.process
         if process is None:
             return
@@ -385,16 +396,21 @@ class StdioTransport(Transport):
             if self._writer_done is not None:
                 with anyio.move_on_after(FLUSH_GRACE):
                     await self._writer_done.wait()
+        running = process.poll() is None
         stdin.close()
-        for sig, grace in ((None, EOF_GRACE), (signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
+        grace = eof_grace(self._exit_memory) if running else 0.0
+        if grace > 0:
+            with anyio.move_on_after(grace):
+                await _wait_exit(process)
+            noted_exit(self._exit_memory, grace, process.poll() is not None)
+        for sig, wait in ((signal.SIGTERM, TERM_GRACE), (signal.SIGKILL, None)):
             if process.returncode is not None:
                 break
-            if sig is not None:
-                self._signal_group(sig)
-            if grace is None:
+            self._signal_group(sig)
+            if wait is None:
                 await _wait_exit(process)
             else:
-                with anyio.move_on_after(grace):
+                with anyio.move_on_after(wait):
                     await _wait_exit(process)
         # The leader is gone; children it left in the group (npx's node, a shell's
         # sleep) must not outlive us either.

@@ -98,9 +98,9 @@ def test_timeout_bounds_the_whole_handshake_not_each_request(tmp_path: Path) -> 
 def test_a_stubborn_server_is_killed_within_tens_of_milliseconds() -> None:
     # The result is printed first; then EOF, TERM and KILL of the group follow within
     # this bound (scripts/bench_stop.py measures it; test_stdio_faults proves the kill).
-    from mcpcli.transports import stdio
+    from mcpcli.transports import spawn
 
-    assert stdio.EOF_GRACE + stdio.TERM_GRACE <= 0.1
+    assert spawn.EOF_GRACE + spawn.TERM_GRACE <= 0.1
 
 
 @pytest.mark.slow  # several runs or a wait of half a second or more

@@ -72,6 +72,10 @@ Behaviour flags (any combination):
                         0), and a tool `burst(count)` that, count times, moves to the next
                         generation and sends tools, prompts and resources list_changed, then
                         answers (with --record, the list requests can be counted)
+  --events FILE         append `eof` to FILE when stdin ends and `term` on SIGTERM (then exit 0):
+                        what a shutdown did, as the server saw it
+  --linger              keep running after stdin ends (until signalled): a server slow to exit
+                        on EOF, as server-everything is
 """
 
 from __future__ import annotations
@@ -122,7 +126,24 @@ p.add_argument("--paged-tools", action="store_true")
 p.add_argument("--never-list", action="store_true")
 p.add_argument("--initialize-first", choices=["exit", "close"])
 p.add_argument("--changing", action="store_true")
+p.add_argument("--events")
+p.add_argument("--linger", action="store_true")
 opts = p.parse_args()
+
+
+def event(what: str) -> None:
+    if opts.events:
+        with open(opts.events, "a") as fh:
+            fh.write(what + "\n")
+
+
+def terminated(signum: int, frame: object) -> None:
+    event("term")
+    os._exit(0)
+
+
+if opts.events:
+    signal.signal(signal.SIGTERM, terminated)
 if opts.starts:
     with open(opts.starts, "a") as fh:
         fh.write(f"{os.getpid()}\n")
@@ -491,7 +512,8 @@ def main() -> None:
             initialize_first(msg)
         first = False
         handle(msg)
-    if opts.stubborn:
+    event("eof")
+    if opts.stubborn or opts.linger:
         while True:
             time.sleep(1)
 
