@@ -41,3 +41,92 @@ def test_a_bug_in_a_requests_task_fails_that_request_and_the_connection_goes_on(
             assert "y" in result["content"][0]["text"]
 
     anyio.run(go)
+
+
+class Pieces:
+    """A connection that hands out the given pieces, then the end of the stream."""
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = list(pieces)
+
+    async def receive(self, size: int) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+PRIMING = b"id: 1\ndata: \n\n"
+EVENT = b'event: message\nid: 2\ndata: {"jsonrpc":"2.0","id":5,"result":{}}\n\n'
+CHUNKED = (b"%x\r\n%s\r\n" % (len(PRIMING), PRIMING) + b"%x;ext=1\r\n%s\r\n" % (len(EVENT), EVENT)
+           + b"0\r\nX-Trailer: a\r\n\r\n")
+
+
+def body_of(pieces: list[bytes], *, stop_after: int | None = None) -> tuple[bytes, Any, Any]:
+    from mcpcli.transports import _http1
+
+    reader = _http1._Reader(Pieces(pieces), "http://x/mcp")  # type: ignore[arg-type]
+    stream = _http1.PlainStream(200, [], "http://x/mcp", reader, "chunked", 0)
+
+    async def go() -> bytes:
+        got = bytearray()
+        async for chunk in stream.chunks():
+            assert chunk
+            got += chunk
+            if stop_after is not None and len(got) >= stop_after:
+                break
+        await stream.finish()
+        return bytes(got)
+
+    return anyio.run(go), stream, reader
+
+
+@pytest.mark.parametrize("split", range(1, len(CHUNKED)))
+def test_a_chunked_answer_split_anywhere_gives_the_same_body_and_ends_the_response(split: int) -> None:
+    body, stream, reader = body_of([CHUNKED[:split], CHUNKED[split:]])
+    assert body == PRIMING + EVENT
+    assert stream.done and not reader.buffer  # the connection may carry the next request
+
+
+def test_a_chunked_answer_in_one_read_is_one_piece() -> None:
+    pieces: list[bytes] = []
+
+    async def go() -> None:
+        from mcpcli.transports import _http1
+
+        reader = _http1._Reader(Pieces([CHUNKED]), "http://x/mcp")  # type: ignore[arg-type]
+        stream = _http1.PlainStream(200, [], "http://x/mcp", reader, "chunked", 0)
+        pieces.extend([chunk async for chunk in stream.chunks()])
+        assert stream.done
+
+    anyio.run(go)
+    assert pieces == [PRIMING + EVENT]
+
+
+def test_a_reader_that_stops_at_the_answer_leaves_the_end_to_finish() -> None:
+    # As a Streamable HTTP reader does: it stops at the event; `finish` reads the end,
+    # which comes in a read of its own.
+    cut = CHUNKED.index(b"0\r\nX-Trailer")
+    body, stream, reader = body_of([CHUNKED[:cut], CHUNKED[cut:]], stop_after=len(PRIMING + EVENT))
+    assert body == PRIMING + EVENT
+    assert stream.done and not reader.buffer
+
+
+@pytest.mark.parametrize(("pieces", "message"), [
+    ([CHUNKED[:30]], "the connection broke mid-chunk"),
+    ([CHUNKED[:len(CHUNKED) - 4]], "the connection broke: the server closed it mid-response"),
+    ([b"zz\r\n"], "malformed chunked encoding"),
+    ([b"-5\r\nhello\r\n"], "malformed chunked encoding"),
+    ([b"5\r\nhello" + b"x" * 40 + b"\r\n"], "malformed chunked encoding"),
+    ([b"5" * 2000], "malformed chunked encoding"),
+])
+def test_a_broken_chunked_body_is_a_transport_error(pieces: list[bytes], message: str) -> None:
+    from mcpcli.transports import _http1
+
+    reader = _http1._Reader(Pieces(pieces), "http://x/mcp")  # type: ignore[arg-type]
+    stream = _http1.PlainStream(200, [], "http://x/mcp", reader, "chunked", 0)
+
+    async def go() -> None:
+        async for _ in stream.chunks():
+            pass
+
+    with pytest.raises(TransportError, match=message):
+        anyio.run(go)
+    assert not stream.done
