@@ -283,7 +283,7 @@ class PlainStream(HeaderLookup):
                 left -= len(self._dechunk())
             except TransportError:
                 return
-            if self.done:
+            if self._read_whole():
                 return
         with anyio.move_on_after(FINISH_SECONDS):
             try:
@@ -293,6 +293,9 @@ class PlainStream(HeaderLookup):
                         return
             except TransportError:
                 return
+
+    def _read_whole(self) -> bool:
+        return self.done
 
     async def read(self, max_bytes: int) -> bytes:
         body = bytearray()
@@ -362,9 +365,11 @@ class PlainClient:
             merged["Authorization"] = basic  # user:password@ in the URL, as with httpx
         if content is not None or method in ("POST", "PUT"):
             merged["Content-Length"] = str(len(content or b""))
-        head = f"{method} {target} HTTP/1.1\r\n" + "".join(
-            f"{_check_header(k)}: {_check_header(v)}\r\n" for k, v in merged.items()
-        ) + "\r\n"
+        lines = "".join([f"{k}: {v}\r\n" for k, v in merged.items()])
+        if lines.count("\n") != len(merged) or lines.count("\r") != len(merged):
+            for k, v in merged.items():  # which one: the error says
+                _check_header(k), _check_header(v)
+        head = f"{method} {target} HTTP/1.1\r\n{lines}\r\n"
         try:
             raw_head = head.encode("latin-1")
         except UnicodeEncodeError:

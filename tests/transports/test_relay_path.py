@@ -130,3 +130,17 @@ def test_a_broken_chunked_body_is_a_transport_error(pieces: list[bytes], message
     with pytest.raises(TransportError, match=message):
         anyio.run(go)
     assert not stream.done
+
+
+@pytest.mark.parametrize("header", [{"X-Note": "a\r\nX-Evil: b"}, {"X-Note\n": "a"}, {"X-Note": "a\rb"}])
+def test_a_header_with_a_line_break_is_refused_before_sending(header: dict[str, str]) -> None:
+    from mcpcli.transports._http1 import PlainClient
+
+    async def go() -> None:
+        client = PlainClient(headers={}, connect_timeout=5)
+        async with client.open("POST", "http://127.0.0.1:9/mcp", headers=header, content=b"{}",
+                               display_url="http://127.0.0.1:9/mcp"):
+            raise AssertionError("sent")
+
+    with pytest.raises(TransportError, match="refusing to send an HTTP header containing a line break"):
+        anyio.run(go)
