@@ -899,3 +899,18 @@ async def test_stopping_answers_a_2024_http_sse_call_on_its_stream(backend: Demo
     answers = [json.loads(e["data"]) for e in events if e.get("event") == "message"]
     assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {
         "code": -32000, "message": "server shutting down", "data": {"reason": "shutdown"}}}
+
+
+async def test_serving_collects_garbage_less_often_and_restores_the_collector(server: Server) -> None:
+    import gc
+
+    from mcpcli.server.http import GC_THRESHOLD
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    async with running(server) as url:
+        assert gc.get_threshold()[0] >= GC_THRESHOLD
+        assert gc.get_freeze_count() > 0  # the start-up objects: no collection walks them
+        status, _ = await raw_post(url, INIT, LEGACY_HEADERS)
+        assert status == 200
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == frozen or frozen > 0
