@@ -28,6 +28,7 @@ __all__ = ["INVALID_UTF8", "SSEDecoder", "SSEEvent"]
 INVALID_UTF8 = "{}: the server sent invalid UTF-8 on an SSE stream (shown as U+FFFD)"
 
 _LINE_END = re.compile("\r\n|\r|\n")
+_UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
 class SSEEvent:
@@ -55,7 +56,7 @@ class SSEDecoder:
         #: The last `retry` value in milliseconds, if the server sent one.
         self.retry: int | None = None
         # Strict until the stream proves invalid, then replacing: one decode per byte either way.
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._decoder = _UTF8()
         #: Set once the stream held invalid UTF-8 (decoded as U+FFFD from then on).
         self.invalid_utf8 = False
         self._invalid_told = False
@@ -76,12 +77,12 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
-        state = self._decoder.getstate()
         try:
             text = self._decoder.decode(chunk)
-        except UnicodeDecodeError:  # only ever from the strict decoder
+        except UnicodeDecodeError:  # only ever from the strict decoder, its state unchanged
             self.invalid_utf8 = True
-            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            state = self._decoder.getstate()
+            self._decoder = _UTF8(errors="replace")
             self._decoder.setstate(state)
             text = self._decoder.decode(chunk)
         if self._first and text:
