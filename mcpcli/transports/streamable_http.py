@@ -129,8 +129,7 @@ class StreamableHttpTransport(Transport):
         self._active: dict[RequestId, _Active] = {}
         self._delivered: Delivered | None = None
         self._tg: TaskGroup | None = None
-        #: The requests' tasks: plain event-loop tasks (a task group's cost a task handle,
-        #: an event and a wrapper coroutine more per call, which a gateway pays on every one).
+        #: The requests' tasks: plain event-loop tasks (a task group's cost more per call).
         self._jobs: JobSet | None = None
         self._standalone: anyio.Event | None = None
         self._writer_scope: anyio.CancelScope | None = None
@@ -193,7 +192,8 @@ class StreamableHttpTransport(Transport):
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                jobs = self._jobs = JobSet(tg, self._request_task_failed)
+                jobs = self._jobs = JobSet(
+                    tg, lambda exc: log.debug("a request's task failed", exc_info=exc))
                 tg.start_soon(self._writer, write_recv)
                 try:
                     yield delivered, outbox
@@ -281,9 +281,7 @@ class StreamableHttpTransport(Transport):
         jobs = self._jobs
         if self._tg is None or jobs is None:
             return False
-        # Shielded: a request sent while the command is being cancelled still goes out;
-        # the connection's exit cancels it explicitly.
-        scope = anyio.CancelScope(shield=True)
+        scope = anyio.CancelScope(shield=True)  # the connection's exit cancels it
         modern = modern_version(request.params) is not None
         self._active[request.id] = _Active(scope, modern)
         jobs.start(self._run_request, envelope, request, scope=scope)
@@ -299,15 +297,12 @@ class StreamableHttpTransport(Transport):
             await self._fail(request.id, exc)
         except Exception as exc:
             # A bug: the request fails naming it (a task group would have torn the
-            # connection down), and `_request_task_failed` logs its traceback.
+            # connection down), and the JobSet logs its traceback.
             await self._fail(request.id, TransportError(
                 f"{self.conn.shown}: sending {request.method} failed: {type(exc).__name__}: {exc}"))
             raise
         finally:
             self._active.pop(request.id, None)
-
-    def _request_task_failed(self, exc: Exception) -> None:
-        log.debug("%s: a request's task failed", self.conn.shown, exc_info=exc)
 
     async def _cancel(self, envelope: Envelope, note: Notification) -> None:
         params = note.params or {}
