@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/bench_gateway_http.py [--calls 1000] [--concurrency 16] [--rounds 3]
         [--baseline CHECKOUT]
+    .venv/bin/python scripts/bench_gateway_http.py --instructions [--calls 1000] [--baseline CHECKOUT]
 
 The upstream is the TypeScript SDK's server-everything in `streamableHttp` mode (from
 $MCPCLI_CACHE/npm, run by Node 24 from $MCPCLI_CACHE/node24 when there, else `node`). The
@@ -21,6 +22,10 @@ For each: calls per second, the upstream's CPU per call and, through a gateway, 
 gateway process's own CPU per call (utime+stime from /proc). The issue's goal (26): the
 gateway's CPU per call <= 0.75x the upstream's own (direct). Not a test: numbers depend on
 the machine and its load.
+
+`--instructions` counts instead what the gateway process, and `served`, execute per call
+under valgrind's callgrind (zeroed after a warm-up; the same concurrent clients): a figure
+that does not depend on the load, for before/after comparisons on a busy machine. Slow.
 """
 
 from __future__ import annotations
@@ -142,6 +147,24 @@ async def load(port: int, calls: int, concurrency: int,
     return calls / elapsed, cpu, failed
 
 
+def instructions(argv: list[str], port: int, calls: int, concurrency: int, tmp: str,
+                 env: dict[str, str], cwd: Path) -> float:
+    """Instructions per call of the process `argv` serving on `port`, under callgrind."""
+    out = str(Path(tmp) / f"callgrind.{port}.out")
+    proc = start(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv], port, env, cwd)
+    try:
+        asyncio.run(load(port, max(64, calls // 5), concurrency, []))
+        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True, timeout=300)
+        asyncio.run(load(port, calls, concurrency, []))
+        subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, capture_output=True, timeout=300)
+    finally:
+        stop(proc)
+    for line in Path(out + ".1").read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1]) / calls
+    raise RuntimeError("callgrind wrote no summary")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000)
@@ -150,6 +173,8 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                         help="also measure the gateway of this checkout (the 'before' side)")
     parser.add_argument("--node", help="the Node that runs server-everything")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instead: instructions per call of the gateway and served processes (callgrind)")
     args = parser.parse_args()
     node = args.node or (str(CACHE / "node24/package/bin/node")
                          if (CACHE / "node24/package/bin/node").exists() else shutil.which("node"))
@@ -168,6 +193,22 @@ def main() -> int:
         checkouts = {"gateway": ROOT}
         if args.baseline:
             checkouts["baseline"] = args.baseline.resolve()
+        if args.instructions:
+            tools = Path(tmp) / "echo.yaml"
+            tools.write_text(TOOLS)
+            for name, checkout in checkouts.items():
+                env = {"PYTHONPATH": str(checkout)}
+                port = free_port()
+                argv = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--no-auth",
+                        "--http", f"127.0.0.1:{port}", "--proxy", f"http://127.0.0.1:{up_port}/mcp"]
+                count = instructions(argv, port, args.calls, args.concurrency, tmp, env, checkout)
+                port = free_port()
+                argv = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--no-auth", str(tools),
+                        "--http", f"127.0.0.1:{port}"]
+                per_served = instructions(argv, port, args.calls, args.concurrency, tmp, env, checkout)
+                print(f"{name}: gateway {count / 1e6:.3f} M instructions per call; served (mock echo) "
+                      f"{per_served / 1e6:.3f} M ({args.calls} calls, concurrency {args.concurrency})")
+            return 0
         for name, checkout in checkouts.items():
             port = free_port()
             argv = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--no-auth",

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -46,6 +47,11 @@ TOKEN_ENV = "MCP_SERVE_TOKEN"  # noqa: S105 - the name of a variable, not a secr
 #: such as a completion, gets its kill_grace) before uvicorn cancels them outright; what
 #: they ran is then killed at once (`toolsfile.process`).
 STOP_WAIT = 10
+#: The collector's youngest-generation threshold while serving (Python's default: 700). A
+#: call allocates a hundred and more container objects, so the default collected every
+#: few calls, and each third-generation collection walked every start-up object: with
+#: both changed, a call relayed by the HTTP gateway costs 7% fewer instructions.
+GC_THRESHOLD = 5000
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -166,7 +172,7 @@ async def _run(
         # Shielded as a whole: the calls in flight run in the app's and the server's task
         # groups, which must outlive the caller's cancellation for the drain.
         try:
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True), _collector_for_serving():
                 async with app, anyio.create_task_group() as tg:
                     tg.start_soon(run)
                     if on_ready is not None:
@@ -190,6 +196,26 @@ async def _run(
             stop.set()
             with anyio.CancelScope(shield=True):
                 await finished.wait()
+
+
+@contextmanager
+def _collector_for_serving() -> Iterator[None]:
+    """While serving: the objects start-up made (modules, classes, the app) frozen, so no
+    collection walks them again, and collections of the youngest generation less often
+    (`GC_THRESHOLD`); both as they were afterwards."""
+    import gc
+
+    before = gc.get_threshold()
+    frozen = gc.get_freeze_count() > 0  # someone else froze: theirs to undo
+    if not frozen:
+        gc.freeze()
+    gc.set_threshold(max(before[0], GC_THRESHOLD), *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        if not frozen:
+            gc.unfreeze()
 
 
 async def _drain(app: McpHttpApp) -> None:

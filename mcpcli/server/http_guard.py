@@ -136,6 +136,11 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             self._real_app = self.app
             self._head_timer: asyncio.TimerHandle | None = None
             self._body_timer: asyncio.TimerHandle | None = None
+            # A deadline is armed only when a read leaves its head or body unfinished: most
+            # requests arrive whole in one read, and a timer set and cancelled in the same
+            # callback cost two per request for nothing.
+            self._head_due = False
+            self._body_due = False
 
         # -- states: waiting for a head, receiving a body, idle -----------------------
 
@@ -150,15 +155,26 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
             _client_left(self.cycle)
 
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._head_due or self._body_due:
+                if not self.transport.is_closing():
+                    if self._head_due:
+                        self._arm_head()
+                    elif self._body_timer is None:
+                        self._body_timer = self.loop.call_later(options.body_timeout, self._expire, False)
+                self._head_due = self._body_due = False
+
         def on_message_begin(self) -> None:
             super().on_message_begin()
             if self._head_timer is None:  # the first byte of a request on a kept-alive connection
-                self._arm_head()
+                self._head_due = True  # the head's deadline, unless this read brings all of it
 
         def on_headers_complete(self) -> None:
             self._unlist()
             self._cancel_timers()
-            self._body_timer = self.loop.call_later(options.body_timeout, self._expire, False)
+            self._head_due = False
+            self._body_due = True  # the body's deadline, unless this read brings all of it
             self.app = _busy if len(self.tasks) >= options.max_work else self._real_app
             self.scope["extensions"] = {DISCONNECT_HOOK: []}  # type: ignore[dict-item]  # the cycle's scope
             super().on_headers_complete()
@@ -167,6 +183,7 @@ def guarded_protocol(options: HttpOptions) -> type[asyncio.Protocol]:
                 cycle.transport = _HeadHeld(self.transport, self.loop)  # type: ignore[assignment]
 
         def on_message_complete(self) -> None:
+            self._body_due = False
             if self._body_timer is not None:
                 self._body_timer.cancel()
                 self._body_timer = None

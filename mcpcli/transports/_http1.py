@@ -32,6 +32,8 @@ MAX_IDLE = 32
 IDLE_SECONDS = 4.0
 #: How long a response's unread rest may take to arrive for its connection to be kept.
 FINISH_SECONDS = 0.5
+#: Trailer lines a chunked body may end with (they are read and ignored).
+MAX_TRAILERS = 64
 
 
 class _Connection:
@@ -167,6 +169,8 @@ class PlainStream(HeaderLookup):
         #: The whole body was read (so the connection may carry the next request).
         self.done = mode == "none"
         self._in_chunk = False
+        #: Reading a chunked body's trailers: how many more lines may come.
+        self._trailers = 0
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         reader = self._reader
@@ -191,29 +195,79 @@ class PlainStream(HeaderLookup):
                 yield data
             return
         while True:  # chunked; the state is kept so that a later call goes on (`finish`)
-            if not self._left:
-                if self._in_chunk:
-                    await reader.read_until(b"\r\n", 16)
-                    self._in_chunk = False
-                line = await reader.read_until(b"\r\n", 1024)
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise TransportError(f"{self._display_url}: malformed chunked encoding") from None
-                if size == 0:
-                    # Trailers (ignored) up to the empty line that ends the message.
-                    for _ in range(64):
-                        if await reader.read_until(b"\r\n", MAX_HEAD_BYTES) == b"\r\n":
-                            self.done = True
-                            break
-                    return
-                self._left, self._in_chunk = size, True
-            while self._left > 0:
-                data = await reader.read_some(min(self._left, READ_SIZE))
-                if not data:
-                    raise TransportError(f"{self._display_url}: the connection broke mid-chunk")
-                self._left -= len(data)
+            data = self._dechunk()
+            if data:
                 yield data
+            elif self.done:
+                return
+            elif not await reader.fill():
+                raise TransportError(f"{self._display_url}: the connection broke mid-chunk"
+                                     if self._left else
+                                     f"{self._display_url}: the connection broke: the server "
+                                     "closed it mid-response")
+
+    def _dechunk(self) -> bytes:
+        """The chunked body's data that the buffer holds whole, taken from it, up to and
+        including the end of the body when it is there (`done`): one piece for everything
+        one read brought, parsed without awaiting (a relayed call's SSE answer is two
+        chunks and the end, most often in one read)."""
+        buffer = self._reader.buffer
+        pieces: list[bytes] = []
+        at = 0
+        size = len(buffer)
+        while True:
+            if self._left:
+                take = min(self._left, size - at)
+                if not take:
+                    break
+                pieces.append(bytes(buffer[at:at + take]))
+                at += take
+                self._left -= take
+                if self._left:
+                    break
+            if self._in_chunk:  # the CRLF after a chunk's data
+                end = buffer.find(b"\r\n", at, at + 18)
+                if end < 0:
+                    if size - at > 16:
+                        raise TransportError(f"{self._display_url}: malformed chunked encoding")
+                    break
+                at = end + 2
+                self._in_chunk = False
+            if self._trailers:
+                # Trailers (ignored) up to the empty line that ends the message.
+                end = buffer.find(b"\r\n", at)
+                if end < 0:
+                    if size - at > MAX_HEAD_BYTES:
+                        raise TransportError(f"{self._display_url}: the chunked trailers are too large")
+                    break
+                if end == at:
+                    at += 2
+                    self.done = True
+                    break
+                self._trailers -= 1
+                if not self._trailers:
+                    raise TransportError(f"{self._display_url}: too many chunked trailers")
+                at = end + 2
+                continue
+            end = buffer.find(b"\r\n", at, at + 1026)
+            if end < 0:
+                if size - at > 1024:
+                    raise TransportError(f"{self._display_url}: malformed chunked encoding")
+                break
+            try:
+                chunk_size = int(buffer[at:end].split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise TransportError(f"{self._display_url}: malformed chunked encoding") from None
+            if chunk_size < 0:
+                raise TransportError(f"{self._display_url}: malformed chunked encoding")
+            at = end + 2
+            if chunk_size == 0:
+                self._trailers = MAX_TRAILERS
+            else:
+                self._left, self._in_chunk = chunk_size, True
+        if at:
+            del buffer[:at]
+        return b"".join(pieces) if len(pieces) != 1 else pieces[0]
 
     async def finish(self) -> None:
         """Read what is left of the body, if it comes soon, so the connection can carry the
@@ -222,14 +276,15 @@ class PlainStream(HeaderLookup):
         `MAX_HEAD_BYTES`) leaves the connection to be closed."""
         if self.done or self._mode == "close":
             return
-        if self._mode == "chunked" and not self._left:
-            # Most often the end is here already, right behind the answer: no waiting.
-            end = b"\r\n0\r\n\r\n" if self._in_chunk else b"0\r\n\r\n"
-            if self._reader.buffer == end:
-                self._reader.buffer.clear()
-                self.done = True
-                return
         left = MAX_HEAD_BYTES
+        if self._mode == "chunked":
+            # Most often the end is here already, right behind the answer: no waiting.
+            try:
+                left -= len(self._dechunk())
+            except TransportError:
+                return
+            if self._read_whole():
+                return
         with anyio.move_on_after(FINISH_SECONDS):
             try:
                 async for chunk in self.chunks():
@@ -238,6 +293,9 @@ class PlainStream(HeaderLookup):
                         return
             except TransportError:
                 return
+
+    def _read_whole(self) -> bool:
+        return self.done
 
     async def read(self, max_bytes: int) -> bytes:
         body = bytearray()
@@ -307,9 +365,11 @@ class PlainClient:
             merged["Authorization"] = basic  # user:password@ in the URL, as with httpx
         if content is not None or method in ("POST", "PUT"):
             merged["Content-Length"] = str(len(content or b""))
-        head = f"{method} {target} HTTP/1.1\r\n" + "".join(
-            f"{_check_header(k)}: {_check_header(v)}\r\n" for k, v in merged.items()
-        ) + "\r\n"
+        lines = "".join([f"{k}: {v}\r\n" for k, v in merged.items()])
+        if lines.count("\n") != len(merged) or lines.count("\r") != len(merged):
+            for k, v in merged.items():  # which one: the error says
+                _check_header(k), _check_header(v)
+        head = f"{method} {target} HTTP/1.1\r\n{lines}\r\n"
         try:
             raw_head = head.encode("latin-1")
         except UnicodeEncodeError:

@@ -235,6 +235,9 @@ class HttpConnection:
         return given
 
     async def _headers_for(self, url: str, extra: Mapping[str, str]) -> dict[str, str]:
+        if self._header_source is None and not self.user_headers and not self.bearer_token \
+                and self._auth is None and (self._provider is None or self._store_checked):
+            return dict(extra)  # nothing of ours to add (a gateway's --no-auth upstream)
         headers: dict[str, str] = {}
         if self.same_origin(url):
             computed = await self._source_headers()

@@ -220,8 +220,18 @@ class AnswerReader:
         self, response: HttpStream, decoder: SSEDecoder, sent_id: RequestId, original_id: RequestId
     ) -> bool:
         """Deliver the messages of an SSE stream; True once the response has arrived."""
-        async with aclosing(chunks_or_break(response)) as chunks:
-            async for chunk in chunks:
+        # `chunks_or_break` inline (one async generator less per relayed call): a stream
+        # that breaks just ends; the body's iterator is closed here, not by the collector.
+        chunks = response.chunks()
+        try:
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return False
+                except TransportError as exc:
+                    log.debug("stream broke: %s", exc)
+                    return False
                 events = decoder.feed(chunk)
                 if decoder.take_invalid_utf8():
                     await self.deliver(ProtocolError(INVALID_UTF8.format(self.shown)))
@@ -230,7 +240,8 @@ class AnswerReader:
                         continue
                     if await self.parse(event.data, sent_id, original_id):
                         return True
-        return False
+        finally:
+            await chunks.aclose()
 
     async def ndjson(self, response: HttpStream, sent_id: RequestId, original_id: RequestId) -> bool:
         """A JSON body read line by line (listen streams some servers send that way)."""

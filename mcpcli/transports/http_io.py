@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcpcli import __version__
@@ -330,8 +330,7 @@ class HttpClient:
             self._clients[scheme] = client
         return client
 
-    @asynccontextmanager
-    async def open(
+    def open(
         self,
         method: str,
         url: str,
@@ -340,17 +339,24 @@ class HttpClient:
         content: bytes | None = None,
         timeout: float | None = None,
         display_url: str | None = None,
-    ) -> AsyncIterator[ResponseStream]:
-        """Send one request and yield the response with its body unread."""
+    ) -> AbstractAsyncContextManager[ResponseStream]:
+        """Send one request and yield the response with its body unread (`async with`)."""
         shown = display_url or self._display_url
         if self._direct is None:  # read once (httpx reads the variables once per client too)
             self._direct = not _proxied(url)
         if url.startswith("http://") and self._direct:
-            async with self._plain_client().open(
+            # `_http1`'s own context manager, not one wrapped in another (a gateway opens
+            # one per relayed call).
+            return self._plain_client().open(
                 method, url, headers=headers, content=content, timeout=timeout, display_url=shown
-            ) as plain:
-                yield plain
-            return
+            )
+        return self._open_httpx(method, url, headers, content, timeout, shown)
+
+    @asynccontextmanager
+    async def _open_httpx(
+        self, method: str, url: str, headers: Mapping[str, str] | None, content: bytes | None,
+        timeout: float | None, shown: str,
+    ) -> AsyncIterator[ResponseStream]:
         httpx = load_httpx()
         extra: dict[str, Any] = {}
         if timeout is not None:

@@ -17,6 +17,7 @@ one event's accumulated data, may not exceed `max_event_bytes`
 from __future__ import annotations
 
 import codecs
+import re
 
 from mcpcli.core.protocol import MAX_MESSAGE_BYTES
 from mcpcli.errors import MessageTooLarge
@@ -25,6 +26,9 @@ __all__ = ["INVALID_UTF8", "SSEDecoder", "SSEEvent"]
 
 #: The warning a transport gives (once per stream) when `SSEDecoder.invalid_utf8` is set.
 INVALID_UTF8 = "{}: the server sent invalid UTF-8 on an SSE stream (shown as U+FFFD)"
+
+_LINE_END = re.compile("\r\n|\r|\n")
+_UTF8 = codecs.getincrementaldecoder("utf-8")
 
 
 class SSEEvent:
@@ -52,7 +56,7 @@ class SSEDecoder:
         #: The last `retry` value in milliseconds, if the server sent one.
         self.retry: int | None = None
         # Strict until the stream proves invalid, then replacing: one decode per byte either way.
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._decoder = _UTF8()
         #: Set once the stream held invalid UTF-8 (decoded as U+FFFD from then on).
         self.invalid_utf8 = False
         self._invalid_told = False
@@ -73,48 +77,39 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
-        state = self._decoder.getstate()
         try:
             text = self._decoder.decode(chunk)
-        except UnicodeDecodeError:  # only ever from the strict decoder
+        except UnicodeDecodeError:  # only ever from the strict decoder, its state unchanged
             self.invalid_utf8 = True
-            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            state = self._decoder.getstate()
+            self._decoder = _UTF8(errors="replace")
             self._decoder.setstate(state)
             text = self._decoder.decode(chunk)
         if self._first and text:
             self._first = False
             if text.startswith("\ufeff"):
                 text = text[1:]
-        events: list[SSEEvent] = []
-        start = 0
-        n = len(text)
-        i = 0
-        while i < n:
-            ch = text[i]
-            if ch == "\n" and self._pending_cr:
-                # The LF of a CRLF whose CR ended the previous line.
-                self._pending_cr = False
-                i += 1
-                start = i
-                continue
+        if self._pending_cr and text:
+            # The LF of a CRLF whose CR ended the previous chunk's last line.
             self._pending_cr = False
-            if ch == "\r" or ch == "\n":
-                self._line += text[start:i]
-                self._pending_cr = ch == "\r"
-                event = self._process_line(self._line)
-                self._line = ""
-                if event is not None:
-                    events.append(event)
-                i += 1
-                start = i
-                continue
-            i += 1
-        if start < n:
-            self._line += text[start:]
-            if len(self._line) > self.max_event_bytes:
-                raise MessageTooLarge(
-                    f"the server sent an SSE line longer than {self.max_event_bytes} bytes"
-                )
+            if text.startswith("\n"):
+                text = text[1:]
+        # Whole lines at C speed: split at every line end (CRLF, CR or LF).
+        lines = _LINE_END.split(text) if "\r" in text else text.split("\n")
+        lines[0] = self._line + lines[0]
+        rest = lines.pop()  # after the last line end: the start of a line still arriving
+        if text:
+            self._pending_cr = rest == "" and text.endswith("\r")
+        self._line = rest
+        events: list[SSEEvent] = []
+        for line in lines:
+            event = self._process_line(line)
+            if event is not None:
+                events.append(event)
+        if len(rest) > self.max_event_bytes:
+            raise MessageTooLarge(
+                f"the server sent an SSE line longer than {self.max_event_bytes} bytes"
+            )
         return events
 
     def _process_line(self, line: str) -> SSEEvent | None:

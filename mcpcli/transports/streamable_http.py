@@ -44,6 +44,7 @@ from mcpcli.core.jsonrpc import ErrorResponse, Notification, Request, RequestId,
 from mcpcli.core.protocol import MAX_MESSAGE_BYTES, MODERN_ERROR_CODES, TOOLS_CALL
 from mcpcli.core.wire import param_headers, standard_headers, valid_tools
 from mcpcli.errors import AuthError, ConnectionClosed, McpCliError, ProtocolError, TransportError
+from mcpcli.jobs import JobSet
 from mcpcli.transports import Envelope, RequestFailed, Streams, Transport, TransportTraits
 from mcpcli.transports.handover import Delivered, Outbox
 from mcpcli.transports.http import HttpConnection, modern_version, snippet, status_text
@@ -128,6 +129,8 @@ class StreamableHttpTransport(Transport):
         self._active: dict[RequestId, _Active] = {}
         self._delivered: Delivered | None = None
         self._tg: TaskGroup | None = None
+        #: The requests' tasks: plain event-loop tasks (a task group's cost more per call).
+        self._jobs: JobSet | None = None
         self._standalone: anyio.Event | None = None
         self._writer_scope: anyio.CancelScope | None = None
         self._outbox: Outbox | None = None
@@ -189,6 +192,8 @@ class StreamableHttpTransport(Transport):
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                jobs = self._jobs = JobSet(
+                    tg, lambda exc: log.debug("a request's task failed", exc_info=exc))
                 tg.start_soon(self._writer, write_recv)
                 try:
                     yield delivered, outbox
@@ -200,6 +205,7 @@ class StreamableHttpTransport(Transport):
                         for active in list(self._active.values()):
                             active.scope.cancel()
                         await self._end_session()
+                        await jobs.aclose()
                     if self._writer_scope is not None:
                         self._writer_scope.cancel()
                     tg.cancel_scope.cancel()
@@ -272,23 +278,29 @@ class StreamableHttpTransport(Transport):
 
     def _start_request(self, envelope: Envelope, request: Request) -> bool:
         """Start the task that sends `request` (False: the connection is ending)."""
-        if self._tg is None:
+        jobs = self._jobs
+        if self._tg is None or jobs is None:
             return False
-        scope = anyio.CancelScope(shield=True)
+        scope = anyio.CancelScope(shield=True)  # the connection's exit cancels it
         modern = modern_version(request.params) is not None
         self._active[request.id] = _Active(scope, modern)
-        self._tg.start_soon(self._run_request, envelope, request, scope)
+        jobs.start(self._run_request, envelope, request, scope=scope)
         return True
 
-    async def _run_request(self, envelope: Envelope, request: Request, scope: anyio.CancelScope) -> None:
+    async def _run_request(self, envelope: Envelope, request: Request) -> None:
         try:
-            with scope:
-                if self._sse is not None:
-                    await self._sse.post(request)
-                else:
-                    await self._exchange(request, envelope.headers)
+            if self._sse is not None:
+                await self._sse.post(request)
+            else:
+                await self._exchange(request, envelope.headers)
         except McpCliError as exc:
             await self._fail(request.id, exc)
+        except Exception as exc:
+            # A bug: the request fails naming it (a task group would have torn the
+            # connection down), and the JobSet logs its traceback.
+            await self._fail(request.id, TransportError(
+                f"{self.conn.shown}: sending {request.method} failed: {type(exc).__name__}: {exc}"))
+            raise
         finally:
             self._active.pop(request.id, None)
 

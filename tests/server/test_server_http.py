@@ -814,6 +814,32 @@ async def test_a_body_that_does_not_arrive_in_time_gets_408(server: Server) -> N
                 assert (await _read_all(stream)).startswith(b"HTTP/1.1 408 ")
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["head", "body"])
+async def test_a_kept_alive_connections_next_request_that_stalls_gets_408(server: Server, split: str) -> None:
+    """The deadlines hold for a request after the first on a connection, its head or its
+    body cut short (they are armed only when a read leaves one unfinished)."""
+    from mcpcli.server import HttpOptions
+
+    async with running(server, options=HttpOptions(head_timeout=1.0, body_timeout=1.0)) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            first = b""
+            with anyio.fail_after(10):
+                while b"\r\n\r\n" not in first:
+                    first += await stream.receive()
+            assert first.startswith(b"HTTP/1.1 404 ")
+            head = ["POST /mcp HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json",
+                    "Accept: application/json, text/event-stream", "Content-Length: 100"]
+            request = ("\r\n".join(head) + "\r\n\r\n").encode() + b'{"jsonrpc":'
+            cut = request.index(b"Content-Type") if split == "head" else len(request)
+            await stream.send(request[:cut])
+            with anyio.fail_after(10):
+                rest = await _read_all(stream)
+            assert (first + rest).count(b"HTTP/1.1 408 ") == 1
+
+
 async def test_requests_beyond_max_work_get_503(backend: DemoBackend, server: Server) -> None:
     from mcpcli.server import HttpOptions
 
@@ -899,3 +925,18 @@ async def test_stopping_answers_a_2024_http_sse_call_on_its_stream(backend: Demo
     answers = [json.loads(e["data"]) for e in events if e.get("event") == "message"]
     assert answers[-1] == {"jsonrpc": "2.0", "id": 5, "error": {
         "code": -32000, "message": "server shutting down", "data": {"reason": "shutdown"}}}
+
+
+async def test_serving_collects_garbage_less_often_and_restores_the_collector(server: Server) -> None:
+    import gc
+
+    from mcpcli.server.http import GC_THRESHOLD
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    async with running(server) as url:
+        assert gc.get_threshold()[0] >= GC_THRESHOLD
+        assert gc.get_freeze_count() > 0  # the start-up objects: no collection walks them
+        status, _ = await raw_post(url, INIT, LEGACY_HEADERS)
+        assert status == 200
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == frozen or frozen > 0
