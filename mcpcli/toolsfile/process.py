@@ -29,6 +29,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
@@ -39,14 +40,14 @@ from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.toolsfile.watchdog import group_alive as _group_alive
 from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
-__all__ = ["RunResult", "SpawnError", "Starts", "run_process", "signal_name"]
+__all__ = ["RunResult", "SpawnError", "Spawner", "run_process", "signal_name"]
 
 T = TypeVar("T")
 
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
-#: How long one turn of the event loop may spend starting processes (see `Starts`).
-TURN_BUDGET = 0.01
+#: How many processes may be starting at once (see `Spawner`).
+SPAWN_THREADS = 4
 
 
 class SpawnError(Exception):
@@ -269,6 +270,16 @@ def _kill_now(child: _Child, pgid: int) -> None:
         pass
 
 
+def _abandon(spawned: tuple[_Child, int, int, int | None]) -> None:
+    """A start whose caller is gone: kill the group, reap the leader, close our ends."""
+    child, out_fd, err_fd, in_fd = spawned
+    _kill_now(child, child.pid)
+    for fd in (out_fd, err_fd, in_fd):
+        if fd is not None:
+            os.close(fd)
+    child.close()
+
+
 def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
     """Start the child in its own session; returns it and our ends of its pipes (non-blocking)."""
     out_r, out_w = os.pipe()
@@ -302,45 +313,47 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
     return _Child(popen), out_r, err_r, in_w
 
 
-class Starts:
-    """Process starts in turns: a turn of the event loop spends at most `TURN_BUDGET` on them.
+class Spawner:
+    """Starts processes on worker threads, so the event loop is not held while a child execs.
 
-    Starting a process blocks the event loop until the child has exec'd (a few
-    milliseconds, more on a busy machine). Many calls released at once (a burst of
-    requests, a queue moving on) would otherwise start all their processes in one
-    turn of the loop, and nothing else (a `ping`, another client's request) would be
-    read until the last had started. Once a turn has spent its budget, the next start
-    waits for the loop's next turn, which looks at its I/O first. Starts that fit in
-    the budget (the usual case) wait for nothing.
+    Starting a process blocks its caller until the child has exec'd (a few
+    milliseconds on a busy machine; CPython drops the GIL meanwhile since 3.11.4). On
+    the event loop that wait would stall everything else: a burst of calls would be
+    read, answered and reaped in between starts only. On `SPAWN_THREADS` threads the
+    loop goes on, and several children exec at once. A start, once made, reaches its
+    caller even if the call is cancelled meanwhile (the cancellation comes at the
+    caller's next checkpoint); if a cancellation no shield holds off (a foreign
+    `Task.cancel()`) ends the wait, `discard` ends what the start made, on its thread.
     """
 
-    def __init__(self) -> None:
-        self._spent = 0.0  # seconds spent starting processes in this turn of the loop
-        self._counting = False  # a callback at the next turn resets `_spent`
-        self._free: anyio.Event | None = None
+    def __init__(self, threads: int = 0) -> None:
+        self._threads = threads or SPAWN_THREADS
+        self._executor: ThreadPoolExecutor | None = None
 
-    async def take(self, start: Callable[[], T]) -> T:
-        """`start()` in its turn; what it returns is handed back at once (nothing can
-        cancel this between the start and its caller)."""
-        while self._counting and self._spent >= TURN_BUDGET:
-            if self._free is None:
-                self._free = anyio.Event()
-            await self._free.wait()
-        if not self._counting:
-            self._counting = True
-            asyncio.get_running_loop().call_soon(self._next_turn)
-        began = time.perf_counter()
+    async def take(self, start: Callable[[], T], discard: Callable[[T], None]) -> T:
+        """`start()` on a worker thread; what it returns (or raises) is handed back."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="mcp-spawn")
+        future = self._executor.submit(start)
         try:
-            return start()
-        finally:
-            self._spent += time.perf_counter() - began
+            with anyio.CancelScope(shield=True):
+                made = await asyncio.wrap_future(future)
+        except BaseException:
+            future.add_done_callback(partial(_discard, discard))
+            raise
+        return made
 
-    def _next_turn(self) -> None:
-        self._spent = 0.0
-        self._counting = False
-        if self._free is not None:
-            self._free.set()
-            self._free = None
+    def close(self) -> None:
+        """Let the threads go once the starts under way are made."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
+def _discard(discard: Callable[[T], None], future: Future[T]) -> None:
+    """End what a start made for a caller that is gone (nothing if it never ran or failed)."""
+    if not future.cancelled() and future.exception() is None:
+        discard(future.result())
 
 
 async def run_process(
@@ -354,20 +367,27 @@ async def run_process(
     max_bytes: int,
     kill_on_overflow: bool = False,
     watchdog: Watchdog | None = None,
-    starts: Starts | None = None,
+    spawner: Spawner | None = None,
 ) -> RunResult:
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
 
     With a `watchdog`, the group is registered while it runs, so it dies with
-    the server even if the server is killed outright. With `starts`, the process
-    is started in its turn (see `Starts`).
+    the server even if the server is killed outright. The process is started on a
+    worker thread of `spawner` (see `Spawner`), of a fresh one without.
     """
     started = time.monotonic()
     if watchdog is not None:
         watchdog.start()
     try:
         spawn = partial(_spawn, argv, env, cwd, stdin is not None)
-        child, out_fd, err_fd, in_fd = await (starts or Starts()).take(spawn)
+        if spawner is None:
+            spawner = Spawner(1)
+            try:
+                child, out_fd, err_fd, in_fd = await spawner.take(spawn, _abandon)
+            finally:
+                spawner.close()
+        else:
+            child, out_fd, err_fd, in_fd = await spawner.take(spawn, _abandon)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
     if watchdog is not None:
