@@ -270,7 +270,7 @@ def _kill_now(child: _Child, pgid: int) -> None:
         pass
 
 
-def _abandon(spawned: tuple[_Child, int, int, int | None]) -> None:
+def _abandon(watchdog: Watchdog | None, spawned: tuple[_Child, int, int, int | None]) -> None:
     """A start whose caller is gone: kill the group, reap the leader, close our ends."""
     child, out_fd, err_fd, in_fd = spawned
     _kill_now(child, child.pid)
@@ -278,10 +278,15 @@ def _abandon(spawned: tuple[_Child, int, int, int | None]) -> None:
         if fd is not None:
             os.close(fd)
     child.close()
+    if watchdog is not None:
+        watchdog.unregister(child.pid)
 
 
-def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
-    """Start the child in its own session; returns it and our ends of its pipes (non-blocking)."""
+def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool,
+           watchdog: Watchdog | None, grace: float) -> tuple[_Child, int, int, int | None]:
+    """Start the child in its own session, registered with `watchdog` at once (on this
+    thread, before the event loop hears of it); returns it and our ends of its pipes
+    (non-blocking)."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r = in_w = None
@@ -307,6 +312,8 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
         for fd in (out_w, err_w, in_r):
             if fd is not None:
                 os.close(fd)
+    if watchdog is not None:
+        watchdog.register(popen.pid, grace)
     for fd in (out_r, err_r, in_w):
         if fd is not None:
             os.set_blocking(fd, False)
@@ -379,19 +386,10 @@ async def run_process(
     if watchdog is not None:
         watchdog.start()
     try:
-        spawn = partial(_spawn, argv, env, cwd, stdin is not None)
-        if spawner is None:
-            spawner = Spawner(1)
-            try:
-                child, out_fd, err_fd, in_fd = await spawner.take(spawn, _abandon)
-            finally:
-                spawner.close()
-        else:
-            child, out_fd, err_fd, in_fd = await spawner.take(spawn, _abandon)
+        spawn = partial(_spawn, argv, env, cwd, stdin is not None, watchdog, kill_grace)
+        child, out_fd, err_fd, in_fd = await _start(spawner, spawn, partial(_abandon, watchdog))
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
-    if watchdog is not None:
-        watchdog.register(child.pid, kill_grace)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
     try:
@@ -422,6 +420,17 @@ async def run_process(
         duration=time.monotonic() - started,
         stopped_by_us=ending.stopped,
     )
+
+
+async def _start(spawner: Spawner | None, spawn: Callable[[], T], abandon: Callable[[T], None]) -> T:
+    """`spawn` on a thread of `spawner`, or of a spawner of its own."""
+    if spawner is not None:
+        return await spawner.take(spawn, abandon)
+    own = Spawner(1)
+    try:
+        return await own.take(spawn, abandon)
+    finally:
+        own.close()
 
 
 def _start_watch(child: _Child, out_fd: int, err_fd: int, in_fd: int | None, stdin: bytes | None,
