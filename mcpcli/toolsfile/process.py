@@ -29,27 +29,23 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
 import anyio
 
+from mcpcli.toolsfile.starts import Spawner
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.toolsfile.watchdog import group_alive as _group_alive
 from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
-__all__ = ["RunResult", "SpawnError", "Spawner", "run_process", "signal_name"]
+__all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
 
 T = TypeVar("T")
 
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
-#: How many processes may be starting at once (see `Spawner`): on a busy machine a child
-#: waits for a CPU to exec, and its start's thread with it, so more overlap helps (at
-#: concurrency 16, 16 threads served 1.5x the calls of 8 and 3x those of 1).
-SPAWN_THREADS = 16
 
 
 class SpawnError(Exception):
@@ -320,49 +316,6 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
         if fd is not None:
             os.set_blocking(fd, False)
     return _Child(popen), out_r, err_r, in_w
-
-
-class Spawner:
-    """Starts processes on worker threads, so the event loop is not held while a child execs.
-
-    Starting a process blocks its caller until the child has exec'd (a few
-    milliseconds on a busy machine; CPython drops the GIL meanwhile since 3.11.4). On
-    the event loop that wait would stall everything else: a burst of calls would be
-    read, answered and reaped in between starts only. On `SPAWN_THREADS` threads the
-    loop goes on, and several children exec at once. A start, once made, reaches its
-    caller even if the call is cancelled meanwhile (the cancellation comes at the
-    caller's next checkpoint); if a cancellation no shield holds off (a foreign
-    `Task.cancel()`) ends the wait, `discard` ends what the start made, on its thread.
-    """
-
-    def __init__(self, threads: int = 0) -> None:
-        self._threads = threads or SPAWN_THREADS
-        self._executor: ThreadPoolExecutor | None = None
-
-    async def take(self, start: Callable[[], T], discard: Callable[[T], None]) -> T:
-        """`start()` on a worker thread; what it returns (or raises) is handed back."""
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="mcp-spawn")
-        future = self._executor.submit(start)
-        try:
-            with anyio.CancelScope(shield=True):
-                made = await asyncio.wrap_future(future)
-        except BaseException:
-            future.add_done_callback(partial(_discard, discard))
-            raise
-        return made
-
-    def close(self) -> None:
-        """Let the threads go once the starts under way are made."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
-
-
-def _discard(discard: Callable[[T], None], future: Future[T]) -> None:
-    """End what a start made for a caller that is gone (nothing if it never ran or failed)."""
-    if not future.cancelled() and future.exception() is None:
-        discard(future.result())
 
 
 async def run_process(

@@ -22,8 +22,9 @@ from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
 from mcpcli.toolsfile.model import JSON, Param, RunSpec, ToolsFile
-from mcpcli.toolsfile.process import RunResult, Spawner, SpawnError, run_process
+from mcpcli.toolsfile.process import RunResult, SpawnError, run_process
 from mcpcli.toolsfile.results import Masker
+from mcpcli.toolsfile.starts import Spawner
 from mcpcli.toolsfile.watchdog import Watchdog
 
 __all__ = ["Runner"]

@@ -6,6 +6,7 @@ behind, so every test here also proves that nothing outlives its call.
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -281,6 +282,48 @@ async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: 
     assert not guard.cancelled_caught
 
 
+@pytest.mark.parametrize("budget", [0.0, 60.0])
+async def test_process_starts_take_turns_with_the_event_loop(monkeypatch: pytest.MonkeyPatch, budget: float) -> None:
+    """Where starts run on the event loop (a Python that holds the GIL through vfork, see
+    `process.THREADED_STARTS`), calls released at once start their processes in turns: once a turn of the event loop
+    has spent its budget on starts (here none at all), what else is ready (a ping read
+    meanwhile) runs before the next start; starts within the budget wait for nothing. And a
+    start, once made, reaches its caller even if the call is cancelled meanwhile."""
+    import mcpcli.toolsfile.starts
+    from mcpcli.toolsfile.starts import Starts
+
+    monkeypatch.setattr(mcpcli.toolsfile.starts, "TURN_BUDGET", budget)
+    starts = Starts()
+    order: list[str] = []
+
+    async def start(name: str) -> None:
+        await starts.take(lambda: order.append(name))
+
+    async def ticker() -> None:  # one tick per turn of the event loop
+        while sum(1 for what in order if what.startswith("start")) < 3:
+            order.append("tick")
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        for n in range(3):
+            tg.start_soon(start, f"start{n}")
+        tg.start_soon(ticker)
+    at = [i for i, what in enumerate(order) if what.startswith("start")]
+    assert [order[i] for i in at] == ["start0", "start1", "start2"]
+    if budget:
+        assert at == [0, 1, 2], order  # all in the turn they were ready in
+    else:
+        assert all(later - earlier > 1 for earlier, later in itertools.pairwise(at)), order  # a turn between
+
+    got: list[str] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        got.append(await Starts().take(lambda: "started"))  # not lost to the cancellation
+        await anyio.lowlevel.checkpoint()
+        pytest.fail("the cancellation should have come at the next checkpoint")
+    assert got == ["started"]
+
+
 class _HeldStart:
     """`process._spawn` held on its thread until the test lets it go: who let it go (the
     event loop, or the bounded wait running out), and what it started."""
@@ -318,10 +361,10 @@ async def _run(spawner: Any, tmp_path: Path, script: str) -> Any:
 async def test_process_starts_leave_the_event_loop_free(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A process starts on a worker thread: while it is starting (here held until the
     event loop lets it go; a start on the loop would hold the loop itself), the loop runs."""
-    from mcpcli.toolsfile.process import Spawner
+    from mcpcli.toolsfile.starts import Spawner
 
     start = _HeldStart(monkeypatch)
-    spawner = Spawner()
+    spawner = Spawner(threaded=True)
     got: list[Any] = []
 
     async def call() -> None:
@@ -347,10 +390,10 @@ async def test_a_call_cancelled_while_its_process_starts_stops_it(monkeypatch: p
     kills the group. Nothing is left running either way (the autouse fixture checks too)."""
     import asyncio
 
-    from mcpcli.toolsfile.process import Spawner
+    from mcpcli.toolsfile.starts import Spawner
 
     start = _HeldStart(monkeypatch)
-    spawner = Spawner()
+    spawner = Spawner(threaded=True)
     try:
         if how == "scope":
             with anyio.CancelScope() as scope:
