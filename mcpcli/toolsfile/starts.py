@@ -82,9 +82,10 @@ class Spawner:
     that wait would stall everything else: a burst of calls would be read, answered
     and reaped in between starts only. On `SPAWN_THREADS` threads the loop goes on,
     and several children exec at once. A start, once made, reaches its caller even if
-    the call is cancelled meanwhile (the cancellation comes at the caller's next
-    checkpoint); if a cancellation no shield holds off (a foreign `Task.cancel()`)
-    ends the wait, `discard` ends what the start made, on its thread. Where a start
+    the call is cancelled meanwhile, by anyio or by a foreign `Task.cancel()`: the
+    cancellation comes at the caller's next checkpoint, so the caller stops the process
+    as it stops any. If the wait ends otherwise (the loop going away), `discard` ends
+    what the start made, on its thread. Where a start
     would hold the GIL through the exec (`THREADED_STARTS` false), a thread would
     hold the loop all the same, so starts run on the loop in turns (`Starts`).
     """
@@ -102,12 +103,26 @@ class Spawner:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="mcp-spawn")
         future = self._executor.submit(start)
+        waiting = asyncio.wrap_future(future)
+        foreign = False  # a Task.cancel() came meanwhile
         try:
-            with anyio.CancelScope(shield=True):
-                made = await asyncio.wrap_future(future)
+            while True:
+                try:
+                    with anyio.CancelScope(shield=True):
+                        made = await asyncio.shield(waiting)
+                    break
+                except asyncio.CancelledError:
+                    if waiting.cancelled():  # pragma: no cover - the loop is going away
+                        raise
+                    foreign = True  # the start is made first, then the cancellation goes on
         except BaseException:
             future.add_done_callback(partial(_discard, discard))
             raise
+        finally:
+            if foreign:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.cancel()  # comes at the caller's next checkpoint, with the start in hand
         return made
 
     def close(self) -> None:

@@ -385,9 +385,9 @@ async def test_process_starts_leave_the_event_loop_free(monkeypatch: pytest.Monk
 async def test_a_call_cancelled_while_its_process_starts_stops_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                                   how: str) -> None:
     """A call cancelled while its process is starting still stops that process once it has
-    started: an anyio cancellation reaches the call when the start is made (the group gets
-    the stop sequence), a foreign `Task.cancel()` leaves the start to its thread, which
-    kills the group. Nothing is left running either way (the autouse fixture checks too)."""
+    started: the cancellation, anyio's or a foreign `Task.cancel()`, reaches the call when
+    the start is made, and the group gets the stop sequence. Nothing is left running
+    either way (the autouse fixture checks too)."""
     import asyncio
 
     from mcpcli.toolsfile.starts import Spawner
@@ -407,9 +407,9 @@ async def test_a_call_cancelled_while_its_process_starts_stops_it(monkeypatch: p
             task = asyncio.ensure_future(_run(spawner, tmp_path, "sleep 60"))
             await wait_until_async(start.entered.is_set, what="the start to begin")
             task.cancel()
+            start.release.set()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            start.release.set()
         await wait_until_async(lambda: bool(start.pids), what="the start to be made")
     finally:
         spawner.close()  # waits for the thread, which discards a start its caller left
