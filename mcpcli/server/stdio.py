@@ -135,12 +135,10 @@ class _FdIO:
 
 
 class _StdoutWriter(FrameWriter):
-    """The session's write stream when stdout is a pipe: each turn's messages go to the
-    event loop's pipe transport as one write (`FrameWriter`), which writes what the
-    pipe takes and buffers the rest, with no writer task in between; past `_BACKLOG`
-    buffered bytes (a client that stopped reading) senders wait for the pipe to drain."""
-
-    limit = _BACKLOG
+    """The session's write stream when stdout is a pipe: each message goes to the event
+    loop's pipe transport at once (which writes what the pipe takes and buffers the
+    rest), with no writer task in between; past `_BACKLOG` buffered bytes (a client
+    that stopped reading) senders wait for the pipe to drain."""
 
     def __init__(self, writer: Any) -> None:
         self._writer = writer
@@ -148,19 +146,14 @@ class _StdoutWriter(FrameWriter):
         self._draining = anyio.Lock()
         self.closed = False
 
-    def _accepts(self) -> bool:
+    def write_nowait(self, data: bytes) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         if self._transport.is_closing():
             raise anyio.BrokenResourceError
-        return True
-
-    def _waiting(self) -> int:
-        return int(self._transport.get_write_buffer_size())
-
-    def _write(self, data: bytes) -> None:
-        if not self._transport.is_closing():  # the client left since: nobody reads it
-            self._transport.write(data)
+        if self._transport.get_write_buffer_size() > _BACKLOG:
+            raise anyio.WouldBlock
+        self._transport.write(data)
 
     async def _room(self) -> None:
         # One drainer at a time: a stream writer takes only one on some Python versions.
@@ -171,12 +164,10 @@ class _StdoutWriter(FrameWriter):
                 raise anyio.BrokenResourceError from None
 
     async def aclose(self) -> None:
-        self.end_turn()
         self.closed = True
 
     async def drain(self) -> None:
         """Wait until what was written has gone out (or the client stopped reading)."""
-        self.end_turn()
         if self._transport.is_closing() or not self._transport.get_write_buffer_size():
             return
         self._transport.set_write_buffer_limits(high=0)  # any byte left pauses: drain waits for all

@@ -10,9 +10,8 @@ what a relayed call cost (`scripts/bench_gateway.py`). Here:
   request right there (`take_at_once`: the waiting call is woken, the request's
   task started) and everything else waits, in order, in a `FrameInbox` for the
   session's receive loop. Elsewhere (trio) the receive loop reads the pipe itself.
-* a send hands the frame on in the same event-loop turn (`FrameWriter`): what the
-  turn's tasks send leaves as one write at its end (a burst wakes the peer once), and
-  only what the pipe will not take right now waits, in order, for a flusher task.
+* a send writes the frame at once (`PipeWriter`): only what the pipe will not take
+  right now waits, in order, for a flusher task.
 """
 
 from __future__ import annotations
@@ -191,69 +190,14 @@ class FrameReader:
 
 
 class FrameWriter:
-    """A session's write stream that hands frames on without a writer task.
+    """A session's write stream that hands each frame on at once (`write_nowait`, which
+    raises `WouldBlock` while too much is waiting); `send` waits for room (`_room`)."""
 
-    Frames sent in one event-loop turn leave together: the first one schedules the
-    write for the end of the turn (the loop's next round of callbacks), the others join
-    it, so a burst (16 requests read in one chunk, each answered by its own task) costs
-    one write and wakes the peer once. A frame sent when nothing else is ready to run
-    (asyncio's ready queue is empty: the sequential case) is written at once. Order is kept: a turn's bytes follow everything handed on before.
-    Without an asyncio loop (trio, another thread) a frame is handed on at once.
-    `write_nowait` raises `WouldBlock` while `limit` bytes or more are waiting; `send`
-    waits for room (`_room`). Subclasses say where bytes go (`_write`)."""
-
-    #: Bytes waiting (in the turn and the subclass's backlog) past which senders wait.
-    limit = BACKLOG_LIMIT
-    _turn: list[bytes] | None = None
-    _turn_size = 0
-
-    def _accepts(self) -> bool:
-        """Whether a frame may be sent now: raises if the writer is closed (or the peer
-        is known gone, where that is the caller's concern); False drops it silently."""
-        return True
-
-    def _waiting(self) -> int:
-        """Bytes handed on (`_write`) that have not reached the pipe yet."""
-        return 0
-
-    def _write(self, data: bytes) -> None:
-        """Hand `data` on now, after everything before it (no limit applies)."""
+    def write_nowait(self, data: bytes) -> None:
         raise NotImplementedError
 
     async def _room(self) -> None:
         raise NotImplementedError
-
-    def write_nowait(self, data: bytes) -> None:
-        if not self._accepts():
-            return
-        turn = self._turn
-        if self._turn_size + self._waiting() >= self.limit:
-            raise anyio.WouldBlock
-        if turn:
-            turn.append(data)
-            self._turn_size += len(data)
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write(data)
-            return
-        if not getattr(loop, "_ready", True):
-            # Nothing else runs before the loop waits for I/O (the sequential case): a
-            # turn of one frame, written now rather than one loop round later.
-            self._write(data)
-            return
-        self._turn = [data]
-        self._turn_size = len(data)
-        loop.call_soon(self.end_turn)
-
-    def end_turn(self) -> None:
-        """Hand on what this turn sent, as one write (also before closing or draining)."""
-        turn = self._turn
-        if not turn:
-            return
-        self._turn, self._turn_size = None, 0
-        self._write(turn[0] if len(turn) == 1 else b"".join(turn))
 
     def send_nowait(self, envelope: Envelope) -> None:
         self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
@@ -265,12 +209,11 @@ class FrameWriter:
                 self.write_nowait(data)
                 return
             except anyio.WouldBlock:
-                self.end_turn()  # what this turn holds counts against the limit: hand it on
                 await self._room()
 
 
 class PipeWriter(FrameWriter):
-    """A write stream that puts frames on a non-blocking pipe (each turn's at once).
+    """A write stream that puts each frame on a non-blocking pipe at once.
 
     Whatever the pipe does not take joins a backlog that `flush` (the owner's task)
     writes as the pipe drains, so frames keep their order; past `BACKLOG_LIMIT`
@@ -289,18 +232,14 @@ class PipeWriter(FrameWriter):
         self.closed = False
         self.broken = False
 
-    def _accepts(self) -> bool:
+    def write_nowait(self, data: bytes) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
-        return not self.broken
-
-    def _waiting(self) -> int:
-        return self._pending
-
-    def _write(self, data: bytes) -> None:
         if self.broken:
             return
         if self._backlog:
+            if self._pending >= BACKLOG_LIMIT:
+                raise anyio.WouldBlock
             self._queue(data)
             return
         try:
@@ -325,14 +264,13 @@ class PipeWriter(FrameWriter):
         await self._drained.wait()
 
     async def aclose(self) -> None:
-        self.end_turn()
         self.closed = True
         self._wake.set()
 
     @property
     def idle(self) -> bool:
         """Nothing waits to be written."""
-        return not self._backlog and not self._turn
+        return not self._backlog
 
     async def flush(self) -> None:
         """Write the backlog as the pipe drains, until closed and empty (or broken).
@@ -341,11 +279,10 @@ class PipeWriter(FrameWriter):
         try:
             await self._flush()
         finally:
-            if self._backlog or self._turn:
+            if self._backlog:
                 self.broken = True
                 self._backlog.clear()
                 self._pending = 0
-                self._turn, self._turn_size = None, 0
             self._drained.set()
 
     async def _flush(self) -> None:

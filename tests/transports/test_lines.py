@@ -276,144 +276,17 @@ def _frame(n: int) -> Envelope:
     return Envelope(Notification("notifications/message", {"n": n}))
 
 
-def _frame_bytes(n: int) -> bytes:
-    return b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}\n' % n
-
-
-class _Writes:
-    """Records each `os.write` the writers make (and still makes it)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import mcpcli.transports.lines as lines
-
-        self.calls: list[bytes] = []
-        real = os.write
-
-        def write(fd: int, data: bytes) -> int:
-            self.calls.append(bytes(data))
-            return real(fd, data)
-
-        monkeypatch.setattr(lines.os, "write", write)
-
-
-def _nothing_yet(fd: int) -> bool:
-    os.set_blocking(fd, False)
-    try:
-        os.read(fd, 1)
-    except BlockingIOError:
-        return True
-    return False
-
-
-def _busy_turn() -> None:
-    """Something else is ready to run in this loop turn (as when a chunk read woke many
-    calls): what is sent now waits for the turn's end."""
-    import asyncio
-
-    asyncio.get_running_loop().call_soon(lambda: None)
-
-
-async def test_frames_sent_in_one_turn_leave_in_order_in_one_write_at_its_end(
-    pipe: Pipe, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """16 calls woken together (their tasks run in the same turn), each sending its frame."""
-    writes = _Writes(monkeypatch)
-    writer = PipeWriter(pipe.w)
-    held: list[bool] = []
-
-    async def call(n: int) -> None:
-        writer.send_nowait(_frame(n))
-        held.append(_nothing_yet(pipe.r))
-
-    async with anyio.create_task_group() as tg:
-        for n in range(16):
-            tg.start_soon(call, n)
-    await anyio.lowlevel.checkpoint()
-    assert held == [True] * 16  # each frame waited for the turn's end
-    assert writer.idle
-    assert writes.calls == [b"".join(_frame_bytes(n) for n in range(16))]
-    assert os.read(pipe.r, 1 << 16) == writes.calls[0]
-
-
-async def test_a_lone_frame_is_written_at_once(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The sequential case: a send when nothing else is ready to run is written there
-    and then (no loop round of its own, no flusher task)."""
-    writes = _Writes(monkeypatch)
-    writer = PipeWriter(pipe.w)
-    await anyio.lowlevel.checkpoint()  # let whatever the test set-up scheduled run first
+async def test_a_frame_the_pipe_takes_is_written_at_once(pipe: Pipe) -> None:
+    r, w = pipe.r, pipe.w
+    writer = PipeWriter(w)
     writer.send_nowait(_frame(1))
-    assert writer.idle
-    assert os.read(pipe.r, 1 << 16) == _frame_bytes(1)
     await writer.send(_frame(2))
-    assert writes.calls == [_frame_bytes(1), _frame_bytes(2)]
-
-
-def test_without_an_event_loop_a_frame_is_written_at_once(pipe: Pipe) -> None:
-    writer = PipeWriter(pipe.w)
-    writer.send_nowait(_frame(1))
     assert writer.idle
-    assert os.read(pipe.r, 1 << 16) == _frame_bytes(1)
-
-
-async def test_a_turn_the_pipe_only_partly_takes_is_finished_in_order_by_flush(pipe: Pipe) -> None:
-    r, w = pipe.r, pipe.w
-    writer = PipeWriter(w)
-    head = _fill(w)
-    os.set_blocking(r, False)
-    room = 10_000
-    freed = 0
-    while freed < room:  # make a little room (a pipe frees whole pages)
-        freed += len(os.read(r, room - freed))
-    frames = [bytes([65 + i]) * 4_000 + b"\n" for i in range(5)]  # 20 kB: more than the room
-    _busy_turn()
-    for frame in frames:
-        writer.write_nowait(frame)
-    await anyio.lowlevel.checkpoint()  # the turn ends: the pipe takes part of it
-    assert not writer.idle  # the rest waits for flush
-    writer.write_nowait(b"later\n")  # after the backlog, never before it
-    received = bytearray()
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_all, r, received)
-            tg.start_soon(writer.flush)
-            await writer.aclose()
-            await wait_until_async(lambda: writer.idle)
-            pipe.close(w)
-    assert bytes(received) == b"\0" * (head - freed) + b"".join(frames) + b"later\n"
-
-
-async def test_aclose_writes_what_the_turn_holds(pipe: Pipe) -> None:
-    writer = PipeWriter(pipe.w)
-    _busy_turn()
-    writer.send_nowait(_frame(1))
-    writer.send_nowait(_frame(2))
-    assert _nothing_yet(pipe.r)
-    await writer.aclose()  # before the turn ends: handed on now, not lost
-    assert os.read(pipe.r, 1 << 16) == _frame_bytes(1) + _frame_bytes(2)
-    await anyio.lowlevel.checkpoint()  # the scheduled end of the turn finds nothing left
-    assert _nothing_yet(pipe.r)
-
-
-async def test_a_turn_at_the_limit_makes_senders_wait_and_send_hands_it_on(pipe: Pipe) -> None:
-    """What the turn holds counts against the limit; a waiting `send` writes it rather
-    than waiting for a drain that nothing would start."""
-    r, w = pipe.r, pipe.w
-    writer = PipeWriter(w)
-    big = b"x" * BACKLOG_LIMIT
-    _busy_turn()
-    writer.write_nowait(big)  # held in the turn, at the limit
-    with pytest.raises(anyio.WouldBlock):
-        writer.send_nowait(_frame(0))
-    received = bytearray()
-    with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_read_all, r, received)
-            tg.start_soon(writer.flush)
-            await writer.send(_frame(1))
-            await writer.aclose()
-            await wait_until_async(lambda: writer.idle)
-            pipe.close(w)
-    assert bytes(received) == big + _frame_bytes(1)
+    data = os.read(r, 1 << 16)
+    assert data == (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":1}}\n'
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":2}}\n'
+    )
 
 
 async def test_what_a_full_pipe_refuses_is_flushed_in_order(pipe: Pipe) -> None:
@@ -474,8 +347,7 @@ async def test_a_broken_pipe_drops_later_sends_silently(pipe: Pipe) -> None:
     r, w = pipe.r, pipe.w
     pipe.close(r)
     writer = PipeWriter(w)
-    writer.send_nowait(_frame(1))
-    await anyio.lowlevel.checkpoint()  # EPIPE at the turn's end: no exception, the reader reports how the peer ended
+    writer.send_nowait(_frame(1))  # EPIPE: no exception, the reader reports how the peer ended
     assert writer.broken
     writer.send_nowait(_frame(2))
     await writer.send(_frame(3))
@@ -548,41 +420,6 @@ async def test_error_replies_made_before_the_server_writer_exists_go_out_first(p
         (None, -32700),  # the bad line's reply, made before there was a writer
         (1, -32601),  # the session has no handler
     ]
-
-
-async def test_the_servers_replies_of_one_turn_leave_in_one_write_and_closing_flushes_them(
-    pipe: Pipe, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """stdout as a pipe: frames sent in one turn are one write on the loop's pipe
-    transport; frames sent just before the streams close still go out."""
-    from mcpcli.server.stdio import stdio_streams
-
-    writes: list[bytes] = []
-    out = Pipe()
-    try:
-        with anyio.fail_after(10):
-            async with stdio_streams(pipe.r, out.w) as (_read, write):
-                transport = write._transport  # type: ignore[attr-defined]
-                real = transport.write
-
-                def record(data: bytes) -> None:
-                    writes.append(bytes(data))
-                    real(data)
-
-                monkeypatch.setattr(transport, "write", record)
-                _busy_turn()
-                for n in range(3):
-                    write.send_nowait(_frame(n))
-                assert writes == []
-                await anyio.lowlevel.checkpoint()
-                assert writes == [_frame_bytes(0) + _frame_bytes(1) + _frame_bytes(2)]
-                _busy_turn()
-                await write.send(_frame(3))  # held in its turn: closing writes it
-        assert writes[1:] == [_frame_bytes(3)]
-        out.close(out.w)
-        assert os.read(out.r, 1 << 16) == b"".join(_frame_bytes(n) for n in range(4))
-    finally:
-        out.close_all()
 
 
 async def test_a_bug_reading_the_servers_stdin_ends_the_input(pipe: Pipe, monkeypatch: pytest.MonkeyPatch) -> None:
