@@ -16,7 +16,7 @@ server-everything over stdio, and times, interleaved in the same run:
 * `mcp tools call ka echo ...`: a server configured with `"keepAlive": true`, called
   by its name (its session opened by the first call), on the fast path and on the
   normal path; target (issue 22): at most 3x `python -c pass`, as `@ev`;
-* a fresh interpreter that imports only `mcpcli.core.localrpc` and makes one
+* a fresh interpreter that imports only `mcpcli.core.localrpc` and `mcpcli.localsocket` and makes one
   `call` op: the floor of the fast path;
 * when installed (benchmark only, never by scripts/test), the peers' session
   calls on the same server: mcporter's daemon (`npm install --prefix
@@ -53,6 +53,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from mcpcli import localsocket  # noqa: E402
 from mcpcli.core import localrpc as protocol  # noqa: E402
 
 EVERYTHING = Path(os.environ.get(
@@ -66,12 +67,13 @@ MCPC = REPO / ".cache/mcpc/node_modules/@apify/mcpc/bin/mcpc"
 
 ONE_CALL = """
 import socket, sys
+from mcpcli import localsocket
 from mcpcli.core import localrpc as protocol
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
-protocol.send(s, protocol.request("call", name="ev", tool="echo", args=["message=hi"],
+localsocket.send(s, protocol.request("call", name="ev", tool="echo", args=["message=hi"],
                                   json=None, timeout=None, validate=True))
-answer = protocol.LineReader(s).read()
+answer = localsocket.LineReader(s).read()
 assert answer and answer["ok"], answer
 """
 
@@ -79,8 +81,8 @@ assert answer and answer["ok"], answer
 def control(sock_path: str, op: str, **fields: object) -> dict[str, object]:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(sock_path)
-        protocol.send(sock, protocol.request(op, **fields))
-        answer = protocol.LineReader(sock).read()
+        localsocket.send(sock, protocol.request(op, **fields))
+        answer = localsocket.LineReader(sock).read()
     assert answer is not None
     return answer
 
@@ -270,10 +272,10 @@ def main() -> int:
         def attached_call(n: int) -> None:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.connect(sock_path)
-                reader = protocol.LineReader(sock)
-                protocol.send(sock, protocol.request("attach", name="ev"))
+                reader = localsocket.LineReader(sock)
+                localsocket.send(sock, protocol.request("attach", name="ev"))
                 assert (reader.read() or {}).get("ok")
-                protocol.send(sock, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                localsocket.send(sock, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                      "params": {"name": "echo", "arguments": {"message": str(n)}}})
                 while (message := reader.read()) is not None and message.get("id") != 1:
                     pass
