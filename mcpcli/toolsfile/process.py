@@ -35,17 +35,18 @@ from typing import TypeVar
 
 import anyio
 
-from mcpcli.toolsfile.starts import Spawner
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.toolsfile.watchdog import group_alive as _group_alive
 from mcpcli.toolsfile.watchdog import signal_group as _signal_group
 
-__all__ = ["RunResult", "SpawnError", "run_process", "signal_name"]
+__all__ = ["RunResult", "SpawnError", "Starts", "run_process", "signal_name"]
 
 T = TypeVar("T")
 
 PIPE_GRACE = 1.0
 READ_CHUNK = 65536
+#: How long one turn of the event loop may spend starting processes (see `Starts`).
+TURN_BUDGET = 0.01
 
 
 class SpawnError(Exception):
@@ -268,23 +269,8 @@ def _kill_now(child: _Child, pgid: int) -> None:
         pass
 
 
-def _abandon(watchdog: Watchdog | None, spawned: tuple[_Child, int, int, int | None]) -> None:
-    """A start whose caller is gone: kill the group, reap the leader, close our ends."""
-    child, out_fd, err_fd, in_fd = spawned
-    _kill_now(child, child.pid)
-    for fd in (out_fd, err_fd, in_fd):
-        if fd is not None:
-            os.close(fd)
-    child.close()
-    if watchdog is not None:
-        watchdog.unregister(child.pid)
-
-
-def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool,
-           watchdog: Watchdog | None, grace: float) -> tuple[_Child, int, int, int | None]:
-    """Start the child in its own session, registered with `watchdog` at once (on this
-    thread, before the event loop hears of it); returns it and our ends of its pipes
-    (non-blocking)."""
+def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bool) -> tuple[_Child, int, int, int | None]:
+    """Start the child in its own session; returns it and our ends of its pipes (non-blocking)."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r = in_w = None
@@ -310,12 +296,51 @@ def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str, with_stdin: bo
         for fd in (out_w, err_w, in_r):
             if fd is not None:
                 os.close(fd)
-    if watchdog is not None:
-        watchdog.register(popen.pid, grace)
     for fd in (out_r, err_r, in_w):
         if fd is not None:
             os.set_blocking(fd, False)
     return _Child(popen), out_r, err_r, in_w
+
+
+class Starts:
+    """Process starts in turns: a turn of the event loop spends at most `TURN_BUDGET` on them.
+
+    Starting a process blocks the event loop until the child has exec'd (a few
+    milliseconds, more on a busy machine). Many calls released at once (a burst of
+    requests, a queue moving on) would otherwise start all their processes in one
+    turn of the loop, and nothing else (a `ping`, another client's request) would be
+    read until the last had started. Once a turn has spent its budget, the next start
+    waits for the loop's next turn, which looks at its I/O first. Starts that fit in
+    the budget (the usual case) wait for nothing.
+    """
+
+    def __init__(self) -> None:
+        self._spent = 0.0  # seconds spent starting processes in this turn of the loop
+        self._counting = False  # a callback at the next turn resets `_spent`
+        self._free: anyio.Event | None = None
+
+    async def take(self, start: Callable[[], T]) -> T:
+        """`start()` in its turn; what it returns is handed back at once (nothing can
+        cancel this between the start and its caller)."""
+        while self._counting and self._spent >= TURN_BUDGET:
+            if self._free is None:
+                self._free = anyio.Event()
+            await self._free.wait()
+        if not self._counting:
+            self._counting = True
+            asyncio.get_running_loop().call_soon(self._next_turn)
+        began = time.perf_counter()
+        try:
+            return start()
+        finally:
+            self._spent += time.perf_counter() - began
+
+    def _next_turn(self) -> None:
+        self._spent = 0.0
+        self._counting = False
+        if self._free is not None:
+            self._free.set()
+            self._free = None
 
 
 async def run_process(
@@ -329,22 +354,24 @@ async def run_process(
     max_bytes: int,
     kill_on_overflow: bool = False,
     watchdog: Watchdog | None = None,
-    spawner: Spawner | None = None,
+    starts: Starts | None = None,
 ) -> RunResult:
     """Run `argv` to completion (or timeout); raise `SpawnError` if it cannot start.
 
     With a `watchdog`, the group is registered while it runs, so it dies with
-    the server even if the server is killed outright. The process is started on a
-    worker thread of `spawner` (see `Spawner`), of a fresh one without.
+    the server even if the server is killed outright. With `starts`, the process
+    is started in its turn (see `Starts`).
     """
     started = time.monotonic()
     if watchdog is not None:
         watchdog.start()
     try:
-        spawn = partial(_spawn, argv, env, cwd, stdin is not None, watchdog, kill_grace)
-        child, out_fd, err_fd, in_fd = await _start(spawner, spawn, partial(_abandon, watchdog))
+        spawn = partial(_spawn, argv, env, cwd, stdin is not None)
+        child, out_fd, err_fd, in_fd = await (starts or Starts()).take(spawn)
     except (OSError, ValueError) as exc:
         raise SpawnError(_describe_spawn_error(exc, argv, cwd, env)) from None
+    if watchdog is not None:
+        watchdog.register(child.pid, kill_grace)
     out = _Sink(max_bytes)
     err = _Sink(max_bytes)
     try:
@@ -375,17 +402,6 @@ async def run_process(
         duration=time.monotonic() - started,
         stopped_by_us=ending.stopped,
     )
-
-
-async def _start(spawner: Spawner | None, spawn: Callable[[], T], abandon: Callable[[T], None]) -> T:
-    """`spawn` on a thread of `spawner`, or of a spawner of its own."""
-    if spawner is not None:
-        return await spawner.take(spawn, abandon)
-    own = Spawner(1)
-    try:
-        return await own.take(spawn, abandon)
-    finally:
-        own.close()
 
 
 def _start_watch(child: _Child, out_fd: int, err_fd: int, in_fd: int | None, stdin: bytes | None,

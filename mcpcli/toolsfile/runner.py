@@ -22,9 +22,8 @@ from mcpcli.server.backend import CallContext
 from mcpcli.toolsfile.arguments import build_command
 from mcpcli.toolsfile.channel import ChannelDirectory, ChannelServer
 from mcpcli.toolsfile.model import JSON, Param, RunSpec, ToolsFile
-from mcpcli.toolsfile.process import RunResult, SpawnError, run_process
+from mcpcli.toolsfile.process import RunResult, SpawnError, Starts, run_process
 from mcpcli.toolsfile.results import Masker
-from mcpcli.toolsfile.starts import Spawner
 from mcpcli.toolsfile.watchdog import Watchdog
 
 __all__ = ["Runner"]
@@ -66,7 +65,7 @@ class Runner:
         self._channels = ChannelDirectory()
         self._channel = ChannelServer(self._channels)
         self._watchdog = Watchdog()  # ends the process groups if the server is killed
-        self._spawner = Spawner()  # starts processes off the event loop
+        self._starts = Starts()  # one process start per event-loop turn
 
     def configure(self, config: ToolsFile) -> None:
         """Follow a (re)loaded file's limits."""
@@ -75,7 +74,6 @@ class Runner:
     def close(self) -> None:
         self._channel.close()
         self._channels.close()
-        self._spawner.close()
         self._watchdog.close()
 
     def _env(self) -> Mapping[str, str]:
@@ -142,7 +140,7 @@ class Runner:
             max_bytes=max_bytes,
             kill_on_overflow=kill_on_overflow,
             watchdog=self._watchdog,
-            spawner=self._spawner,
+            starts=self._starts,
         )
 
     async def _client_env(self, ctx: CallContext, mask: Masker, stack: AsyncExitStack,

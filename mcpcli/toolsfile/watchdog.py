@@ -24,9 +24,8 @@ import select
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 __all__ = ["Watchdog", "group_alive", "live_groups", "signal_group"]
 
@@ -36,8 +35,6 @@ MAX_GRACE = 10.0
 CLOSE_WAIT = 5.0
 #: How long a write waits for a helper that is behind before it is replaced.
 STALL_WAIT = 1.0
-#: How long the helper pauses after each read (see `_lines`).
-READ_PAUSE = 0.05
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -119,8 +116,6 @@ class Watchdog:
         self._owner = 0  # the pid that started the helper (a forked copy must not write to it)
         self._unavailable = os.name != "posix" or not sys.executable
         self._groups: dict[int, float] = {}
-        #: Groups are registered from the threads that start them (see `process.Spawner`).
-        self._lock = threading.Lock()
 
     def _pipe(self) -> int | None:
         """The write end of the helper's stdin, starting the helper if needed; None when it cannot run."""
@@ -177,20 +172,17 @@ class Watchdog:
 
     def start(self) -> None:
         """Have the helper running before a group starts, so registering it is one write."""
-        with self._lock:
-            self._pipe()
+        self._pipe()
 
     def register(self, pgid: int, grace: float) -> None:
-        """A group started: end it with the server (from any thread)."""
-        with self._lock:
-            self._groups[pgid] = grace
-            self._send(f"+ {pgid} {grace:g}\n")
+        """A group started: end it with the server."""
+        self._groups[pgid] = grace
+        self._send(f"+ {pgid} {grace:g}\n")
 
     def unregister(self, pgid: int) -> None:
         """A group was stopped (nothing left in it): forget it."""
-        with self._lock:
-            if self._groups.pop(pgid, None) is not None and self._proc is not None:
-                self._send(f"- {pgid}\n")
+        if self._groups.pop(pgid, None) is not None and self._proc is not None:
+            self._send(f"- {pgid}\n")
 
     def _abandon(self) -> None:
         """Let go of a helper that cannot be told things any more, without it stopping the groups."""
@@ -204,9 +196,8 @@ class Watchdog:
 
     def close(self) -> None:
         """Shut the helper down; it stops whatever is still registered first."""
-        with self._lock:
-            proc, self._proc = self._proc, None
-            self._groups.clear()
+        proc, self._proc = self._proc, None
+        self._groups.clear()
         if proc is None or self._owner != os.getpid():
             return
         if proc.stdin is not None:
@@ -232,24 +223,6 @@ def _serve(stream: Iterable[bytes]) -> dict[int, float]:
     return groups
 
 
-def _lines(fd: int) -> Iterator[bytes]:
-    """The server's lines, read in batches: the helper pauses `READ_PAUSE` after each read,
-    so a busy server's messages pile up in the pipe (64 KiB: thousands of calls) and one
-    wake-up takes them all, where a wake-up per message would cost more CPU than the
-    message (two per call). An idle server wakes it not at all; end-of-file is seen at
-    most `READ_PAUSE` late."""
-    rest = b""
-    while True:
-        data = os.read(fd, 65536)
-        if not data:
-            if rest:
-                yield rest
-            return
-        *lines, rest = (rest + data).split(b"\n")
-        yield from lines
-        time.sleep(READ_PAUSE)
-
-
 def _end(groups: dict[int, float]) -> None:
     """TERM every group; KILL each one still alive once its own grace has passed."""
     now = time.monotonic()
@@ -271,7 +244,7 @@ def main() -> None:
     """The helper: run as a script by `Watchdog`, reading its stdin."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    groups = _serve(_lines(sys.stdin.fileno()))
+    groups = _serve(sys.stdin.buffer)
     if groups:
         _end(groups)
 

@@ -284,15 +284,14 @@ async def test_slot_is_released_after_cancellation(make_backend: Any, tmp_path: 
 
 @pytest.mark.parametrize("budget", [0.0, 60.0])
 async def test_process_starts_take_turns_with_the_event_loop(monkeypatch: pytest.MonkeyPatch, budget: float) -> None:
-    """Where starts run on the event loop (a Python that holds the GIL through vfork, see
-    `process.THREADED_STARTS`), calls released at once start their processes in turns: once a turn of the event loop
+    """Calls released at once start their processes in turns: once a turn of the event loop
     has spent its budget on starts (here none at all), what else is ready (a ping read
     meanwhile) runs before the next start; starts within the budget wait for nothing. And a
     start, once made, reaches its caller even if the call is cancelled meanwhile."""
-    import mcpcli.toolsfile.starts
-    from mcpcli.toolsfile.starts import Starts
+    import mcpcli.toolsfile.process
+    from mcpcli.toolsfile.process import Starts
 
-    monkeypatch.setattr(mcpcli.toolsfile.starts, "TURN_BUDGET", budget)
+    monkeypatch.setattr(mcpcli.toolsfile.process, "TURN_BUDGET", budget)
     starts = Starts()
     order: list[str] = []
 
@@ -322,96 +321,3 @@ async def test_process_starts_take_turns_with_the_event_loop(monkeypatch: pytest
         await anyio.lowlevel.checkpoint()
         pytest.fail("the cancellation should have come at the next checkpoint")
     assert got == ["started"]
-
-
-class _HeldStart:
-    """`process._spawn` held on its thread until the test lets it go: who let it go (the
-    event loop, or the bounded wait running out), and what it started."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        import threading
-
-        import mcpcli.toolsfile.process as process
-
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.released: list[bool] = []  # True: released by the test, False: the wait ran out
-        self.pids: list[int] = []
-        real = process._spawn
-
-        def held(*args: Any) -> Any:
-            self.entered.set()
-            self.released.append(self.release.wait(10))
-            spawned = real(*args)
-            self.pids.append(spawned[0].pid)
-            return spawned
-
-        monkeypatch.setattr(process, "_spawn", held)
-
-
-async def _run(spawner: Any, tmp_path: Path, script: str) -> Any:
-    import os
-
-    from mcpcli.toolsfile.process import run_process
-
-    return await run_process(["sh", "-c", script], env=os.environ, cwd=str(tmp_path), stdin=None, timeout=60,
-                             kill_grace=5, max_bytes=1000, spawner=spawner)
-
-
-async def test_process_starts_leave_the_event_loop_free(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A process starts on a worker thread: while it is starting (here held until the
-    event loop lets it go; a start on the loop would hold the loop itself), the loop runs."""
-    from mcpcli.toolsfile.starts import Spawner
-
-    start = _HeldStart(monkeypatch)
-    spawner = Spawner(threaded=True)
-    got: list[Any] = []
-
-    async def call() -> None:
-        got.append(await _run(spawner, tmp_path, "echo ok"))
-
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await wait_until_async(start.entered.is_set, what="the start to begin")
-            start.release.set()
-    finally:
-        spawner.close()
-    assert start.released == [True]
-    assert got[0].returncode == 0 and got[0].stdout == b"ok\n"
-
-
-@pytest.mark.parametrize("how", ["scope", "foreign"])
-async def test_a_call_cancelled_while_its_process_starts_stops_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                                  how: str) -> None:
-    """A call cancelled while its process is starting still stops that process once it has
-    started: the cancellation, anyio's or a foreign `Task.cancel()`, reaches the call when
-    the start is made, and the group gets the stop sequence. Nothing is left running
-    either way (the autouse fixture checks too)."""
-    import asyncio
-
-    from mcpcli.toolsfile.starts import Spawner
-
-    start = _HeldStart(monkeypatch)
-    spawner = Spawner(threaded=True)
-    try:
-        if how == "scope":
-            with anyio.CancelScope() as scope:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_run, spawner, tmp_path, "sleep 60")
-                    await wait_until_async(start.entered.is_set, what="the start to begin")
-                    scope.cancel()
-                    start.release.set()
-            assert scope.cancelled_caught
-        else:
-            task = asyncio.ensure_future(_run(spawner, tmp_path, "sleep 60"))
-            await wait_until_async(start.entered.is_set, what="the start to begin")
-            task.cancel()
-            start.release.set()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-        await wait_until_async(lambda: bool(start.pids), what="the start to be made")
-    finally:
-        spawner.close()  # waits for the thread, which discards a start its caller left
-    assert start.released == [True]
-    await wait_until_async(lambda: not group_alive(start.pids[0]), what="the group to be gone")
