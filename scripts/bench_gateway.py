@@ -138,6 +138,21 @@ def busy(pids: list[int]) -> float:
     return sum(sum(cpu_seconds(pid)) for pid in pids)
 
 
+async def concurrent_calls(client: Client, calls: int, concurrency: int) -> None:
+    """`calls` echo calls, `concurrency` of them in flight at a time."""
+    remaining = calls
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            await client.call_tool("echo", {"text": "hi"})
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+
+
 async def measure(argv: list[str], calls: int, concurrency: int,
                   checkout: Path | None = None) -> dict[str, float]:
     env = {"PYTHONPATH": str(checkout)} if checkout is not None else None
@@ -157,23 +172,13 @@ async def measure(argv: list[str], calls: int, concurrency: int,
         cpu1 = cpu_seconds(pid)
         user, system = (cpu1[0] - cpu0[0]) / calls, (cpu1[1] - cpu0[1]) / calls
 
-        remaining = calls
-
-        async def worker() -> None:
-            nonlocal remaining
-            while remaining > 0:
-                remaining -= 1
-                await client.call_tool("echo", {"text": "hi"})
-
         # CPU per call under load, by process: the relay (none when direct), the upstream
         # (the relay's child, or the process itself when direct), the client (us).
         upstream = children(pid) or [pid]
         relay = [pid] if upstream != [pid] else []
         before = busy(relay), busy(upstream), sum(cpu_seconds(os.getpid()))
         start = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            for _ in range(concurrency):
-                tg.start_soon(worker)
+        await concurrent_calls(client, calls, concurrency)
         rate = calls / (time.perf_counter() - start)
         after = busy(relay), busy(upstream), sum(cpu_seconds(os.getpid()))
         load = [(b - a) / calls * 1000 for a, b in zip(before, after, strict=True)]
@@ -199,17 +204,7 @@ async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int =
         assert transport.process is not None
         pid = str(transport.process.pid)
         subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True, timeout=120)
-        remaining = calls
-
-        async def worker() -> None:
-            nonlocal remaining
-            while remaining > 0:
-                remaining -= 1
-                await client.call_tool("echo", {"text": "hi"})
-
-        async with anyio.create_task_group() as tg:
-            for _ in range(concurrency):
-                tg.start_soon(worker)
+        await concurrent_calls(client, calls, concurrency)
         subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True, timeout=120)
     for line in Path(out + ".1").read_text().splitlines():
         if line.startswith("summary:"):

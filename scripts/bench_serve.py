@@ -241,7 +241,8 @@ def _start_server(checkout: Path | None, tools: Path, port: int, wrap: list[str]
     )
 
 
-def _stop_server(server: subprocess.Popen[bytes]) -> None:
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """TERM a benchmark's server, KILL it if it has not gone within 30 s."""
     server.terminate()
     try:
         server.wait(timeout=30)
@@ -268,7 +269,7 @@ def instructions(checkout: Path | None, tools: Path, calls: int, concurrency: in
         if errors:
             raise RuntimeError(f"{errors} calls failed")
     finally:
-        _stop_server(server)
+        stop_server(server)
     total = 0
     for dump in Path(tmp).glob(Path(out).name + ".*"):
         for line in dump.read_text(errors="replace").splitlines():
@@ -360,7 +361,7 @@ def main() -> int:
         finally:
             for proc in (sdk, base, server):
                 if proc is not None:
-                    _stop_server(proc)
+                    stop_server(proc)
     def median(i: int) -> float:
         return float(statistics.median(r[i] for r in rounds))
 

@@ -23,7 +23,6 @@ import asyncio
 import os
 import resource
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_serve import free_port, stop_server
+
 TOOLS = """version: 1
 tools:
   - name: trivial
@@ -40,12 +42,6 @@ tools:
     run:
       argv: [echo, ok]
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_mib(pid: int) -> float:
@@ -216,12 +212,7 @@ def main() -> None:
             if args.bodies > 0:
                 asyncio.run(bodies(args, server.pid, url, token))
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_server(server)
 
 
 if __name__ == "__main__":
