@@ -51,6 +51,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from mcpcli.cache import ExitRecords
     from mcpcli.cli._oneshot_client import Stderr, StdioServer
     from mcpcli.transports.spawn import Launch
 
@@ -163,9 +164,11 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
         from mcpcli.cache import ExitRecords
 
         err = Stderr()
-        server = StdioServer(process, err, call["quiet"], ExitRecords([spec.command, *spec.args]))
+        command_line = [spec.command, *spec.args]
+        exits = ExitRecords(command_line)  # the server started again (era probe) shares it
+        server = StdioServer(process, err, call["quiet"], exits)
         client = SyncClient(server, prog, call["timeout"], call["max_timeout"], call["quiet"], call["trace"])
-        client.respawn = lambda: _respawn(spec, err, call["quiet"])
+        client.respawn = lambda: _respawn(spec, err, call["quiet"], exits)
     except BaseException as exc:
         # Interrupted this early (or a bug): the server must not outlive us.
         signal.signal(signal.SIGTERM, previous)
@@ -183,7 +186,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     status: int | None = None
     try:
         try:
-            status = call_tool(client, call, [spec.command, *spec.args], target, probe_timeout)
+            status = call_tool(client, call, command_line, target, probe_timeout)
         except Fallback:
             err.dropped = True  # the full path runs the command from the start
             return None
@@ -217,7 +220,7 @@ def _run(call: dict[str, Any], spec: Launch, target: str | None, probe_timeout: 
     return status
 
 
-def _respawn(spec: Launch, err: Stderr, quiet: bool) -> StdioServer:
+def _respawn(spec: Launch, err: Stderr, quiet: bool, exits: ExitRecords) -> StdioServer:
     """The server started again (`StdioTransport.connect`'s start, its failure worded alike)."""
     import signal
 
@@ -229,10 +232,8 @@ def _respawn(spec: Launch, err: Stderr, quiet: bool) -> StdioServer:
         process = spawn(spec.command, spec.args, spec.env, spec.cwd)
     except SpawnError as exc:
         raise TransportError(str(exc), hint=exc.hint) from None
-    from mcpcli.cache import ExitRecords
-
     try:
-        return StdioServer(process, err, quiet, ExitRecords([spec.command, *spec.args]))
+        return StdioServer(process, err, quiet, exits)
     except BaseException:
         try:
             os.killpg(process.pid, signal.SIGKILL)
