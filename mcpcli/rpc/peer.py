@@ -3,16 +3,15 @@
 Both the client and the server run on `Peer`. It owns request ids and their
 correlation, concurrent outgoing requests, timeouts that progress notifications
 reset (up to a hard maximum), cancellation in both directions, and dispatch of
-incoming requests and notifications to the handlers it was given.
+incoming requests and notifications to the handlers it was given, and requests a
+relay passes through whole (`mcpcli.rpc.forwarding`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -51,47 +50,27 @@ from mcpcli.rpc.clock import user_interaction
 from mcpcli.rpc.context import RequestContext
 from mcpcli.rpc.faults import HandlerError, log_unexpected, report_default
 from mcpcli.rpc.faults import internal as _internal
+from mcpcli.rpc.forwarding import Forward, Passthrough, RelayHook
+from mcpcli.rpc.waiting import Pending, ProgressHandler, SlowHandler, seconds
 from mcpcli.transports import Envelope, RequestFailed, Streams
 from mcpcli.transports.lines import FrameReader
 
 __all__ = [
-    "HandlerError", "Peer", "RequestContext", "log_unexpected", "report_default", "rpc_error_from", "user_interaction",
+    "HandlerError", "Peer", "ProgressHandler", "RequestContext", "SlowHandler", "log_unexpected", "report_default",
+    "rpc_error_from", "user_interaction",
 ]
 
 log = logging.getLogger("mcpcli.rpc.peer")
-
-def _seconds(value: float | bool | None) -> float | None:
-    """A time bound as a number of seconds (None: none)."""
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
 
 RequestHandler = Callable[[Request, "RequestContext"], Awaitable[dict[str, Any]]]
 #: The answer to a request that needs no work (None: it does): given at once.
 QuickAnswer = Callable[[Request], "dict[str, Any] | None"]
 NotificationHandler = Callable[[Notification, Envelope], Awaitable[None]]
-ProgressHandler = Callable[[dict[str, Any]], None]
 Tracer = Callable[[str, Message | Batch], None]
 ErrorReporter = Callable[[Exception], None]
-#: Told that a request has gone unanswered for a while: (method, seconds waited); returns
-#: what to call once it ends (answered, failed or given up).
-SlowHandler = Callable[[str, float], Callable[[], None]]
 
 #: How many incoming requests may run at once before new ones are refused.
 MAX_CONCURRENT_INCOMING = 64
-
-
-@dataclass(slots=True)
-class _Pending:
-    method: str
-    clock: RequestClock
-    on_progress: ProgressHandler | None
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: dict[str, Any] | None = None
-    error: McpCliError | None = None
-
-    def progressed(self, params: dict[str, Any]) -> None:
-        if self.clock.progressed(params, anyio.current_time()) and self.on_progress is not None:
-            self.on_progress(params)
 
 
 class Peer:
@@ -111,15 +90,16 @@ class Peer:
         on_slow: SlowHandler | None = None,
         slow_after: float = 3.0,
         quick: QuickAnswer | None = None,
+        relay: RelayHook | None = None,
     ) -> None:
-        """`on_slow`: called when a request with a time bound (one whose caller expects an
-        answer, unlike a stream or a wait on a task) has gone `slow_after` seconds without
-        one, not counting time a person spends at a prompt or signing in."""
+        """`on_slow`: see `mcpcli.rpc.waiting`. `relay`: offered each incoming request as it
+        is read, to pass it through (`mcpcli.rpc.forwarding`)."""
         self._read, self._write = streams
         self._on_request = on_request
         #: Answers that need no work (ping), sent as the request is read: ahead of the
         #: work queued before them and past the concurrency cap, which must not starve them.
         self._quick = quick
+        self._through = Passthrough(relay)
         self._on_notification = on_notification
         self._on_error = on_error
         self._trace = trace
@@ -129,7 +109,7 @@ class Peer:
         self.on_slow = on_slow
         self.slow_after = slow_after
         self._ids = itertools.count(1)
-        self._pending: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
         self._incoming: dict[RequestId, anyio.CancelScope] = {}
         self._closed: ConnectionClosed | None = None
         self._closed_event = anyio.Event()
@@ -163,6 +143,7 @@ class Peer:
         assert self._requests is not None
         if isinstance(self._read, FrameReader):
             self._read.take_at_once(None)
+        self._through.let_go()
         self._tg.cancel_scope.cancel()
         try:
             await self._requests.aclose()
@@ -268,39 +249,16 @@ class Peer:
             request_id = self.next_id()
         request = outgoing_request(method, params, request_id, progress_token=progress_token)
         now = anyio.current_time()
-        clock = RequestClock.start(now, _seconds(tmo), _seconds(hard))
-        pending = _Pending(method, clock, on_progress)
+        clock = RequestClock.start(now, seconds(tmo), seconds(hard))
+        pending = Pending(method, clock, on_progress)
         self._pending[request_id] = pending
         paused_at_start = _CLOCK.paused_so_far()
-        slow_at = now + self.slow_after if self.on_slow is not None and clock.bounded else math.inf
-        slow_done: Callable[[], None] | None = None
         try:
             await self.send(Envelope(request, related_request_id, headers))
-            while not pending.done.is_set():
-                paused = _CLOCK.paused_so_far() - paused_at_start
-                current = anyio.current_time()
-                remaining = clock.remaining(current, paused)
-                if _CLOCK.depth:
-                    remaining = max(remaining, 0.5)  # look again once the person is done
-                if remaining <= 0:
-                    if cancel_on_timeout and cancels_on_giving_up(method):
-                        await self._cancel_remote(request_id, "timed out")
-                    raise RequestTimeout(timed_out_message(method, anyio.current_time() - now))
-                if slow_at != math.inf:
-                    until_slow = slow_at + paused - current
-                    if _CLOCK.depth:
-                        until_slow = max(until_slow, 0.5)  # a person is busy: not the server's silence
-                    elif until_slow <= 0:
-                        assert self.on_slow is not None
-                        slow_at = math.inf
-                        slow_done = self.on_slow(method, current - now - paused)
-                        continue
-                    remaining = min(remaining, until_slow)
-                if remaining == math.inf:
-                    await pending.done.wait()
-                else:
-                    with anyio.CancelScope(deadline=current + remaining):
-                        await pending.done.wait()
+            if not await pending.wait(now, paused_at_start, self.on_slow, self.slow_after):
+                if cancel_on_timeout and cancels_on_giving_up(method):
+                    await self._cancel_remote(request_id, "timed out")
+                raise RequestTimeout(timed_out_message(method, anyio.current_time() - now))
         except anyio.get_cancelled_exc_class():
             if cancels_on_giving_up(method) and not pending.done.is_set():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
@@ -308,8 +266,8 @@ class Peer:
             raise
         finally:
             self._pending.pop(request_id, None)
-            if slow_done is not None:
-                slow_done()
+            if pending.slow_done is not None:
+                pending.slow_done()
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
@@ -320,6 +278,51 @@ class Peer:
             await self.send(Envelope(cancel_notice(request_id, reason)))
         except ConnectionClosed:
             pass
+
+    # -- passed through whole (mcpcli.rpc.forwarding) ----------------------------
+
+    def forward(self, request: Request, to: Forward) -> bool:
+        """Send `request` (id from `next_id`) now, its answer, progress and failure going to
+        `to`; False if it cannot go at once (no room, or closed): nothing was sent."""
+        if self._closed is not None:
+            return False
+        if self._trace is not None:
+            self._trace("send", request)
+        try:
+            self._write.send_nowait(Envelope(request))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        self._through.forwarded[request.id] = to
+        return True
+
+    def unforward(self, request_id: RequestId, reason: str | None) -> None:
+        """Forget a forwarded request (a late answer is dropped); `reason`: it is cancelled."""
+        if self._through.forwarded.pop(request_id, None) is None or reason is None or self._closed is not None:
+            return
+        envelope = Envelope(cancel_notice(request_id, reason))
+        try:
+            self._write.send_nowait(envelope)
+        except anyio.WouldBlock:
+            assert self._tg is not None
+            self._tg.start_soon(self._send_later, envelope)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def adopt_relayed(self, envelope: Envelope, request: Request, handler: RequestHandler) -> None:
+        """Handle a request a relay took as usual after all: in a task, by `handler`."""
+        if self._through.relayed.pop(request.id, None) is None:
+            return  # cancelled meanwhile
+        assert self._requests is not None
+        scope = anyio.CancelScope()
+        self._incoming[request.id] = scope
+        self._requests.start(self._run_request, envelope, request, scope, handler, scope=scope)
+
+    def answer_relayed(self, message: Response | ErrorResponse) -> None:
+        """The answer to an incoming request a relay took (dropped if it was cancelled)."""
+        if self._through.relayed.pop(message.id, None) is None:
+            return
+        self._done()
+        self._reply_now(message)
 
     # -- incoming --------------------------------------------------------------
 
@@ -365,11 +368,14 @@ class Peer:
             if not pending.done.is_set():
                 pending.error = self._closed
                 pending.done.set()
+        self._through.fail_all(self._closed)
         self._closed_event.set()
 
     def _fail_request(self, failed: RequestFailed) -> None:
         """The transport failed one request (an HTTP error status): raise its typed error."""
         pending = self._pending.get(failed.request_id)
+        if pending is None and self._through.failed(failed.request_id, failed.error):
+            return
         if pending is None or pending.done.is_set():
             log.debug("ignoring a failure of unknown request id %r: %s", failed.request_id, failed.error)
             return
@@ -381,6 +387,8 @@ class Peer:
         if not isinstance(exc, ProtocolError) or exc.request_id is None:
             return False
         pending = self._pending.get(exc.request_id)
+        if pending is None and self._through.failed(exc.request_id, exc):
+            return True
         if pending is None or pending.done.is_set():
             return False
         pending.error = exc
@@ -414,6 +422,8 @@ class Peer:
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         pending = self._pending.get(message.id) if message.id is not None else None
+        if pending is None and self._through.forwarded and self._through.answered(message):
+            return
         if pending is None or pending.done.is_set():
             if isinstance(message, ErrorResponse) and message.id is None:
                 # An error the peer could not tie to a request (e.g. it could not parse ours).
@@ -434,10 +444,14 @@ class Peer:
             if pending is not None:
                 pending.progressed(params)
                 return
+            if self._through.forwarded and self._through.progressed(params):
+                return
         elif note.method == "notifications/cancelled":
             scope = self._incoming.get(params.get("requestId"))  # type: ignore[arg-type]
             if scope is not None:
                 scope.cancel()
+            elif self._through.relayed and self._through.cancel(params.get("requestId")):
+                self._done()
             return
         if self._on_notification is not None:
             try:
@@ -447,7 +461,7 @@ class Peer:
 
     def _start_request(self, envelope: Envelope, request: Request) -> None:
         assert self._tg is not None
-        if request.id in self._incoming:
+        if request.id in self._incoming or request.id in self._through.relayed:
             self._reply_now(ErrorResponse(request.id, ErrorObject(jsonrpc.INVALID_REQUEST, "duplicate request id")))
             return
         if self._quick is not None:
@@ -455,10 +469,13 @@ class Peer:
             if result is not None:
                 self._reply_now(Response(request.id, result))
                 return
-        if len(self._incoming) >= MAX_CONCURRENT_INCOMING:
+        if len(self._incoming) + len(self._through.relayed) >= MAX_CONCURRENT_INCOMING:
             # Written at once too: a flood of refusals queued as tasks would delay the rest.
             self._reply_now(ErrorResponse(
                 request.id, ErrorObject(jsonrpc.INTERNAL_ERROR, "too many concurrent requests")))
+            return
+        if self._through.take(envelope, request):
+            self._busy()
             return
         assert self._requests is not None
         scope = anyio.CancelScope()
@@ -503,15 +520,17 @@ class Peer:
         except ConnectionClosed:
             pass
 
-    async def _answer(self, envelope: Envelope, request: Request, ctx: RequestContext | None = None) -> Message:
+    async def _answer(self, envelope: Envelope, request: Request, ctx: RequestContext | None = None,
+                      handler: RequestHandler | None = None) -> Message:
         """Run the handler for one request: its response (a cancelled one raises)."""
         response: Message
+        on_request = handler or self._on_request
         try:
-            if self._on_request is None:
+            if on_request is None:
                 raise RPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {request.method}")
             if ctx is None:
                 ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
-            result = await self._on_request(request, ctx)
+            result = await on_request(request, ctx)
             response = Response(request.id, result)
         except RPCError as exc:
             response = ErrorResponse(request.id, ErrorObject(exc.code, exc.rpc_message, exc.data))
@@ -528,14 +547,15 @@ class Peer:
         return response
 
     async def _run_request(
-        self, envelope: Envelope, request: Request, scope: anyio.CancelScope
+        self, envelope: Envelope, request: Request, scope: anyio.CancelScope,
+        handler: RequestHandler | None = None,
     ) -> None:
         """Answer one request; runs inside `scope`, which `notifications/cancelled` cancels."""
         ctx = RequestContext(self, request, envelope.context, envelope.related_request_id)
         ctx._scope = scope
         try:
             try:
-                response = await self._answer(envelope, request, ctx)
+                response = await self._answer(envelope, request, ctx, handler)
             finally:
                 if not ctx.answered:
                     self._incoming.pop(request.id, None)
