@@ -522,18 +522,21 @@ class Client:
         timeout: float | bool | None = True,
         max_timeout: float | bool | None = True,
         meta: JSON | None = None,
+        first: JSON | None = None,
     ) -> JSON:
         """Call a tool and return its result, running it as a task where the server
         wants one (see `mcpcli.client.tasks`): the task is followed to its end, unless
         `task.detach` asks for the CreateTaskResult itself. `timeout`/`max_timeout`
         bound the `tools/call` request as `request` does (the daemon's `call` op passes
         the command's, since its session has no default), and `meta` is this call's
-        `--meta` (the daemon's, for the command; a client's own is `options.meta`)."""
+        `--meta` (the daemon's, for the command; a client's own is `options.meta`).
+        `first`: the answer to the first round, which a relay sent itself
+        (`exchange.plain_call`): the call goes on from there."""
         options = task or TaskOptions()
         called = await self._drive(self.exchange.call_tool(
             name, arguments, meta=meta, task_mode=options.mode, task_ttl_ms=options.ttl_ms,
             mirrors_headers=self.transport.traits.mirrors_headers, on_progress=on_progress,
-            timeout=timeout, max_timeout=max_timeout,
+            timeout=timeout, max_timeout=max_timeout, first=first,
         ))
         if called.task is None or options.detach:
             return called.result

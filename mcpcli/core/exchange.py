@@ -343,6 +343,7 @@ class Exchange:
         on_progress: Callable[[JSON], None] | None = None,
         timeout: float | bool | None = True,
         max_timeout: float | bool | None = True,
+        first: JSON | None = None,
     ) -> Flow[JSON]:
         """One request in the negotiated era, to its final result.
 
@@ -350,12 +351,39 @@ class Exchange:
         and the request sent once more. A `progressToken`
         already in `params["_meta"]` is kept (a task's progress outlives the request);
         otherwise the driver makes the request's id the token.
+
+        `first`: the answer to the first round, which a relay sent itself (with
+        `first_sent`'s params): the flow goes on from there (2026-07-28 input rounds).
         """
         if self.era_from_cache:
-            return self._request_rechecked(method, params, on_progress, timeout, max_timeout)
+            return self._request_rechecked(method, params, on_progress, timeout, max_timeout, first)
         # The common case is the request's own flow, with no flow around it to delegate
         # through: every request of every command passes here.
-        return self._request(method, params, on_progress, timeout, max_timeout)
+        return self._request(method, params, on_progress, timeout, max_timeout, first)
+
+    def first_sent(self, method: str, params: JSON) -> JSON | None:
+        """The params the first round of `request(method, params)` sends, for a relay
+        that sends that round itself and resumes with `first=` its answer; None when
+        the flow would do more than send them (an era to recheck)."""
+        if self.era_from_cache:
+            return None
+        params = self._with_own_meta(params)
+        if self.era == "legacy":
+            return params
+        return with_meta(params, self._round_meta(method))
+
+    def _with_own_meta(self, params: JSON | None) -> JSON:
+        params = dict(params or {})
+        if self.meta:
+            given = params.get("_meta")
+            params["_meta"] = {**self.meta, **(given if isinstance(given, dict) else {})}
+        return params
+
+    def _round_meta(self, method: str) -> JSON:
+        meta = self.request_meta(self.protocol_version)
+        if self.tasks_extension and method in DECLARE_ON:
+            meta[CLIENT_CAPABILITIES_KEY] = with_extension(meta[CLIENT_CAPABILITIES_KEY])
+        return meta
 
     def _request_rechecked(
         self,
@@ -364,9 +392,10 @@ class Exchange:
         on_progress: Callable[[JSON], None] | None,
         timeout: float | bool | None,
         max_timeout: float | bool | None,
+        first: JSON | None = None,
     ) -> Flow[JSON]:
         try:
-            return (yield from self._request(method, params, on_progress, timeout, max_timeout))
+            return (yield from self._request(method, params, on_progress, timeout, max_timeout, first))
         except (RPCError, TransportError) as exc:
             if not looks_legacy(exc):
                 raise
@@ -381,27 +410,28 @@ class Exchange:
         on_progress: Callable[[JSON], None] | None,
         timeout: float | bool | None,
         max_timeout: float | bool | None,
+        first: JSON | None = None,
     ) -> Flow[JSON]:
-        params = dict(params or {})
-        given = params.get("_meta")
+        given = params.get("_meta") if params else None
         own_token = isinstance(given, dict) and "progressToken" in given
-        if self.meta:
-            params["_meta"] = {**self.meta, **(given if isinstance(given, dict) else {})}
+        params = self._with_own_meta(params)
 
         def send(sent: JSON) -> Send:
             return Send(method, sent, timeout=timeout, max_timeout=max_timeout,
                         progress_token=not own_token, on_progress=on_progress)
 
         if self.era == "legacy":
+            if first is not None:
+                return first
             answer: JSON = yield send(params)
             return answer
         base = params
         for _round in range(MAX_INPUT_ROUNDS):
-            meta = self.request_meta(self.protocol_version)
-            if self.tasks_extension and method in DECLARE_ON:
-                meta[CLIENT_CAPABILITIES_KEY] = with_extension(meta[CLIENT_CAPABILITIES_KEY])
             try:
-                result: JSON = yield send(with_meta(base, meta))
+                if first is not None:
+                    result, first = first, None
+                else:
+                    result = yield send(with_meta(base, self._round_meta(method)))
             except UnsupportedVersionError as exc:
                 choice = pick_version(exc.supported, prefer=MODERN_VERSIONS)
                 if choice is None or choice == self.protocol_version:
@@ -450,13 +480,15 @@ class Exchange:
         on_progress: Callable[[JSON], None] | None = None,
         timeout: float | bool | None = True,
         max_timeout: float | bool | None = True,
+        first: JSON | None = None,
     ) -> Flow[Called]:
         """`tools/call`, asking a 2025-11-25 server for a task where the tool needs (or,
         with `task_mode` "always", allows) one, and reading the answer in either era.
 
         `mirrors_headers` (Streamable HTTP, 2026-07-28): the tool's `x-mcp-header`
         parameters travel as headers too, so the tool is listed first, and listed again
-        once if the server disagrees about them (HEADER_MISMATCH)."""
+        once if the server disagrees about them (HEADER_MISMATCH). `first`: as `request`'s
+        (a relay sent `plain_call`'s params itself)."""
         params: JSON = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -475,7 +507,7 @@ class Exchange:
             yield ListTools()
         limits: JSON = {"on_progress": on_progress, "timeout": timeout, "max_timeout": max_timeout}
         try:
-            result = yield from self.request(TOOLS_CALL, params, **limits)
+            result = yield from self.request(TOOLS_CALL, params, first=first, **limits)
         except RPCError as exc:
             if exc.code != HEADER_MISMATCH or not mirrors:
                 raise
@@ -484,6 +516,17 @@ class Exchange:
             yield ListTools()
             result = yield from self.request(TOOLS_CALL, params, **limits)
         return Called(result, task_of(result, self.era), token)
+
+    def plain_call(self, name: str, arguments: JSON, *, mirrors_headers: bool = False) -> JSON | None:
+        """What `call_tool(name, arguments)` sends in its first round when that is all
+        it does before the answer (no task to ask for, no listing, no era to recheck), for
+        a relay to send itself; None otherwise."""
+        if mirrors_headers and self.era == "modern":
+            return None
+        if self.era == "legacy" and server_accepts_tasks(self.capabilities) and (
+                self.tools is None or should_augment(self.capabilities, self.known_tool(name), "auto")):
+            return None
+        return self.first_sent(TOOLS_CALL, {"name": name, "arguments": arguments})
 
     def listen_params(self, notifications: JSON) -> JSON:
         """A 2026-07-28 `subscriptions/listen`'s params: what is wanted, and the request `_meta`."""

@@ -34,6 +34,8 @@ __all__ = [
 
 JSON = dict[str, Any]
 TaskMode = Literal["auto", "always", "never"]
+#: A tool's `execution.taskSupport`.
+TaskSupport = Literal["required", "optional", "forbidden"]
 
 #: Requests that may be answered with a task (the extension supports only tools/call).
 TASK_CREATING_METHODS = frozenset({TOOLS_CALL})
@@ -133,11 +135,11 @@ def server_accepts_tasks(capabilities: JSON) -> bool:
     return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
 
 
-def task_support(tool: JSON | None) -> str:
+def task_support(tool: JSON | None) -> TaskSupport:
     """A tool's `execution.taskSupport` ("forbidden" when absent)."""
     execution = tool.get("execution") if isinstance(tool, dict) else None
     value = execution.get("taskSupport") if isinstance(execution, dict) else None
-    return value if value in ("required", "optional", "forbidden") else "forbidden"
+    return value if value in ("required", "optional") else "forbidden"
 
 
 def should_augment(capabilities: JSON, tool: JSON | None, mode: TaskMode) -> bool:

@@ -268,3 +268,40 @@ def test_ping_is_ping_in_legacy_and_discover_in_modern() -> None:
     ex = exchange()
     run(ex.negotiate(ProbeTraits(legacy_only=True), NoMemory()), Script(INITIALIZE))
     assert run(ex.ping(), Script({})) == "ping"
+
+
+def test_a_relay_sends_a_plain_calls_first_round_itself_and_the_flow_goes_on_from_its_answer() -> None:
+    ex = _modern()
+    sent = ex.plain_call("t", {"x": 1})
+    assert sent is not None
+    # What the flow itself would have sent first: the same params, the same _meta.
+    script = Script({"content": []})
+    run(ex.call_tool("t", {"x": 1}), script)
+    [own] = script.ops
+    assert isinstance(own, Send) and own.params == sent
+    # Given the answer to that round (an input round), the flow answers it and retries.
+    asked = {"inputRequests": {"k": {"method": "elicitation/create", "params": {"message": "?"}}},
+             "resultType": "input_required", "requestState": "s1"}
+    script = Script({"k": {"action": "accept"}}, {"content": [{"type": "text", "text": "done"}]})
+    called: Called = run(ex.call_tool("t", {"x": 1}, first=asked), script)
+    answer, retry = script.ops
+    assert isinstance(answer, Answer)
+    assert isinstance(retry, Send) and retry.params is not None and retry.params["requestState"] == "s1"
+    assert called.result == {"content": [{"type": "text", "text": "done"}]}
+
+
+def test_a_plain_call_is_none_where_the_flow_does_more_than_send_it() -> None:
+    modern = _modern()
+    assert modern.plain_call("t", {}, mirrors_headers=True) is None  # the tool is listed first
+    legacy = exchange()
+    caps = {"tasks": {"requests": {"tools": {"call": {}}}}, "tools": {}}
+    run(legacy.negotiate(STDIO, NoMemory()), Script(RPCError(-32601, "no"), {**INITIALIZE, "capabilities": caps}))
+    assert legacy.plain_call("t", {}) is None  # a task server: the tool is not known yet
+    legacy.set_tools({"tools": [{"name": "t"}, {"name": "slow", "execution": {"taskSupport": "required"}}]})
+    assert legacy.plain_call("t", {}) == {"name": "t", "arguments": {}}
+    assert legacy.plain_call("slow", {}) is None  # asked for as a task
+    answered: Called = run(legacy.call_tool("t", {}, first={"content": []}), Script())
+    assert answered.result == {"content": []}
+    cached = exchange()
+    run(cached.negotiate(STDIO, Memory(discover=DISCOVER)), Script())
+    assert cached.era_from_cache and cached.plain_call("t", {}) is None  # an era still to confirm
