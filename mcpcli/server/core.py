@@ -60,6 +60,7 @@ from mcpcli.server._state import Runtime
 from mcpcli.server.backend import Backend
 from mcpcli.server.calls import IncomingRequest, Outlet
 from mcpcli.server.handlers import Handlers
+from mcpcli.server.handoff import relay_hook
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
 from mcpcli.server.subscriptions import (
     LIST_CHANGED,
@@ -331,12 +332,15 @@ class Server:
             await self._serve(streams, connection or self.connection(transport))
 
     async def _serve(self, streams: Streams, conn: ServerConnection) -> None:
+        # A backend that passes plain tool calls through whole (the gateway's): `passing`.
+        pass_call = getattr(self.backend, "pass_call", None)
         async with Peer(
             streams,
             on_request=conn.on_request,
             on_notification=conn.on_notification,
             on_error=self._transport_warning,
             quick=conn.quick,
+            relay=relay_hook(self.runtime, self._decorate, conn, pass_call) if pass_call is not None else None,
         ) as peer:
             conn.peer = peer
             self.runtime.sinks.add(conn.sink)

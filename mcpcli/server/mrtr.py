@@ -42,7 +42,7 @@ from mcpcli.server.meta import ModernError
 if TYPE_CHECKING:
     from mcpcli.server.tasks.store import Escalation
 
-__all__ = ["call_backend", "input_responses"]
+__all__ = ["call_backend", "declined", "input_responses"]
 
 JSON = dict[str, Any]
 
@@ -60,15 +60,22 @@ async def call_backend(
         try:
             return await invoke(Call(rq))
         except InputDeclined as exc:
-            raise RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}") from None
+            raise declined(rq, exc) from None
     try:
         return await _run_round(runtime, rq, invoke, escalation)
     except InputDeclined as exc:
-        raise ModernError(
-            MISSING_REQUIRED_CLIENT_CAPABILITY,
-            f"Missing required client capability: {', '.join(exc.capabilities) or exc}",
-            {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
-        ) from None
+        raise declined(rq, exc) from None
+
+
+def declined(rq: IncomingRequest, exc: InputDeclined) -> RPCError:
+    """The error a call the client cannot answer ends with, in the request's era."""
+    if rq.era == "legacy":
+        return RPCError(INVALID_REQUEST, f"the client cannot answer: {exc}")
+    return ModernError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {', '.join(exc.capabilities) or exc}",
+        {"requiredCapabilities": {cap: {} for cap in exc.capabilities}},
+    )
 
 
 async def _run_round(
