@@ -49,7 +49,7 @@ from mcpcli.errors import McpCliError, RPCError
 from mcpcli.relay.routing import Message, Router
 from mcpcli.server.backend import CallContext, InputDeclined
 
-__all__ = ["ASKABLE", "Asking", "Call", "Calling", "DownstreamRoots", "UpstreamHooks", "current_call", "on_behalf_of", "serving"]
+__all__ = ["ASKABLE", "Asking", "Call", "Calling", "DownstreamRoots", "UpstreamHooks", "current_call", "declined", "on_behalf_of", "serving"]
 
 log = logging.getLogger("mcpcli.gateway")
 
@@ -167,6 +167,11 @@ class Call:
             self._lock = anyio.Lock()
         return self._lock
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing relayed is still going out and nothing is being asked: the answer may go."""
+        return self._pending == 0 and self.asking == 0
+
     def ask_done(self) -> None:
         self.asking -= 1
         if self.asking == 0 and self._idle is not None:
@@ -267,8 +272,17 @@ class Calling:
 def _declined(exc: BaseException) -> None:
     """The upstream needs what the client lacks: let our runtime say so, as it would
     itself (-32021, and HTTP 400 in 2026-07-28)."""
-    if isinstance(exc, RPCError) and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
-        raise InputDeclined(exc.rpc_message, capabilities=_required(exc.data)) from None
+    if isinstance(exc, RPCError):
+        lacking = declined(exc)
+        if lacking is not None:
+            raise lacking from None
+
+
+def declined(exc: RPCError) -> InputDeclined | None:
+    """What the upstream's -32021 (the client lacks a capability) is to our runtime."""
+    if exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return None
+    return InputDeclined(exc.rpc_message, capabilities=_required(exc.data))
 
 
 def _required(data: Any) -> list[str]:

@@ -26,15 +26,18 @@ import anyio.abc
 
 from mcpcli import __version__
 from mcpcli.core.jsonrpc import INVALID_PARAMS
-from mcpcli.errors import McpCliError, RPCError, TransportError
+from mcpcli.core.tasks import task_support
+from mcpcli.errors import McpCliError, RPCError
 from mcpcli.relay.listings import Reruns
 from mcpcli.server.backend import Backend, CallContext, ChangeListener, ResourceNotFound, TaskPolicy
+from mcpcli.server.handoff import Relay
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
 from .asking import DownstreamRoots, serving
 from .link import Link, Unavailable, tool_error
 from .options import GatewayOptions
+from .passing import Passed, pass_through
 from .rules import tool_allowed
 
 __all__ = ["GatewayBackend"]
@@ -362,11 +365,13 @@ class GatewayBackend:
         if link is None:
             policy = getattr(self.local, "task_policy", None)
             return policy(original) if policy is not None else None
-        execution = definition.get("execution")
-        support = execution.get("taskSupport") if isinstance(execution, dict) else None
-        if support not in ("optional", "required"):
-            return None
-        return TaskPolicy(support=support)
+        support = task_support(definition)
+        return TaskPolicy(support=support) if support != "forbidden" else None
+
+    def pass_call(self, name: str, arguments: JSON, ctx: CallContext, relay: Relay) -> Passed | None:
+        """An upstream tool's plain call, passed through whole (None: called as usual)."""
+        entry = self._tools.get(name)
+        return pass_through(entry, arguments, ctx, relay) if entry is not None else None
 
     async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
         with serving(ctx):
@@ -589,8 +594,6 @@ async def _forwarded(link: Link, method: str, params: JSON, ctx: CallContext | N
         return await link.request(method, params, ctx)
     except RPCError:
         raise
-    except (Unavailable, TransportError) as exc:
-        raise RPCError(-32603, f"upstream {link.name}: {exc}") from None
-    except McpCliError as exc:
+    except McpCliError as exc:  # Unavailable, a TransportError, ...
         raise RPCError(-32603, f"upstream {link.name}: {exc}") from None
 

@@ -33,15 +33,24 @@ from mcpcli.core.jsonrpc import METHOD_NOT_FOUND
 from mcpcli.errors import McpCliError, RequestTimeout, RPCError, TransportError
 from mcpcli.relay.listings import Listings
 from mcpcli.relay.upstream import Backoff, Owner, Policy, Supervisor
+from mcpcli.rpc.forwarding import Deadlines
 from mcpcli.server.backend import CallContext
 from mcpcli.server.meta import LEVEL_RANK
 from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 from mcpcli.transports import Transport
 
-from .asking import Asking, Calling, DownstreamRoots, UpstreamHooks, current_call, on_behalf_of
+from .asking import (
+    Asking,
+    Calling,
+    DownstreamRoots,
+    UpstreamHooks,
+    current_call,
+    on_behalf_of,
+)
 from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
+from .passing import tool_error
 
 __all__ = ["Link", "Unavailable", "tool_error"]
 
@@ -150,6 +159,8 @@ class Link:
         self._attempt = anyio.Event()
         self._error: Exception | None = None
         self._limiter = anyio.CapacityLimiter(max(1, upstream.concurrency))
+        #: The timeouts of the calls passed through whole (`mcpcli.gateway.passing`).
+        self.deadlines = Deadlines()
         #: The calls in flight and what the upstream asks of them (roots shared by the links).
         self.asking = Asking(self.name, roots if roots is not None else DownstreamRoots())
         self._log_level: str | None = None
@@ -327,8 +338,27 @@ class Link:
             result = await client.request(method, params)
         return _plain(result)
 
-    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext) -> JSON:
-        """Call `name` upstream; a broken or slow upstream is a tool error naming it."""
+    @property
+    def tasks(self) -> anyio.abc.TaskGroup | None:
+        """The gateway's task group (None: not running)."""
+        return self._tg
+
+    def take_slot(self, lease: object) -> bool:
+        """A slot of the upstream's concurrency for a call passed through whole, if one is free."""
+        try:
+            self._limiter.acquire_on_behalf_of_nowait(lease)
+        except anyio.WouldBlock:
+            return False
+        return True
+
+    def release(self, lease: object) -> None:
+        """A call passed through whole gives its slot back."""
+        self._limiter.release_on_behalf_of(lease)
+
+    async def call_tool(self, name: str, arguments: JSON, ctx: CallContext, *, first: JSON | None = None) -> JSON:
+        """Call `name` upstream; a broken or slow upstream is a tool error naming it.
+        `first`: the upstream's answer to a call passed through that needs more (its input
+        round, its task): the call goes on from there."""
         try:
             async with self.call(ctx) as (client, call):
                 tg = self._tg
@@ -339,7 +369,7 @@ class Link:
                     if isinstance(value, (int, float)):
                         call.relay(tg, ctx.progress, value, params.get("total"), params.get("message"))
 
-                result = await client.call_tool(name, arguments, on_progress=progress)
+                result = await client.call_tool(name, arguments, on_progress=progress, first=first)
         except Unavailable as exc:
             return tool_error(str(exc))
         except RequestTimeout as exc:
@@ -547,6 +577,3 @@ def _plain(result: JSON) -> JSON:
     return result
 
 
-def tool_error(text: str) -> JSON:
-    """A tool result that is an error saying `text` (what a broken upstream answers)."""
-    return {"content": [{"type": "text", "text": text}], "isError": True}

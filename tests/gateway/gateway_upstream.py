@@ -5,7 +5,8 @@ annotations (`echo` and `whoami` are read-only), `whoami` (this process's id
 and the environment variable GATEWAY_TEST_VAR, to see restarts and per-upstream
 env), `die` (exits the process mid-call: a crashed upstream), `Echo` (a tool
 whose name differs from `echo` only by case), and `grow` (adds a tool `extra_NNN`
-and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start);
+and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start),
+`refuse` (an error response with data);
 with GATEWAY_TEST_LOG, `slow` writes there when it starts and when it is cancelled.
 """
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "server"))
 
 from server_backends import JSON, DemoBackend, text
 
+from mcpcli.errors import RPCError
 from mcpcli.server import Server, serve_stdio
 from mcpcli.server.backend import CallContext
 
@@ -38,6 +40,7 @@ class UpstreamBackend(DemoBackend):
             {"name": "die", "inputSchema": {"type": "object"}},
             {"name": "grow", "inputSchema": {"type": "object"}},
             {"name": "Echo", "inputSchema": {"type": "object"}},
+            {"name": "refuse", "inputSchema": {"type": "object"}},
             {"name": "delete_all", "inputSchema": {"type": "object"},
              "annotations": {"destructiveHint": True}},
         ]
@@ -65,6 +68,8 @@ class UpstreamBackend(DemoBackend):
                 with open(os.environ["GATEWAY_TEST_LOG"], "a") as log:
                     log.write("cancelled\n")
                 raise
+        if name == "refuse":
+            raise RPCError(-32000, "refused here", {"why": "a test", "echo": arguments})
         if name in ("Echo", "delete_all"):
             return text(f"{name} ran")
         return await super().call_tool(name, arguments, ctx)
