@@ -146,13 +146,19 @@ class _StdoutWriter(FrameWriter):
         self._draining = anyio.Lock()
         self.closed = False
 
-    def write_nowait(self, data: bytes) -> None:
+    def admit(self) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         if self._transport.is_closing():
             raise anyio.BrokenResourceError
         if self._transport.get_write_buffer_size() > _BACKLOG:
             raise anyio.WouldBlock
+
+    def write_all(self, data: bytes) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self._transport.is_closing():
+            raise anyio.BrokenResourceError
         self._transport.write(data)
 
     async def _room(self) -> None:

@@ -11,13 +11,18 @@ what a relayed call cost (`scripts/bench_gateway.py`). Here:
   task started) and everything else waits, in order, in a `FrameInbox` for the
   session's receive loop. Elsewhere (trio) the receive loop reads the pipe itself.
 * a send writes the frame at once (`PipeWriter`): only what the pipe will not take
-  right now waits, in order, for a flusher task.
+  right now waits, in order, for a flusher task. Frames sent while a reader's callback
+  handles what one read brought (`holding`: a relay passing on a chunk of messages)
+  are written together when it ends: one write per read, not one per frame, and
+  nothing waits past the callback (waiting for the event loop's turn to end put
+  processes in lockstep: `scripts/bench_gateway.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,7 +36,7 @@ from mcpcli.transports import LineSplitter
 if TYPE_CHECKING:
     from mcpcli.transports import Envelope
 
-__all__ = ["BACKLOG_LIMIT", "FrameInbox", "FrameReader", "FrameWriter", "LineSplitter", "PipeWriter"]
+__all__ = ["BACKLOG_LIMIT", "FrameInbox", "FrameReader", "FrameWriter", "LineSplitter", "PipeWriter", "holding"]
 
 #: Bytes a writer may hold for a pipe that is not draining before senders must wait.
 BACKLOG_LIMIT = 1 << 20
@@ -39,6 +44,30 @@ BACKLOG_LIMIT = 1 << 20
 INBOX_LIMIT = 64
 
 Item = Any  # an Envelope, or an Exception to report (see `mcpcli.transports`)
+
+
+class _Holding(threading.local):
+    #: The writers holding frames in this thread's reader callback (None: not in one).
+    writers: list[FrameWriter] | None = None
+
+
+_HOLDING = _Holding()
+
+
+def holding(handle: Callable[[bytes], None], data: bytes) -> None:
+    """`handle(data)` (a reader's callback handling one read's bytes) with the frames it
+    sends held per writer and written together as it returns, in the order sent."""
+    if _HOLDING.writers is not None:
+        handle(data)  # within an outer one
+        return
+    writers: list[FrameWriter] = []
+    _HOLDING.writers = writers
+    try:
+        handle(data)
+    finally:
+        _HOLDING.writers = None
+        for writer in writers:
+            writer.release()
 
 
 class FrameInbox:
@@ -165,7 +194,7 @@ class FrameReader:
         class _Pushed(asyncio.Protocol):
             def data_received(self, data: bytes) -> None:
                 try:
-                    reader.chunk(data)
+                    holding(reader.chunk, data)
                 except Exception as exc:
                     reader.fail(exc)
 
@@ -191,16 +220,47 @@ class FrameReader:
 
 class FrameWriter:
     """A session's write stream that hands each frame on at once (`write_nowait`, which
-    raises `WouldBlock` while too much is waiting); `send` waits for room (`_room`)."""
+    raises `WouldBlock` while too much is waiting); `send` waits for room (`_room`).
+    Within `holding`, frames wait for its end instead (`release`)."""
+
+    _held: list[bytes] | None = None
 
     def write_nowait(self, data: bytes) -> None:
+        self.admit()
+        self.write_all(data)
+
+    def admit(self) -> None:
+        """Raise as a write would now: closed, broken, or `WouldBlock` (too much waiting)."""
         raise NotImplementedError
+
+    def write_all(self, data: bytes) -> None:
+        """Write `data` now, past the limit on what may wait (it was accepted already)."""
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Write what was held (a closed or broken stream drops it, as it would a send)."""
+        held, self._held = self._held, None
+        if held:
+            try:
+                self.write_all(b"".join(held))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
 
     async def _room(self) -> None:
         raise NotImplementedError
 
     def send_nowait(self, envelope: Envelope) -> None:
-        self.write_nowait(jsonrpc.encode(envelope.message) + b"\n")
+        data = jsonrpc.encode(envelope.message) + b"\n"
+        holders = _HOLDING.writers
+        if holders is None:
+            self.write_nowait(data)
+            return
+        held = self._held
+        if held is None:
+            self.admit()
+            self._held = held = []
+            holders.append(self)
+        held.append(data)
 
     async def send(self, envelope: Envelope) -> None:
         data = jsonrpc.encode(envelope.message) + b"\n"
@@ -232,14 +292,18 @@ class PipeWriter(FrameWriter):
         self.closed = False
         self.broken = False
 
-    def write_nowait(self, data: bytes) -> None:
+    def admit(self) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        if self._pending >= BACKLOG_LIMIT:
+            raise anyio.WouldBlock
+
+    def write_all(self, data: bytes) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         if self.broken:
             return
         if self._backlog:
-            if self._pending >= BACKLOG_LIMIT:
-                raise anyio.WouldBlock
             self._queue(data)
             return
         try:

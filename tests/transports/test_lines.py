@@ -24,6 +24,7 @@ from mcpcli.transports.lines import (
     FrameReader,
     LineSplitter,
     PipeWriter,
+    holding,
 )
 
 pytestmark = pytest.mark.anyio
@@ -310,6 +311,61 @@ async def test_what_a_full_pipe_refuses_is_flushed_in_order(pipe: Pipe) -> None:
     assert writer.idle
     assert bytes(received[:head]) == b"\0" * head
     assert bytes(received[head:]) == frames[0] + b"small\n" + b"".join(frames[1:])
+
+
+class _Counted(PipeWriter):
+    def __init__(self, fd: int) -> None:
+        super().__init__(fd)
+        self.writes = 0
+
+    def write_all(self, data: bytes) -> None:
+        self.writes += 1
+        super().write_all(data)
+
+
+async def test_frames_sent_while_a_read_is_handled_go_out_together_when_it_ends(pipe: Pipe) -> None:
+    writer, other = _Counted(pipe.w), _Counted(pipe.w)
+    seen: list[bytes] = []
+
+    def handle(data: bytes) -> None:
+        for n in range(3):
+            writer.send_nowait(_frame(n))
+            other.send_nowait(_frame(10 + n))
+        holding(lambda more: writer.send_nowait(_frame(3)), b"")  # within: the same hold
+        seen.append(os.read(pipe.r, 1 << 16) if _readable(pipe.r) else b"")
+
+    holding(handle, b"chunk")
+    assert seen == [b""]  # nothing was written while the callback ran
+    assert (writer.writes, other.writes) == (1, 1)  # then one write each, in the order sent
+    lines = [json.loads(line)["params"]["n"] for line in os.read(pipe.r, 1 << 16).splitlines()]
+    assert lines == [0, 1, 2, 3, 10, 11, 12]
+    writer.send_nowait(_frame(4))  # outside a callback: at once, as before
+    assert writer.writes == 2
+
+
+async def test_a_held_send_raises_as_a_send_would_and_a_closed_writer_drops_what_it_held(pipe: Pipe) -> None:
+    writer = PipeWriter(pipe.w)
+    closed = PipeWriter(pipe.w)
+    closed.closed = True
+
+    def refused(data: bytes) -> None:
+        with pytest.raises(anyio.ClosedResourceError):
+            closed.send_nowait(_frame(1))
+
+    holding(refused, b"")
+
+    def then_closed(data: bytes) -> None:
+        writer.send_nowait(_frame(1))
+        writer.closed = True  # the session closed its stream before the callback ended
+
+    holding(then_closed, b"")  # dropped, as a send to a closed stream would be
+    assert not _readable(pipe.r)
+
+
+def _readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 async def test_senders_get_wouldblock_or_wait_past_the_backlog_limit(pipe: Pipe) -> None:
