@@ -413,12 +413,19 @@ class Asking:
         if self._roots_told is not None:
             self.behind = True
 
+    def must_catch_up(self, ctx: CallContext | None, client: Client) -> bool:
+        """Whether a call of `ctx` first brings the upstream up to date on the roots (a
+        client without roots has none to give: the next one may)."""
+        return (self.behind and ctx is not None and isinstance(ctx.client_capabilities.get("roots"), dict)
+                and client.era == "legacy")
+
     async def catch_up(self, client: Client, call: Call) -> None:
         """Ask the calling client for its roots; when the upstream was told others, say
         they changed and give it `ROOTS_RECHECK` to ask again, before the call goes on."""
         ctx = call.ctx
-        if ctx is None or not isinstance(ctx.client_capabilities.get("roots"), dict) or client.era != "legacy":
-            return  # a client without roots has none to give: the next one may
+        if not self.must_catch_up(ctx, client):
+            return
+        assert ctx is not None
         self.behind = False  # tried once; a client that then says nothing is not asked again
         roots = (await self._ask_in(call, "roots/list", {}, tell=False)).get("roots")
         if not isinstance(roots, list) or roots == self._roots_told:

@@ -87,7 +87,7 @@ def pass_through(entry: tuple[PassingLink | None, str, JSON], arguments: JSON, c
     if link is None:
         return None  # the local backend's
     client, tg = link.client, link.tasks
-    if client is None or tg is None or client.era != ctx.era or link.asking.behind:
+    if client is None or tg is None or client.era != ctx.era or link.asking.must_catch_up(ctx, client):
         return None  # connecting first, or another era, or the roots to bring up to date first
     if task_support(definition) != "forbidden" or client.options.trace_context is not None:
         return None  # it may become a task; the link's client continues a trace of its own

@@ -13,11 +13,12 @@ from typing import Any
 import anyio
 import pytest
 from gwkit import Gateway, answer_elicit, demo
-from helpers import wait_until_async
+from helpers import fake_server, wait_until_async
 
 from mcpcli.client import ClientFeatures
 from mcpcli.errors import RPCError
 from mcpcli.gateway import GatewayBackend
+from mcpcli.toolsfile.model import Upstream
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -207,3 +208,42 @@ async def test_calls_in_flight_at_once_are_each_answered_as_their_own(gateway: G
         assert answers == {i: [str(i)] for i in range(40)}
         # Past the upstream's 4 slots a call waits its turn the usual way.
         assert 4 <= len(way.taken) <= 40
+
+
+async def test_an_upstream_behind_on_roots_holds_up_only_a_client_that_has_some(
+    gateway: Gateway, way: Way, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upstream asked for roots before any call (the gateway told it none): a client
+    without roots has none to bring, and its calls pass through; a client with roots first
+    brings them up the usual way (`mcpcli.gateway.asking`)."""
+    import mcpcli.client.client
+
+    record = tmp_path / "record.jsonl"
+    upstream = Upstream(name="fs", command=tuple(fake_server("--ask-roots", "--record", str(record))))
+    rootless = ClientFeatures(elicit=answer_elicit)
+    legacy = "2025-11-25"  # a legacy upstream asks for roots when it starts
+    async with gateway([upstream], protocol=legacy, upstream_protocol=legacy, features=rootless) as client:
+        monkeypatch.setattr(mcpcli.client.client, "ROOTS_WAIT", 10.0)  # the gateway's client waits for the ask
+        await client.list_tools()
+        await wait_until_async(lambda: record.exists() and "roots-1" in record.read_text(), 10, "the roots answer")
+        assert backend_behind(client)  # told none: it is behind, but this client has none to give
+        assert texts(await client.call_tool("echo", {"message": "in"})) == ["in"]
+    assert way.taken == ["echo"]
+    way.taken.clear()
+    record.unlink()
+    async with gateway([upstream], protocol=legacy, upstream_protocol=legacy) as client:
+        await client.list_tools()
+        await wait_until_async(lambda: record.exists() and "roots-1" in record.read_text(), 10, "the roots answer")
+        assert texts(await client.call_tool("echo", {"message": "in"})) == ["in"]
+        assert way.taken == ["echo"]  # its roots were asked of it directly: nothing to catch up
+        client.options.features.roots = [{"uri": "file:///tmp/r2", "name": "r2"}]
+        await client.peer.notify("notifications/roots/list_changed")
+        await wait_until_async(lambda: backend_behind(client), 10, "the gateway to hear of the change")
+        assert texts(await client.call_tool("echo", {"message": "two"})) == ["two"]
+        assert way.taken == ["echo"]  # this one brought the new roots up first, the usual way
+        assert texts(await client.call_tool("echo", {"message": "three"})) == ["three"]
+    assert way.taken == ["echo", "echo"]  # caught up: the next passes through again
+
+
+def backend_behind(client: Any) -> bool:
+    return any(link.asking.behind for link in client.backend.links)
