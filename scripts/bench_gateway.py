@@ -20,8 +20,10 @@ this script). In the same run, interleaved over `--rounds` rounds (medians repor
 For each: the median latency of sequential `tools/call` round trips, and throughput with
 `--concurrency` calls in flight. For the gateway also its own CPU per call (utime+stime of
 the gateway process from /proc, its upstream excluded). Targets (issue 12): under 1 ms
-added at the median, under 0.3 ms of gateway CPU per call. Not a test: numbers depend on
-the machine and its load.
+added at the median, under 0.3 ms of gateway CPU per call; (issue 26) at concurrency 16,
+>= 70% of the direct rate. Not a test: numbers depend on the machine and its load. A
+plain call of a tool the gateway has listed passes through whole
+(`mcpcli.gateway.passing`): the calls here are made after a listing.
 
     .venv/bin/python scripts/bench_gateway.py --instructions [--calls 300] [--concurrency 1]
         [--baseline CHECKOUT | --bare]
@@ -196,9 +198,12 @@ async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int =
 
     out = str(Path(tmp) / "callgrind.out")
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
-    env = {"PYTHONPATH": str(checkout)} if checkout is not None else None
+    # Under callgrind the gateway runs some fifty times slower: its era probe of the upstream
+    # must not time out (it would take the upstream for a legacy one, another era than ours).
+    env = {"MCP_PROBE_TIMEOUT": "120", **({"PYTHONPATH": str(checkout)} if checkout is not None else {})}
     transport = StdioTransport(argv[0], argv[1:], quiet=True, env=env, cwd=str(checkout or ROOT))
     async with Client(transport, ClientOptions(timeout=600)) as client:
+        await client.list_tools()
         for _ in range(30):
             await client.call_tool("echo", {"text": "warm"})
         assert transport.process is not None

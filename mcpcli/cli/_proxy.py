@@ -75,9 +75,17 @@ def gateway_options(app: App, *, eager: bool, quiet: bool, stdio: bool) -> Gatew
     """The `GatewayOptions` of `mcp serve` (--proxy, or a FILE with `servers:`).
 
     Sign-in is interactive only with a terminal, as for the commands; serving stdio,
-    stdin is the MCP channel, so only a terminal on stderr makes it interactive.
+    stdin is the MCP channel, so only a terminal on stderr makes it interactive. A stdio
+    upstream's era probe waits `MCP_PROBE_TIMEOUT`, as the commands' does.
     """
     from mcpcli.connect import ConnectOptions
+    from mcpcli.core import flags
+    from mcpcli.errors import UsageError
+
+    probe = os.environ.get(flags.PROBE_TIMEOUT_ENV)
+    probe_timeout = flags.probe_timeout(probe)
+    if probe_timeout is None:
+        raise UsageError(f"{flags.PROBE_TIMEOUT_ENV}={probe!r}: expected a finite number of seconds, 0 or more")
     from mcpcli.gateway import GatewayOptions
 
     def warn(line: str) -> None:
@@ -89,7 +97,7 @@ def gateway_options(app: App, *, eager: bool, quiet: bool, stdio: bool) -> Gatew
         token_store=os.environ.get("MCP_TOKEN_STORE") or None,
         auth="interactive" if app.stderr_tty or (app.stdin_tty and not stdio) else "non-interactive",
     )
-    return GatewayOptions(eager=eager, connect=connect, config=app.config(),
+    return GatewayOptions(eager=eager, connect=connect, config=app.config(), probe_timeout=probe_timeout,
                           log=None if quiet else warn, warn=warn)
 
 

@@ -239,6 +239,7 @@ class Link:
             # Every message comes to us; `ctx.log` lets through what each client asked for.
             log_level="debug",
             protocol=self._options.protocol,
+            probe_timeout=self._options.probe_timeout,
             features=ClientFeatures(elicit=_never, sample=_never, roots=[], elicit_url=True),
             on_notification=self._on_notification,
             declare=hooks.declare,

@@ -40,6 +40,8 @@ class GatewayOptions:
     warn: Callable[[str], None] | None = None
     #: Pin the upstreams' protocol revision (None: negotiate, as the CLI's default).
     protocol: str | None = None
+    #: How long a stdio upstream may stay silent on the era probe (`MCP_PROBE_TIMEOUT`).
+    probe_timeout: float = flags.PROBE_TIMEOUT
     #: Restart delays of a crashed upstream: first, then doubling up to the last.
     backoff: tuple[float, float] = field(default=(0.5, 30.0))
     #: The tools.yaml files this gateway serves from, outermost first (real paths): a nested

@@ -36,3 +36,10 @@ def test_a_bad_probe_timeout_is_a_usage_error_on_the_full_path() -> None:
     r = mcp_in("tools", "list", "--", *fake_server(), env={"MCP_PROBE_TIMEOUT": "nan"})
     assert r.code == 2, r
     assert r.stderr == "mcp: error: MCP_PROBE_TIMEOUT='nan': expected a finite number of seconds, 0 or more\n"
+
+
+def test_a_bad_probe_timeout_is_a_usage_error_for_a_gateway_too() -> None:
+    """`mcp serve --proxy` probes its stdio upstreams' era with the same bound."""
+    r = mcp_in("serve", "--proxy", "--", *fake_server(), env={"MCP_PROBE_TIMEOUT": "inf"}, input="")
+    assert r.code == 2, r
+    assert r.stderr == "mcp: error: MCP_PROBE_TIMEOUT='inf': expected a finite number of seconds, 0 or more\n"

@@ -842,3 +842,14 @@ async def test_the_gateway_answers_ping_itself_in_every_era(gateway: Gateway, pr
     async with gateway([broken], protocol=protocol, backoff=(60, 60)) as client:
         result = await client.request("ping")
         assert set(result) <= {"resultType", "_meta"} and result.get("resultType", "complete") == "complete"
+
+
+async def test_a_stdio_upstreams_era_probe_waits_the_gateways_probe_timeout() -> None:
+    """`MCP_PROBE_TIMEOUT` reaches `mcp serve`'s upstreams (`GatewayOptions.probe_timeout`)."""
+    from mcpcli.gateway import GatewayBackend, GatewayOptions
+
+    options = GatewayOptions(probe_timeout=0.5, eager=True, log=lambda line: None, warn=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([demo()], options=options) as backend:
+            client = backend.links[0].client
+            assert client is not None and client.options.probe_timeout == 0.5
