@@ -198,11 +198,12 @@ async def instructions(argv: list[str], calls: int, tmp: str, concurrency: int =
 
     out = str(Path(tmp) / "callgrind.out")
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv]
-    # Under callgrind the gateway runs some fifty times slower: its era probe of the upstream
-    # must not time out (it would take the upstream for a legacy one, another era than ours).
+    # Under callgrind the gateway runs some fifty times slower: neither our era probe of it
+    # nor its probe of the upstream may time out (a side taken for legacy would be another
+    # era than the other's, which the gateway does not pass through).
     env = {"MCP_PROBE_TIMEOUT": "120", **({"PYTHONPATH": str(checkout)} if checkout is not None else {})}
     transport = StdioTransport(argv[0], argv[1:], quiet=True, env=env, cwd=str(checkout or ROOT))
-    async with Client(transport, ClientOptions(timeout=600)) as client:
+    async with Client(transport, ClientOptions(timeout=600, probe_timeout=120)) as client:
         await client.list_tools()
         for _ in range(30):
             await client.call_tool("echo", {"text": "warm"})
