@@ -139,7 +139,7 @@ class DownstreamRoots:
 class Call:
     """One downstream request being served by a link."""
 
-    __slots__ = ("_idle", "_lock", "_pending", "_tail", "asked", "asking", "ctx", "open", "own", "roots")
+    __slots__ = ("_idle", "_lock", "_pending", "_tail", "asked", "asking", "ctx", "open", "own", "promote", "roots")
 
     def __init__(self, ctx: CallContext | None, *, own: bool = True) -> None:
         self.ctx = ctx
@@ -160,6 +160,9 @@ class Call:
         self._idle: anyio.Event | None = None
         #: The roots the client gave within this call (asked once per call).
         self.roots: list[JSON] | None = None
+        #: A call passed through whole that its client can be asked within only on the
+        #: usual path: that call, once it runs there (`mcpcli.gateway.passing`).
+        self.promote: Callable[[], Awaitable[Call | None]] | None = None
 
     @property
     def lock(self) -> anyio.Lock:
@@ -349,6 +352,8 @@ class Asking:
     async def ask(self, method: str, params: JSON, related: RequestId | None) -> JSON:
         """Answer the upstream's request for input by asking the downstream client."""
         call = self.caller(asking=True, method=method, params=params, related=related)
+        if call is not None and call.promote is not None:
+            call = await call.promote()
         if call is None or call.ctx is None or not call.open:
             if method == "roots/list":
                 return await self._roots_unasked()

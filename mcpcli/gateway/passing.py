@@ -15,12 +15,14 @@ is, in order, before the answer), within the upstream's concurrency, timed out a
 `Peer.request` would (`Deadlines`), cancelled both ways, and its failures are the
 same tool errors. An answer that is not the end of the call (a 2026-07-28 input
 round, a task) resumes the usual path from that answer (`Client.call_tool(first=)`),
-so the upstream sees one call either way.
+so the upstream sees one call either way. A legacy upstream asks its questions as
+requests during the call, which a 2026-07-28 client can answer only in input rounds:
+the call then moves to the usual path as it is asked (`Passed.promoted`: a parked call
+holding the upstream request still in flight), and the question goes to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -87,8 +89,8 @@ def pass_through(entry: tuple[PassingLink | None, str, JSON], arguments: JSON, c
     if link is None:
         return None  # the local backend's
     client, tg = link.client, link.tasks
-    if client is None or tg is None or client.era != ctx.era or link.asking.must_catch_up(ctx, client):
-        return None  # connecting first, or another era, or the roots to bring up to date first
+    if client is None or tg is None or link.asking.must_catch_up(ctx, client):
+        return None  # the roots to bring up to date first
     if task_support(definition) != "forbidden" or client.options.trace_context is not None:
         return None  # it may become a task; the link's client continues a trace of its own
     call = Call(ctx)
@@ -104,6 +106,10 @@ def pass_through(entry: tuple[PassingLink | None, str, JSON], arguments: JSON, c
     request_id = peer.next_id()
     clock = RequestClock.start(anyio.current_time(), peer.default_timeout, peer.max_timeout)
     passed = Passed(link, client, name, arguments, call, relay, request_id, clock, lease)
+    if ctx.era == "modern" and client.era == "legacy":
+        # A legacy upstream asks during the call; a 2026-07-28 client answers in input
+        # rounds, which only the usual path (a parked call) can hold.
+        call.promote = passed.promoted
     client.transport.release_output()
     if not peer.forward(outgoing_request(TOOLS_CALL, params, request_id, progress_token=True), passed):
         passed.cancel()
@@ -117,8 +123,8 @@ class Passed:
     """One downstream call passed through whole: the downstream peer's `Relayed`, the
     upstream peer's `Forward`, a `Deadlines` entry."""
 
-    __slots__ = ("_arguments", "_call", "_client", "_clock", "_key", "_lease", "_link", "_name", "_registered",
-                 "_relay", "request_id")
+    __slots__ = ("_arguments", "_call", "_client", "_clock", "_key", "_lease", "_link", "_name", "_promotion",
+                 "_registered", "_relay", "request_id")
 
     def __init__(self, link: PassingLink, client: Client, name: str, arguments: JSON, call: Call,
                  relay: Relay, request_id: int, clock: RequestClock, lease: object) -> None:
@@ -130,6 +136,8 @@ class Passed:
         self._registered: AbstractContextManager[object] | None = asking.router.sent(request_id, call)
         self._registered.__enter__()
         self._key = 0
+        #: Once the call runs on the usual path (a question its client answers there).
+        self._promotion: _Promotion | None = None
 
     # -- the upstream's side (`Forward`) -------------------------------------------------
 
@@ -149,7 +157,7 @@ class Passed:
             return
         if "resultType" in result:
             result = {k: v for k, v in result.items() if k != "resultType"}
-        self._finish(lambda: self._relay.answer(result))
+        self._finish(result)
 
     def _error(self, exc: McpCliError) -> None:
         if isinstance(exc, UnsupportedVersionError):
@@ -157,14 +165,9 @@ class Passed:
         elif isinstance(exc, TransportError):
             self.failed(exc)
         elif isinstance(exc, RPCError):
-            lacking = declined(exc)
-            if lacking is not None:
-                self._finish(lambda: self._relay.fail(lacking))
-                return
-            error = ErrorObject(exc.code, exc.rpc_message, exc.data)
-            self._finish(lambda: self._relay.refuse(error))
+            self._finish(declined(exc) or exc)
         else:
-            self._finish(lambda: self._relay.fail(exc))
+            self._finish(exc)
 
     def progressed(self, params: JSON) -> None:
         if not self._clock.progressed(params, anyio.current_time()):
@@ -180,13 +183,11 @@ class Passed:
         """The connection ended (or broke this request): the tool error the usual path gives."""
         name = self._link.name
         if isinstance(exc, TransportError):
-            answer = tool_error(f"upstream {name} failed during the call: {exc}")
+            self._finish(tool_error(f"upstream {name} failed during the call: {exc}"))
         elif isinstance(exc, RequestTimeout):
-            answer = tool_error(f"upstream {name}: {exc}")
+            self._finish(tool_error(f"upstream {name}: {exc}"))
         else:
-            self._finish(lambda: self._relay.fail(exc))
-            return
-        self._finish(lambda: self._relay.answer(answer))
+            self._finish(exc)
 
     # -- the downstream's side (`Relayed`) -------------------------------------------
 
@@ -204,26 +205,31 @@ class Passed:
         self._key = 0
         self._client.peer.unforward(self.request_id, "timed out")
         waited = anyio.current_time() - self._clock.started
-        answer = tool_error(f"upstream {self._link.name}: {timed_out_message(TOOLS_CALL, waited)}")
-        self._finish(lambda: self._relay.answer(answer))
+        self._finish(tool_error(f"upstream {self._link.name}: {timed_out_message(TOOLS_CALL, waited)}"))
 
     def watched(self, key: int) -> None:
         self._key = key
 
     # -- the end ----------------------------------------------------------------------
 
-    def _finish(self, answer: Callable[[], None]) -> None:
-        """Answer once what was relayed of the call is out and its asks are over (as
-        `Calling` does), at once when nothing is (the usual case)."""
+    def _finish(self, outcome: JSON | Exception) -> None:
+        """End the call with `outcome` (a result, or what `call_tool` would raise) once what
+        was relayed of it is out and its asks are over (as `Calling` does), at once when
+        nothing is (the usual case)."""
         call = self._call
         if self._key:
             self._link.deadlines.discard(self._key)
             self._key = 0
+        promotion = self._promotion
+        if promotion is not None:  # the usual path answers it
+            promotion.outcome = outcome
+            promotion.done.set()
+            return
         tg = self._link.tasks
         if call.quiet or tg is None:
             call.open = False
             self._leave()
-            answer()
+            self._answer(outcome)
             return
 
         async def later() -> None:
@@ -232,13 +238,77 @@ class Passed:
                 await call.settle()
             finally:
                 self._leave()
-            answer()
+            self._answer(outcome)
 
         tg.start_soon(later)
+
+    def _answer(self, outcome: JSON | Exception) -> None:
+        if isinstance(outcome, dict):
+            self._relay.answer(outcome)
+        elif isinstance(outcome, RPCError):
+            self._relay.refuse(ErrorObject(outcome.code, outcome.rpc_message, outcome.data))
+        else:
+            self._relay.fail(outcome)
+
+    async def promoted(self) -> Call | None:
+        """The call as the usual path runs it (None: it is over), for a question its client
+        can answer only there."""
+        promotion = self._promotion
+        if promotion is None:
+            if self._registered is None:
+                return None
+            self._promotion = promotion = _Promotion()
+            if not self._relay.resume(self._run_promoted):
+                self._promotion = None
+                return None
+        await promotion.started.wait()
+        return promotion.call
+
+    async def _run_promoted(self, ctx: CallContext) -> JSON:
+        """The backend's part of the call on the usual path: the call as `Calling` holds it,
+        until the upstream's answer (`_finish`)."""
+        promotion = self._promotion
+        assert promotion is not None
+        asking, old = self._link.asking, self._call
+        call = self._call = Call(ctx)
+        if old in asking.calls:
+            asking.calls.remove(old)
+        asking.calls.append(call)
+        if self._registered is not None:
+            self._registered.__exit__(None, None, None)
+            self._registered = asking.router.sent(self.request_id, call)
+            self._registered.__enter__()
+        promotion.call = call
+        promotion.started.set()
+        token = current_call.set(call)
+        try:
+            await promotion.done.wait()
+            await call.drain()
+            await call.settle()
+        except BaseException:
+            if not promotion.done.is_set():  # cancelled (the client, or the parked call's end)
+                self._client.peer.unforward(self.request_id, "cancelled by the user")
+                if self._key:
+                    self._link.deadlines.discard(self._key)
+                    self._key = 0
+            raise
+        finally:
+            current_call.reset(token)
+            self._leave()
+        outcome = promotion.outcome
+        if isinstance(outcome, _Resumed):
+            return await self._link.call_tool(self._name, self._arguments, ctx, first=outcome.first)
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert outcome is not None
+        return outcome
 
     def _resume(self, first: JSON | None) -> None:
         """The call goes on the usual way, from the upstream's answer so far (`first`;
         None: from the start, the upstream having refused it unrun)."""
+        if self._promotion is not None:  # on it already: go on from there
+            self._finish(_Resumed(first))
+            return
         if self._key:
             self._link.deadlines.discard(self._key)
             self._key = 0
@@ -259,3 +329,23 @@ class Passed:
         calls = self._link.asking.calls
         if self._call in calls:
             calls.remove(self._call)
+
+
+class _Resumed(Exception):
+    """A promoted call's upstream answered with more to do (a task)."""
+
+    def __init__(self, first: JSON | None) -> None:
+        super().__init__("resumed")
+        self.first = first
+
+
+class _Promotion:
+    """A call passed through that moved to the usual path (`Passed.promoted`)."""
+
+    __slots__ = ("call", "done", "outcome", "started")
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.done = anyio.Event()
+        self.call: Call | None = None
+        self.outcome: JSON | Exception | None = None

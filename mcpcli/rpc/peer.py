@@ -308,14 +308,15 @@ class Peer:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
-    def adopt_relayed(self, envelope: Envelope, request: Request, handler: RequestHandler) -> None:
+    def adopt_relayed(self, envelope: Envelope, request: Request, handler: RequestHandler) -> bool:
         """Handle a request a relay took as usual after all: in a task, by `handler`."""
         if self._through.relayed.pop(request.id, None) is None:
-            return  # cancelled meanwhile
+            return False  # cancelled meanwhile
         assert self._requests is not None
         scope = anyio.CancelScope()
         self._incoming[request.id] = scope
         self._requests.start(self._run_request, envelope, request, scope, handler, scope=scope)
+        return True
 
     def answer_relayed(self, message: Response | ErrorResponse) -> None:
         """The answer to an incoming request a relay took (dropped if it was cancelled)."""

@@ -86,9 +86,10 @@ class Relay:
 
         self.resume(invoke)
 
-    def resume(self, invoke: Invoke) -> None:
+    def resume(self, invoke: Invoke) -> bool:
         """Run the call as usual after all, in a task of its own, with `invoke(ctx)` as the
-        backend's part (the runtime's MRTR rounds, its errors and answer as for any call)."""
+        backend's part (the runtime's MRTR rounds, its errors and answer as for any call);
+        False if the call is over (cancelled)."""
         rq, runtime, decorate = self._rq, self._runtime, self._decorate
 
         async def handle(request: Request, outlet: Any) -> JSON:
@@ -96,7 +97,7 @@ class Relay:
             result = await call_backend(runtime, rq, invoke)
             return decorate(TOOLS_CALL, result) if rq.era == "modern" else result
 
-        self._peer.adopt_relayed(self._envelope, self._request, handle)
+        return self._peer.adopt_relayed(self._envelope, self._request, handle)
 
 
 def relay_hook(runtime: Runtime, decorate: Decorate, conn: KnownClient, pass_call: PassCall) -> RelayHook:

@@ -85,12 +85,14 @@ CALLS: list[tuple[str, JSON | None]] = [
 ]
 
 
-async def _transcript(gateway: Gateway, protocol: str | None, *, without_sampling: bool = False) -> list[Any]:
+async def _transcript(gateway: Gateway, protocol: str | None, *, without_sampling: bool = False,
+                      upstream: str | bool | None = False) -> list[Any]:
     notes: list[tuple[str, JSON]] = []
     extra: JSON = {}
     if without_sampling:
         extra["features"] = ClientFeatures(elicit=answer_elicit, roots=[{"uri": "file:///tmp/r1", "name": "r1"}])
-    async with gateway([demo()], protocol=protocol, upstream_protocol=protocol, notes=notes,
+    upstream_protocol = protocol if upstream is False else upstream
+    async with gateway([demo()], protocol=protocol, upstream_protocol=upstream_protocol, notes=notes,
                        log_level="debug", **extra) as client:
         await client.list_tools()
         seen: list[Any] = []
@@ -124,6 +126,34 @@ async def test_a_passed_call_answers_as_the_usual_path_does(gateway: Gateway, wa
     assert texts(by_name["two_questions"][1]) == ["Ada Ada"]
     assert by_name["log"][0] == "result" and [logged for name, _o, logged in passed if name == "log"] == [
         [{"msg": "debug"}, {"msg": "info"}, {"msg": "warning"}, {"msg": "error"}]]
+
+
+async def test_a_legacy_client_in_front_of_a_2026_upstream_gets_the_same_answers_either_way(
+    gateway: Gateway, way: Way
+) -> None:
+    """The upstream's input rounds become questions asked of the legacy client, the call
+    resumed the usual way from the upstream's first answer."""
+    way.passing = False
+    usual = await _transcript(gateway, "2025-11-25", upstream=None)
+    way.passing = True
+    passed = await _transcript(gateway, "2025-11-25", upstream=None)
+    assert {"echo", "refuse", "progress", "log", "elicit", "two_questions", "sample"} <= set(way.taken)
+    assert passed == usual
+
+
+@pytest.mark.parametrize("without_sampling", [False, True])
+async def test_a_2026_client_in_front_of_a_legacy_upstream_gets_the_same_answers_either_way(
+    gateway: Gateway, way: Way, without_sampling: bool
+) -> None:
+    """A legacy upstream asks its questions as requests during the call; a 2026-07-28
+    client answers in input rounds, so a call asked a question moves to the usual path
+    (a parked call) at that moment, the upstream's request still in flight."""
+    way.passing = False
+    usual = await _transcript(gateway, None, upstream="2025-11-25", without_sampling=without_sampling)
+    way.passing = True
+    passed = await _transcript(gateway, None, upstream="2025-11-25", without_sampling=without_sampling)
+    assert {"echo", "refuse", "progress", "log", "elicit", "two_questions", "sample", "roots"} <= set(way.taken)
+    assert passed == usual
 
 
 @pytest.mark.parametrize("protocol", ERAS)
@@ -247,3 +277,32 @@ async def test_an_upstream_behind_on_roots_holds_up_only_a_client_that_has_some(
 
 def backend_behind(client: Any) -> bool:
     return any(link.asking.behind for link in client.backend.links)
+
+
+async def test_a_moved_call_whose_client_never_answers_ends_and_gives_back_its_slot(way: Way) -> None:
+    """A 2026-07-28 client asked a legacy upstream's question never answers: the parked call
+    expires (`input_ttl`), the upstream is told, and the upstream's one slot is free again."""
+    from mcpcli.client import Client, ClientOptions
+    from mcpcli.gateway import GatewayOptions
+    from mcpcli.server import Server
+
+    asked = anyio.Event()
+
+    async def never(params: JSON) -> JSON:
+        asked.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    options = GatewayOptions(protocol="2025-11-25", log=lambda line: None, warn=lambda line: None)
+    with anyio.fail_after(30):
+        async with GatewayBackend([demo("one", concurrency=1)], options=options) as backend:
+            server = Server(backend, input_ttl=0.5)
+            async with Client(server.transport(), ClientOptions(features=ClientFeatures(elicit=never))) as client:
+                await client.list_tools()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(client.call_tool, "elicit")
+                    await asked.wait()
+                    # Past the input_ttl the parked call ends, and with it the upstream request.
+                    assert texts(await client.call_tool("echo", {"text": "after"})) == ["after"]
+                    tg.cancel_scope.cancel()
+    assert way.taken[0] == "elicit"
