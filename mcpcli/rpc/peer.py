@@ -299,14 +299,7 @@ class Peer:
         """Forget a forwarded request (a late answer is dropped); `reason`: it is cancelled."""
         if self._through.forwarded.pop(request_id, None) is None or reason is None or self._closed is not None:
             return
-        envelope = Envelope(cancel_notice(request_id, reason))
-        try:
-            self._write.send_nowait(envelope)
-        except anyio.WouldBlock:
-            assert self._tg is not None
-            self._tg.start_soon(self._send_later, envelope)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        self._send_soon(Envelope(cancel_notice(request_id, reason)))
 
     def adopt_relayed(self, envelope: Envelope, request: Request, handler: RequestHandler) -> bool:
         """Handle a request a relay took as usual after all: in a task, by `handler`."""
@@ -485,17 +478,20 @@ class Peer:
         self._requests.start(self._run_request, envelope, request, scope, scope=scope)
 
     def _reply_now(self, message: Response | ErrorResponse) -> None:
-        """Send a reply from the reader, at once when the stream has room (else in a task)."""
-        envelope = Envelope(message, message.id)
+        """Send a reply from the reader."""
+        self._send_soon(Envelope(message, message.id))
+
+    def _send_soon(self, envelope: Envelope) -> None:
+        """Send at once when the stream has room, else in a task (a gone peer: dropped)."""
         if self._trace is not None:
-            self._trace("send", message)
+            self._trace("send", envelope.message)
         try:
             self._write.send_nowait(envelope)
         except anyio.WouldBlock:
             assert self._tg is not None
             self._tg.start_soon(self._send_later, envelope)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the peer is gone: nobody to answer
+            pass  # the peer is gone: nobody to tell
 
     async def _send_later(self, envelope: Envelope) -> None:
         try:

@@ -57,6 +57,13 @@ def texts(result: JSON) -> list[str]:
     return [c["text"] for c in result.get("content", []) if c.get("type") == "text"]
 
 
+def error_text(result: JSON) -> str:
+    """The one text of a tool error result."""
+    assert result["isError"] is True, result
+    [said] = texts(result)
+    return said
+
+
 async def _outcome(client: Any, name: str, arguments: JSON | None = None) -> Any:
     progress: list[JSON] = []
     try:
@@ -180,10 +187,8 @@ async def test_a_passed_call_that_times_out_is_a_tool_error_and_cancelled_upstre
     async with gateway([demo("sluggish", timeout=2, env={"GATEWAY_TEST_LOG": str(log)})],
                        protocol=protocol, upstream_protocol=protocol) as client:
         await client.list_tools()
-        result = await client.call_tool("slow")
+        said = error_text(await client.call_tool("slow"))
         assert way.taken == ["slow"]
-        assert result["isError"] is True
-        [said] = texts(result)
         assert said.startswith("upstream sluggish: tools/call timed out after ")
         await wait_until_async(lambda: "cancelled" in log.read_text().split(), 10, "the upstream call to be cancelled")
         assert texts(await client.call_tool("echo", {"text": "still here"})) == ["still here"]
@@ -217,10 +222,8 @@ async def test_an_upstream_that_dies_during_a_passed_call_is_a_tool_error_naming
 ) -> None:
     async with gateway([demo("flaky")], protocol=protocol, upstream_protocol=protocol) as client:
         await client.list_tools()
-        died = await client.call_tool("die")
+        said = error_text(await client.call_tool("die"))
         assert way.taken == ["die"]
-        assert died["isError"] is True
-        [said] = texts(died)
         assert said.startswith("upstream flaky failed during the call: ")
 
 
