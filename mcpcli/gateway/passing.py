@@ -160,7 +160,7 @@ class Passed:
         self._finish(result)
 
     def _error(self, exc: McpCliError) -> None:
-        if isinstance(exc, UnsupportedVersionError):
+        if isinstance(exc, UnsupportedVersionError) and self._client.era == "modern":
             self._resume(None)  # refused before it ran: the usual path picks another version
         elif isinstance(exc, TransportError):
             self.failed(exc)
