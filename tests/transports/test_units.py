@@ -197,3 +197,13 @@ def test_sse_decoder_notes_invalid_utf8_once_even_split_across_chunks() -> None:
     assert [e.data for e in events] == ["a☺"] and not decoder.invalid_utf8  # split, but valid
     events = decoder.feed(b"data: \xff\n\n")
     assert [e.data for e in events] == ["\ufffd"] and decoder.invalid_utf8
+
+
+def test_the_package_re_exports_exactly_the_seams_names() -> None:
+    """`mcpcli.transports` names what `transports.base` exports (loaded on first use), no more, no less."""
+    import mcpcli.transports
+    from mcpcli.transports import base
+
+    assert sorted(mcpcli.transports.__all__) == sorted(base.__all__)
+    for name in base.__all__:
+        assert getattr(mcpcli.transports, name) is getattr(base, name)
