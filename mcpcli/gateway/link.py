@@ -340,7 +340,7 @@ class Link:
         return _plain(result)
 
     @property
-    def tasks(self) -> anyio.abc.TaskGroup | None:
+    def group(self) -> anyio.abc.TaskGroup | None:
         """The gateway's task group (None: not running)."""
         return self._tg
 

@@ -72,7 +72,7 @@ class PassingLink(Protocol):
     def client(self) -> Client | None: ...
 
     @property
-    def tasks(self) -> anyio.abc.TaskGroup | None: ...
+    def group(self) -> anyio.abc.TaskGroup | None: ...
 
     def take_slot(self, lease: object) -> bool: ...
 
@@ -88,7 +88,7 @@ def pass_through(entry: tuple[PassingLink | None, str, JSON], arguments: JSON, c
     link, name, definition = entry
     if link is None:
         return None  # the local backend's
-    client, tg = link.client, link.tasks
+    client, tg = link.client, link.group
     if client is None or tg is None or link.asking.must_catch_up(ctx, client):
         return None  # the roots to bring up to date first
     if task_support(definition) != "forbidden" or client.options.trace_context is not None:
@@ -173,7 +173,7 @@ class Passed:
         if not self._clock.progressed(params, anyio.current_time()):
             return
         value = params.get("progress")
-        tg = self._link.tasks
+        tg = self._link.group
         if isinstance(value, (int, float)) and tg is not None:
             ctx = self._call.ctx
             assert ctx is not None
@@ -225,7 +225,7 @@ class Passed:
             promotion.outcome = outcome
             promotion.done.set()
             return
-        tg = self._link.tasks
+        tg = self._link.group
         if call.quiet or tg is None:
             call.open = False
             self._leave()

@@ -56,7 +56,7 @@ class FakeLink:
         return None
 
     @property
-    def tasks(self) -> Any:
+    def group(self) -> Any:
         return None
 
     def take_slot(self, lease: object) -> bool:
