@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mcpcli.text import SecretValues
     from mcpcli.transports import Transport
 
-__all__ = ["Connection", "env_options"]
+__all__ = ["Connection", "env_options", "probe_timeout_from_env"]
 
 
 @dataclass
@@ -160,12 +160,8 @@ class Connection:
         from mcpcli.cli._features import build_features
         from mcpcli.cli._notify import notification_printer
         from mcpcli.client import ClientOptions
-        from mcpcli.errors import UsageError
 
-        probe = os.environ.get(flags.PROBE_TIMEOUT_ENV)
-        probe_timeout = flags.probe_timeout(probe)
-        if probe_timeout is None:
-            raise UsageError(f"{flags.PROBE_TIMEOUT_ENV}={probe!r}: expected a finite number of seconds, 0 or more")
+        probe_timeout = probe_timeout_from_env()
         features = self.features or build_features(app, self)
         # A command that answers the server itself owns the screen (`mcp inspect`): no live line.
         waiting = _waiting_notice(app, entry) if self.features is None else None
@@ -303,3 +299,14 @@ def env_options(items: Iterable[str]) -> dict[str, str | None]:
             raise UsageError(f"--env {item!r}: expected KEY=VALUE or KEY")
         env[key] = value if sep else None
     return env
+
+
+def probe_timeout_from_env() -> float:
+    """`MCP_PROBE_TIMEOUT` as seconds (unset: the default); a usage error (exit 2) otherwise."""
+    from mcpcli.errors import UsageError
+
+    probe = os.environ.get(flags.PROBE_TIMEOUT_ENV)
+    probe_timeout = flags.probe_timeout(probe)
+    if probe_timeout is None:
+        raise UsageError(f"{flags.PROBE_TIMEOUT_ENV}={probe!r}: expected a finite number of seconds, 0 or more")
+    return probe_timeout

@@ -78,14 +78,10 @@ def gateway_options(app: App, *, eager: bool, quiet: bool, stdio: bool) -> Gatew
     stdin is the MCP channel, so only a terminal on stderr makes it interactive. A stdio
     upstream's era probe waits `MCP_PROBE_TIMEOUT`, as the commands' does.
     """
+    from mcpcli.cli._connection import probe_timeout_from_env
     from mcpcli.connect import ConnectOptions
-    from mcpcli.core import flags
-    from mcpcli.errors import UsageError
 
-    probe = os.environ.get(flags.PROBE_TIMEOUT_ENV)
-    probe_timeout = flags.probe_timeout(probe)
-    if probe_timeout is None:
-        raise UsageError(f"{flags.PROBE_TIMEOUT_ENV}={probe!r}: expected a finite number of seconds, 0 or more")
+    probe_timeout = probe_timeout_from_env()
     from mcpcli.gateway import GatewayOptions
 
     def warn(line: str) -> None:

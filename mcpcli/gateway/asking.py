@@ -243,7 +243,7 @@ class Calling:
             except anyio.WouldBlock:
                 await self._limiter.acquire()
             self._limited = True
-            if asking.behind and call.own:
+            if call.own and asking.must_catch_up(call.ctx, client):
                 await asking.catch_up(client, call)
         except BaseException as exc:
             self._leave()

@@ -35,9 +35,9 @@ from mcpcli.toolsfile.model import Upstream
 from mcpcli.toolsfile.watchdog import Watchdog
 
 from .asking import DownstreamRoots, serving
-from .link import Link, Unavailable, tool_error
+from .link import Link, Unavailable
 from .options import GatewayOptions
-from .passing import Passed, pass_through
+from .passing import Passed, pass_through, tool_error
 from .rules import tool_allowed
 
 __all__ = ["GatewayBackend"]

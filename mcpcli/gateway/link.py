@@ -52,7 +52,7 @@ from .nested import MakeGateway, NestedTransport, inner_options
 from .options import GatewayOptions
 from .passing import tool_error
 
-__all__ = ["Link", "Unavailable", "tool_error"]
+__all__ = ["Link", "Unavailable"]
 
 log = logging.getLogger("mcpcli.gateway")
 

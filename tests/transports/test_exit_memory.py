@@ -183,13 +183,18 @@ def _stop_full_path(argv: list[str], starts: Path, log: Log, monkeypatch: pytest
 STOPS = {"one-shot path": _stop_one_shot, "full path": _stop_full_path}
 
 
+def _server(tmp_path: Path, *flags: str) -> tuple[Path, Path, list[str]]:
+    """A fake server writing its events and its starts to files in `tmp_path`: (events, starts, argv)."""
+    events, starts = tmp_path / "events", tmp_path / "starts"
+    return events, starts, fake_server(*flags, "--events", str(events), "--starts", str(starts))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", list(STOPS))
 def test_a_server_slow_to_exit_gets_sigterm_right_after_eof_once_remembered(
     path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    events, starts = tmp_path / "events", tmp_path / "starts"
-    argv = fake_server("--linger", "--events", str(events), "--starts", str(starts))
+    events, starts, argv = _server(tmp_path, "--linger")
     stop = STOPS[path]
     # However busy the machine, the server's SIGTERM handler runs (writes `term`, exits)
     # before any SIGKILL: the wait after SIGTERM ends as soon as it exits.
@@ -221,8 +226,7 @@ def test_a_server_slow_to_exit_gets_sigterm_right_after_eof_once_remembered(
 def test_a_server_that_exits_on_eof_is_never_signalled_and_clears_the_memory(
     path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    events, starts = tmp_path / "events", tmp_path / "starts"
-    argv = fake_server("--events", str(events), "--starts", str(starts))
+    events, starts, argv = _server(tmp_path)
     stop = STOPS[path]
     # However busy the machine, it exits within the grace (the wait ends when it does).
     monkeypatch.setattr(spawn, "EOF_GRACE", 60.0)

@@ -19,7 +19,7 @@ from helpers import fake_server
 
 from mcpcli.client import Client
 from mcpcli.transports import spawn
-from mcpcli.transports.spawn import Process, SpawnError, launch
+from mcpcli.transports.spawn import Launch, Process, SpawnError, launch
 from mcpcli.transports.stdio import StdioTransport
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32", reason="POSIX")]
@@ -65,18 +65,23 @@ def test_a_server_runs_in_its_own_session_on_the_pipes_with_no_other_descriptor_
         assert set(report["fds"]) - {0, 1, 2} <= {max(report["fds"])}  # the listing's own
 
 
+def _output(spec: Launch) -> str:
+    """Spawn `spec` with nothing on its stdin; what it wrote, once it exited 0."""
+    process = spawn.spawn(spec.command, spec.args, spec.env, spec.cwd)
+    process.stdin.close()
+    out = process.stdout.read().decode()
+    for stream in (process.stdout, process.stderr):
+        stream.close()
+    assert process.wait() == 0
+    return out
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux's /proc")
 def test_the_signals_python_ignores_are_back_to_their_defaults_in_a_server() -> None:
     """Python ignores SIGPIPE and SIGXFSZ; a server (here `cat`, which does not set them
     itself) must not inherit that, as `Popen(restore_signals=True)` saw to."""
     assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN  # what the server must not inherit
-    spec = launch("cat", ["/proc/self/status"])
-    process = spawn.spawn(spec.command, spec.args, spec.env, spec.cwd)
-    process.stdin.close()
-    status = process.stdout.read().decode()
-    for stream in (process.stdout, process.stderr):
-        stream.close()
-    assert process.wait() == 0
+    status = _output(launch("cat", ["/proc/self/status"]))
     ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1))
     assert not ignored & (1 << (signal.SIGXFSZ - 1))
@@ -86,12 +91,7 @@ def test_a_server_gets_exactly_the_environment_launch_computes(monkeypatch: pyte
     monkeypatch.setenv("MCPCLI_TEST_NOT_PASSED", "1")
     monkeypatch.setenv("MCPCLI_TEST_PASSED", "ours")
     spec = launch("env", [], {"CONFIGURED": "x"}, passed={"MCPCLI_TEST_PASSED": None})
-    process = spawn.spawn(spec.command, spec.args, spec.env, spec.cwd)
-    process.stdin.close()
-    out = process.stdout.read().decode()
-    for stream in (process.stdout, process.stderr):
-        stream.close()
-    assert process.wait() == 0
+    out = _output(spec)
     assert dict(line.split("=", 1) for line in out.splitlines()) == spec.env
 
 
