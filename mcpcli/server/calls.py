@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from mcpcli.core.jsonrpc import Request
+from mcpcli.core.jsonrpc import INVALID_PARAMS, Request
 from mcpcli.core.protocol import Era
-from mcpcli.errors import ConnectionClosed
+from mcpcli.errors import ConnectionClosed, RPCError
 from mcpcli.server.backend import CallContext, InputDeclined
-from mcpcli.server.meta import LEVEL_RANK
+from mcpcli.server.meta import LEVEL_RANK, RequestMeta
 from mcpcli.server.subscriptions import Sink
 
 if TYPE_CHECKING:
@@ -41,7 +41,11 @@ __all__ = [
     "IncomingRequest",
     "Invoke",
     "Outlet",
+    "SessionFacts",
     "TaskInput",
+    "legacy_request",
+    "modern_request",
+    "tool_call_target",
     "valid_answer",
 ]
 
@@ -143,6 +147,46 @@ class IncomingRequest:
         #: the server's own fields added); None where the connection ends with the request
         #: (stateless HTTP), so a call parked for input cannot stay in the request's task.
         self.answer_now: Callable[[JSON], Awaitable[None]] | None = None
+
+
+class SessionFacts(Connection, Protocol):
+    """What an initialized legacy session knows of its client (`core.ServerConnection`)."""
+
+    version: str | None
+    client_capabilities: JSON
+    client_info: JSON
+    transport: str
+    principal: str
+
+
+def legacy_request(request: Request, params: JSON, outlet: Outlet, conn: SessionFacts) -> IncomingRequest:
+    """A request of an initialized legacy session (its era's facts are the session's)."""
+    assert conn.version is not None
+    return IncomingRequest(request, params, outlet, "legacy", conn.version, conn.client_capabilities,
+                           conn.client_info, conn.log_level, conn, conn.transport, conn.principal)
+
+
+def modern_request(request: Request, params: JSON, outlet: Outlet, meta: RequestMeta, transport: str,
+                   principal: str, channel: Connection | None) -> IncomingRequest:
+    """A 2026-07-28 request (its era's facts are its own `_meta`'s); `channel`: the
+    stdio or in-memory connection it came on, if any."""
+    rq = IncomingRequest(request, params, outlet, "modern", meta.version, meta.capabilities,
+                         meta.client_info, meta.log_level, None, transport, principal)
+    rq.channel = channel
+    return rq
+
+
+def tool_call_target(params: JSON) -> tuple[str, JSON]:
+    """A `tools/call`'s tool name and arguments (-32602 unless a name and an object)."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise RPCError(INVALID_PARAMS, "Invalid params: tools/call needs a tool name")
+    arguments = params.get("arguments")
+    if arguments is None:
+        return name, {}
+    if not isinstance(arguments, dict):
+        raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+    return name, arguments
 
 
 def valid_answer(method: str, value: Any) -> bool:

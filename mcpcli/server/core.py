@@ -58,7 +58,7 @@ from mcpcli.jobs import JobSet
 from mcpcli.rpc.peer import HandlerError, Peer, RequestContext, log_unexpected, report_default
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import Backend
-from mcpcli.server.calls import IncomingRequest, Outlet
+from mcpcli.server.calls import Outlet, legacy_request, modern_request
 from mcpcli.server.handlers import Handlers
 from mcpcli.server.handoff import relay_hook
 from mcpcli.server.meta import ModernError, RequestMeta, check_version, parse_meta
@@ -503,11 +503,7 @@ class Server:
             # The handshake is not over until notifications/initialized; a client
             # that does not wait would see capabilities and notifications half set up.
             raise RPCError(INVALID_REQUEST, NOT_INITIALIZED)
-        rq = IncomingRequest(
-            request, params, ctx, "legacy", conn.version, conn.client_capabilities,
-            conn.client_info, conn.log_level, conn, conn.transport, conn.principal,
-        )
-        return await handler(rq)
+        return await handler(legacy_request(request, params, ctx, conn))
 
     def _initialize(self, conn: ServerConnection, params: JSON) -> JSON:
         requested = params.get("protocolVersion")
@@ -559,11 +555,7 @@ class Server:
         handler = self._modern.get(request.method)
         if handler is None:
             raise ModernError(METHOD_NOT_FOUND, f"Method not found: {request.method}", status=404)
-        rq = IncomingRequest(
-            request, params, outlet, "modern", meta.version, meta.capabilities,
-            meta.client_info, meta.log_level, None, transport, principal,
-        )
-        rq.channel = connection
+        rq = modern_request(request, params, outlet, meta, transport, principal, connection)
         if connection is not None and isinstance(outlet, RequestContext) and outlet.can_answer_now:
             early = outlet.answer_now
 

@@ -20,7 +20,7 @@ from mcpcli.core.protocol import ALL_VERSIONS, RESOURCE_NOT_FOUND, SUBSCRIPTION_
 from mcpcli.errors import RPCError
 from mcpcli.server._state import Runtime
 from mcpcli.server.backend import ResourceNotFound
-from mcpcli.server.calls import Call, Handler, IncomingRequest
+from mcpcli.server.calls import Call, Handler, IncomingRequest, tool_call_target
 from mcpcli.server.meta import LEVEL_RANK, ModernError
 from mcpcli.server.mrtr import call_backend
 from mcpcli.server.subscriptions import TASK_STATUS, Sink, listen_filter, subscribable
@@ -155,16 +155,8 @@ class Handlers:
 
     async def tools_call(self, rq: IncomingRequest) -> JSON:
         self._require("tools")
-        name = rq.params.get("name")
-        if not isinstance(name, str):
-            raise RPCError(INVALID_PARAMS, "Invalid params: tools/call needs a tool name")
-        arguments = rq.params.get("arguments")
-        if arguments is None:
-            arguments = {}
-        elif not isinstance(arguments, dict):
-            raise RPCError(INVALID_PARAMS, "Invalid params: arguments must be an object")
+        name, args = tool_call_target(rq.params)
         backend = self.backend
-        args: JSON = arguments
 
         def invoke(call: Call) -> Awaitable[JSON]:
             return backend.call_tool(name, args, call)

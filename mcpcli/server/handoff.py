@@ -22,7 +22,15 @@ from mcpcli.errors import RPCError
 from mcpcli.rpc.context import RequestContext
 from mcpcli.rpc.forwarding import Relayed, RelayHook
 from mcpcli.server._state import Runtime
-from mcpcli.server.calls import Call, Connection, IncomingRequest, Invoke
+from mcpcli.server.calls import (
+    Call,
+    IncomingRequest,
+    Invoke,
+    SessionFacts,
+    legacy_request,
+    modern_request,
+    tool_call_target,
+)
 from mcpcli.server.meta import check_version, parse_meta
 from mcpcli.server.mrtr import call_backend
 from mcpcli.server.tracing import traced
@@ -40,16 +48,11 @@ JSON = dict[str, Any]
 Decorate = Callable[[str, JSON], JSON]
 
 
-class KnownClient(Connection, Protocol):
+class KnownClient(SessionFacts, Protocol):
     """What a connection knows of its client (`core.ServerConnection`)."""
 
     peer: Peer | None
     initialized: bool
-    version: str | None
-    client_capabilities: JSON
-    client_info: JSON
-    transport: str
-    principal: str
 
 
 class PassCall(Protocol):
@@ -107,16 +110,12 @@ def relay_hook(runtime: Runtime, decorate: Decorate, conn: KnownClient, pass_cal
         params = request.params
         if request.method != TOOLS_CALL or not params:
             return None
-        name = params.get("name")
-        arguments = params.get("arguments")
-        if type(name) is not str or "task" in params or "inputResponses" in params or "requestState" in params:
+        if "task" in params or "inputResponses" in params or "requestState" in params or traced(request):
             return None
-        if arguments is None:
-            arguments = {}
-        elif type(arguments) is not dict:
-            return None
-        if traced(request):
-            return None
+        try:
+            name, arguments = tool_call_target(params)
+        except RPCError:
+            return None  # the usual path says what is wrong
         peer = conn.peer
         if peer is None:
             return None
@@ -128,12 +127,9 @@ def relay_hook(runtime: Runtime, decorate: Decorate, conn: KnownClient, pass_cal
                 check_version(modern.version)
             except RPCError:
                 return None
-            rq = IncomingRequest(request, params, outlet, "modern", modern.version, modern.capabilities,
-                                 modern.client_info, modern.log_level, None, conn.transport, conn.principal)
-            rq.channel = conn
+            rq = modern_request(request, params, outlet, modern, conn.transport, conn.principal, conn)
         elif conn.initialized and conn.version is not None:
-            rq = IncomingRequest(request, params, outlet, "legacy", conn.version, conn.client_capabilities,
-                                 conn.client_info, conn.log_level, conn, conn.transport, conn.principal)
+            rq = legacy_request(request, params, outlet, conn)
         else:
             return None
         return pass_call(name, arguments, Call(rq), Relay(runtime, decorate, peer, envelope, request, rq))
