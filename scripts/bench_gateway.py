@@ -2,7 +2,7 @@
 """Benchmark the gateway: what `mcp serve --proxy` adds to a tool call.
 
     .venv/bin/python scripts/bench_gateway.py [--calls 500] [--concurrency 16] [--rounds 3]
-        [--baseline CHECKOUT]
+        [--baseline CHECKOUT] [--bare] [--pump]
 
 The upstream is a small stdio server (our runtime with one `echo` tool, started from
 this script). In the same run, interleaved over `--rounds` rounds (medians reported):
@@ -119,6 +119,22 @@ asyncio.run(main())
 '''
 
 
+PUMP = '''
+import os, subprocess, sys, threading
+
+def pump(source, sink):
+    while data := os.read(source, 1 << 16):
+        while data:
+            data = data[os.write(sink, data):]
+
+proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+threading.Thread(target=pump, args=(proc.stdout.fileno(), 1), daemon=True).start()
+pump(0, proc.stdin.fileno())
+proc.stdin.close()
+proc.wait()
+'''
+
+
 def cpu_seconds(pid: int) -> tuple[float, float]:
     """(utime, stime) of one process (not its children), from /proc."""
     with open(f"/proc/{pid}/stat") as fh:
@@ -228,6 +244,8 @@ async def main() -> None:
                         help="also measure the gateway of this checkout (the 'before' side)")
     parser.add_argument("--bare", action="store_true",
                         help="also measure a bare asyncio line relay in the gateway's place (the floor)")
+    parser.add_argument("--pump", action="store_true",
+                        help="also measure a byte pump (two threads, nothing decoded) in the gateway's place")
     parser.add_argument("--instructions", action="store_true",
                         help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
@@ -243,6 +261,9 @@ async def main() -> None:
         bare_py = Path(tmp) / "bare_relay.py"
         bare_py.write_text(BARE_RELAY)
         bare = [sys.executable, str(bare_py), *upstream]
+        pump_py = Path(tmp) / "pump.py"
+        pump_py.write_text(PUMP)
+        pump = [sys.executable, str(pump_py), *upstream]
         if args.instructions:
             count = await instructions(bare if args.bare else gateway, args.calls, tmp, args.concurrency,
                                        args.baseline.resolve() if args.baseline else None)
@@ -255,7 +276,8 @@ async def main() -> None:
                 for out in Path(tmp).glob("callgrind.out*"):
                     shutil.copy(out, args.keep / out.name)
             return
-        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": [], "bare": []}
+        results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": [], "bare": [],
+                                                     "pump": []}
         for _ in range(args.rounds):
             results["direct"].append(await measure(upstream, args.calls, args.concurrency))
             results["gateway"].append(await measure(gateway, args.calls, args.concurrency))
@@ -264,6 +286,8 @@ async def main() -> None:
                                                          args.baseline.resolve()))
             if args.bare:
                 results["bare"].append(await measure(bare, args.calls, args.concurrency))
+            if args.pump:
+                results["pump"].append(await measure(pump, args.calls, args.concurrency))
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in results[kind])
@@ -299,6 +323,11 @@ async def main() -> None:
         print(f"bare relay: latency {med('bare', 'median_ms'):.3f} ms, relay CPU per call "
               f"{med('bare', 'cpu_ms'):.3f} ms, throughput {r_rate:.0f}/s ({r_rate / d_rate:.0%}; rounds "
               f"{ratios('bare')}); {split('bare')}")
+    if results["pump"]:
+        p_rate = med("pump", "rate")
+        print(f"byte pump: latency {med('pump', 'median_ms'):.3f} ms, pump CPU per call "
+              f"{med('pump', 'cpu_ms'):.3f} ms, throughput {p_rate:.0f}/s ({p_rate / d_rate:.0%}; rounds "
+              f"{ratios('pump')}); {split('pump')}")
 
 
 def run() -> Any:
