@@ -27,7 +27,7 @@ transports' server ends. What it may import: `mcpcli.rpc.peer` (the JSON-RPC
 engine), `mcpcli.transports` (`Envelope`, `Streams`, the in-memory pair behind
 `Server.transport()`), `mcpcli.core.protocol`, `mcpcli.core.jsonrpc`, `mcpcli.errors` and
 `mcpcli.core.wire` (the 2026 HTTP header codec `http_modern` checks requests with);
-never `client`, `connect`, `auth` or `cli` (tests/test_import_rules.py).
+never `client`, `connect`, `auth` or `cli` (tests/unit/test_import_rules.py).
 The tools.yaml server builds on this package, not the other way round.
 """
 

@@ -7,7 +7,7 @@ that ends them if the server dies). It may import `mcpcli.server` (the
 `Backend` protocol it implements, and the runtime it serves in-process),
 `mcpcli.transports` (the in-process transport's stream types), and the shared
 `protocol`, `jsonrpc`, `errors`, `args` and `validation`; never `client`,
-`connect`, `auth` or `cli`, which sit above it (tests/test_import_rules.py
+`connect`, `auth` or `cli`, which sit above it (tests/unit/test_import_rules.py
 checks this). The protocol itself (eras, transports, sessions) is
 `mcpcli.server`'s job.
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import mcpcli
 
 ROOT = Path(mcpcli.__file__).parent
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parent.parent
 MODULES = {path: ".".join(path.relative_to(ROOT.parent).with_suffix("").parts) for path in ROOT.rglob("*.py")}
 
 #: What the core may not import: it decides, its drivers do the I/O.
@@ -71,6 +71,7 @@ CROSS_CUTTING = {
     "authors": "the server authors' workflow end to end: check, snapshot, diff and test on two releases",
     "tracing": "trace context through every hop (client, gateway, serve, scripts) and the spans",
     "replicas": "a deployment: replicas sharing tasks through Redis behind nginx",
+    "unit": "the rules the code and the tests keep: layers (the README's Layout), house rules, markers, a clone with nothing beside it",
 }
 
 
