@@ -30,7 +30,7 @@ from mcpcli.errors import (
 )
 
 from .commands import CallSink
-from .held import Held, Sessions, gone_message, typed
+from .held import Held, Sessions, calling, gone_message, typed
 from .ops import string_map
 
 __all__ = ["serve_call"]
@@ -101,6 +101,7 @@ async def _op_call(sessions: Sessions, message: JSON, sink: CallSink) -> JSON:
                 "fallback": True}
     held = await sessions.usable(message.get("name"))
     held.call_sinks.add(sink)
+    making = calling.set(sink)  # the requests the call sends are this op's
     # The command's trace (`--traceparent`, TRACEPARENT): the call's requests carry it
     # on, as the command's own client would (the daemon records no spans).
     trace = message.get("trace")
@@ -111,6 +112,7 @@ async def _op_call(sessions: Sessions, message: JSON, sink: CallSink) -> JSON:
         return await _call(held, message)
     finally:
         tracecontext.current.reset(token)
+        calling.reset(making)
         held.call_sinks.discard(sink)
 
 

@@ -13,6 +13,8 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ import anyio.abc
 from mcpcli import rundir as paths
 from mcpcli.config import ServerEntry
 from mcpcli.connect import ConnectOptions
+from mcpcli.core.jsonrpc import RequestId
 from mcpcli.daemon import groups
 from mcpcli.errors import McpCliError, TransportError, unwrap
 from mcpcli.relay.listings import STALE_BY_METHOD, Listings
@@ -46,6 +49,10 @@ ENTRY_FIELDS = (
 
 #: What a command relaying through a session answers to (an attached command or a `call` op).
 Downstream = Attached | CallSink
+
+#: The `call` op whose call this task makes: the session's client counts the requests it
+#: sends meanwhile as that op's (`Held.request_sent`).
+calling: ContextVar[CallSink | None] = ContextVar("mcpcli_daemon_calling", default=None)
 
 
 def typed(exc: BaseException) -> McpCliError:
@@ -117,11 +124,19 @@ class Held:
     def __post_init__(self) -> None:
         self.router = Router(
             self._in_flight,
-            alive=self.attached.__contains__,
-            # A request no attached command made is a `call` op's, when exactly one runs.
+            alive=lambda downstream: downstream in self.attached or downstream in self.call_sinks,
+            # A request nobody registered (the client's own) is a `call` op's, when exactly
+            # one runs.
             unregistered=lambda: list(self.call_sinks),
             rules=(self._asked_for_logs,),
         )
+
+    def request_sent(self, request_id: RequestId) -> AbstractContextManager[object]:
+        """The session's client sends a request (`ClientOptions.request_sent`): made within
+        a `call` op, it is that op's, so that what the server sends with it (Streamable HTTP
+        says) goes to that command."""
+        sink = calling.get()
+        return nullcontext() if sink is None else self.router.sent(request_id, sink)
 
     @property
     def client(self) -> Client | None:

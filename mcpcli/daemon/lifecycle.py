@@ -54,6 +54,7 @@ def _client_options(held: Held) -> ClientOptions:
         timeout=float(timeout) if isinstance(timeout, (int, float)) else held.connect.connect_timeout,
         max_timeout=None,
         on_notification=lambda method, params: server_notification(held, method, params),
+        request_sent=held.request_sent,
     )
     if isinstance(raw.get("protocol"), str):
         options.protocol = raw["protocol"]

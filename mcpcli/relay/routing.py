@@ -9,8 +9,9 @@ message) belongs to the downstream whose request caused it. `Router.route` asks,
 2. the request the transport says carried the message (Streamable HTTP; `caused_by` in
    `mcpcli.client`): the downstream that request was sent for (`Router.sent`). A request
    no live downstream was registered for is the one `unregistered` downstream's when the
-   owner has such (the daemon's `call` ops, whose requests the client sends itself), else
-   nobody's; an owner without them routes the message as if the transport said nothing;
+   owner has such (the daemon's `call` ops: a request the session's client sent on its
+   own while exactly one runs), else nobody's; an owner without them routes the message
+   as if the transport said nothing;
 3. the task the message is tagged with (`_meta` related-task, 2025-11-25): the downstream
    waiting on that task (`Router.waiting`);
 4. the owner's `rules`, in order (the daemon's: a 2026-07-28 log message goes to the one

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_server, wait_until
+from helpers import REPO, fake_server, free_port, listening, wait_until
 
 from mcpcli import localsocket
 
@@ -439,6 +441,44 @@ def test_a_call_op_gets_its_notifications_before_the_answer_only_when_it_asks(
     answer = daemon.control("call", **fields)  # the first line, as for every other op
     assert answer["ok"] is True
     wait_until(lambda: log.exists() and "error note" in log.read_text(), what="the note in the session log")
+
+
+def test_each_call_op_on_an_http_session_gets_the_log_messages_of_its_own_call(
+    daemon: DaemonProcess, run_dir: Path
+) -> None:
+    """Streamable HTTP says which request a message came with: of two `call` ops in flight
+    at once, each gets the log message its own call caused (the session's client counts
+    each op's requests as that op's), and neither goes to the session's log."""
+    from mcpcli.core import localrpc as protocol
+
+    upstream = REPO / "tests" / "gateway" / "gateway_upstream.py"
+    port = free_port()
+    with listening([sys.executable, str(upstream), "--http", str(port)], port) as url:
+        opened = daemon.control("open", name="h", entry={"name": "h", "url": url, "transport": "http"},
+                                connect={}, client={"timeout": 30, "protocol": "2025-11-25"},
+                                idle_timeout=None, restart="no", join=True)
+        assert opened["ok"], opened
+
+        def call(tag: str) -> list[dict[str, Any]]:
+            with connect(run_dir) as sock:
+                localsocket.send(sock, protocol.request(
+                    "call", notifications=True, name="h", tool="log_together", args=[f"text={tag}"],
+                    json=None, timeout=30, validate=True))
+                reader = localsocket.LineReader(sock)
+                lines = []
+                while (line := reader.read()) is not None:
+                    lines.append(line)
+            return lines
+
+        with ThreadPoolExecutor(2) as pool:
+            ada, bob = pool.map(call, ["ada", "bob"])
+    for tag, lines in (("ada", ada), ("bob", bob)):
+        assert [line.get("method") for line in lines[:-1]] == ["notifications/message"], lines
+        assert lines[0]["params"]["data"] == {"msg": tag}
+        assert lines[-1]["ok"] is True
+        assert lines[-1]["result"]["content"][0]["text"] == f"{tag} done"
+    log = run_dir / "sessions" / "h.log"
+    assert "together" not in (log.read_text() if log.exists() else "")
 
 
 def test_a_modern_log_message_goes_to_the_one_command_that_asked_for_logs(daemon: DaemonProcess) -> None:

@@ -6,7 +6,8 @@ and the environment variable GATEWAY_TEST_VAR, to see restarts and per-upstream
 env), `die` (exits the process mid-call: a crashed upstream), `Echo` (a tool
 whose name differs from `echo` only by case), and `grow` (adds a tool `extra_NNN`
 and announces the change; GATEWAY_TEST_EXTRA sets how many there are at start),
-`refuse` (an error response with data);
+`refuse` (an error response with data), `log_together` (logs its text, then waits until
+two such calls are in flight);
 with GATEWAY_TEST_LOG, `slow` writes there when it starts and when it is cancelled.
 """
 
@@ -32,6 +33,8 @@ READ_ONLY = {"echo", "whoami"}
 class UpstreamBackend(DemoBackend):
     def __init__(self) -> None:
         super().__init__(tools=int(os.environ.get("GATEWAY_TEST_EXTRA", "0")))
+        self.together = 0
+        self.both_in = anyio.Event()
 
     async def list_tools(self) -> list[JSON]:
         tools = await super().list_tools()
@@ -41,6 +44,7 @@ class UpstreamBackend(DemoBackend):
             {"name": "grow", "inputSchema": {"type": "object"}},
             {"name": "Echo", "inputSchema": {"type": "object"}},
             {"name": "refuse", "inputSchema": {"type": "object"}},
+            {"name": "log_together", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
             {"name": "delete_all", "inputSchema": {"type": "object"},
              "annotations": {"destructiveHint": True}},
         ]
@@ -68,6 +72,13 @@ class UpstreamBackend(DemoBackend):
                 with open(os.environ["GATEWAY_TEST_LOG"], "a") as log:
                     log.write("cancelled\n")
                 raise
+        if name == "log_together":
+            await ctx.log("info", {"msg": arguments.get("text")}, "together")
+            self.together += 1
+            if self.together == 2:
+                self.both_in.set()
+            await self.both_in.wait()
+            return text(f"{arguments.get('text')} done")
         if name == "refuse":
             raise RPCError(-32000, "refused here", {"why": "a test", "echo": arguments})
         if name in ("Echo", "delete_all"):
