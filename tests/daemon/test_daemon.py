@@ -478,7 +478,7 @@ def test_each_call_op_on_an_http_session_gets_the_log_messages_of_its_own_call(
         assert lines[-1]["ok"] is True
         assert lines[-1]["result"]["content"][0]["text"] == f"{tag} done"
     log = run_dir / "sessions" / "h.log"
-    assert "together" not in (log.read_text() if log.exists() else "")
+    assert "msg" not in (log.read_text() if log.exists() else "")
 
 
 def test_a_modern_log_message_goes_to_the_one_command_that_asked_for_logs(daemon: DaemonProcess) -> None:
