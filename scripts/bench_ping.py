@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark how promptly `mcp serve` answers `ping` while it is saturated with calls.
 
-    .venv/bin/python scripts/bench_ping.py [--calls 500] [--pings 200] [--transport stdio|http|both]
+    .venv/bin/python scripts/bench_ping.py [--calls 500] [--pings 200] [--transport stdio|http|both] [--keep-alive]
 
 Starts `mcp serve` on a tools.yaml whose one tool runs a script for `--work` seconds and
 measures the latency of `ping` (sent every `--every` seconds, one at a time):
@@ -12,7 +12,9 @@ measures the latency of `ping` (sent every `--every` seconds, one at a time):
    concurrency slots) and until the pings are done.
 
 stdio: a 2025-11-25 session on the server's stdin/stdout. http: `mcp serve --http`, the
-pings on a 2025-11-25 session, the calls as 2026-07-28 POSTs, each on its own connection.
+pings on a 2025-11-25 session, the calls as 2026-07-28 POSTs, each on its own connection;
+each ping on a new connection too, or with `--keep-alive` all on one open connection (as
+an HTTP client library sends them).
 Prints p50, p99 and max per phase. Not a test: numbers depend on the machine and its load.
 """
 
@@ -32,6 +34,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_serve import _exchange as exchange  # noqa: E402
+
 JSON = dict[str, Any]
 
 TOOLS = """version: 1
@@ -170,9 +176,17 @@ async def bench_http(tools: Path, args: argparse.Namespace) -> tuple[list[float]
         session = {"Mcp-Session-Id": fields["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
         await post(port, INITIALIZED, session)
 
+        kept: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        if args.keep_alive:
+            kept.append(await asyncio.open_connection("127.0.0.1", port))
+
         async def ping(n: int) -> float:
             started = time.perf_counter()
-            status, _, payload = await post(port, {"jsonrpc": "2.0", "id": n, "method": "ping"}, session)
+            body = {"jsonrpc": "2.0", "id": n, "method": "ping"}
+            if kept:
+                status, _, payload = await exchange(*kept[0], "127.0.0.1", port, "/mcp", body, session)
+            else:
+                status, _, payload = await post(port, body, session)
             took = time.perf_counter() - started
             if status != 200 or b'"result":{}' not in payload.replace(b" ", b""):
                 return -took  # refused (busy)
@@ -187,6 +201,8 @@ async def bench_http(tools: Path, args: argparse.Namespace) -> tuple[list[float]
         await load.stdout.readline()  # every call is on its way
         loaded = await pings(ping, args.pings, args.every)
         await load.wait()
+        for _, writer in kept:
+            writer.close()
         return idle, loaded
     finally:
         proc.terminate()
@@ -214,6 +230,8 @@ async def main() -> None:
     parser.add_argument("--every", type=float, default=0.005, help="seconds between pings")
     parser.add_argument("--work", type=float, default=0.5, help="seconds each call's script runs")
     parser.add_argument("--transport", choices=["stdio", "http", "both"], default="both")
+    parser.add_argument("--keep-alive", action="store_true",
+                        help="http: every ping on one open connection (else each on a new one)")
     args = parser.parse_args()
     if args.load:
         await load(args.load, args.calls)
