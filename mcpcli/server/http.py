@@ -54,24 +54,6 @@ STOP_WAIT = 10
 GC_THRESHOLD = 5000
 
 
-#: How many waiting connections the kernel queues for us to accept.
-LISTEN_BACKLOG = 1024
-#: How many connections one event-loop turn accepts (asyncio accepts up to the backlog it
-#: is given per readiness callback; uvicorn gives 2048). A burst of new connections
-#: would otherwise all be accepted, set up and parsed in one turn, and every request on a
-#: connection already open (a `ping`) would wait behind all of them; a few per turn lets
-#: the loop serve those in between, at no cost to the burst (the rest wait in the queue).
-ACCEPT_BATCH = 16
-
-
-class _Listener(socket.socket):
-    """A listening socket that keeps the kernel's queue at `LISTEN_BACKLOG` whatever
-    `listen()` asks: asyncio listens again with the backlog it accepts per turn."""
-
-    def listen(self, backlog: int = LISTEN_BACKLOG) -> None:
-        super().listen(max(backlog, LISTEN_BACKLOG))
-
-
 def _bind(host: str, port: int) -> socket.socket:
     """Bind the listening socket ourselves: a clear error instead of uvicorn's exit."""
     try:
@@ -83,13 +65,13 @@ def _bind(host: str, port: int) -> socket.socket:
     family, _, proto, _, address = infos[0]
     # proto must say TCP: asyncio only sets TCP_NODELAY on accepted sockets that do
     # (without it, Nagle + delayed ACKs add ~40 ms to every keep-alive response).
-    sock = _Listener(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
+    sock = socket.socket(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if family == socket.AF_INET6 and host in ("::", ""):
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
-        sock.listen()
+        sock.listen(128)
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
@@ -164,7 +146,6 @@ async def _run(
         proxy_headers=False, server_header=False,
         timeout_graceful_shutdown=STOP_WAIT,
         http=guarded_protocol(app.options),  # head/body deadlines, connection caps
-        backlog=ACCEPT_BATCH,  # accepted per turn; the kernel's queue stays LISTEN_BACKLOG
     )
 
     class _Uvicorn(uvicorn.Server):

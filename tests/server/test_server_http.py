@@ -940,25 +940,3 @@ async def test_serving_collects_garbage_less_often_and_restores_the_collector(se
         assert status == 200
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == frozen or frozen > 0
-
-
-def test_the_listening_socket_keeps_its_queue_when_asyncio_listens_again() -> None:
-    """asyncio listens again with the number it accepts per turn (`ACCEPT_BATCH`): the
-    kernel still queues a burst far beyond it, unaccepted, rather than dropping the
-    connections' handshakes."""
-    import socket
-
-    from mcpcli.server.http import ACCEPT_BATCH, _bind
-
-    listener = _bind("127.0.0.1", 0)
-    clients: list[socket.socket] = []
-    try:
-        listener.listen(ACCEPT_BATCH)  # what asyncio's create_server does with uvicorn's backlog
-        for _ in range(ACCEPT_BATCH * 4):
-            client = socket.create_connection(listener.getsockname()[:2], timeout=10)
-            clients.append(client)
-        assert len(clients) == ACCEPT_BATCH * 4
-    finally:
-        for client in clients:
-            client.close()
-        listener.close()
