@@ -2,7 +2,7 @@
 """Benchmark the gateway: what `mcp serve --proxy` adds to a tool call.
 
     .venv/bin/python scripts/bench_gateway.py [--calls 500] [--concurrency 16] [--rounds 3]
-        [--baseline CHECKOUT] [--bare] [--pump]
+        [--baseline CHECKOUT] [--bare] [--pump] [--pin]
 
 The upstream is a small stdio server (our runtime with one `echo` tool, started from
 this script). In the same run, interleaved over `--rounds` rounds (medians reported):
@@ -16,6 +16,11 @@ this script). In the same run, interleaved over `--rounds` rounds (medians repor
   lines, decode each message, give requests ids of their own (and answers their
   callers' back), encode and pass them on, one write per chunk read. The least a
   Python relay that understands the messages costs: the floor for the gateway.
+
+With `--pin` (Linux, 2 CPUs or more), our client and the upstream share CPU 0 and the
+relay in between (gateway, bare relay or pump) gets CPU 1 to itself, in every run, direct
+included: the rate when the relay has a core of its own, as on a machine with more cores
+than busy processes, where on 2 shared cores three processes split what direct gives two.
 
 For each: the median latency of sequential `tools/call` round trips, and throughput with
 `--concurrency` calls in flight. For the gateway also its own CPU per call (utime+stime of
@@ -151,6 +156,13 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def pin_to(pid: int, cpu: int) -> None:
+    """Run every thread of process `pid` on `cpu` only (a thread keeps the affinity it was
+    started with, so each is set)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(task), {cpu})
+
+
 def busy(pids: list[int]) -> float:
     """CPU seconds (user + system) these processes have used."""
     return sum(sum(cpu_seconds(pid)) for pid in pids)
@@ -172,7 +184,7 @@ async def concurrent_calls(client: Client, calls: int, concurrency: int) -> None
 
 
 async def measure(argv: list[str], calls: int, concurrency: int,
-                  checkout: Path | None = None) -> dict[str, float]:
+                  checkout: Path | None = None, pin: bool = False) -> dict[str, float]:
     env = {"PYTHONPATH": str(checkout)} if checkout is not None else None
     transport = StdioTransport(argv[0], argv[1:], quiet=True, env=env, cwd=str(checkout or ROOT))
     async with Client(transport, ClientOptions()) as client:
@@ -181,6 +193,11 @@ async def measure(argv: list[str], calls: int, concurrency: int,
             await client.call_tool("echo", {"text": "warm"})
         assert transport.process is not None
         pid = transport.process.pid
+        if pin:
+            for process in (os.getpid(), *(children(pid) or [pid])):
+                pin_to(process, 0)
+            if children(pid):
+                pin_to(pid, 1)
         times: list[float] = []
         cpu0 = cpu_seconds(pid)
         for _ in range(calls):
@@ -246,6 +263,8 @@ async def main() -> None:
                         help="also measure a bare asyncio line relay in the gateway's place (the floor)")
     parser.add_argument("--pump", action="store_true",
                         help="also measure a byte pump (two threads, nothing decoded) in the gateway's place")
+    parser.add_argument("--pin", action="store_true",
+                        help="client and upstream on CPU 0, the relay on CPU 1 (a core of its own)")
     parser.add_argument("--instructions", action="store_true",
                         help="instead: the gateway's instructions per call (valgrind --tool=callgrind)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
@@ -278,16 +297,19 @@ async def main() -> None:
             return
         results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": [], "bare": [],
                                                      "pump": []}
+        if args.pin and (not hasattr(os, "sched_setaffinity") or not {0, 1} <= os.sched_getaffinity(0)):
+            parser.error("--pin needs Linux and at least 2 CPUs")
+        pin = args.pin
         for _ in range(args.rounds):
-            results["direct"].append(await measure(upstream, args.calls, args.concurrency))
-            results["gateway"].append(await measure(gateway, args.calls, args.concurrency))
+            results["direct"].append(await measure(upstream, args.calls, args.concurrency, pin=pin))
+            results["gateway"].append(await measure(gateway, args.calls, args.concurrency, pin=pin))
             if args.baseline:
                 results["baseline"].append(await measure(gateway, args.calls, args.concurrency,
-                                                         args.baseline.resolve()))
+                                                         args.baseline.resolve(), pin=pin))
             if args.bare:
-                results["bare"].append(await measure(bare, args.calls, args.concurrency))
+                results["bare"].append(await measure(bare, args.calls, args.concurrency, pin=pin))
             if args.pump:
-                results["pump"].append(await measure(pump, args.calls, args.concurrency))
+                results["pump"].append(await measure(pump, args.calls, args.concurrency, pin=pin))
 
     def med(kind: str, key: str) -> float:
         return statistics.median(r[key] for r in results[kind])
