@@ -39,15 +39,16 @@ if TYPE_CHECKING:
 __all__ = ["authorization_code", "check_callback", "check_can_interact", "wait_for_callback"]
 
 
-def check_can_interact(flow: Flow) -> None:
-    """Refuse a sign-in the mode forbids, before anything is opened."""
+def check_can_interact(flow: Flow, *, needs_browser: bool = True) -> None:
+    """Refuse a sign-in the mode forbids, before anything is opened. `needs_browser`: the
+    sign-in happens here (not on another device, which needs only our stderr read)."""
     if flow.mode == "stored-only":
         raise AuthError(
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and --stored-auth-only "
             "forbids opening a sign-in",
             hint=f"run `mcp auth login {flow.settings.login_target(flow.server_url)}` first",
         )
-    if flow.mode == "non-interactive" and not can_launch_browser() and not flow.settings.no_browser:
+    if needs_browser and flow.mode == "non-interactive" and not can_launch_browser() and not flow.settings.no_browser:
         raise AuthError(
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and this session has no "
             "terminal or browser to do it",

@@ -19,7 +19,7 @@ import anyio
 from mcpcli.auth.clients import client_from_record
 from mcpcli.auth.metadata import Challenge, parse_www_authenticate
 from mcpcli.auth.scopes import select_scope, union_scopes
-from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
+from mcpcli.auth.settings import DEVICE_GRANT, MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.signin import Flow, SignIn, strip_fragment
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import OAuthError
@@ -70,6 +70,8 @@ class OAuthAuthenticator:
         self._step_ups: list[float] = []
         self._refreshed_token: str | None = None
         self._handed_out = False
+        #: How the sign-in whose refresh token died was made: a new one is made the same way.
+        self._lost_grant: str | None = None
 
     def __repr__(self) -> str:
         return f"OAuthAuthenticator({self.server_url!r}, mode={self.mode!r})"
@@ -160,7 +162,7 @@ class OAuthAuthenticator:
                 if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
                     # The refresh token is dead: forget the tokens, keep nothing half-valid.
                     await anyio.to_thread.run_sync(self.store.delete, rec)
-                    self._record, self._secrets = None, None
+                    self._record, self._secrets, self._lost_grant = None, None, rec.grant
                 raise
             await self._save(sign_in)
             self._refreshed_token = sign_in.secrets.access_token
@@ -195,6 +197,8 @@ class OAuthAuthenticator:
         elif previous is not None and previous[0].grant in MACHINE_GRANTS:
             client = client_from_record(previous[0], previous[1], self.settings)
             sign_in = await self.flow.machine(disc, chosen, previous[0].grant, client)
+        elif DEVICE_GRANT in (self.settings.grant, previous[0].grant if previous else self._lost_grant):
+            sign_in = await self.flow.device(disc, chosen, previous)
         else:
             sign_in = await self.flow.authorization_code(disc, chosen, previous)
         await self._save(sign_in)

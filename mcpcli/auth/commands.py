@@ -15,7 +15,7 @@ from mcpcli.auth.authenticator import OAuthAuthenticator
 from mcpcli.auth.clients import client_from_record
 from mcpcli.auth.metadata import Challenge, Fetcher, parse_www_authenticate
 from mcpcli.auth.scopes import select_scope
-from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
+from mcpcli.auth.settings import DEVICE_GRANT, MACHINE_GRANTS, AuthSettings
 from mcpcli.auth.signin import Flow, server_from_record
 from mcpcli.auth.store import Record, Secrets, TokenStore
 from mcpcli.auth.tokens import ClientInfo, revoke_token
@@ -125,6 +125,8 @@ async def login(
     scope = select_scope(settings, disc, challenge)
     if settings.grant in MACHINE_GRANTS:
         sign_in = await flow.machine(disc, scope, settings.grant)
+    elif settings.grant == DEVICE_GRANT:
+        sign_in = await flow.device(disc, scope, previous)
     else:
         sign_in = await flow.authorization_code(disc, scope, previous)
     await anyio.to_thread.run_sync(store.save, sign_in.record, sign_in.secrets)

@@ -302,6 +302,8 @@ class AuthServer:
     grant_types_supported: list[str] | None = None
     iss_parameter_supported: bool = False
     client_id_metadata_document_supported: bool = False
+    #: RFC 8628: where a sign-in on another device starts (`mcp auth login --device`).
+    device_authorization_endpoint: str | None = None
     #: Where the document came from; None for the 2025-03-26 default endpoints.
     metadata_url: str | None = None
 
@@ -387,6 +389,12 @@ def _auth_server_from(doc: JSON, url: str, fetcher: Fetcher) -> AuthServer:
             rev = fetcher.check(rev, "revocation_endpoint")
         except AuthError:
             rev = None  # only used best-effort at logout
+    device = doc.get("device_authorization_endpoint")
+    if device is not None:
+        try:
+            device = fetcher.check(device, "device_authorization_endpoint")
+        except AuthError:
+            device = None  # unusable: a device sign-in then says the server offers none
     return AuthServer(
         issuer=doc.get("issuer") if isinstance(doc.get("issuer"), str) else None,
         authorization_endpoint=authz,
@@ -400,6 +408,7 @@ def _auth_server_from(doc: JSON, url: str, fetcher: Fetcher) -> AuthServer:
         grant_types_supported=_str_list(doc.get("grant_types_supported")),
         iss_parameter_supported=doc.get("authorization_response_iss_parameter_supported") is True,
         client_id_metadata_document_supported=doc.get("client_id_metadata_document_supported") is True,
+        device_authorization_endpoint=device,
         metadata_url=url,
     )
 

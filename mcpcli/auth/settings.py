@@ -12,10 +12,12 @@ from mcpcli.errors import UsageError
 if TYPE_CHECKING:
     from mcpcli.config import ServerEntry
 
-__all__ = ["DEFAULT_LOGIN_TIMEOUT", "MACHINE_GRANTS", "AuthSettings", "read_key_file"]
+__all__ = ["DEFAULT_LOGIN_TIMEOUT", "DEVICE_GRANT", "MACHINE_GRANTS", "AuthSettings", "read_key_file"]
 
 #: Grants that need no user: a new token is simply requested again when one expires.
 MACHINE_GRANTS = ("client_credentials", "enterprise")
+#: The user signs in on another device (RFC 8628): a code to enter at a URL, no browser here.
+DEVICE_GRANT = "device_code"
 DEFAULT_LOGIN_TIMEOUT = 300.0
 
 
@@ -115,10 +117,11 @@ def _grant_name(value: Any) -> str:
     """The grant's own name for `value` (an alias, or none for authorization_code)."""
     grant = value or "authorization_code"
     grant = {"client-credentials": "client_credentials", "clientCredentials": "client_credentials",
-             "id-jag": "enterprise", "jwt-bearer": "enterprise"}.get(str(grant), str(grant))
-    if grant not in ("authorization_code", *MACHINE_GRANTS):
+             "id-jag": "enterprise", "jwt-bearer": "enterprise",
+             "device": DEVICE_GRANT, "device-code": DEVICE_GRANT, "deviceCode": DEVICE_GRANT}.get(str(grant), str(grant))
+    if grant not in ("authorization_code", DEVICE_GRANT, *MACHINE_GRANTS):
         raise UsageError(
-            f"unknown OAuth grant {grant!r} (authorization_code, client_credentials or enterprise)"
+            f"unknown OAuth grant {grant!r} (authorization_code, device_code, client_credentials or enterprise)"
         )
     return grant
 

@@ -2,7 +2,8 @@
 
 `Flow` holds what a sign-in to one server URL needs (settings, token store,
 mode, where to talk to the user, a fetcher bound to the server) and hands the
-grant itself to authcode.py (the browser) or machine.py (no user). Every grant
+grant itself to authcode.py (the browser), device.py (a code entered on another
+device) or machine.py (no user). Every grant
 ends in `Flow.signed_in`, which turns the token response into the `Record`
 and `Secrets` to store.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit, urlunsplit
 
-from mcpcli.auth import authcode, machine
+from mcpcli.auth import authcode, device, machine
 from mcpcli.auth.clients import choose_client, client_from_record
 from mcpcli.auth.metadata import AuthServer, Challenge, Discovery, Fetcher, discover
 from mcpcli.auth.settings import MACHINE_GRANTS, AuthSettings
@@ -94,6 +95,12 @@ class Flow:
     ) -> SignIn:
         """Sign in through the browser (authcode.py)."""
         return await authcode.authorization_code(self, disc, scope, previous)
+
+    async def device(
+        self, disc: Discovery, scope: str | None, previous: tuple[Record, Secrets] | None = None
+    ) -> SignIn:
+        """Sign in with a code entered on another device (device.py)."""
+        return await device.device_sign_in(self, disc, scope, previous)
 
     async def machine(
         self, disc: Discovery, scope: str | None, grant: str, client: ClientInfo | None = None

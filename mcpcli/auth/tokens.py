@@ -22,9 +22,11 @@ from mcpcli.text import verbatim
 
 __all__ = [
     "ClientInfo",
+    "DeviceCode",
     "OAuthError",
     "TokenResponse",
     "choose_auth_method",
+    "device_authorization",
     "register_client",
     "request_token",
     "revoke_token",
@@ -117,11 +119,12 @@ async def register_client(
     fetcher: Fetcher,
     server: AuthServer,
     *,
-    redirect_uri: str,
+    redirect_uri: str | None,
     scope: str | None,
     grant_types: list[str] | None = None,
 ) -> ClientInfo:
-    """RFC 7591 dynamic registration as a native app (loopback redirect, refresh tokens wanted)."""
+    """RFC 7591 dynamic registration as a native app (loopback redirect, refresh tokens
+    wanted); without `redirect_uri`, for grants that redirect nowhere (the device grant)."""
     endpoint = server.registration_endpoint
     if not endpoint:
         raise AuthError(
@@ -133,12 +136,15 @@ async def register_client(
     body: JSON = {
         "client_name": CLIENT_NAME,
         "client_uri": CLIENT_URI,
-        "redirect_uris": [redirect_uri],
         "grant_types": grant_types or ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
         "token_endpoint_auth_method": method,
         "application_type": "native",
     }
+    if redirect_uri is not None:
+        body["redirect_uris"] = [redirect_uri]
+        body["response_types"] = ["code"]
+    else:
+        body["response_types"] = []
     if scope:
         body["scope"] = scope
     status, doc, text = await fetcher.post_json(endpoint, "registration_endpoint", body)
@@ -291,6 +297,78 @@ def revocation_auth_method(server: AuthServer, client: ClientInfo) -> str | None
         if method == "private_key_jwt" and client.private_key_pem:
             return method
     return None
+
+
+@dataclass
+class DeviceCode:
+    """An authorization server's answer to a device authorization request (RFC 8628 3.2)."""
+
+    device_code: str
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str | None
+    #: Seconds the codes stay valid, and the least between two token requests.
+    expires_in: float
+    interval: float
+
+    def __repr__(self) -> str:
+        return f"DeviceCode(user_code={self.user_code!r}, <device_code redacted>)"
+
+
+#: RFC 8628: the interval when the server gives none, and how long codes last when it says nothing.
+DEVICE_INTERVAL = 5.0
+DEVICE_EXPIRES_IN = 600.0
+
+
+async def device_authorization(
+    fetcher: Fetcher, server: AuthServer, client: ClientInfo, params: Mapping[str, str]
+) -> DeviceCode:
+    """POST to the device authorization endpoint (RFC 8628 3.1): the codes, validated."""
+    endpoint = server.device_authorization_endpoint
+    assert endpoint is not None
+    body = dict(params)
+    headers = _client_auth(client, server, body)
+    known = [client.client_secret, body.get("client_assertion")]
+    status, doc, text = await fetcher.post_form(endpoint, "device_authorization_endpoint", body, headers)
+    where = verbatim(endpoint, limit=300)
+    if status != 200 or doc is None:
+        error = doc.get("error") if doc and isinstance(doc.get("error"), str) else None
+        raise OAuthError(
+            f"device authorization refused by {where}: HTTP {status}{_oauth_error_text(doc, text, known)}",
+            error=error,
+        )
+    device_code, user_code = doc.get("device_code"), doc.get("user_code")
+    # "verification_url": what some providers (Google) still name it.
+    uri = doc.get("verification_uri", doc.get("verification_url"))
+    if not (isinstance(device_code, str) and device_code and isinstance(user_code, str) and user_code
+            and isinstance(uri, str) and uri):
+        raise OAuthError(
+            f"device authorization at {where}: the answer lacks device_code, user_code or verification_uri"
+        )
+    if len(user_code) > 64 or not user_code.isprintable():
+        raise OAuthError(f"device authorization at {where}: an unusable user_code")
+    complete = doc.get("verification_uri_complete")
+    return DeviceCode(
+        device_code=device_code,
+        user_code=user_code,
+        verification_uri=fetcher.check(uri, "verification_uri"),
+        verification_uri_complete=fetcher.check(complete, "verification_uri_complete")
+        if isinstance(complete, str) and complete else None,
+        expires_in=_seconds_field(doc.get("expires_in"), DEVICE_EXPIRES_IN),
+        interval=_seconds_field(doc.get("interval"), DEVICE_INTERVAL),
+    )
+
+
+def _seconds_field(value: Any, default: float) -> float:
+    """A number of seconds the server gave (a number, or a string of one), else `default`."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_EXPIRES_IN:
+        return float(value)
+    return default
 
 
 async def revoke_token(

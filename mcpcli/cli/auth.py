@@ -202,6 +202,8 @@ def _human_list(console: Console, infos: list[dict[str, Any]]) -> None:
               help="Its secret (prefer the MCP_OAUTH_CLIENT_SECRET variable).")
 @click.option("--client-credentials", is_flag=True,
               help="Machine sign-in: the client credentials grant (no browser, no user).")
+@click.option("--device", is_flag=True,
+              help="Sign in on another device: enter a code shown here at the server's address (no browser here).")
 @click.option("--private-key-file", type=click.Path(dir_okay=False), metavar="PEM",
               help="Authenticate the client with private_key_jwt using this key.")
 @click.option("--signing-alg", metavar="ALG", help="JWT algorithm for --private-key-file (ES256, RS256, ...).")
@@ -226,6 +228,7 @@ def login(
     client_id: str | None,
     client_secret: str | None,
     client_credentials: bool,
+    device: bool,
     private_key_file: str | None,
     signing_alg: str | None,
     client_metadata_url: str | None,
@@ -241,7 +244,8 @@ def login(
 
     Discovers the server's authorization server, registers this client if
     needed, opens the browser (PKCE, state and issuer checks) and keeps the
-    tokens in the OS keyring. With --client-credentials no browser is involved.
+    tokens in the OS keyring. With --device you approve on another device (a phone,
+    your laptop) with a code shown here; with --client-credentials no user is involved.
     With --profile NAME the sign-in is another account's, kept apart from the
     default one; commands use it with the same --profile (or MCP_PROFILE).
     """
@@ -255,12 +259,14 @@ def login(
     settings = _settings(
         entry,
         scope=scope, client_id=client_id, client_secret=client_secret,
-        grant="client_credentials" if client_credentials else None,
+        grant="client_credentials" if client_credentials else "device_code" if device else None,
         private_key_file=private_key_file, signing_alg=signing_alg,
         client_metadata_url=client_metadata_url, no_browser=no_browser,
         callback_port=callback_port, auth_timeout=auth_timeout, token_store=token_store,
         insecure=insecure, profile=store.profile,
     )
+    if client_credentials and device:
+        raise UsageError("--client-credentials and --device are two different sign-ins: give one")
     if client_credentials and not settings.client_id:
         raise UsageError("--client-credentials needs --client-id (and a secret or --private-key-file)")
     if settings.token_store != token_store:  # the entry's oauth.tokenStore

@@ -7,7 +7,9 @@ One `ThreadingHTTPServer` on 127.0.0.1 serves:
 * `/register` (RFC 7591 DCR), `/authorize` (redirects at once, like the
   conformance mock: a scripted "browser" just follows the redirect),
 * `/token` (authorization_code with PKCE S256 verification and single-use codes,
-  refresh_token with rotation (the old one dies on use), client_credentials),
+  refresh_token with rotation (the old one dies on use), client_credentials, and with
+  `device=True` the device code grant of `/device` (RFC 8628): the person "on the other
+  device" approves at the `device_approve_at`-th poll, or declines, or lets it expire),
   `/revoke` (RFC 7009),
 * `/mcp`: a tiny stateless Streamable HTTP MCP server (JSON responses) that
   demands a bearer token issued for its resource; tool `write` needs the scope
@@ -34,6 +36,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 JSON = dict[str, Any]
+DEVICE_CODE = "urn:ietf:params:oauth:grant-type:device_code"
 
 
 def canary(prefix: str) -> str:
@@ -88,6 +91,15 @@ class Options:
     always_insufficient: str | None = None
     #: The MCP endpoint needs no token at all.
     require_auth: bool = True
+    #: RFC 8628: publish `/device`; the interval it asks for; what the person on the other
+    #: device does ("approve", "deny" or "expire") at which poll; `slow_down` answers first.
+    device: bool = False
+    device_interval: int = 0
+    device_outcome: str = "approve"
+    device_approve_at: int = 2
+    device_slow_downs: int = 0
+    #: The verification_uri the device answer gives instead of its own (hostile tests).
+    device_verification_uri: str | None = None
 
 
 @dataclass
@@ -124,6 +136,8 @@ class OAuthServer:
         self.refresh_tokens: dict[str, Grant] = {}
         self.revoked: list[str] = []
         self.jags: dict[str, str] = {}
+        #: Device code -> its grant and how many times it was polled.
+        self.device_codes: dict[str, JSON] = {}
         self.requests: list[JSON] = []
         self.issued: list[str] = []  # every secret handed out (canaries)
         #: Who the browser is signed in as: authorization codes (and their tokens) are this user's.
@@ -218,6 +232,9 @@ class OAuthServer:
             doc["scopes_supported"] = o.as_scopes_supported
         if o.cimd:
             doc["client_id_metadata_document_supported"] = True
+        if o.device:
+            doc["device_authorization_endpoint"] = f"{self.base}/device"
+            doc["grant_types_supported"].append(DEVICE_CODE)
         return doc
 
     # -- token issuing
@@ -371,6 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._token(rec)
         if path == "/idp/token":
             return self._idp_token(rec)
+        if path == "/device" and self.owner.options.device:
+            return self._device(rec)
         if path == "/revoke" and self.owner.options.revocation:
             return self._revoke(rec)
         if path == "/mcp":
@@ -388,7 +407,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
-        if not isinstance(doc, dict) or not isinstance(doc.get("redirect_uris"), list):
+        redirects = doc.get("redirect_uris") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or not (
+            isinstance(redirects, list) or (redirects is None and DEVICE_CODE in doc.get("grant_types", []))
+        ):
             return self._send(400, {"error": "invalid_client_metadata"})
         method = doc.get("token_endpoint_auth_method", "client_secret_basic")
         if method not in srv.options.auth_methods:
@@ -398,7 +420,7 @@ class _Handler(BaseHTTPRequestHandler):
         if secret:
             srv.issued.append(secret)
         with srv.lock:
-            srv.clients[cid] = Client(cid, secret, list(doc["redirect_uris"]), method, doc)
+            srv.clients[cid] = Client(cid, secret, list(redirects or []), method, doc)
         out: JSON = {"client_id": cid, "token_endpoint_auth_method": method, **doc}
         if secret:
             out["client_secret"] = secret
@@ -496,10 +518,49 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send(400, {"error": "invalid_grant"})
                 out = srv.issue(client.client_id, form.get("scope", ""), resource, refresh=False)
                 return self._send(200, out)
+            if grant == DEVICE_CODE:
+                return self._device_token(client, form)
             if grant == "client_credentials":
                 out = srv.issue(client.client_id, form.get("scope", ""), form.get("resource"), refresh=False)
                 return self._send(200, out)
         return self._send(400, {"error": "unsupported_grant_type"})
+
+    def _device(self, rec: JSON) -> None:
+        """RFC 8628 3.1-3.2: a device code (a canary) and a user code for the client."""
+        srv = self.owner
+        client = self._authenticate(rec)
+        if client is None:
+            return self._send(401, {"error": "invalid_client"})
+        form = rec["form"]
+        code, user_code = canary("DC"), f"WDJB-{len(srv.device_codes):04d}"
+        srv.issued.append(code)
+        with srv.lock:
+            srv.device_codes[code] = {"client_id": client.client_id, "scope": form.get("scope", ""),
+                                      "resource": form.get("resource"), "user_code": user_code, "polls": 0}
+        self._send(200, {"device_code": code, "user_code": user_code,
+                         "verification_uri": srv.options.device_verification_uri or f"{srv.base}/device/verify",
+                         "verification_uri_complete": f"{srv.base}/device/verify?user_code={user_code}",
+                         "expires_in": 600, "interval": srv.options.device_interval})
+
+    def _device_token(self, client: Client, form: dict[str, str]) -> None:
+        """RFC 8628 3.4-3.5, under the server's lock: pending until the person acts."""
+        srv, o = self.owner, self.owner.options
+        entry = srv.device_codes.get(form.get("device_code", ""))
+        if entry is None or entry["client_id"] != client.client_id:
+            return self._send(400, {"error": "invalid_grant"})
+        if form.get("resource") != entry["resource"]:
+            return self._send(400, {"error": "invalid_target"})
+        entry["polls"] += 1
+        if entry["polls"] <= o.device_slow_downs:
+            return self._send(400, {"error": "slow_down"})
+        if entry["polls"] < o.device_approve_at + o.device_slow_downs:
+            return self._send(400, {"error": "authorization_pending"})
+        if o.device_outcome == "deny":
+            return self._send(400, {"error": "access_denied"})
+        if o.device_outcome == "expire":
+            return self._send(400, {"error": "expired_token"})
+        del srv.device_codes[form["device_code"]]  # single use
+        return self._send(200, srv.issue(client.client_id, entry["scope"], entry["resource"], refresh=True))
 
     def _idp_token(self, rec: JSON) -> None:
         """An enterprise IdP: RFC 8693 exchange of an ID token for an ID-JAG (SEP-990)."""

@@ -255,9 +255,10 @@ KNOWN_MODULE_CYCLES: dict[str, tuple[frozenset[str], ...]] = {
         "mcpcli.cli._app", "mcpcli.cli._connection", "mcpcli.cli._elicit", "mcpcli.cli._features",
         "mcpcli.cli._notify", "mcpcli.cli._progress",
     }),),
-    # The sign-in grants and the flow that picks one: `signin.Flow` runs `authcode` and
-    # `machine`, which type the flow they report to.
-    "mcpcli.auth": (frozenset({"mcpcli.auth.authcode", "mcpcli.auth.machine", "mcpcli.auth.signin"}),),
+    # The sign-in grants and the flow that picks one: `signin.Flow` runs `authcode`,
+    # `device` and `machine`, which type the flow they report to.
+    "mcpcli.auth": (frozenset({"mcpcli.auth.authcode", "mcpcli.auth.device", "mcpcli.auth.machine",
+                               "mcpcli.auth.signin"}),),
     # httpx and the plain HTTP/1.1 client share one response interface; `http_io` picks one.
     "mcpcli.transports": (frozenset({"mcpcli.transports.http_io", "mcpcli.transports._http1"}),),
 }
