@@ -65,7 +65,7 @@ async def device_sign_in(
             f"the authorization server {verbatim(server.label, limit=300)!r} of "
             f"{verbatim(flow.server_url, limit=300)} offers no sign-in on another device "
             "(its metadata has no device_authorization_endpoint)",
-            hint="sign in through the browser instead: `mcp auth login TARGET` "
+            hint=f"sign in through the browser instead: `mcp auth login {flow.settings.login_target(flow.server_url)}` "
             "(with --no-browser to paste the address it ends on)",
         )
     await anyio.to_thread.run_sync(flow.store.check_writable)
@@ -83,7 +83,8 @@ async def _client(
     flow: Flow, disc: Discovery, scope: str | None, previous: tuple[Record, Secrets] | None
 ) -> ClientInfo:
     """The pre-registered client, else the one a stored device sign-in at the same
-    authorization server used, else a new registration for this grant."""
+    authorization server used (registered for it, or pre-registered), else a new
+    registration for this grant."""
     server = disc.server
     pre = pre_registered(flow.settings, server)
     if pre is not None:
@@ -91,7 +92,7 @@ async def _client(
     if previous is not None:
         rec, secrets = previous
         same_as = rec.issuer == server.issuer and rec.token_endpoint == server.token_endpoint
-        if same_as and rec.grant == DEVICE_GRANT and rec.registration == "dynamic":
+        if same_as and rec.grant == DEVICE_GRANT and rec.registration in ("dynamic", "pre-registered"):
             return client_from_record(rec, secrets, flow.settings)
     return await register_client(
         flow.fetcher, server, redirect_uri=None, scope=scope,

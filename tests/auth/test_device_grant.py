@@ -202,3 +202,14 @@ def test_an_address_to_open_that_is_not_plain_https_is_refused_before_it_is_show
         run(login, srv.mcp_url, AuthSettings(grant="device_code"), ui=AuthUI(stderr=err))
     assert uri not in err.getvalue()
     assert srv.token_requests(DEVICE_CODE) == []
+
+
+def test_signing_in_on_another_device_again_uses_the_stored_client(oauth, browser, waits) -> None:
+    srv = oauth(device=True, clients={"tv": "s3cret"}, auth_methods=["client_secret_post"])
+    run(login, srv.mcp_url, AuthSettings(grant="device_code", client_id="tv", client_secret="s3cret"),
+        ui=AuthUI(stderr=io.StringIO()))
+    again = run(login, srv.mcp_url, AuthSettings(grant="device_code"), ui=AuthUI(stderr=io.StringIO()))
+    assert again.client_id == "tv" and again.registration == "pre-registered"
+    asked = [r["form"] for r in srv.requests if r["path"] == "/device"]
+    assert len(asked) == 2 and asked[1]["client_secret"] == "s3cret"
+    assert not any(r["path"] == "/register" for r in srv.requests)
