@@ -107,8 +107,9 @@ def _tell(flow: Flow, code: DeviceCode) -> None:
               f"on any device and enter the code {code.user_code}")
     if code.verification_uri_complete:
         ui.notice(f"or open {code.verification_uri_complete}")
-    minutes = max(1, math.ceil(min(code.expires_in, flow.settings.timeout) / 60))
-    ui.notice(f"waiting for the sign-in there (up to {minutes} min; Ctrl-C to give up)")
+    wait = min(code.expires_in, flow.settings.timeout)
+    how_long = f"{math.ceil(wait)} s" if wait < 120 else f"{math.ceil(wait / 60)} min"
+    ui.notice(f"waiting for the sign-in there (up to {how_long}; Ctrl-C to give up)")
 
 
 async def _poll(flow: Flow, disc: Discovery, client: ClientInfo, code: DeviceCode) -> TokenResponse:

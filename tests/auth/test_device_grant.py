@@ -52,6 +52,7 @@ def test_a_device_sign_in_registers_without_a_redirect_and_polls_until_approved(
     said = err.getvalue()
     assert f"open {srv.base}/device/verify on any device and enter the code WDJB-0000" in said
     assert f"or open {srv.base}/device/verify?user_code=WDJB-0000" in said
+    assert "waiting for the sign-in there (up to 5 min; Ctrl-C to give up)" in said  # --auth-timeout's 300 s
     assert "signed in on the other device" in said
     assert "DC-CANARY" not in said  # the device code is what the tokens are fetched with
     assert browser.opened == []
