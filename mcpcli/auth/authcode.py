@@ -53,7 +53,8 @@ def check_can_interact(flow: Flow, *, needs_browser: bool = True) -> None:
             f"{verbatim(flow.server_url, limit=300)} needs you to sign in, and this session has no "
             "terminal or browser to do it",
             hint=f"run `mcp auth login {flow.settings.login_target(flow.server_url)}` in a terminal first "
-            "(or --no-browser to paste the redirect URL); for a server with a fixed token "
+            "(or --no-browser to paste the redirect URL, or --device to approve on another device); "
+            "for a server with a fixed token "
             "(`mcp serve --http` prints one), set MCP_BEARER_TOKEN",
         )
 
