@@ -219,6 +219,8 @@ class Peers:
     redis_server: str | None = None
     nginx: str | None = None
     codex_shell_tool: str | None = None
+    #: npm oidc-provider's entry module (an OpenID provider with the device flow).
+    oidc_provider: str | None = None
 
     def everything_stdio(self) -> list[str]:
         """The argv that runs server-everything over stdio."""
@@ -236,6 +238,12 @@ class Peers:
         if not self.codex_shell_tool or not self.node:
             require("@openai/codex-shell-tool-mcp (run scripts/install-peers)")
         return [self.node, self.codex_shell_tool]  # type: ignore[list-item]
+
+    def oidc(self) -> tuple[str, str]:
+        """(node, the entry module of npm oidc-provider) for tests/auth/oidc_device_peer.mjs."""
+        if not self.oidc_provider or not self.node:
+            require("npm oidc-provider (run scripts/install-peers)")
+        return self.node, self.oidc_provider  # type: ignore[return-value]
 
     def sdk(self) -> str:
         if not self.sdk_python:
@@ -286,8 +294,12 @@ def peers_from_env() -> Peers:
     if not codex:
         default = CACHE / "npm/node_modules/@openai/codex-shell-tool-mcp/bin/mcp-server.js"
         codex = str(default) if default.exists() else None
+    oidc = os.environ.get("MCPCLI_TEST_OIDC_PROVIDER")
+    if not oidc:
+        default = CACHE / "npm/node_modules/oidc-provider/lib/index.js"
+        oidc = str(default) if default.exists() else None
     return Peers(server_everything=se, sdk_python=sdk, node=shutil.which("node"),
-                 redis_server=redis, nginx=nginx, codex_shell_tool=codex)
+                 redis_server=redis, nginx=nginx, codex_shell_tool=codex, oidc_provider=oidc)
 
 
 def free_port() -> int:
