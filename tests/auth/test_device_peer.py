@@ -115,3 +115,16 @@ def test_sign_in_on_another_device_with_oidc_provider(provider: str) -> None:
     status = mcp("auth", "status", provider, "--json", env=child_env())
     assert status.json["grant"] == "device_code" and status.json["registration"] == "dynamic"
     assert status.json["refreshToken"] is True
+
+    # The access token "expired": the provider's token endpoint refreshes it (with the resource).
+    from .conftest import state_files
+
+    before = mcp("auth", "token", provider, env=child_env()).stdout.strip()
+    index = next(p for p in state_files() if p.name == "servers.json")
+    doc = json.loads(index.read_text())
+    doc["servers"][provider]["expires_at"] = 1.0
+    index.write_text(json.dumps(doc))
+    again = mcp("tools", "call", provider, "whoami", "--stored-auth-only", env=child_env())
+    assert again.code == 0, again
+    assert again.json["content"][0]["text"] == "ada"
+    assert mcp("auth", "token", provider, env=child_env()).stdout.strip() != before
