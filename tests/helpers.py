@@ -344,8 +344,20 @@ def listening(argv: list[str], port: int, env: dict[str, str] | None = None) -> 
         wait_listening(port, proc, f"{argv[:3]}")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
+        stop_group(proc, grace=10)
+
+
+def stop_group(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
+    """End a process started in its own group (`start_new_session=True`) and all it
+    started: TERM, then KILL if it is not gone within `grace` seconds."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(10)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
 
 
 async def wait_until_async(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:

@@ -9,7 +9,6 @@ import html
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import urllib.parse
@@ -19,7 +18,7 @@ from http.cookiejar import CookieJar
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, mcp, wait_listening
+from helpers import Peers, free_port, mcp, stop_group, wait_listening
 
 from .conftest import child_env
 
@@ -40,12 +39,7 @@ def provider(peers: Peers) -> Iterator[str]:
         wait_listening(mcp_port, proc, "the MCP endpoint")
         yield f"http://127.0.0.1:{mcp_port}/mcp"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_group(proc)
         assert proc.stderr is not None
         proc.stderr.close()
 

@@ -4,14 +4,12 @@ token endpoint, refresh, revocation, audience-checked bearer middleware)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import Peers, free_port, mcp, wait_listening
+from helpers import Peers, free_port, mcp, stop_group, wait_listening
 
 from .conftest import child_env, state_files
 
@@ -31,12 +29,7 @@ def sdk_oauth(peers: Peers) -> Iterator[str]:
         wait_listening(port, proc, "the SDK OAuth server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_group(proc)
 
 
 def test_sign_in_refresh_and_revoke_with_the_sdk(sdk_oauth: str, browser_script: Path) -> None:

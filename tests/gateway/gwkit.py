@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager, suppress
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ def listening(argv: list[str], port: int, env: dict[str, str] | None = None,
               what: str = "server") -> Iterator[str]:
     """Run `argv` (in its own process group) until it listens on `port`; yield its /mcp URL.
     The group is ended afterwards, TERM then KILL."""
-    from helpers import wait_listening
+    from helpers import stop_group, wait_listening
 
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
@@ -55,13 +54,7 @@ def listening(argv: list[str], port: int, env: dict[str, str] | None = None,
         wait_listening(port, proc, what)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_group(proc, grace=10)
         assert proc.stderr is not None
         proc.stderr.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -14,22 +13,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import LOOPBACK, Peers, free_port, wait_listening
+from helpers import LOOPBACK, Peers, free_port, stop_group, wait_listening
 from httpfake import FakeHTTP, Handler
 
 HERE = Path(__file__).resolve().parent
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
 
 
 def _serve(argv: list[str], port: int, what: str, env: dict[str, str] | None = None) -> Iterator[int]:
@@ -43,7 +30,7 @@ def _serve(argv: list[str], port: int, what: str, env: dict[str, str] | None = N
         wait_listening(port, proc, what)
         yield port
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module")
