@@ -73,8 +73,9 @@ async def device_sign_in(
     client = await _client(flow, disc, scope, previous)
     params = {"resource": disc.resource_param, **({"scope": scope} if scope else {})}
     code = await device_authorization(flow.fetcher, server, client, params)
-    _tell(flow, code)
-    tokens = await _poll(flow, disc, client, code)
+    wait = min(code.expires_in, flow.settings.timeout)  # until the code expires, or the sign-in's timeout
+    _tell(flow, code, wait)
+    tokens = await _poll(flow, disc, client, code, wait)
     flow.ui.notice("signed in on the other device")
     return flow.signed_in(disc, client, tokens, requested=scope, grant=DEVICE_GRANT)
 
@@ -100,22 +101,20 @@ async def _client(
     )
 
 
-def _tell(flow: Flow, code: DeviceCode) -> None:
-    """What the person needs: where to go and the code to enter there (stderr)."""
+def _tell(flow: Flow, code: DeviceCode, wait: float) -> None:
+    """What the person needs: where to go, the code to enter there, and for how long (stderr)."""
     ui = flow.ui
     ui.notice(f"to sign in to {verbatim(flow.server_url, limit=300)}, open {code.verification_uri} "
               f"on any device and enter the code {code.user_code}")
     if code.verification_uri_complete:
         ui.notice(f"or open {code.verification_uri_complete}")
-    wait = min(code.expires_in, flow.settings.timeout)
     how_long = f"{math.ceil(wait)} s" if wait < 120 else f"{math.ceil(wait / 60)} min"
     ui.notice(f"waiting for the sign-in there (up to {how_long}; Ctrl-C to give up)")
 
 
-async def _poll(flow: Flow, disc: Discovery, client: ClientInfo, code: DeviceCode) -> TokenResponse:
+async def _poll(flow: Flow, disc: Discovery, client: ClientInfo, code: DeviceCode, wait: float) -> TokenResponse:
     """Ask the token endpoint at the server's pace until the person has approved or declined,
-    the code expires, or the sign-in's timeout passes."""
-    wait = min(code.expires_in, flow.settings.timeout)
+    or `wait` seconds have passed."""
     started, waited = anyio.current_time(), 0.0
     interval = code.interval
     params = {"grant_type": DEVICE_CODE_GRANT_TYPE, "device_code": code.device_code, "resource": disc.resource_param}

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,8 +135,7 @@ class Held:
         """The session's client sends a request (`ClientOptions.request_sent`): made within
         a `call` op, it is that op's, so that what the server sends with it (Streamable HTTP
         says) goes to that command."""
-        sink = calling.get()
-        return nullcontext() if sink is None else self.router.sent(request_id, sink)
+        return self.router.sent(request_id, calling.get())
 
     @property
     def client(self) -> Client | None:

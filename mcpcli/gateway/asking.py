@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -77,9 +77,6 @@ ASKABLE = frozenset({"elicitation/create", "sampling/createMessage", "roots/list
 
 #: Downstream transports with exactly one client (unlike HTTP).
 ONE_CLIENT = frozenset({"stdio", "memory"})
-
-_UNTRACKED: AbstractContextManager[object] = nullcontext()
-
 
 @contextmanager
 def serving(ctx: CallContext) -> Iterator[None]:
@@ -340,10 +337,7 @@ class Asking:
 
     def request_sent(self, request_id: RequestId) -> AbstractContextManager[object]:
         """Our client sends a request: it is made for the call whose coroutine runs, if any."""
-        call = current_call.get()
-        if call is None:
-            return _UNTRACKED
-        return self.router.sent(request_id, call)
+        return self.router.sent(request_id, current_call.get())
 
     def connected_anew(self) -> None:
         """A new connection: its server has been told no roots yet."""

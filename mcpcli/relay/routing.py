@@ -24,6 +24,7 @@ message) belongs to the downstream whose request caused it. `Router.route` asks,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar
@@ -91,6 +92,10 @@ class _Registered(Generic[K, D]):
             del self._table[self._key]
 
 
+#: What `Router.sent` registers for a request nobody sends: nothing.
+_NOBODYS: AbstractContextManager[object] = nullcontext()
+
+
 def _only(found: Sequence[D]) -> D | None:
     return found[0] if len(found) == 1 else None
 
@@ -129,8 +134,11 @@ class Router(Generic[D]):
         #: Task id -> the downstream waiting on it.
         self.tasks: dict[str, D] = {}
 
-    def sent(self, request_id: RequestId, downstream: D) -> _Registered[RequestId, D]:
-        """While the block runs, our request `request_id` is `downstream`'s."""
+    def sent(self, request_id: RequestId, downstream: D | None) -> AbstractContextManager[object]:
+        """While the block runs, our request `request_id` is `downstream`'s (None: nobody's,
+        for an owner's client hook that finds no downstream sending it)."""
+        if downstream is None:
+            return _NOBODYS
         return _Registered(self.requests, request_id, downstream)
 
     def waiting(self, task_id: str, downstream: D) -> _Registered[str, D]:
