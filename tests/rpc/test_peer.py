@@ -21,9 +21,15 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_concurrent_requests_resolve_out_of_order_to_their_callers() -> None:
+    """Request n is answered only once the caller of n + 1 has its answer: the answers
+    arrive in reverse order, and each still reaches its own caller."""
+    resolved = [anyio.Event() for _ in range(51)]
+    resolved[50].set()
+    order: list[int] = []
+
     async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
         n = req.params["n"]  # type: ignore[index]
-        await anyio.sleep(0.001 * (50 - n))  # later requests answer first
+        await resolved[n + 1].wait()
         return {"n": n}
 
     results: dict[int, Any] = {}
@@ -31,11 +37,14 @@ async def test_concurrent_requests_resolve_out_of_order_to_their_callers() -> No
         async with memory_pair() as (a, b), Peer(a) as client, Peer(b, on_request=handler):
             async def one(n: int) -> None:
                 results[n] = await client.request("work", {"n": n}, progress_token=False)
+                order.append(n)
+                resolved[n].set()
 
             async with anyio.create_task_group() as tg:
                 for n in range(50):
                     tg.start_soon(one, n)
     assert results == {n: {"n": n} for n in range(50)}
+    assert order == list(range(49, -1, -1))
 
 
 async def test_error_responses_raise_typed_errors() -> None:
@@ -108,7 +117,10 @@ async def test_progress_restarts_the_timeout_but_not_past_the_hard_limit() -> No
 
 
 async def test_closed_connection_fails_pending_requests() -> None:
+    running = anyio.Event()
+
     async def handler(req: Request, ctx: RequestContext) -> dict[str, Any]:
+        running.set()
         await anyio.sleep_forever()
         return {}
 
@@ -116,7 +128,7 @@ async def test_closed_connection_fails_pending_requests() -> None:
         async with memory_pair() as (a, b), Peer(a) as client:
             async with Peer(b, on_request=handler) as server:
                 async def close_soon() -> None:
-                    await anyio.sleep(0.05)
+                    await running.wait()  # the request is out and pending
                     await b[1].aclose()
                     await b[0].aclose()
 
