@@ -27,19 +27,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from mcpcli import spans
 from mcpcli.client.options import ClientOptions
 from mcpcli.client.subscriptions import Subscriptions
 from mcpcli.client.tasks import TaskOptions, TaskWaiter
-from mcpcli.core import tracecontext
+from mcpcli.client.tracing import traced_request
 from mcpcli.core.era import NoMemory, ProbeTraits
 from mcpcli.core.exchange import Exchange, ExitedOnProbe
 from mcpcli.core.flow import Answer, Flow, ListTools, Notify, Op, Send, run_async
-from mcpcli.core.handshake import with_meta
 from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, Notification, Request, RequestId
-from mcpcli.core.protocol import PROTOCOL_VERSION_KEY, RELATED_TASK_KEY, TOOLS_CALL, Era
+from mcpcli.core.protocol import RELATED_TASK_KEY, TOOLS_CALL, Era
 from mcpcli.core.tasks import Task
-from mcpcli.core.tracecontext import TraceContext
 from mcpcli.errors import (
     NotOffered,
     ProtocolError,
@@ -330,36 +327,8 @@ class Client:
             return await self._traced(method, params, request_id=request_id, **options)
 
     def _traced(self, method: str, params: JSON | None, **options: Any) -> Awaitable[JSON]:
-        """`session.request`, carrying the trace the request continues.
-
-        The trace context (the request being handled here, else `options.trace_context`)
-        goes into `_meta` as it is (`tracecontext.request_meta`: every request but a legacy
-        `initialize`); with spans on, the request is a CLIENT span, its child, and `_meta`
-        names that span instead. Not a coroutine itself: the common case awaits the
-        session's request directly, with no frame in between."""
-        parent = tracecontext.current.get() or self.options.trace_context
-        if spans.tracer() is not None:
-            return self._send_in_span(method, params, parent, **options)
-        if parent is not None and (entries := tracecontext.request_meta(method, parent)):
-            params = with_meta(params or {}, entries)
-        return self.peer.request(method, params, **options)
-
-    async def _send_in_span(self, method: str, params: JSON | None, parent: TraceContext | None,
-                            **options: Any) -> JSON:
-        request_id = options.pop("request_id", None)
-        if request_id is None:
-            request_id = self.peer.next_id()
-        attributes = spans.request_attributes(
-            method, params or {}, request_id=request_id, version=self.protocol_version or _asked_version(params),
-            transport=self.transport.name, session_id=_session_id(self.transport),
-        )
-        with spans.span("client", method, params or {}, parent=parent, attributes=attributes) as span:
-            entries = tracecontext.request_meta(method, span.context)
-            result = await self.peer.request(
-                method, with_meta(params or {}, entries) if entries else params, request_id=request_id, **options
-            )
-            span.result(result)
-            return result
+        return traced_request(self.peer, self.transport, self.protocol_version, method, params,
+                              self.options.trace_context, **options)
 
     async def _answer_round(self, requests: tuple[tuple[str, str, JSON], ...]) -> JSON:
         """Answer one round of input requests: the options' hook (a gateway asks its own
@@ -403,19 +372,13 @@ class Client:
         return await self._drive(self.exchange.fulfil(requests))
 
     async def _serve_client_request(self, method: str, params: JSON) -> JSON:
-        features = self.options.features
         if method == "ping":
             return {}
         if self.options.serve_request is not None:
             return await self.options.serve_request(method, params)
-        if method == "elicitation/create":
-            return await features.elicit(params)
-        if method == "sampling/createMessage" and features.sample is not None:
-            return await features.sample(params)
-        if method == "roots/list" and features.roots is not None:
+        if method == "roots/list":
             self.roots_asked()
-            return {"roots": features.roots}
-        raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await self.options.features.answer(method, params)
 
     def roots_asked(self) -> None:
         """The server has asked for our roots (the first request need wait no longer)."""
@@ -650,16 +613,3 @@ class Client:
         return self._subscriptions.subscribe(resources=resources, tools=tools, prompts=prompts,
                                              resource_list=resource_list)
 
-
-def _asked_version(params: JSON | None) -> str | None:
-    """The revision a handshake request asks for (`server/discover`'s `_meta`, `initialize`'s)."""
-    params = params or {}
-    meta = params.get("_meta")
-    asked = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else params.get("protocolVersion")
-    return asked if isinstance(asked, str) else None
-
-
-def _session_id(transport: Transport) -> str | None:
-    """The Streamable HTTP session a request belongs to (`Mcp-Session-Id`), if any."""
-    session_id = getattr(transport, "session_id", None)
-    return session_id if isinstance(session_id, str) else None

@@ -9,9 +9,10 @@ from typing import Any
 
 from mcpcli import __version__
 from mcpcli.core import flags
-from mcpcli.core.jsonrpc import RequestId
+from mcpcli.core.jsonrpc import METHOD_NOT_FOUND, RequestId
 from mcpcli.core.protocol import Era
 from mcpcli.core.tracecontext import TraceContext
+from mcpcli.errors import RPCError
 from mcpcli.rpc.peer import SlowHandler, Tracer
 
 __all__ = ["ClientFeatures", "ClientOptions", "Elicitor", "NotificationCallback", "Sampler"]
@@ -52,6 +53,17 @@ class ClientFeatures:
         if self.roots is not None:
             caps["roots"] = {} if era == "modern" else {"listChanged": False}
         return caps
+
+    async def answer(self, method: str, params: JSON) -> JSON:
+        """The answer to a server's request of a feature declared; method not found for
+        the rest."""
+        if method == "elicitation/create":
+            return await self.elicit(params)
+        if method == "sampling/createMessage" and self.sample is not None:
+            return await self.sample(params)
+        if method == "roots/list" and self.roots is not None:
+            return {"roots": self.roots}
+        raise RPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
 @dataclass

@@ -38,6 +38,7 @@ SHARED_NAMES = {
     "backend.py": "the server's Backend seam (server) and two Backends (gateway, toolsfile)",
     "stdio.py": "stdio on each side: the client's transport, the server's front",
     "http.py": "HTTP on each side: the client's connection, the server's front",
+    "tracing.py": "the trace context of each request on each side: those a client sends, those a server handles",
     "handlers.py": "the server's request handlers: the runtime's, and tasks' methods",
     "check.py": "checking: `mcp check` (cli, its rendering) and `serve --check`'s reaching of upstreams (gateway)",
     "doctor.py": "`mcp doctor`: its checks, the command, the rendering",
