@@ -2,7 +2,7 @@
 """Benchmark the gateway: what `mcp serve --proxy` adds to a tool call.
 
     .venv/bin/python scripts/bench_gateway.py [--calls 500] [--concurrency 16] [--rounds 3]
-        [--baseline CHECKOUT] [--bare] [--pump] [--pin]
+        [--baseline CHECKOUT] [--bare] [--splice] [--pump] [--pin]
 
 The upstream is a small stdio server (our runtime with one `echo` tool, started from
 this script). In the same run, interleaved over `--rounds` rounds (medians reported):
@@ -16,6 +16,12 @@ this script). In the same run, interleaved over `--rounds` rounds (medians repor
   lines, decode each message, give requests ids of their own (and answers their
   callers' back), encode and pass them on, one write per chunk read. The least a
   Python relay that understands the messages costs: the floor for the gateway.
+* with `--splice`, also the bare relay without JSON: the same protocols, but each line's
+  first `"id":N` is found and replaced in the bytes, nothing decoded (right only for
+  this upstream's plain integer ids). What the event loop, the pipes and the line
+  splitting cost a relay, before it reads a message.
+* with `--pump`, also a byte pump: two threads copying whatever each pipe holds, no
+  lines, no event loop. The least any relay process costs.
 
 With `--pin` (Linux, 2 CPUs or more), our client and the upstream share CPU 0 and the
 relay in between (gateway, bare relay or pump) gets CPU 1 to itself, in every run, direct
@@ -79,48 +85,73 @@ anyio.run(lambda: serve_stdio(Server(Echo())))
 '''
 
 
-BARE_RELAY = '''
-import asyncio, json, subprocess, sys
+RELAY = '''
+import asyncio, json, re, subprocess, sys
 
-async def main():
+ID = re.compile(rb'"id":(\\d+)')
+
+async def main(mode, argv):
     loop = asyncio.get_running_loop()
-    proc = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     callers, ids = {}, iter(range(1, 1 << 62))
     up, _ = await loop.connect_write_pipe(asyncio.Protocol, proc.stdin)
     down, _ = await loop.connect_write_pipe(asyncio.Protocol, sys.stdout.buffer)
     done = loop.create_future()
 
-    def to_upstream(msg):
+    def encode(msg):
+        return json.dumps(msg, separators=(",", ":")).encode() + b"\\n"
+
+    def decoded_to_upstream(line):
+        msg = json.loads(line)
         if "method" in msg and "id" in msg:
             own = next(ids)
             callers[own] = msg["id"]
             msg["id"] = own
-        return msg
+        return encode(msg)
 
-    def to_client(msg):
+    def decoded_to_client(line):
+        msg = json.loads(line)
         if "method" not in msg and msg.get("id") in callers:
             msg["id"] = callers.pop(msg["id"])
-        return msg
+        return encode(msg)
+
+    def spliced_to_upstream(line):
+        found = ID.search(line) if b'"method"' in line else None
+        if found is None:
+            return line + b"\\n"
+        own = next(ids)
+        callers[own] = found[1]
+        return b"%s%d%s\\n" % (line[:found.start(1)], own, line[found.end(1):])
+
+    def spliced_to_client(line):
+        found = ID.search(line) if b'"method"' not in line else None
+        caller = callers.pop(int(found[1]), None) if found is not None else None
+        if caller is None:
+            return line + b"\\n"
+        return line[:found.start(1)] + caller + line[found.end(1):] + b"\\n"
 
     class Lines(asyncio.Protocol):
         def __init__(self, out, change):
             self.rest, self.out, self.change = b"", out, change
         def data_received(self, data):
             *lines, self.rest = (self.rest + data).split(b"\\n")
-            msgs = [self.change(json.loads(line)) for line in lines if line.strip()]
-            if msgs:
-                self.out.write(b"".join(json.dumps(m, separators=(",", ":")).encode() + b"\\n" for m in msgs))
+            frames = [self.change(line) for line in lines if line.strip()]
+            if frames:
+                self.out.write(b"".join(frames))
         def connection_lost(self, exc):
             if not done.done():
                 done.set_result(None)
 
-    await loop.connect_read_pipe(lambda: Lines(up, to_upstream), sys.stdin.buffer)
-    await loop.connect_read_pipe(lambda: Lines(down, to_client), proc.stdout)
+    spliced = mode == "splice"
+    await loop.connect_read_pipe(
+        lambda: Lines(up, spliced_to_upstream if spliced else decoded_to_upstream), sys.stdin.buffer)
+    await loop.connect_read_pipe(
+        lambda: Lines(down, spliced_to_client if spliced else decoded_to_client), proc.stdout)
     await done
     proc.stdin.close()
     proc.wait()
 
-asyncio.run(main())
+asyncio.run(main(sys.argv[1], sys.argv[2:]))
 '''
 
 
@@ -261,6 +292,8 @@ async def main() -> None:
                         help="also measure the gateway of this checkout (the 'before' side)")
     parser.add_argument("--bare", action="store_true",
                         help="also measure a bare asyncio line relay in the gateway's place (the floor)")
+    parser.add_argument("--splice", action="store_true",
+                        help="also measure the bare relay splicing ids in the bytes, no JSON decoded")
     parser.add_argument("--pump", action="store_true",
                         help="also measure a byte pump (two threads, nothing decoded) in the gateway's place")
     parser.add_argument("--pin", action="store_true",
@@ -277,9 +310,10 @@ async def main() -> None:
         upstream_py.write_text(UPSTREAM)
         upstream = [sys.executable, str(upstream_py)]
         gateway = [sys.executable, "-m", "mcpcli", "serve", "--quiet", "--proxy", "--", *upstream]
-        bare_py = Path(tmp) / "bare_relay.py"
-        bare_py.write_text(BARE_RELAY)
-        bare = [sys.executable, str(bare_py), *upstream]
+        relay_py = Path(tmp) / "relay.py"
+        relay_py.write_text(RELAY)
+        bare = [sys.executable, str(relay_py), "decode", *upstream]
+        splice = [sys.executable, str(relay_py), "splice", *upstream]
         pump_py = Path(tmp) / "pump.py"
         pump_py.write_text(PUMP)
         pump = [sys.executable, str(pump_py), *upstream]
@@ -296,7 +330,7 @@ async def main() -> None:
                     shutil.copy(out, args.keep / out.name)
             return
         results: dict[str, list[dict[str, float]]] = {"direct": [], "gateway": [], "baseline": [], "bare": [],
-                                                     "pump": []}
+                                                     "splice": [], "pump": []}
         if args.pin and (not hasattr(os, "sched_setaffinity") or not {0, 1} <= os.sched_getaffinity(0)):
             parser.error("--pin needs Linux and at least 2 CPUs")
         pin = args.pin
@@ -308,6 +342,8 @@ async def main() -> None:
                                                          args.baseline.resolve(), pin=pin))
             if args.bare:
                 results["bare"].append(await measure(bare, args.calls, args.concurrency, pin=pin))
+            if args.splice:
+                results["splice"].append(await measure(splice, args.calls, args.concurrency, pin=pin))
             if args.pump:
                 results["pump"].append(await measure(pump, args.calls, args.concurrency, pin=pin))
 
@@ -345,6 +381,11 @@ async def main() -> None:
         print(f"bare relay: latency {med('bare', 'median_ms'):.3f} ms, relay CPU per call "
               f"{med('bare', 'cpu_ms'):.3f} ms, throughput {r_rate:.0f}/s ({r_rate / d_rate:.0%}; rounds "
               f"{ratios('bare')}); {split('bare')}")
+    if results["splice"]:
+        s_rate = med("splice", "rate")
+        print(f"splicing relay: latency {med('splice', 'median_ms'):.3f} ms, relay CPU per call "
+              f"{med('splice', 'cpu_ms'):.3f} ms, throughput {s_rate:.0f}/s ({s_rate / d_rate:.0%}; rounds "
+              f"{ratios('splice')}); {split('splice')}")
     if results["pump"]:
         p_rate = med("pump", "rate")
         print(f"byte pump: latency {med('pump', 'median_ms'):.3f} ms, pump CPU per call "
