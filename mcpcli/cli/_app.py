@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mcpcli.config import Config, ServerEntry
     from mcpcli.connect import ConnectOptions
 
-__all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "Group", "GroupHelp", "no_such_command", "offered", "pass_app"]
+__all__ = ["CONTEXT_SETTINGS", "NO_TARGET", "App", "Command", "Group", "GroupHelp", "no_such_command", "offered", "pass_app"]
 
 T = TypeVar("T")
 
@@ -64,10 +64,35 @@ def no_such_command(group: click.Group, ctx: click.Context, name: str) -> click.
     return click.UsageError(message, ctx=ctx)
 
 
+@contextmanager
+def _usage_of(ctx: click.Context) -> Iterator[None]:
+    """A usage error raised while parsing `ctx`'s command names that command (click's
+    parser leaves it out of "Option '--x' requires an argument", and the hint then
+    pointed at `mcp --help`)."""
+    try:
+        yield
+    except click.UsageError as exc:
+        if exc.ctx is None:
+            exc.ctx = ctx
+        raise
+
+
+class Command(click.Command):
+    """Every `mcp` command that is not a group (see `_usage_of`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        with _usage_of(ctx):
+            return super().parse_args(ctx, args)
+
+
 class Group(click.Group):
     """Every `mcp` command group: the same help and typo handling whatever click version
     is installed (8.1 printed the help on stdout with exit 0, 8.2 squashed it into an
-    error; suggestions for unknown commands came with 8.4 and saw loaded commands only)."""
+    error; suggestions for unknown commands came with 8.4 and saw loaded commands only).
+    What it makes with `.command()` and `.group()` are ours too."""
+
+    command_class = Command
+    group_class = type
 
     def visible_commands(self, ctx: click.Context) -> list[str]:
         """The subcommands `--help` lists (not the hidden ones)."""
@@ -76,7 +101,8 @@ class Group(click.Group):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args and self.no_args_is_help and not ctx.resilient_parsing:
             raise GroupHelp(ctx.get_help(), ctx=ctx)
-        return super().parse_args(ctx, args)
+        with _usage_of(ctx):
+            return super().parse_args(ctx, args)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

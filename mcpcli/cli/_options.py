@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, NO_TARGET, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, NO_TARGET, App, Command, pass_app
 from mcpcli.cli._connection import Connection, env_options
 from mcpcli.cli._types import seconds
 from mcpcli.core import flags
@@ -42,7 +42,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # -- TARGET ------------------------------------------------------------------------
 
 
-class TargetCommand(click.Command):
+class TargetCommand(Command):
     """A command whose first positional is TARGET, unless a server command follows `--`."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

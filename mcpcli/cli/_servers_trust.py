@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._options import output_options
 from mcpcli.errors import UsageError
 from mcpcli.output import Output
@@ -24,7 +24,7 @@ def _trust_line(item: ProjectFile) -> str:
     return f"{item.path} ({item.label}): {', '.join(item.servers)}"
 
 
-@click.command("trust", context_settings=CONTEXT_SETTINGS)
+@click.command("trust", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("path", required=False, type=click.Path(exists=True))
 @output_options
 @pass_app
@@ -68,7 +68,7 @@ def trust(app: App, path: str | None, out: Output) -> None:
         out.emit({"trusted": rows, "store": str(store.path)}, items="trusted")
 
 
-@click.command("untrust", context_settings=CONTEXT_SETTINGS)
+@click.command("untrust", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("path", required=False, type=click.Path())
 @click.option("--all", "every", is_flag=True, help="Forget every project file you trusted, wherever it is.")
 @output_options

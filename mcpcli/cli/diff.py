@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import (
     _complete_target,
@@ -27,7 +27,7 @@ __all__ = ["diff"]
 SNAPSHOT_SUFFIX = ".json"
 
 
-@click.command("diff", context_settings=CONTEXT_SETTINGS)
+@click.command("diff", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("old", metavar="OLD", shell_complete=_complete_target)
 @click.argument("new", metavar="NEW", required=False, shell_complete=_complete_target)
 @project_option

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._options import output_options
 from mcpcli.errors import ExitCode
 from mcpcli.output import Output
@@ -12,7 +12,7 @@ from mcpcli.output import Output
 __all__ = ["doctor"]
 
 
-@click.command(context_settings=CONTEXT_SETTINGS)
+@click.command(context_settings=CONTEXT_SETTINGS, cls=Command)
 @output_options
 @pass_app
 def doctor(app: App, out: Output) -> None:

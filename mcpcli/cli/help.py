@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, Group, no_such_command, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, Group, no_such_command, pass_app
 
 __all__ = ["help_command"]
 
@@ -45,7 +45,7 @@ def _complete_words(ctx: click.Context, param: click.Parameter, incomplete: str)
     return [name for name in names if name.startswith(incomplete)]
 
 
-@click.command("help", context_settings=CONTEXT_SETTINGS)
+@click.command("help", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("command", nargs=-1, metavar="[COMMAND]...", shell_complete=_complete_words)
 @pass_app
 @click.pass_context

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from mcpcli.cli._app import App, pass_app
+from mcpcli.cli._app import App, Command, pass_app
 
 __all__ = ["script"]
 
@@ -18,6 +18,7 @@ __all__ = ["script"]
     "script",
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
     add_help_option=False,
+    cls=Command,
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @pass_app

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._options import project_option
 from mcpcli.cli._replica import replica, replica_option
 from mcpcli.cli._serve_tasks import task_flags, task_options
@@ -84,7 +84,7 @@ class _Http:
     replica: str | None = None  # --replica NAME: legacy session ids start with "NAME."
 
 
-@click.command("serve", context_settings=CONTEXT_SETTINGS)
+@click.command("serve", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.option("--http", "http", metavar="[HOST:]PORT",
               help="Serve Streamable HTTP (and legacy HTTP+SSE) at http://HOST:PORT/mcp instead of "

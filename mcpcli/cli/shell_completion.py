@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._bash_complete import WordBreakBashComplete
 
 __all__ = ["WordBreakBashComplete", "completion", "completion_script"]
@@ -31,7 +31,7 @@ def completion_script(shell: str, prog_name: str = "mcp") -> str:
     return source if source.endswith("\n") else source + "\n"
 
 
-@click.command(context_settings=CONTEXT_SETTINGS)
+@click.command(context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("shell", type=click.Choice(SHELLS))
 @pass_app
 def completion(app: App, shell: str) -> None:

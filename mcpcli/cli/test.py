@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcpcli.cli._app import CONTEXT_SETTINGS, App, pass_app
+from mcpcli.cli._app import CONTEXT_SETTINGS, App, Command, pass_app
 from mcpcli.cli._connection import Connection
 from mcpcli.cli._options import (
     _complete_target,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["test"]
 
 
-@click.command("test", context_settings=CONTEXT_SETTINGS)
+@click.command("test", context_settings=CONTEXT_SETTINGS, cls=Command)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...", type=click.Path(dir_okay=False))
 @click.option("--target", "-t", "target", metavar="TARGET", shell_complete=_complete_target,
               help="Run every file's tests against TARGET instead of the file's own `target:` "

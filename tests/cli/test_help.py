@@ -11,6 +11,8 @@ import click
 import pytest
 from helpers import mcp_in
 
+from cli.tree import commands
+from mcpcli.cli._app import Command, Group
 from mcpcli.cli._root import COMMANDS, HIDDEN, cli
 
 
@@ -60,6 +62,32 @@ def test_an_unknown_command_is_a_usage_error_with_the_closest_names(words: list[
     r = mcp_in(*words)
     assert r.code == 2 and r.stdout == "", r
     assert r.stderr.splitlines() == [error, f"mcp: hint: {hint}"]
+
+
+def _value_options() -> list[tuple[str, str]]:
+    """Each command's first option that takes a value, with the command's path."""
+    found = []
+    for path, command in commands():
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.is_flag and not param.count and param.opts[0].startswith("--"):
+                found.append((path, param.opts[0]))
+                break
+    return found
+
+
+@pytest.mark.parametrize(("path", "option"), _value_options(), ids=lambda x: x)
+def test_an_option_given_no_value_names_its_own_command_in_the_hint(path: str, option: str) -> None:
+    """click's parser leaves the command out of this error; the hint still names it."""
+    r = mcp_in(*path.split()[1:], option)
+    assert r.code == 2 and r.stdout == "", r
+    assert r.stderr.splitlines() == [f"mcp: error: Option '{option}' requires an argument.",
+                                     f"mcp: hint: see `{path} --help`"]
+
+
+def test_every_command_is_one_of_ours() -> None:
+    """So that every one names itself in its usage errors (`_app.Command`, `_app.Group`)."""
+    strays = [path for path, command in commands() if not isinstance(command, (Command, Group))]
+    assert strays == []
 
 
 def test_hidden_commands_are_never_suggested() -> None:

@@ -3,35 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import click
 import pytest
 from helpers import REPO, mcp_in
 
-from mcpcli.cli._root import COMMANDS, cli
+from cli.tree import commands
+from mcpcli.cli._root import COMMANDS
 
 EXAMPLE = str(REPO / "examples" / "tools.yaml")
-
-
-def _commands() -> Iterator[tuple[str, click.Command]]:
-    """Every command of the tree with its path (`mcp tools call`), groups included."""
-    def walk(ctx: click.Context) -> Iterator[tuple[str, click.Command]]:
-        yield ctx.command_path, ctx.command
-        group = ctx.command
-        if isinstance(group, click.Group):
-            for name in group.list_commands(ctx):
-                sub = group.get_command(ctx, name)
-                assert sub is not None
-                yield from walk(click.Context(sub, info_name=name, parent=ctx))
-
-    yield from walk(click.Context(cli, info_name="mcp"))
 
 
 def test_no_command_takes_one_flag_twice() -> None:
     """click lets a later option silently shadow an earlier one's flag (`-c` on ping)."""
     seen = 0
-    for path, command in _commands():
+    for path, command in commands():
         flags = [flag for param in command.params for flag in (*getattr(param, "opts", ()),
                                                                  *getattr(param, "secondary_opts", ()))]
         assert len(flags) == len(set(flags)), f"{path}: {sorted(f for f in flags if flags.count(f) > 1)}"
