@@ -19,7 +19,10 @@ before the client, anyio and the transports are imported: it imports only
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import re
+import shlex
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from mcpcli.config import Config, ServerEntry
@@ -36,6 +39,41 @@ __all__ = [
 YAML_SUFFIXES = (".yaml", ".yml")
 #: `@NAME` names a session (config names cannot start with `@`).
 SESSION_PREFIX = "@"
+
+
+#: A URL of a scheme other than http(s) (`ws://`, `file://`): not a target.
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+#: What runs a script of each suffix, for a hint that shows the command to give.
+_RUNNERS = {".py": "python3 ", ".js": "node ", ".mjs": "node ", ".cjs": "node ", ".ts": "npx tsx ", ".sh": "sh "}
+
+
+def _after_dashes(command: str) -> str:
+    """How a command line gives a server command (the hints' default)."""
+    return f"give the command after --: mcp tools list -- {command}"
+
+
+def _runner(target: str) -> str | None:
+    """For a TARGET that is an existing script or executable (not a tools.yaml file):
+    what to put before it to run it ("" for an executable), else None."""
+    if target.endswith(YAML_SUFFIXES) or not os.path.isfile(target):
+        return None
+    runner = _RUNNERS.get(os.path.splitext(target)[1].lower())
+    if runner is not None:
+        return runner
+    if os.access(target, os.X_OK) and _starts_a_program(target):
+        return "" if os.sep in target else "." + os.sep
+    return None
+
+
+def _starts_a_program(path: str) -> bool:
+    """An executable's first bytes: a `#!` line or an ELF header (on some file systems
+    every file has the execute bit, a tools.yaml file too)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return head.startswith(b"#!") or head == b"\x7fELF"
 
 
 def is_url(target: str) -> bool:
@@ -75,8 +113,12 @@ def consent_error(found: Found) -> UntrustedServer:
     )
 
 
-def resolve_target(target: str | None, command: Sequence[str], config: Config) -> ServerEntry:
-    """Turn the TARGET argument (or the `--` command) into a server entry."""
+def resolve_target(target: str | None, command: Sequence[str], config: Config, *,
+                   give_command: Callable[[str], str] = _after_dashes) -> ServerEntry:
+    """Turn the TARGET argument (or the `--` command) into a server entry. A target
+    that is a program or a URL of another scheme is refused with a hint showing the
+    command to give instead, as `give_command` says it is given where the target came
+    from (a command line; a tools.yaml's `servers:`)."""
     if command:
         if target is not None:
             raise UsageError(
@@ -94,11 +136,22 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
         if not name:
             raise UsageError("@ needs a session name", hint="`mcp session list` shows the open sessions")
         return ServerEntry(name=name, transport="session", source="session")
+    scheme = _SCHEME.match(target)
+    if scheme is not None and scheme[1].lower() in ("http", "https"):
+        target = scheme[1].lower() + target[len(scheme[1]):]  # schemes are case-insensitive (RFC 3986)
+        scheme = None
     if is_url(target):
         return ServerEntry(name=target, url=target, transport="http", source="argv")
     entry = config.get(target)
     if entry is not None:
         return entry
+    if scheme is not None:
+        raise UsageError(f"{target}: servers are reached over http:// or https://, not {scheme[1]}://",
+                         hint=f"for a stdio server, {give_command('npx -y @modelcontextprotocol/server-everything')}")
+    runner = _runner(target)
+    if runner is not None:
+        raise UsageError(f"{target} is a program, not a tools.yaml file or a server's name",
+                         hint=f"to start it as a stdio server, {give_command(runner + shlex.quote(target))}")
     if target.endswith(YAML_SUFFIXES) or (os.sep in target and os.path.isfile(target)):
         if not os.path.isfile(target):
             raise ConfigError(f"no such file: {target}")
@@ -106,6 +159,9 @@ def resolve_target(target: str | None, command: Sequence[str], config: Config) -
     found = _discovered(target, config)
     if found is not None:
         return found
+    if os.sep not in target and shutil.which(target) is not None:
+        raise UsageError(f"unknown server {target!r}; there is a program of that name",
+                         hint=f"to start it as a stdio server, {give_command(shlex.quote(target) + ' ARGS...')}")
     known = config.names()
     from mcpcli import other_clients
 

@@ -50,10 +50,17 @@ def upstream_entry(upstream: Upstream, config: Config) -> ServerEntry:
             source=upstream.file or "gateway",
         )
     assert upstream.target is not None
-    entry = resolve_target(upstream.target, (), config)
+    entry = resolve_target(upstream.target, (), config, give_command=_as_command)
     # A copy: the entry may be shared (another client's servers are read once).
     lowered = {k.lower() for k in upstream.headers}
     return dataclasses.replace(
         entry, env={**entry.env, **upstream.env},
         headers={**{k: v for k, v in entry.headers.items() if k.lower() not in lowered}, **upstream.headers},
     )
+
+
+def _as_command(command: str) -> str:
+    """How a tools.yaml's `servers:` entry gives a server command (for a hint)."""
+    import shlex
+
+    return f"give the command as `command: [{', '.join(shlex.split(command))}]`"
