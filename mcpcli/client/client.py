@@ -612,4 +612,3 @@ class Client:
         """
         return self._subscriptions.subscribe(resources=resources, tools=tools, prompts=prompts,
                                              resource_list=resource_list)
-
