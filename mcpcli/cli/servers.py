@@ -201,6 +201,12 @@ def _given_entry(
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"{url!r} is not an http(s) URL",
                              hint="to give a command, put it after --: ... NAME -- COMMAND...")
+        if "${" not in url:  # with a reference, it is checked once filled in, at use
+            from mcpcli.transports.http import url_problem
+
+            problem = url_problem(url)
+            if problem is not None:
+                raise UsageError(problem)
         if env or cwd:
             raise UsageError("--env and --cwd apply to stdio servers, not URLs")
         return ServerEntry(name=name, url=url, headers=headers, transport=transport or "http")

@@ -45,6 +45,7 @@ __all__ = [
     "origin_of",
     "same_origin",
     "snippet",
+    "url_problem",
 ]
 
 MAX_REDIRECTS = 5
@@ -96,6 +97,23 @@ class AuthProvider(Protocol):
     def authenticator(self) -> Authenticator:
         """The authenticator; ImportError if the auth support cannot be loaded."""
         ...
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` no server's URL (no http(s) scheme, no host, a bad port or IPv6
+    literal), as an error line; None when it is one."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        return f"not a valid URL: {str(exc)[:1].lower()}{str(exc)[1:]}"  # the text may hold secrets
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        port = parts.netloc.rsplit(":", 1)[-1]
+        return f"invalid port {port!r} in URL {display_url(url)}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"not an http(s) URL: {display_url(url)}"
+    return None
 
 
 def display_url(url: str) -> str:
@@ -168,14 +186,9 @@ class HttpConnection:
         """`auth` None: never sign in (`--no-auth`); a 401 or 403 is an error.
         `header_source`: a headersHelper; its headers go over the given ones, and an
         `Authorization` among them is a credential the user gave (never replaced by OAuth)."""
-        parts = urlsplit(url)
-        try:
-            parts.port  # noqa: B018 - raises ValueError for a bad port
-        except ValueError:
-            port = parts.netloc.rsplit(":", 1)[-1]
-            raise UsageError(f"invalid port {port!r} in URL {display_url(url)}") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"not an http(s) URL: {display_url(url)}")
+        problem = url_problem(url)
+        if problem is not None:
+            raise UsageError(problem)
         self.url = url
         self.shown = display_url(url)
         self.origin = origin_of(url)

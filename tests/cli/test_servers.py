@@ -119,6 +119,9 @@ def test_servers_table_and_detail_show_session_settings() -> None:
         (("servers", "add", "has space", "--", "x"), "invalid server name"),
         (("servers", "add", "n"), "nothing to add"),
         (("servers", "add", "n", "ftp://x"), "is not an http(s) URL"),
+        (("servers", "add", "n", "http://"), "mcp: error: not an http(s) URL: http://"),
+        (("servers", "add", "n", "https://h:99999/mcp"), "mcp: error: invalid port '99999' in URL"),
+        (("servers", "add", "n", "http://[::1/mcp"), "mcp: error: not a valid URL: invalid IPv6 URL"),
         (("servers", "add", "n", "https://x", "--", "cmd"), "not both"),
         (("servers", "add", "n", "https://x", "--env", "A=1"), "apply to stdio servers"),
         (("servers", "add", "n", "--header", "A: 1", "--", "cmd"), "apply to URL servers"),
@@ -130,6 +133,12 @@ def test_add_rejects_bad_input_with_exit_2(config_file: Path, args: tuple[str, .
     assert r.code == 2, r
     assert message in r.stderr
     assert not config_file.exists()
+
+
+def test_add_keeps_a_url_with_references_for_its_use_to_check(config_file: Path) -> None:
+    r = mcp_in("servers", "add", "n", "https://${HOST}:${PORT}/mcp")
+    assert r.code == 0, r
+    assert json.loads(config_file.read_text())["mcpServers"]["n"] == {"url": "https://${HOST}:${PORT}/mcp"}
 
 
 def test_remove(config_file: Path, fake_home: Path) -> None:

@@ -93,3 +93,14 @@ def test_a_gateway_file_gives_the_hint_as_its_own_syntax(tmp_path: Path) -> None
 def test_a_url_scheme_in_capitals_is_the_same_url(tmp_path: Path, target: str, url: str) -> None:
     entry = resolve_target(target, [], Config(tmp_path / "none.json"))
     assert (entry.transport, entry.url) == ("http", url)
+
+
+@pytest.mark.parametrize(("target", "error"), [
+    ("http://[::1/mcp", "mcp: error: not a valid URL: invalid IPv6 URL"),
+    ("http://", "mcp: error: not an http(s) URL: http://"),
+    ("http://host:99999/mcp", "mcp: error: invalid port '99999' in URL http://host/mcp"),
+])
+def test_a_malformed_url_is_a_usage_error(target: str, error: str) -> None:
+    r = mcp_in("ping", target)
+    assert r.code == 2 and r.stdout == "", r
+    assert r.stderr.splitlines() == [error]
