@@ -33,6 +33,14 @@ def _complete_session(ctx: click.Context, param: click.Parameter, incomplete: st
 
     return [CompletionItem(n) for n in session_names() if n.startswith(incomplete)]
 
+
+def _session_word(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """NAME as commands target the session (`@name`) names it too."""
+    if value is not None and value.startswith("@"):
+        return value[1:]
+    return value
+
+
 @click.group(cls=Group, context_settings=CONTEXT_SETTINGS)
 def session() -> None:
     """Keep servers running between commands (persistent sessions).
@@ -61,7 +69,7 @@ def _duration(value: str | None) -> float | None:
 
 
 @session.command("open")
-@click.argument("name")
+@click.argument("name", callback=_session_word)
 @click.argument("target", required=False)
 @click.option("--idle-timeout", metavar="DURATION",
               help="Close the session after this long unused: 90s, 30m, 2h or never "
@@ -170,7 +178,7 @@ def _closed(console: Any, result: dict[str, Any]) -> None:
 
 
 @session.command("close")
-@click.argument("name", required=False, shell_complete=_complete_session)
+@click.argument("name", required=False, shell_complete=_complete_session, callback=_session_word)
 @click.option("--all", "all_", is_flag=True, help="Close every session (the daemon then exits).")
 @output_options
 @pass_app
@@ -188,7 +196,7 @@ def close(app: App, name: str | None, all_: bool, out: Output) -> None:
 
 
 @session.command("restart")
-@click.argument("name", shell_complete=_complete_session)
+@click.argument("name", shell_complete=_complete_session, callback=_session_word)
 @click.option("--timeout", type=seconds(), default=120.0, show_default=True,
               metavar="SECONDS", help="Wait this long for the server to be ready again.")
 @output_options
@@ -202,7 +210,7 @@ def restart(app: App, name: str, timeout: float, out: Output) -> None:
 
 
 @session.command("logs")
-@click.argument("name", shell_complete=_complete_session)
+@click.argument("name", shell_complete=_complete_session, callback=_session_word)
 @pass_app
 def logs(app: App, name: str) -> None:
     """Print session NAME's server stderr (its last 256 KiB)."""

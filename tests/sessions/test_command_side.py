@@ -282,11 +282,21 @@ def test_session_usage_errors_are_exit_2(run: Run, args: list[str], message: str
 def test_without_a_daemon_list_is_empty_and_the_rest_say_no_session(run: Run) -> None:
     assert mcp_in("session", "list", "--json").json == {"sessions": []}
     assert mcp_in("session", "close", "--all", "--json").json == {"closed": []}
-    for args in (["close", "ev"], ["restart", "ev"], ["logs", "ev"]):
+    for args in (["close", "ev"], ["restart", "ev"], ["logs", "ev"], ["close", "@ev"], ["logs", "@ev"]):
         result = mcp_in("session", *args)
         assert result.code == 4, result
         assert "no session 'ev'" in result.stderr and "hint: mcp session open ev" in result.stderr
     assert run.starts() == []
+
+
+def test_a_session_is_named_as_commands_target_it_too(run: Run) -> None:
+    """`mcp session open @fk` and `mcp session close @fk`: the `@` of `@NAME` is not part of it."""
+    opened = open_fake("@fk")
+    assert opened["name"] == "fk"
+    assert [s["name"] for s in mcp_in("session", "list", "--json").json["sessions"]] == ["fk"]
+    closed = mcp_in("session", "close", "@fk", "--json")
+    assert closed.code == 0, closed
+    assert mcp_in("session", "list", "--json").json == {"sessions": []}
 
 
 def test_opening_a_name_again_joins_it_and_another_target_is_refused(run: Run) -> None:
