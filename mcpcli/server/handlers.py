@@ -97,7 +97,7 @@ class Handlers:
 
     async def set_level(self, rq: IncomingRequest) -> JSON:
         level = rq.params.get("level")
-        if level not in LEVEL_RANK:
+        if not isinstance(level, str) or level not in LEVEL_RANK:
             raise RPCError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
         assert rq.conn is not None
         rq.conn.log_level = level

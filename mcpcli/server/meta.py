@@ -69,7 +69,7 @@ def parse_meta(params: JSON | None) -> RequestMeta:
             INVALID_PARAMS, f"Invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}"
         )
     level = meta.get(LOG_LEVEL_KEY)
-    if level is not None and level not in LEVEL_RANK:
+    if level is not None and (not isinstance(level, str) or level not in LEVEL_RANK):
         raise ModernError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
     info = meta.get(CLIENT_INFO_KEY)
     return RequestMeta(version, caps, info if isinstance(info, dict) else {}, level)

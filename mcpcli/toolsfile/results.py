@@ -257,7 +257,7 @@ def check_mcp_result(value: Any, *, structured_objects_only: bool) -> str | None
     if not isinstance(content, list):
         return "content must be a list"
     for i, block in enumerate(content):
-        if not isinstance(block, dict) or block.get("type") not in _BLOCK_TYPES:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str) or block["type"] not in _BLOCK_TYPES:
             return f"content[{i}] must be an object with type one of {', '.join(sorted(_BLOCK_TYPES))}"
         kind = block["type"]
         if kind == "text" and not isinstance(block.get("text"), str):

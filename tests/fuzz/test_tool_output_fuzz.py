@@ -35,6 +35,7 @@ outputs = (
 @example(b'{"content": [], "structuredContent": {"x": 1e999}}', "mcp", False)
 @example(b"[" * 3000, "json", False)  # RecursionError out of json.loads
 @example(b'{"":"","":0,"error":{"code":0,"message":"..8du"}}', "mcp", False)  # the error it documents
+@example(b'{"content":[{"type":[]}]}', "mcp", False)  # an unhashable type: once a TypeError
 def test_any_output_gives_a_sendable_result(stdout: bytes, fmt: str, objects_only: bool) -> None:
     run = RunResult(returncode=0, signal=None, stdout=stdout, stderr=b"", stdout_total=len(stdout),
                     stderr_total=0)
