@@ -52,7 +52,7 @@ def list_(app: App, target: str | None, conn: Connection, out: Output) -> None:
             result = await offered(app, client.list_tools(), "tools")
             remember(target, "tools/list", result)
             out.emit(result, items="tools", human=render.tools_table)
-        return [t["name"] for t in result.get("tools", []) if isinstance(t, dict) and "name" in t]
+        return [t["name"] for t in result.get("tools", []) if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
     if not out.human:
         app.run(listing)  # what scripts read: no second connection

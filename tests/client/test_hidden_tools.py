@@ -96,6 +96,14 @@ def test_tools_list_probes_on_a_terminal_only_and_notes_nothing_when_nothing_is_
     assert {"sampling", "roots"} <= set(declared[0]) | set(declared[1]), declared
 
 
+def test_tools_list_on_a_terminal_shows_tools_no_client_can_use_as_they_are() -> None:
+    """Tools with a name that is no string, or that are no object, do not break the table or
+    the probe for hidden tools (a list as a name was once an unhashable set member)."""
+    terminal = Terminal(mcp_argv("tools", "list", "--", *fake_server("--odd-tools")))
+    assert terminal.wait(timeout=60) == 0, terminal.output
+    assert "echo" in terminal.output and "internal error" not in terminal.output, terminal.output
+
+
 @pytest.mark.peer
 def test_a_session_is_never_probed(everything: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its capabilities are the daemon's: the plain error, as the fast path prints it."""

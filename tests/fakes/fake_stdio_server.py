@@ -23,6 +23,8 @@ Behaviour flags (any combination):
                         then stay silent: utf8 (invalid UTF-8), deep (nested too deeply),
                         truncated (cut-off JSON)
   --broken-discover     answer server/discover with a cut-off line that carries its id
+  --odd-tools           also list tools no client can use: a name that is a list, one
+                        that is missing, an entry that is not an object
   --typed-tools         add get-sum(a: integer, b: integer) and flags(flag: boolean|string),
                         both answering with their arguments as JSON text
   --deaf                never answer anything; write log lines to stdout instead
@@ -107,6 +109,7 @@ p.add_argument("--sample", type=int)
 p.add_argument("--broken", choices=["utf8", "deep", "truncated"])
 p.add_argument("--broken-discover", action="store_true")
 p.add_argument("--typed-tools", action="store_true")
+p.add_argument("--odd-tools", action="store_true")
 p.add_argument("--deaf", action="store_true")
 p.add_argument("--start-delay", type=float)
 p.add_argument("--noisy-probe", type=int)
@@ -171,6 +174,9 @@ TOOLS = [
 if opts.evil is not None:
     TOOLS[0]["description"] = opts.evil
     TOOLS.append({"name": "fail", "description": opts.evil, "inputSchema": {"type": "object"}})
+
+if opts.odd_tools:
+    TOOLS.extend([{"name": ["not", "text"], "inputSchema": {"type": "object"}}, {"description": "no name"}, 7])
 
 if opts.typed_tools:
     TOOLS += [
