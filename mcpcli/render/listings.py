@@ -18,20 +18,32 @@ def tool_signature(tool: JSON) -> str:
     """`name(city: string, days?: integer)`: a readable one-line signature."""
     schema: JSON = tool["inputSchema"] if isinstance(tool.get("inputSchema"), dict) else {}
     props: JSON = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
-    required = set(schema.get("required") or [])
+    required = _required(schema)
     params = [
         f"{name}{'' if name in required else '?'}: {type_label(prop)}" for name, prop in props.items()
     ]
-    return f"{tool.get('name', '?')}({', '.join(params)})"
+    return f"{_tool_name(tool)}({', '.join(params)})"
 
 
 def _short_signature(tool: JSON) -> str:
     """`name(city, days?)`: parameter names only, for one line of a listing."""
     schema = _obj(tool.get("inputSchema"))
     props = _obj(schema.get("properties"))
-    required = set(schema.get("required") or [])
+    required = _required(schema)
     params = [name if name in required else f"{name}?" for name in props]
-    return f"{tool.get('name', '?')}({', '.join(params)})"
+    return f"{_tool_name(tool)}({', '.join(params)})"
+
+
+def _required(schema: JSON) -> set[str]:
+    """The names a schema's `required` lists (server data: anything else is ignored)."""
+    required = schema.get("required")
+    return {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+
+
+def _tool_name(tool: JSON) -> str:
+    """A tool's name as listed; one that is not text, as JSON (`?` when there is none)."""
+    name = tool.get("name", "?")
+    return name if isinstance(name, str) else json.dumps(name, ensure_ascii=False)
 
 
 def tools_table(console: Console, result: JSON) -> None:

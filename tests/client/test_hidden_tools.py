@@ -97,11 +97,14 @@ def test_tools_list_probes_on_a_terminal_only_and_notes_nothing_when_nothing_is_
 
 
 def test_tools_list_on_a_terminal_shows_tools_no_client_can_use_as_they_are() -> None:
-    """Tools with a name that is no string, or that are no object, do not break the table or
-    the probe for hidden tools (a list as a name was once an unhashable set member)."""
+    """Tools with a name that is no string, a `required` that is no list of names, or that are
+    no object, do not break the table or the probe for hidden tools (a list as a name, or in
+    `required`, was once an unhashable set member)."""
     terminal = Terminal(mcp_argv("tools", "list", "--", *fake_server("--odd-tools")))
     assert terminal.wait(timeout=60) == 0, terminal.output
-    assert "echo" in terminal.output and "internal error" not in terminal.output, terminal.output
+    assert "internal error" not in terminal.output, terminal.output
+    for shown in ("echo(message)", '["not", "text"]()', "?()", "odd-required(a?)", "required-number()"):
+        assert shown in terminal.output, terminal.output
 
 
 @pytest.mark.peer

@@ -24,7 +24,8 @@ Behaviour flags (any combination):
                         truncated (cut-off JSON)
   --broken-discover     answer server/discover with a cut-off line that carries its id
   --odd-tools           also list tools no client can use: a name that is a list, one
-                        that is missing, an entry that is not an object
+                        that is missing, an entry that is not an object, schemas whose
+                        `required` holds a list or is a number
   --typed-tools         add get-sum(a: integer, b: integer) and flags(flag: boolean|string),
                         both answering with their arguments as JSON text
   --deaf                never answer anything; write log lines to stdout instead
@@ -176,7 +177,10 @@ if opts.evil is not None:
     TOOLS.append({"name": "fail", "description": opts.evil, "inputSchema": {"type": "object"}})
 
 if opts.odd_tools:
-    TOOLS.extend([{"name": ["not", "text"], "inputSchema": {"type": "object"}}, {"description": "no name"}, 7])
+    TOOLS.extend([{"name": ["not", "text"], "inputSchema": {"type": "object"}}, {"description": "no name"}, 7,
+                  {"name": "odd-required", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}},
+                                                           "required": [["a"], 5]}},
+                  {"name": "required-number", "inputSchema": {"type": "object", "required": 5}}])
 
 if opts.typed_tools:
     TOOLS += [
