@@ -400,7 +400,8 @@ def prompt_schema(prompt: JSON) -> JSON:
     """A JSON Schema for a prompt's arguments: every value a string, required ones required."""
     props: JSON = {}
     required: list[str] = []
-    for arg in prompt.get("arguments") or []:
+    arguments = prompt.get("arguments")
+    for arg in arguments if isinstance(arguments, list) else []:
         if not isinstance(arg, dict) or not isinstance(arg.get("name"), str):
             continue
         prop: JSON = {"type": "string"}
@@ -421,7 +422,7 @@ class UnknownTool(UsageError):
     def __init__(self, name: str, listing: JSON) -> None:
         import difflib
 
-        names = [t.get("name", "") for t in listing.get("tools", []) if isinstance(t, dict)]
+        names = [t["name"] for t in listing.get("tools", []) if isinstance(t, dict) and isinstance(t.get("name"), str)]
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"did you mean {', '.join(close)}?" if close else "list them with `mcp tools list`"
         super().__init__(f"unknown tool {name!r}", hint=hint)

@@ -122,7 +122,8 @@ def sampling_text(params: JSON) -> Text:
     out = Text()
     if params.get("systemPrompt"):
         out += Text("system: ", style="bold") + safe(params["systemPrompt"]) + Text("\n")
-    for message in params.get("messages") or []:
+    messages = params.get("messages")
+    for message in messages if isinstance(messages, list) else []:
         if not isinstance(message, dict):
             continue
         out += Text(f"{printable(str(message.get('role', '?')), keep_newlines=False)}: ", style="bold")

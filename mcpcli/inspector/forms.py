@@ -140,7 +140,8 @@ def elicitation_fields(params: JSON) -> list[Field]:
 def prompt_fields(prompt: JSON) -> list[Field]:
     """A prompt's arguments: text fields (prompt arguments are strings)."""
     out: list[Field] = []
-    for arg in prompt.get("arguments") or []:
+    arguments = prompt.get("arguments")
+    for arg in arguments if isinstance(arguments, list) else []:
         if isinstance(arg, dict) and isinstance(arg.get("name"), str):
             out.append(Field(arg["name"], "text", required=bool(arg.get("required")),
                              title=str(arg.get("title") or ""), description=str(arg.get("description") or ""),

@@ -153,7 +153,8 @@ class ResultView(VerticalScroll):
         structured = result.get("structuredContent")
         if structured is not None:
             self.mount(json_tree(structured))
-        self._links([b for b in result.get("content") or [] if isinstance(b, dict)])
+        content = result.get("content")
+        self._links([b for b in content if isinstance(b, dict)] if isinstance(content, list) else [])
 
     def show_resource(self, result: JSON) -> None:
         from mcpcli.render.content import resource_contents
@@ -171,7 +172,8 @@ class ResultView(VerticalScroll):
         self.mount(Static(rendered(prompt_messages, result, self._save_dir(), width=self._width()),
                           classes="result-body"))
         blocks: list[JSON] = []
-        for message in result.get("messages") or []:
+        messages = result.get("messages")
+        for message in messages if isinstance(messages, list) else []:
             content = message.get("content") if isinstance(message, dict) else None
             blocks.extend(b for b in (content if isinstance(content, list) else [content]) if isinstance(b, dict))
         self._links(blocks)

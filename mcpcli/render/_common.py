@@ -21,6 +21,11 @@ def _obj(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    """`value` if it is a JSON array, else an empty one (server data is untrusted)."""
+    return value if isinstance(value, list) else []
+
+
 def _first_line(text: Any) -> str:
     """The first line of a description, with `…` when more follows (it was cut)."""
     lines = [line.strip() for line in str(text or "").strip().splitlines()]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpcli.output import print_json
-from mcpcli.render._common import JSON, _first_line, _obj, _s, _size
+from mcpcli.render._common import JSON, _first_line, _list, _obj, _s, _size
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,7 +83,7 @@ def _save(data: bytes, save_dir: str, stem: str, mime: str | None) -> Path:
 def _binary_blocks(result: JSON) -> list[tuple[bytes, str | None, str]]:
     """(bytes, mime, name stem) for every binary block of a call or read result."""
     found: list[tuple[bytes, str | None, str]] = []
-    for i, block in enumerate(result.get("content") or []):
+    for i, block in enumerate(_list(result.get("content"))):
         if not isinstance(block, dict):
             continue
         if block.get("type") in ("image", "audio"):
@@ -95,7 +95,7 @@ def _binary_blocks(result: JSON) -> list[tuple[bytes, str | None, str]]:
             data = decoded(res.get("blob"))
             if data is not None:
                 found.append((data, res.get("mimeType"), Path(str(res.get("uri", "blob"))).name or "blob"))
-    for item in result.get("contents") or []:
+    for item in _list(result.get("contents")):
         if isinstance(item, dict) and "blob" in item:
             data = decoded(item.get("blob"))
             if data is not None:
@@ -176,7 +176,7 @@ def call_result(console: Console, result: JSON, save_dir: str | None = None) -> 
 
     An error result is not labelled here: the one `error:` line on stderr says so.
     """
-    content = [b for b in result.get("content") or [] if isinstance(b, dict)]
+    content = [b for b in _list(result.get("content")) if isinstance(b, dict)]
     for i, block in enumerate(content):
         _block(console, block, i, save_dir)
     structured = result.get("structuredContent")
@@ -188,7 +188,7 @@ def call_result(console: Console, result: JSON, save_dir: str | None = None) -> 
 
 def resource_contents(console: Console, result: JSON, save_dir: str | None = None) -> None:
     """A `resources/read` result: text printed, blobs summarised (and saved)."""
-    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
+    contents = [c for c in _list(result.get("contents")) if isinstance(c, dict)]
     many = len(contents) > 1
     for i, item in enumerate(contents):
         if many:
@@ -208,7 +208,7 @@ def prompt_messages(console: Console, result: JSON, save_dir: str | None = None)
     """A `prompts/get` result: its description, then each message with its role."""
     if result.get("description"):
         console.print(_s(result["description"], one_line=False), style="dim")
-    messages = [m for m in result.get("messages") or [] if isinstance(m, dict)]
+    messages = [m for m in _list(result.get("messages")) if isinstance(m, dict)]
     index = 0
     for message in messages:
         console.print(f"── {_s(message.get('role', '?'))} ──", style="bold")

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from mcpcli.args import type_label
-from mcpcli.render._common import JSON, _duration, _first_line, _obj, _s, _size, _table
+from mcpcli.render._common import JSON, _duration, _first_line, _list, _obj, _s, _size, _table
 from mcpcli.render.content import call_result
 from mcpcli.text import json_safe
 
@@ -119,7 +119,7 @@ def templates_table(console: Console, result: JSON) -> None:
 
 def prompt_signature(prompt: JSON) -> str:
     """`name(code, style?)`: prompt arguments are strings, so no types."""
-    args = [a for a in prompt.get("arguments") or [] if isinstance(a, dict)]
+    args = [a for a in _list(prompt.get("arguments")) if isinstance(a, dict)]
     names = [f"{a.get('name', '?')}{'' if a.get('required') else '?'}" for a in args]
     return f"{prompt.get('name', '?')}({', '.join(names)})"
 
@@ -140,7 +140,7 @@ def prompt_detail(console: Console, prompt: JSON) -> None:
     console.print(_s(prompt_signature(prompt)), style="bold")
     if prompt.get("description"):
         console.print(_s(prompt["description"], one_line=False))
-    for arg in prompt.get("arguments") or []:
+    for arg in _list(prompt.get("arguments")):
         if isinstance(arg, dict):
             need = "required" if arg.get("required") else "optional"
             desc = f": {_s(arg['description'])}" if arg.get("description") else ""
@@ -149,7 +149,7 @@ def prompt_detail(console: Console, prompt: JSON) -> None:
 
 def completion_values(console: Console, result: JSON) -> None:
     completion = _obj(result.get("completion"))
-    values = [v for v in completion.get("values") or [] if isinstance(v, str)]
+    values = [v for v in _list(completion.get("values")) if isinstance(v, str)]
     for value in values:
         console.print(_s(value))
     total = completion.get("total")

@@ -133,6 +133,33 @@ def test_lists_and_details() -> None:
     assert "(no prompts)" in shown(render.prompts_table, {"prompts": []})
 
 
+@pytest.mark.parametrize("odd", [5, True, "abc", {"a": 1}, [[1]], [{"a": []}], None])
+def test_server_data_of_the_wrong_shape_renders_as_far_as_it_goes(odd: Any) -> None:
+    """A server's lists hold what it likes: a field of the wrong type is skipped or shown as
+    JSON, never an exception (a number as a prompt's arguments, a list in a schema's
+    `required` or as a tool's name once were)."""
+    assert "p(" in shown(render.prompts_table, {"prompts": [{"name": "p", "arguments": odd}]})
+    assert "p(" in shown(render.prompt_detail, {"name": "p", "arguments": odd})
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"a": {}}, "required": odd}}
+    assert "t(a?)" in shown(render.tools_table, {"tools": [tool]})
+    assert "t(a?: " in shown(render.tool_detail, tool)
+    named = json.dumps(odd, ensure_ascii=False) if not isinstance(odd, str) else odd
+    assert f"{named}()" in shown(render.tools_table, {"tools": [{"name": odd}]})
+    for result in ({"content": odd}, {"contents": odd}, {"messages": odd}):
+        shown(render.call_result, result)
+        shown(render.resource_contents, result)
+        shown(render.prompt_messages, result)
+    assert "(no suggestions)" in shown(render.completion_values, {"completion": {"values": odd}})
+
+
+def test_a_prompt_and_an_unknown_tool_read_only_the_names_given_as_text() -> None:
+    from mcpcli.args import UnknownTool, prompt_schema
+
+    assert prompt_schema({"name": "p", "arguments": 5})["properties"] == {}
+    listing = {"tools": [{"name": 5}, {"name": [["tool"]]}, {"name": None}, {"name": "tool"}]}
+    assert UnknownTool("tol", listing).hint == "did you mean tool?"
+
+
 def test_resource_contents_and_completion_values() -> None:
     text = shown(render.resource_contents, {"contents": [
         {"uri": "a://1", "text": "hello", "mimeType": "text/plain"},
