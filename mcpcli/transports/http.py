@@ -105,7 +105,7 @@ def url_problem(url: str) -> str | None:
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # "Invalid IPv6 URL"
-        return f"not a valid URL: {str(exc)[:1].lower()}{str(exc)[1:]}"  # the text may hold secrets
+        return f"not a valid URL: {str(exc)[:1].lower()}{str(exc)[1:]}"  # not the URL: it may hold secrets
     try:
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
