@@ -376,22 +376,13 @@ async def main() -> None:
         print(f"baseline {args.baseline}: latency {med('baseline', 'median_ms'):.3f} ms, gateway CPU per call "
               f"{med('baseline', 'cpu_ms'):.3f} ms, throughput {b_rate:.0f}/s ({b_rate / d_rate:.0%}; rounds "
               f"{ratios('baseline')}); {split('baseline')}")
-    if results["bare"]:
-        r_rate = med("bare", "rate")
-        print(f"bare relay: latency {med('bare', 'median_ms'):.3f} ms, relay CPU per call "
-              f"{med('bare', 'cpu_ms'):.3f} ms, throughput {r_rate:.0f}/s ({r_rate / d_rate:.0%}; rounds "
-              f"{ratios('bare')}); {split('bare')}")
-    if results["splice"]:
-        s_rate = med("splice", "rate")
-        print(f"splicing relay: latency {med('splice', 'median_ms'):.3f} ms, relay CPU per call "
-              f"{med('splice', 'cpu_ms'):.3f} ms, throughput {s_rate:.0f}/s ({s_rate / d_rate:.0%}; rounds "
-              f"{ratios('splice')}); {split('splice')}")
-    if results["pump"]:
-        p_rate = med("pump", "rate")
-        print(f"byte pump: latency {med('pump', 'median_ms'):.3f} ms, pump CPU per call "
-              f"{med('pump', 'cpu_ms'):.3f} ms, throughput {p_rate:.0f}/s ({p_rate / d_rate:.0%}; rounds "
-              f"{ratios('pump')}); {split('pump')}")
-
+    for kind, label, cpu in (("bare", "bare relay", "relay"), ("splice", "splicing relay", "relay"),
+                             ("pump", "byte pump", "pump")):
+        if results[kind]:
+            rate = med(kind, "rate")
+            print(f"{label}: latency {med(kind, 'median_ms'):.3f} ms, {cpu} CPU per call "
+                  f"{med(kind, 'cpu_ms'):.3f} ms, throughput {rate:.0f}/s ({rate / d_rate:.0%}; rounds "
+                  f"{ratios(kind)}); {split(kind)}")
 
 def run() -> Any:
     return anyio.run(main)

@@ -141,9 +141,11 @@ async def test_closed_connection_fails_pending_requests() -> None:
 
 async def test_notifications_and_stray_responses_are_handled_without_crashing() -> None:
     got: list[str] = []
+    noted = anyio.Event()
 
     async def on_note(note: Notification, env: Envelope) -> None:
         got.append(note.method)
+        noted.set()
 
     with anyio.fail_after(5):
         async with memory_pair() as (a, b), Peer(a, on_notification=on_note) as client:
@@ -152,8 +154,7 @@ async def test_notifications_and_stray_responses_are_handled_without_crashing() 
             await b[1].send(Envelope(Response(999, {})))  # nobody asked
             await b[1].send(Envelope(Notification("notifications/message", {"level": "info"})))
             with anyio.fail_after(1):
-                while not got:
-                    await anyio.sleep(0.001)
+                await noted.wait()
             assert got == ["notifications/message"]
             assert client.closed is None
 
