@@ -29,7 +29,8 @@ from mcpcli.errors import ArgumentError, UsageError
 
 __all__ = [
     "UnknownTool", "build_arguments", "call_arguments", "coerce", "meta_items", "needs_listing", "parse_item",
-    "prompt_schema", "read_json_source", "resolve_ref", "schema_types", "type_label", "unknown_tool",
+    "prompt_schema", "read_json_source", "required_names", "resolve_ref", "schema_types", "type_label",
+    "unknown_tool",
 ]
 
 JSON = dict[str, Any]
@@ -394,6 +395,13 @@ def build_arguments(
         _set(out, path, value, append=is_array and key in seen, key=key)
         seen.add(key)
     return out
+
+
+def required_names(schema: Any) -> set[str]:
+    """The property names an object schema's `required` lists (a server's schema is
+    untrusted: anything but a list of names counts for nothing)."""
+    required = schema.get("required") if isinstance(schema, dict) else None
+    return {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
 
 
 def prompt_schema(prompt: JSON) -> JSON:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from mcpcli.args import required_names
 from mcpcli.text import printable
 
 if TYPE_CHECKING:
@@ -33,9 +34,7 @@ def _properties(params: JSON) -> dict[str, JSON]:
 
 
 def _required(params: JSON) -> set[str]:
-    schema = params.get("requestedSchema")
-    req = schema.get("required") if isinstance(schema, dict) else None
-    return {r for r in req if isinstance(r, str)} if isinstance(req, list) else set()
+    return required_names(params.get("requestedSchema"))
 
 
 def form_defaults(params: JSON) -> JSON:

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpcli.args import required_names, schema_types
 from mcpcli.args import resolve_ref as _resolve
-from mcpcli.args import schema_types
 
 __all__ = [
     "Choice", "Field", "elicitation_fields", "field_errors", "initial_text", "prompt_fields",
@@ -123,8 +123,7 @@ def schema_fields(schema: Any) -> list[Field]:
     if not isinstance(schema, dict):
         return []
     props = schema.get("properties")
-    required = schema.get("required")
-    wanted = {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    wanted = required_names(schema)
     fields = [_field(name, prop, name in wanted, root)
               for name, prop in (props.items() if isinstance(props, dict) else [])]
     known = {f.name for f in fields}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from mcpcli.args import type_label
+from mcpcli.args import required_names, type_label
 from mcpcli.render._common import JSON, _duration, _first_line, _list, _obj, _s, _size, _table
 from mcpcli.render.content import call_result
 from mcpcli.text import json_safe
@@ -18,7 +18,7 @@ def tool_signature(tool: JSON) -> str:
     """`name(city: string, days?: integer)`: a readable one-line signature."""
     schema: JSON = tool["inputSchema"] if isinstance(tool.get("inputSchema"), dict) else {}
     props: JSON = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
-    required = _required(schema)
+    required = required_names(schema)
     params = [
         f"{name}{'' if name in required else '?'}: {type_label(prop)}" for name, prop in props.items()
     ]
@@ -29,15 +29,9 @@ def _short_signature(tool: JSON) -> str:
     """`name(city, days?)`: parameter names only, for one line of a listing."""
     schema = _obj(tool.get("inputSchema"))
     props = _obj(schema.get("properties"))
-    required = _required(schema)
+    required = required_names(schema)
     params = [name if name in required else f"{name}?" for name in props]
     return f"{_tool_name(tool)}({', '.join(params)})"
-
-
-def _required(schema: JSON) -> set[str]:
-    """The names a schema's `required` lists (server data: anything else is ignored)."""
-    required = schema.get("required")
-    return {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
 
 
 def _tool_name(tool: JSON) -> str:
