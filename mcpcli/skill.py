@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcpcli.args import type_label
+from mcpcli.args import required_names, type_label
 from mcpcli.text import printable
 
 __all__ = ["Skill", "build_skill", "example_value", "select_tools", "skill_name", "tool_line"]
@@ -65,8 +65,7 @@ def _props(tool: JSON) -> tuple[JSON, set[str]]:
     schema = tool.get("inputSchema")
     schema = schema if isinstance(schema, dict) else {}
     props = schema.get("properties")
-    required = schema.get("required")
-    return (props if isinstance(props, dict) else {}), set(required if isinstance(required, list) else [])
+    return (props if isinstance(props, dict) else {}), required_names(schema)
 
 
 def tool_line(tool: JSON) -> str:

@@ -87,6 +87,13 @@ def test_no_matching_tool_is_a_usage_error(tmp_path: Path) -> None:
     assert "mcp: error: no tool matches --tools nomatch*" in r.stderr
 
 
+def test_tools_of_odd_shapes_are_described_as_far_as_they_go() -> None:
+    """A schema whose `required` holds a list (once an unhashable set member) or is a number."""
+    r = mcp_in("skill", "--", *fake_server("--odd-tools"))
+    assert r.code == 0, r
+    assert "odd-required" in r.stdout and "required-number" in r.stdout
+
+
 def test_compact_asks_for_json_as_its_help_says(tmp_path: Path) -> None:
     """A pipe gets the Markdown; --json, --jq and -c (JSON on one line) get the JSON object."""
     examples = str(Path(__file__).resolve().parents[2] / "examples" / "tools.yaml")
